@@ -1,0 +1,75 @@
+//! Typed errors: each is one line for the user, and knows its exit code.
+
+use cust::error::CudaError;
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("no NVIDIA GPU available: {0}")]
+    NoGpu(String),
+
+    #[error("--device {requested} is out of range: this machine has {count} CUDA device(s) (0..{count})")]
+    DeviceOutOfRange { requested: u32, count: u32 },
+
+    #[error("CUDA error while {what}: {source}")]
+    Cuda {
+        what: String,
+        #[source]
+        source: CudaError,
+    },
+
+    #[error("{what} must be greater than zero")]
+    Zero { what: &'static str },
+
+    #[error("invalid size {input:?}: {why} (examples: 4096, 256M, 1.5GiB)")]
+    BadSize { input: String, why: String },
+
+    #[error("{what} is too large: {why}")]
+    TooLarge { what: String, why: String },
+
+    #[error(
+        "{experiment} needs {needed} of device memory at this size but only {free} is free; pass a smaller --size"
+    )]
+    OutOfMemory { experiment: String, needed: String, free: String },
+
+    #[error("unknown experiment {name:?}; known experiments: {known}")]
+    UnknownExperiment { name: String, known: String },
+
+    #[error("unknown variant {variant:?} of {experiment}; its variants: {known}")]
+    UnknownVariant { experiment: String, variant: String, known: String },
+
+    #[error("kernel {kernel} not found in the embedded PTX (rebuild with `cargo build`)")]
+    MissingKernel { kernel: String },
+
+    #[error("cannot write {path}: {source}")]
+    Write {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+}
+
+impl Error {
+    /// 2 for a bad command line (the user can fix the invocation), 1 for a failed run.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::DeviceOutOfRange { .. }
+            | Error::Zero { .. }
+            | Error::BadSize { .. }
+            | Error::TooLarge { .. }
+            | Error::UnknownExperiment { .. }
+            | Error::UnknownVariant { .. } => 2,
+            _ => 1,
+        }
+    }
+
+    /// Wraps a driver error with what we were doing.
+    pub fn cuda(what: impl Into<String>) -> impl FnOnce(CudaError) -> Error {
+        let what = what.into();
+        move |source| Error::Cuda { what, source }
+    }
+}

@@ -1,0 +1,54 @@
+//! copy: the practical ceiling. f32 one per thread against f32x4 grid-stride.
+
+use kernels::copy::BLOCK;
+
+use super::gather::{Gather, Variant};
+use crate::buffers::f32_elements;
+use crate::device::Gpu;
+use crate::error::Result;
+use crate::harness::{Experiment, Prepared};
+use crate::launch::LaunchCfg;
+
+pub struct Copy;
+
+/// Blocks per SM for the grid-stride copy: enough resident warps to hide latency.
+const BLOCKS_PER_SM: u32 = 8;
+
+impl Experiment for Copy {
+    fn name(&self) -> &'static str {
+        "copy"
+    }
+    fn about(&self) -> &'static str {
+        "out[i] = in[i]: the practical bandwidth ceiling, next to the driver's cuMemcpyDtoD"
+    }
+    fn variants(&self) -> Vec<String> {
+        vec!["f32".into(), "f32x4".into()]
+    }
+    fn kernels(&self) -> Vec<&'static str> {
+        vec!["copy_f32", "copy_f32x4"]
+    }
+    fn device_bytes(&self, size: u64) -> Option<u64> {
+        size.checked_mul(2)
+    }
+    fn prepare<'g>(&self, gpu: &'g Gpu, size: u64, seed: u64) -> Result<Box<dyn Prepared + 'g>> {
+        let n = f32_elements(size)?;
+        let same = |i: usize, _: usize| i;
+        let variants = vec![
+            Variant {
+                name: "f32".into(),
+                kernel: "copy_f32",
+                param: None,
+                cfg: LaunchCfg::one_per_element(n, BLOCK)?,
+                source: same,
+            },
+            Variant {
+                name: "f32x4".into(),
+                kernel: "copy_f32x4",
+                param: None,
+                cfg: LaunchCfg::grid_stride(n / 4, BLOCK, gpu.info.sm_count, BLOCKS_PER_SM),
+                source: same,
+            },
+        ];
+        Ok(Box::new(Gather::new(gpu, n, n, seed, variants)?))
+    }
+}

@@ -1,0 +1,365 @@
+//! The one harness: every experiment declares its cases and the useful work of
+//! each (bytes that must move, or FLOPs) once; this module validates, times and
+//! turns that declaration into every number in the table.
+
+use cust::event::{Event, EventFlags};
+use serde::{Deserialize, Serialize};
+
+use crate::device::{DeviceInfo, Gpu};
+use crate::error::{Error, Result};
+use crate::units::{format_bytes, gb_per_s};
+use crate::validate::Validation;
+
+/// The useful work one launch of a case does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Work {
+    /// Bytes the algorithm must move: each input read once plus each output written once.
+    Bytes(u64),
+    /// Floating-point operations, and the bytes the algorithm must move.
+    Flops { flops: u64, bytes: u64 },
+}
+
+impl Work {
+    pub fn bytes(self) -> u64 {
+        match self {
+            Work::Bytes(b) | Work::Flops { bytes: b, .. } => b,
+        }
+    }
+    pub fn flops(self) -> Option<u64> {
+        match self {
+            Work::Bytes(_) => None,
+            Work::Flops { flops, .. } => Some(flops),
+        }
+    }
+}
+
+/// One variant of an experiment as prepared for a run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Case {
+    /// Name within the experiment (`f32x4`, `4`, ...), used by `EXPERIMENT/VARIANT`.
+    pub variant: String,
+    /// The PTX entry point it launches.
+    pub kernel: &'static str,
+    pub work: Work,
+}
+
+/// An experiment with its buffers allocated at one size: the interface the table,
+/// the benches and later tools drive.
+pub trait Prepared {
+    fn cases(&self) -> &[Case];
+    /// Fills the case's inputs with fresh random data and poisons its outputs, so
+    /// an element the kernel never writes fails validation.
+    fn reset(&mut self, gpu: &Gpu, case: usize) -> Result<()>;
+    /// Enqueues one launch of the case (no synchronisation).
+    fn launch(&self, gpu: &Gpu, case: usize) -> Result<()>;
+    /// Copies the output back and compares it with the CPU reference.
+    fn validate(&self, gpu: &Gpu, case: usize) -> Result<Validation>;
+}
+
+/// An experiment: a family of kernels doing the same work with different access patterns.
+pub trait Experiment: Sync {
+    fn name(&self) -> &'static str;
+    /// One sentence: what it shows.
+    fn about(&self) -> &'static str;
+    /// Variant names, in table order.
+    fn variants(&self) -> Vec<String>;
+    /// The PTX entry points it launches.
+    fn kernels(&self) -> Vec<&'static str>;
+    /// Device memory needed at `size` bytes per array (None if it overflows).
+    fn device_bytes(&self, size: u64) -> Option<u64>;
+    /// Allocates and fills buffers for a run at `size` bytes per array.
+    fn prepare<'g>(&self, gpu: &'g Gpu, size: u64, seed: u64) -> Result<Box<dyn Prepared + 'g>>;
+}
+
+/// Median, min and max of repeated timings.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Timing {
+    pub median_ms: f64,
+    pub min_ms: f64,
+    pub max_ms: f64,
+    pub reps: usize,
+}
+
+impl Timing {
+    pub fn from_samples(mut ms: Vec<f64>) -> Timing {
+        assert!(!ms.is_empty(), "at least one timing sample");
+        ms.sort_by(f64::total_cmp);
+        let n = ms.len();
+        let median = if n % 2 == 1 { ms[n / 2] } else { (ms[n / 2 - 1] + ms[n / 2]) / 2.0 };
+        Timing { median_ms: median, min_ms: ms[0], max_ms: ms[n - 1], reps: n }
+    }
+}
+
+/// How many launches to time, after how many untimed ones.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reps {
+    pub warmup: usize,
+    pub timed: usize,
+}
+
+impl Default for Reps {
+    fn default() -> Self {
+        Reps { warmup: 3, timed: 20 }
+    }
+}
+
+/// Times `launch` with CUDA events: the warm-up launches keep the GPU busy while
+/// the timed ones are enqueued, so each event interval holds exactly one launch and
+/// no host gap.
+pub fn time_launches(gpu: &Gpu, reps: Reps, mut launch: impl FnMut() -> Result<()>) -> Result<Timing> {
+    let timed = reps.timed.max(1);
+    let events = (0..=timed)
+        .map(|_| Event::new(EventFlags::DEFAULT))
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(Error::cuda("creating timing events"))?;
+    for _ in 0..reps.warmup {
+        launch()?;
+    }
+    events[0].record(&gpu.stream).map_err(Error::cuda("recording an event"))?;
+    for e in &events[1..] {
+        launch()?;
+        e.record(&gpu.stream).map_err(Error::cuda("recording an event"))?;
+    }
+    gpu.sync("running the timed launches")?;
+    let ms = events
+        .windows(2)
+        .map(|w| w[1].elapsed_time_f32(&w[0]).map(f64::from))
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map_err(Error::cuda("reading event times"))?;
+    Ok(Timing::from_samples(ms))
+}
+
+/// The driver's device-to-device copy of `bytes`, timed like a kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Baseline {
+    pub bytes: u64,
+    pub timing: Timing,
+    /// Read + written bytes per second.
+    pub gb_per_s: f64,
+}
+
+pub fn memcpy_baseline(gpu: &Gpu, bytes: u64, reps: Reps) -> Result<Baseline> {
+    let n = (bytes / 4) as usize;
+    let src = gpu.alloc::<f32>(n)?;
+    let dst = gpu.alloc::<f32>(n)?;
+    let stream = gpu.stream.as_inner();
+    let timing = time_launches(gpu, reps, || {
+        // SAFETY: both buffers hold n f32s and live until after the sync inside time_launches.
+        let r = unsafe {
+            cust::sys::cuMemcpyDtoDAsync_v2(dst.as_device_ptr().as_raw(), src.as_device_ptr().as_raw(), n * 4, stream)
+        };
+        match r {
+            cust::sys::cudaError_enum::CUDA_SUCCESS => Ok(()),
+            other => Err(Error::NoGpu(format!("cuMemcpyDtoDAsync failed: {other:?}"))),
+        }
+    })?;
+    let moved = 2 * n as u64 * 4;
+    Ok(Baseline { bytes: n as u64 * 4, timing, gb_per_s: gb_per_s(moved, timing.median_ms) })
+}
+
+/// One line of the table.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    pub experiment: String,
+    pub variant: String,
+    pub kernel: String,
+    /// Bytes per array the experiment ran at.
+    pub size_bytes: u64,
+    /// Useful bytes moved per launch.
+    pub useful_bytes: u64,
+    pub flops: Option<u64>,
+    pub timing: Timing,
+    pub gb_per_s: f64,
+    pub gflop_per_s: Option<f64>,
+    /// Effective bandwidth over the copy baseline of the same run.
+    pub pct_of_copy: f64,
+    /// Effective bandwidth over the theoretical peak.
+    pub pct_of_peak: Option<f64>,
+    /// This variant's bandwidth (or FLOP rate) over the slowest variant of its experiment.
+    pub speedup_over_slowest: f64,
+    pub validated: bool,
+    pub check: String,
+}
+
+/// Turns a case's declared work and its timing into a row (speed-up filled in later).
+pub fn row(
+    experiment: &str,
+    case: &Case,
+    size_bytes: u64,
+    timing: Timing,
+    baseline: &Baseline,
+    info: &DeviceInfo,
+    check: Validation,
+) -> Row {
+    let bytes = case.work.bytes();
+    let gbs = gb_per_s(bytes, timing.median_ms);
+    Row {
+        experiment: experiment.to_string(),
+        variant: case.variant.clone(),
+        kernel: case.kernel.to_string(),
+        size_bytes,
+        useful_bytes: bytes,
+        flops: case.work.flops(),
+        timing,
+        gb_per_s: gbs,
+        gflop_per_s: case.work.flops().map(|f| f as f64 / (timing.median_ms * 1e-3) / 1e9),
+        pct_of_copy: 100.0 * gbs / baseline.gb_per_s,
+        pct_of_peak: info.peak_gb_per_s().map(|p| 100.0 * gbs / p),
+        speedup_over_slowest: 1.0,
+        validated: check.ok,
+        check: check.detail,
+    }
+}
+
+/// Fills in each row's speed-up over the slowest row of its experiment.
+pub fn fill_speedups(rows: &mut [Row]) {
+    let rate = |r: &Row| r.gflop_per_s.unwrap_or(r.gb_per_s);
+    let names: Vec<String> = rows.iter().map(|r| r.experiment.clone()).collect();
+    for name in names {
+        let slowest =
+            rows.iter().filter(|r| r.experiment == name).map(rate).fold(f64::INFINITY, f64::min);
+        for r in rows.iter_mut().filter(|r| r.experiment == name) {
+            r.speedup_over_slowest = if slowest > 0.0 { rate(r) / slowest } else { 1.0 };
+        }
+    }
+}
+
+/// What to run and how.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// Bytes per array; `None` picks [`default_size`] (shrunk to fit if needed).
+    pub size: Option<u64>,
+    pub reps: Reps,
+    pub seed: u64,
+}
+
+/// Default bytes per array: 8 x L2 (so DRAM, not cache, is measured), at least 256 MiB.
+pub fn default_size(info: &DeviceInfo) -> u64 {
+    (8 * info.l2_bytes).max(256 << 20).next_multiple_of(1 << 20)
+}
+
+/// The size one experiment runs at: the user's (which must fit) or the default
+/// (halved until the experiment and the copy baseline fit in 90% of free memory).
+pub fn choose_size(exp: &dyn Experiment, plan: &Plan, info: &DeviceInfo, free: u64) -> Result<u64> {
+    let needs = |size: u64| exp.device_bytes(size).and_then(|b| b.checked_add(2 * size));
+    let budget = free / 10 * 9;
+    match plan.size {
+        Some(size) => {
+            let needed = needs(size).ok_or_else(|| Error::TooLarge {
+                what: format!("--size {}", format_bytes(size)),
+                why: format!("{}'s buffers overflow 64-bit byte counts", exp.name()),
+            })?;
+            if needed > budget {
+                return Err(Error::OutOfMemory {
+                    experiment: exp.name().to_string(),
+                    needed: format_bytes(needed),
+                    free: format_bytes(free),
+                });
+            }
+            Ok(size)
+        }
+        None => {
+            let mut size = default_size(info);
+            while needs(size).is_none_or(|n| n > budget) && size > (1 << 20) {
+                size /= 2;
+            }
+            if needs(size).is_none_or(|n| n > budget) {
+                return Err(Error::OutOfMemory {
+                    experiment: exp.name().to_string(),
+                    needed: format_bytes(needs(size).unwrap_or(u64::MAX)),
+                    free: format_bytes(free),
+                });
+            }
+            Ok(size)
+        }
+    }
+}
+
+/// Runs the selected variants of one experiment: baseline copy, then for each case
+/// reset, launch, validate, then time.
+pub fn run_experiment(
+    gpu: &Gpu,
+    exp: &dyn Experiment,
+    variants: Option<&[String]>,
+    plan: &Plan,
+    mut progress: impl FnMut(&str),
+) -> Result<(Baseline, Vec<Row>)> {
+    let (free, _) = gpu.memory()?;
+    let size = choose_size(exp, plan, &gpu.info, free)?;
+    progress(&format!("{}: {} per array", exp.name(), format_bytes(size)));
+    let baseline = memcpy_baseline(gpu, size, plan.reps)?;
+    let mut prepared = exp.prepare(gpu, size, plan.seed)?;
+    let mut rows = Vec::new();
+    for i in 0..prepared.cases().len() {
+        let case = prepared.cases()[i].clone();
+        if variants.is_some_and(|v| !v.contains(&case.variant)) {
+            continue;
+        }
+        progress(&format!("{}/{}", exp.name(), case.variant));
+        prepared.reset(gpu, i)?;
+        prepared.launch(gpu, i)?;
+        gpu.sync(&format!("running {}", case.kernel))?;
+        let check = prepared.validate(gpu, i)?;
+        let timing = time_launches(gpu, plan.reps, || prepared.launch(gpu, i))?;
+        rows.push(row(exp.name(), &case, size, timing, &baseline, &gpu.info, check));
+    }
+    fill_speedups(&mut rows);
+    Ok((baseline, rows))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_min_max() {
+        let t = Timing::from_samples(vec![3.0, 1.0, 2.0]);
+        assert_eq!((t.median_ms, t.min_ms, t.max_ms, t.reps), (2.0, 1.0, 3.0, 3));
+        assert_eq!(Timing::from_samples(vec![4.0, 1.0, 2.0, 3.0]).median_ms, 2.5);
+    }
+
+    fn info() -> DeviceInfo {
+        DeviceInfo {
+            ordinal: 0,
+            name: "test".into(),
+            compute_capability: (9, 0),
+            sm_count: 132,
+            l2_bytes: 50 << 20,
+            total_memory_bytes: 80 << 30,
+            memory_clock_khz: 2_619_000,
+            bus_width_bits: 5120,
+            driver_version: 13000,
+        }
+    }
+
+    #[test]
+    fn row_arithmetic() {
+        let case = Case { variant: "v".into(), kernel: "k", work: Work::Bytes(2_000_000_000) };
+        let t = Timing { median_ms: 1.0, min_ms: 1.0, max_ms: 1.0, reps: 1 };
+        let base = Baseline { bytes: 0, timing: t, gb_per_s: 4000.0 };
+        let r = row("e", &case, 1, t, &base, &info(), Validation { ok: true, detail: String::new() });
+        assert!((r.gb_per_s - 2000.0).abs() < 1e-9);
+        assert!((r.pct_of_copy - 50.0).abs() < 1e-9);
+        assert!((r.pct_of_peak.unwrap() - 100.0 * 2000.0 / 3352.32).abs() < 1e-6);
+    }
+
+    #[test]
+    fn speedups_are_relative_to_the_slowest_variant() {
+        let case = Case { variant: "v".into(), kernel: "k", work: Work::Bytes(1_000_000) };
+        let base = Baseline { bytes: 0, timing: Timing::from_samples(vec![1.0]), gb_per_s: 1.0 };
+        let ok = Validation { ok: true, detail: String::new() };
+        let mut rows: Vec<Row> = [1.0, 4.0, 2.0]
+            .into_iter()
+            .map(|ms| row("e", &case, 1, Timing::from_samples(vec![ms]), &base, &info(), ok.clone()))
+            .collect();
+        fill_speedups(&mut rows);
+        let s: Vec<f64> = rows.iter().map(|r| r.speedup_over_slowest).collect();
+        assert_eq!(s, [4.0, 1.0, 2.0]);
+    }
+
+    #[test]
+    fn default_size_is_beyond_l2() {
+        assert_eq!(default_size(&info()), 400 << 20);
+        assert_eq!(default_size(&DeviceInfo { l2_bytes: 4 << 20, ..info() }), 256 << 20);
+    }
+}

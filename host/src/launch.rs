@@ -1,0 +1,122 @@
+//! Launching a kernel: its grid, and its arguments as the driver wants them.
+
+use std::ffi::c_void;
+
+use cust::function::Function;
+use cust::memory::{DeviceCopy, DevicePointer};
+
+use crate::device::Gpu;
+use crate::error::{Error, Result};
+
+/// One kernel argument. Every parameter our kernels take is at most 8 bytes and
+/// is stored in the low bytes of a `u64` (little-endian), which is what the driver
+/// reads for a 4- or 8-byte parameter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Arg(u64);
+
+impl From<usize> for Arg {
+    fn from(v: usize) -> Self {
+        Arg(v as u64)
+    }
+}
+impl From<u64> for Arg {
+    fn from(v: u64) -> Self {
+        Arg(v)
+    }
+}
+impl From<u32> for Arg {
+    fn from(v: u32) -> Self {
+        Arg(v as u64)
+    }
+}
+impl From<f32> for Arg {
+    fn from(v: f32) -> Self {
+        Arg(v.to_bits() as u64)
+    }
+}
+impl<T: DeviceCopy> From<DevicePointer<T>> for Arg {
+    fn from(p: DevicePointer<T>) -> Self {
+        Arg(p.as_raw())
+    }
+}
+
+/// Builds an argument list: `args![n, x.as_device_ptr(), 2.0f32]`.
+#[macro_export]
+macro_rules! args {
+    ($($a:expr),* $(,)?) => { [$($crate::launch::Arg::from($a)),*] };
+}
+
+/// Grid, block and dynamic shared memory of one launch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchCfg {
+    pub grid: (u32, u32, u32),
+    pub block: (u32, u32, u32),
+    pub shared_bytes: u32,
+}
+
+/// CUDA's limit on gridDim.x.
+pub const MAX_GRID_X: u64 = (1 << 31) - 1;
+/// CUDA's limit on gridDim.y and gridDim.z.
+pub const MAX_GRID_YZ: u64 = 65_535;
+
+impl LaunchCfg {
+    /// One thread per element: ceil(n / block) blocks of `block` threads.
+    pub fn one_per_element(n: usize, block: u32) -> Result<LaunchCfg> {
+        let blocks = (n as u64).div_ceil(block as u64);
+        if blocks > MAX_GRID_X {
+            return Err(Error::TooLarge {
+                what: format!("{n} elements"),
+                why: format!("one thread each needs {blocks} blocks of {block}, above CUDA's grid limit of {MAX_GRID_X}"),
+            });
+        }
+        Ok(LaunchCfg { grid: (blocks.max(1) as u32, 1, 1), block: (block, 1, 1), shared_bytes: 0 })
+    }
+
+    /// A grid-stride launch: enough blocks to fill every SM `blocks_per_sm` times,
+    /// but no more than the work needs.
+    pub fn grid_stride(work_items: usize, block: u32, sm_count: u32, blocks_per_sm: u32) -> LaunchCfg {
+        let needed = (work_items as u64).div_ceil(block as u64).max(1);
+        let full = sm_count as u64 * blocks_per_sm as u64;
+        LaunchCfg { grid: (needed.min(full).max(1) as u32, 1, 1), block: (block, 1, 1), shared_bytes: 0 }
+    }
+}
+
+impl Gpu {
+    /// Enqueues `f` on the stream. Errors at launch (bad configuration) come back
+    /// here; faults while running come back from the next [`Gpu::sync`].
+    pub fn launch(&self, f: &Function<'_>, cfg: LaunchCfg, args: &[Arg]) -> Result<()> {
+        let params: Vec<*mut c_void> = args.iter().map(|a| &a.0 as *const u64 as *mut c_void).collect();
+        // SAFETY: each pointer refers to an 8-byte value alive for the call; the driver
+        // copies the parameters before cuLaunchKernel returns. `Stream::launch` is what
+        // cust's own `launch!` macro expands to.
+        let result = unsafe { self.stream.launch(f, cfg.grid, cfg.block, cfg.shared_bytes, &params) };
+        result.map_err(Error::cuda("launching a kernel"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn args_pack_into_low_bytes() {
+        let a = args![3usize, 1.5f32, 7u32];
+        assert_eq!(a[0], Arg(3));
+        assert_eq!(a[1].0 as u32, 1.5f32.to_bits());
+        assert_eq!(a[2], Arg(7));
+    }
+
+    #[test]
+    fn one_per_element_covers_n() {
+        let c = LaunchCfg::one_per_element(1000, 256).unwrap();
+        assert_eq!(c.grid.0, 4);
+        assert_eq!(LaunchCfg::one_per_element(1, 256).unwrap().grid.0, 1);
+        assert!(LaunchCfg::one_per_element(usize::MAX / 2, 32).is_err());
+    }
+
+    #[test]
+    fn grid_stride_caps_at_the_gpu() {
+        assert_eq!(LaunchCfg::grid_stride(1 << 30, 256, 132, 8).grid.0, 1056);
+        assert_eq!(LaunchCfg::grid_stride(100, 256, 132, 8).grid.0, 1);
+    }
+}

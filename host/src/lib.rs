@@ -1,0 +1,21 @@
+//! `coalesce`: launch Rust GPU kernels (compiled to PTX from `kernels/`) through
+//! cust, validate each result against a CPU reference, and measure effective
+//! bandwidth next to the device's peak and a device-to-device copy.
+//!
+//! The pieces: [`device`] opens a GPU, [`launch`] passes arguments, [`harness`]
+//! turns each experiment's declared work into timed, validated [`harness::Row`]s,
+//! [`experiments`] holds one module per experiment, [`table`] prints and saves rows.
+
+pub mod cli;
+pub mod buffers;
+pub mod device;
+pub mod error;
+pub mod experiments;
+pub mod harness;
+pub mod launch;
+pub mod ptx;
+pub mod table;
+pub mod units;
+pub mod validate;
+
+pub use error::{Error, Result};

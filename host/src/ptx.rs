@@ -1,0 +1,50 @@
+//! The PTX that `build.rs` compiled from `kernels/`: the only place it enters the code.
+
+/// The kernels crate compiled for `nvptx64-nvidia-cuda`.
+pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
+
+/// The `-C target-cpu` the PTX was built for (`COALESCE_ARCH`, default sm_70).
+pub const ARCH: &str = env!("COALESCE_PTX_ARCH");
+
+/// Whether this build linked the stub libcuda because no NVIDIA driver was found.
+pub const LINKED_CUDA_STUB: bool = const_str_eq(env!("COALESCE_CUDA_STUB"), "1");
+
+const fn const_str_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// The kernel entry points (`.entry NAME(`) declared in a PTX module, in order.
+pub fn entry_points(ptx: &str) -> Vec<&str> {
+    ptx.lines()
+        .filter_map(|l| l.trim_start().strip_prefix(".visible .entry "))
+        .filter_map(|rest| rest.split('(').next())
+        .map(str::trim)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_entry_points() {
+        let ptx = ".version 7.0\n.visible .entry copy_f32(\n\t.param .u64 a\n)\n.visible .entry stride_read(\n";
+        assert_eq!(entry_points(ptx), ["copy_f32", "stride_read"]);
+    }
+
+    #[test]
+    fn embedded_ptx_targets_the_configured_arch() {
+        assert!(PTX.contains(&format!(".target {ARCH}")), "PTX header should name {ARCH}");
+    }
+}

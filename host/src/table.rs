@@ -1,0 +1,182 @@
+//! The results of a run: printed as a table for people, saved as JSON for tools.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::device::DeviceInfo;
+use crate::error::{Error, Result};
+use crate::harness::{Baseline, Row};
+use crate::units::format_bytes;
+
+/// Everything one run measured, with the device it ran on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub coalesce_version: String,
+    pub device: DeviceInfo,
+    pub ptx_arch: String,
+    pub peak_gb_per_s: Option<f64>,
+    /// The cuMemcpyDtoD baseline each experiment's "% of copy" is relative to.
+    pub baselines: Vec<ExperimentBaseline>,
+    pub rows: Vec<Row>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ExperimentBaseline {
+    pub experiment: String,
+    pub baseline: Baseline,
+}
+
+impl Report {
+    pub fn failures(&self) -> usize {
+        self.rows.iter().filter(|r| !r.validated).count()
+    }
+}
+
+/// One line describing the device.
+pub fn device_line(d: &DeviceInfo, ptx_arch: &str) -> String {
+    let peak = d.peak_gb_per_s().map(|p| format!("{p:.0} GB/s")).unwrap_or_else(|| "unknown".into());
+    format!(
+        "{} (device {}, sm_{}{}, {} SMs, L2 {}, {} memory, peak {peak}); kernels: PTX for {ptx_arch}",
+        d.name,
+        d.ordinal,
+        d.compute_capability.0,
+        d.compute_capability.1,
+        d.sm_count,
+        format_bytes(d.l2_bytes),
+        format_bytes(d.total_memory_bytes),
+    )
+}
+
+fn time(ms: f64) -> String {
+    if ms < 1.0 { format!("{:.1} us", ms * 1e3) } else { format!("{ms:.3} ms") }
+}
+
+/// The human table.
+pub fn render(report: &Report) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", device_line(&report.device, &report.ptx_arch));
+    for b in &report.baselines {
+        let _ = writeln!(
+            out,
+            "{:<10} baseline: cuMemcpyDtoD of {} = {:.0} GB/s (read + write, median of {})",
+            b.experiment,
+            format_bytes(b.baseline.bytes),
+            b.baseline.gb_per_s,
+            b.baseline.timing.reps
+        );
+    }
+    let header = ["experiment", "variant", "size", "median", "GB/s", "% copy", "% peak", "x slowest", "valid"];
+    let mut cells: Vec<[String; 9]> = vec![header.map(String::from)];
+    for r in &report.rows {
+        let rate = match r.gflop_per_s {
+            Some(g) => format!("{g:.0} GFLOP/s"),
+            None => format!("{:.1}", r.gb_per_s),
+        };
+        cells.push([
+            r.experiment.clone(),
+            r.variant.clone(),
+            format_bytes(r.size_bytes),
+            time(r.timing.median_ms),
+            rate,
+            format!("{:.1}", r.pct_of_copy),
+            r.pct_of_peak.map(|p| format!("{p:.1}")).unwrap_or_else(|| "-".into()),
+            format!("{:.2}", r.speedup_over_slowest),
+            if r.validated { "yes".into() } else { "NO".into() },
+        ]);
+    }
+    let widths: Vec<usize> = (0..9).map(|c| cells.iter().map(|row| row[c].chars().count()).max().unwrap_or(0)).collect();
+    for (i, row) in cells.iter().enumerate() {
+        let line: Vec<String> = row
+            .iter()
+            .enumerate()
+            .map(|(c, s)| if c < 2 { format!("{s:<w$}", w = widths[c]) } else { format!("{s:>w$}", w = widths[c]) })
+            .collect();
+        let _ = writeln!(out, "{}", line.join("  ").trim_end());
+        if i == 0 {
+            let _ = writeln!(out, "{}", "-".repeat(widths.iter().sum::<usize>() + 2 * 8));
+        }
+    }
+    for r in report.rows.iter().filter(|r| !r.validated) {
+        let _ = writeln!(out, "NOT VALIDATED {}/{} ({}): {}", r.experiment, r.variant, r.kernel, r.check);
+    }
+    out
+}
+
+/// Writes `value` as JSON to `path` without ever leaving a half-written file:
+/// a temporary file beside it, then a rename.
+pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+    let err = |source| Error::Write { path: path.display().to_string(), source };
+    let text = serde_json::to_string_pretty(value)?;
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    std::fs::write(&tmp, text + "\n").map_err(err)?;
+    std::fs::rename(&tmp, path).map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        err(e)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::{Timing, Work, row};
+    use crate::validate::Validation;
+
+    fn report() -> Report {
+        let device = DeviceInfo {
+            ordinal: 0,
+            name: "Test GPU".into(),
+            compute_capability: (9, 0),
+            sm_count: 132,
+            l2_bytes: 50 << 20,
+            total_memory_bytes: 80 << 30,
+            memory_clock_khz: 2_619_000,
+            bus_width_bits: 5120,
+            driver_version: 13000,
+        };
+        let t = Timing::from_samples(vec![0.5, 0.4, 0.6]);
+        let baseline = Baseline { bytes: 256 << 20, timing: t, gb_per_s: 3000.0 };
+        let case = crate::harness::Case { variant: "f32".into(), kernel: "copy_f32", work: Work::Bytes(512 << 20) };
+        let good = row("copy", &case, 256 << 20, t, &baseline, &device, Validation { ok: true, detail: "exact".into() });
+        let bad = Row { variant: "f32x4".into(), validated: false, check: "exact: 1 of 9 differ".into(), ..good.clone() };
+        Report {
+            coalesce_version: "test".into(),
+            device,
+            ptx_arch: "sm_70".into(),
+            peak_gb_per_s: Some(3352.3),
+            baselines: vec![ExperimentBaseline { experiment: "copy".into(), baseline }],
+            rows: vec![good, bad],
+        }
+    }
+
+    #[test]
+    fn table_has_a_row_per_result_and_flags_failures() {
+        let text = render(&report());
+        assert!(text.contains("Test GPU"));
+        assert!(text.contains("cuMemcpyDtoD of 256.0 MiB = 3000 GB/s"));
+        assert!(text.lines().any(|l| l.starts_with("copy") && l.contains("f32 ") && l.ends_with("yes")));
+        assert!(text.lines().any(|l| l.starts_with("copy") && l.contains("f32x4") && l.ends_with("NO")));
+        assert!(text.contains("NOT VALIDATED copy/f32x4 (copy_f32): exact: 1 of 9 differ"));
+        assert_eq!(report().failures(), 1);
+    }
+
+    #[test]
+    fn json_round_trips_and_replaces_atomically() {
+        let dir = std::env::temp_dir().join(format!("coalesce-json-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("r.json");
+        write_json(&path, &report()).unwrap();
+        let back: Report = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(back, report());
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "no temporary file left behind");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn json_to_an_unwritable_path_is_an_error() {
+        let e = write_json(Path::new("/nonexistent-dir/r.json"), &report()).unwrap_err();
+        assert!(e.to_string().starts_with("cannot write /nonexistent-dir/r.json"), "{e}");
+    }
+}

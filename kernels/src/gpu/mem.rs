@@ -1,0 +1,148 @@
+//! Global-memory accessors: the only way kernels read and write device memory.
+//!
+//! [`Global`] and [`GlobalMut`] are `#[repr(transparent)]` pointers, so a kernel
+//! takes them as parameters and the host passes plain device pointers. On the GPU
+//! `read`/`write` compile to a single `ld.global`/`st.global`; on the host they
+//! also report the access to the emulator, tagged with the kernel's source line.
+
+use core::marker::PhantomData;
+
+/// A type kernels move through global memory in one access.
+///
+/// `load`/`store` default to a plain read/write; [`Float4`](super::Float4) overrides
+/// them with a 4-lane vector so LLVM emits one `ld.global.v4.f32` instead of splitting
+/// the 16-byte struct copy into two 8-byte loads.
+pub trait Element: Copy {
+    /// # Safety
+    /// `p` must be valid and aligned for a read of `Self`.
+    #[inline(always)]
+    unsafe fn load(p: *const Self) -> Self {
+        // SAFETY: forwarded from the caller.
+        unsafe { p.read() }
+    }
+    /// # Safety
+    /// `p` must be valid and aligned for a write of `Self`.
+    #[inline(always)]
+    unsafe fn store(p: *mut Self, value: Self) {
+        // SAFETY: forwarded from the caller.
+        unsafe { p.write(value) }
+    }
+}
+
+impl Element for f32 {}
+impl Element for f64 {}
+impl Element for u32 {}
+impl Element for i32 {}
+impl Element for u64 {}
+
+/// A read-only pointer to device (global) memory.
+#[repr(transparent)]
+pub struct Global<T> {
+    ptr: *const T,
+    _elem: PhantomData<T>,
+}
+
+/// A read-write pointer to device (global) memory.
+#[repr(transparent)]
+pub struct GlobalMut<T> {
+    ptr: *mut T,
+    _elem: PhantomData<T>,
+}
+
+// Manual impls: derive would demand `T: Clone`.
+impl<T> Clone for Global<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for Global<T> {}
+impl<T> Clone for GlobalMut<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for GlobalMut<T> {}
+
+impl<T: Element> Global<T> {
+    /// Wraps a raw device pointer (the host side of a launch does this implicitly).
+    pub const fn from_ptr(ptr: *const T) -> Self {
+        Self { ptr, _elem: PhantomData }
+    }
+
+    /// The raw pointer, for code outside kernel bodies (the emulator, tests).
+    pub const fn as_ptr(self) -> *const T {
+        self.ptr
+    }
+
+    /// Reads element `i`.
+    ///
+    /// # Safety
+    /// `i` must be in bounds of the allocation this pointer was made from.
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    pub unsafe fn read(self, i: usize) -> T {
+        // SAFETY: the caller guarantees `i` is in bounds.
+        let p = unsafe { self.ptr.add(i) };
+        #[cfg(not(target_arch = "nvptx64"))]
+        super::emu::record_global(p as usize, size_of::<T>(), super::emu::Op::Load);
+        // SAFETY: as above; device allocations are aligned for any T we use.
+        unsafe { T::load(p) }
+    }
+
+    /// Reinterprets the pointer as pointing to `U` (e.g. `f32` to [`Float4`](super::Float4)).
+    ///
+    /// # Safety
+    /// The pointer must be aligned for `U` (device allocations are 256-byte aligned).
+    #[inline(always)]
+    pub unsafe fn cast<U: Element>(self) -> Global<U> {
+        Global::from_ptr(self.ptr.cast())
+    }
+}
+
+impl<T: Element> GlobalMut<T> {
+    /// Wraps a raw device pointer.
+    pub const fn from_ptr(ptr: *mut T) -> Self {
+        Self { ptr, _elem: PhantomData }
+    }
+
+    /// The raw pointer, for code outside kernel bodies.
+    pub const fn as_ptr(self) -> *mut T {
+        self.ptr
+    }
+
+    /// Reads element `i`.
+    ///
+    /// # Safety
+    /// `i` must be in bounds of the allocation.
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    pub unsafe fn read(self, i: usize) -> T {
+        // SAFETY: the caller guarantees `i` is in bounds.
+        unsafe { Global::from_ptr(self.ptr.cast_const()).read(i) }
+    }
+
+    /// Writes `value` to element `i`.
+    ///
+    /// # Safety
+    /// `i` must be in bounds of the allocation and no other thread may access
+    /// the element concurrently.
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    pub unsafe fn write(self, i: usize, value: T) {
+        // SAFETY: the caller guarantees `i` is in bounds.
+        let p = unsafe { self.ptr.add(i) };
+        #[cfg(not(target_arch = "nvptx64"))]
+        super::emu::record_global(p as usize, size_of::<T>(), super::emu::Op::Store);
+        // SAFETY: as above.
+        unsafe { T::store(p, value) }
+    }
+
+    /// Reinterprets the pointer as pointing to `U`.
+    ///
+    /// # Safety
+    /// The pointer must be aligned for `U`.
+    #[inline(always)]
+    pub unsafe fn cast<U: Element>(self) -> GlobalMut<U> {
+        GlobalMut::from_ptr(self.ptr.cast())
+    }
+}

@@ -1,0 +1,197 @@
+//! Shared memory: static arrays ([`shared_array!`](crate::shared_array)) and the
+//! dynamic segment sized at launch ([`dynamic_shared_array`]).
+//!
+//! On the GPU an array is a 32-bit address in the shared window and every access is
+//! one `ld.shared`/`st.shared`, as nvcc emits for `__shared__` arrays (a generic
+//! pointer would cost an address-space check per access).
+
+use core::marker::PhantomData;
+
+/// A block-wide array in shared memory.
+pub struct SharedArray<T> {
+    #[cfg(target_arch = "nvptx64")]
+    addr: u32,
+    #[cfg(not(target_arch = "nvptx64"))]
+    ptr: *mut T,
+    len: usize,
+    _elem: PhantomData<T>,
+}
+
+impl<T> Clone for SharedArray<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for SharedArray<T> {}
+
+/// Element types shared memory holds: one 4-byte word each.
+pub trait SharedWord: Copy {
+    #[cfg(target_arch = "nvptx64")]
+    #[doc(hidden)]
+    unsafe fn ld_shared(addr: u32) -> Self;
+    #[cfg(target_arch = "nvptx64")]
+    #[doc(hidden)]
+    unsafe fn st_shared(addr: u32, value: Self);
+}
+
+#[cfg(target_arch = "nvptx64")]
+macro_rules! shared_word {
+    ($($t:ty => $ptx:literal),*) => {$(
+        impl SharedWord for $t {
+            #[inline(always)]
+            unsafe fn ld_shared(addr: u32) -> Self {
+                let v: $t;
+                // SAFETY: the caller passes an in-bounds shared-window address.
+                unsafe {
+                    core::arch::asm!(concat!("ld.shared.", $ptx, " {v}, [{a}];"),
+                        v = out(reg32) v, a = in(reg32) addr, options(readonly, nostack, preserves_flags));
+                }
+                v
+            }
+            #[inline(always)]
+            unsafe fn st_shared(addr: u32, value: Self) {
+                // SAFETY: as above.
+                unsafe {
+                    core::arch::asm!(concat!("st.shared.", $ptx, " [{a}], {v};"),
+                        a = in(reg32) addr, v = in(reg32) value, options(nostack, preserves_flags));
+                }
+            }
+        }
+    )*};
+}
+#[cfg(target_arch = "nvptx64")]
+shared_word!(f32 => "f32", u32 => "u32", i32 => "s32");
+
+#[cfg(not(target_arch = "nvptx64"))]
+impl SharedWord for f32 {}
+#[cfg(not(target_arch = "nvptx64"))]
+impl SharedWord for u32 {}
+#[cfg(not(target_arch = "nvptx64"))]
+impl SharedWord for i32 {}
+
+impl<T: SharedWord> SharedArray<T> {
+    /// Wraps an address in the shared window. Used by [`shared_array!`](crate::shared_array).
+    ///
+    /// # Safety
+    /// `addr` must be the start of a shared allocation of at least `len` elements.
+    #[cfg(target_arch = "nvptx64")]
+    #[doc(hidden)]
+    #[inline(always)]
+    pub unsafe fn from_shared_addr(addr: u32, len: usize) -> Self {
+        Self { addr, len, _elem: PhantomData }
+    }
+
+    /// Wraps emulator storage. Used by [`shared_array!`](crate::shared_array) on the host.
+    ///
+    /// # Safety
+    /// `ptr` must point to at least `len` elements that outlive the block.
+    #[cfg(not(target_arch = "nvptx64"))]
+    #[doc(hidden)]
+    pub unsafe fn from_host_ptr(ptr: *mut T, len: usize) -> Self {
+        Self { ptr, len, _elem: PhantomData }
+    }
+
+    /// Number of elements.
+    #[inline(always)]
+    pub fn len(self) -> usize {
+        self.len
+    }
+
+    /// Whether the array has no elements.
+    #[inline(always)]
+    pub fn is_empty(self) -> bool {
+        self.len == 0
+    }
+
+    /// Reads element `i`.
+    ///
+    /// # Safety
+    /// `i < self.len()`, and no other thread writes the element without a barrier between.
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    pub unsafe fn read(self, i: usize) -> T {
+        #[cfg(target_arch = "nvptx64")]
+        // SAFETY: in bounds by the caller's promise; the shared window is 32-bit.
+        unsafe {
+            T::ld_shared(self.addr + (i as u32) * size_of::<T>() as u32)
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        // SAFETY: as above.
+        unsafe {
+            super::emu::record_shared(self.ptr as usize, i * size_of::<T>(), size_of::<T>(), super::emu::Op::Load);
+            self.ptr.add(i).read()
+        }
+    }
+
+    /// Writes `value` to element `i`.
+    ///
+    /// # Safety
+    /// `i < self.len()`, and no other thread accesses the element without a barrier between.
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    pub unsafe fn write(self, i: usize, value: T) {
+        #[cfg(target_arch = "nvptx64")]
+        // SAFETY: in bounds by the caller's promise.
+        unsafe {
+            T::st_shared(self.addr + (i as u32) * size_of::<T>() as u32, value)
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        // SAFETY: as above.
+        unsafe {
+            super::emu::record_shared(self.ptr as usize, i * size_of::<T>(), size_of::<T>(), super::emu::Op::Store);
+            self.ptr.add(i).write(value)
+        }
+    }
+}
+
+/// Declares a static shared-memory array and returns it as a [`SharedArray`]:
+/// `let tile = shared_array![TILE: [f32; 32 * 33]];`
+///
+/// The name becomes the PTX symbol, so it must be unique within the crate.
+#[macro_export]
+macro_rules! shared_array {
+    ($name:ident : [$t:ty; $n:expr]) => {{
+        #[cfg(target_arch = "nvptx64")]
+        let array = {
+            core::arch::global_asm!(
+                concat!(".shared .align 16 .b8 ", stringify!($name), "[{bytes}];"),
+                bytes = const core::mem::size_of::<[$t; $n]>(),
+            );
+            let addr: u32;
+            // SAFETY: takes the shared-window address of the array declared above.
+            unsafe {
+                core::arch::asm!(concat!("mov.u32 {0}, ", stringify!($name), ";"),
+                    out(reg32) addr, options(pure, nomem, nostack, preserves_flags));
+                $crate::gpu::SharedArray::<$t>::from_shared_addr(addr, $n)
+            }
+        };
+        #[cfg(not(target_arch = "nvptx64"))]
+        let array = $crate::gpu::emu::shared_array::<$t>(stringify!($name), $n);
+        array
+    }};
+}
+
+#[cfg(target_arch = "nvptx64")]
+core::arch::global_asm!(".extern .shared .align 16 .b8 coalesce_dynamic_smem[];");
+
+/// The dynamic shared-memory segment (sized by the launch) viewed as `len` elements.
+///
+/// # Safety
+/// The launch must provide at least `len * size_of::<T>()` bytes of dynamic shared memory.
+#[inline(always)]
+pub unsafe fn dynamic_shared_array<T: SharedWord>(len: usize) -> SharedArray<T> {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let addr: u32;
+        // SAFETY: takes the address of the extern segment declared above.
+        unsafe {
+            core::arch::asm!("mov.u32 {0}, coalesce_dynamic_smem;",
+                out(reg32) addr, options(pure, nomem, nostack, preserves_flags));
+            SharedArray::from_shared_addr(addr, len)
+        }
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        super::emu::dynamic_shared_array::<T>(len)
+    }
+}

@@ -1,0 +1,77 @@
+//! Thread, block and grid indices, and the block barrier (names as in `cuda_std::thread`).
+
+#[cfg(target_arch = "nvptx64")]
+mod imp {
+    use core::arch::nvptx;
+
+    macro_rules! special_register {
+        ($($name:ident => $intrinsic:ident),* $(,)?) => {$(
+            #[inline(always)]
+            pub fn $name() -> u32 {
+                // SAFETY: reading a special register has no preconditions.
+                unsafe { nvptx::$intrinsic() as u32 }
+            }
+        )*};
+    }
+
+    special_register! {
+        thread_idx_x => _thread_idx_x, thread_idx_y => _thread_idx_y, thread_idx_z => _thread_idx_z,
+        block_idx_x => _block_idx_x, block_idx_y => _block_idx_y, block_idx_z => _block_idx_z,
+        block_dim_x => _block_dim_x, block_dim_y => _block_dim_y, block_dim_z => _block_dim_z,
+        grid_dim_x => _grid_dim_x, grid_dim_y => _grid_dim_y, grid_dim_z => _grid_dim_z,
+    }
+
+    #[inline(always)]
+    pub fn sync_threads() {
+        // SAFETY: `bar.sync 0`; every kernel calls it from uniform control flow.
+        unsafe { nvptx::_syncthreads() }
+    }
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+mod imp {
+    use crate::gpu::emu;
+
+    macro_rules! emulated_register {
+        ($($name:ident => $field:ident . $axis:ident),* $(,)?) => {$(
+            #[inline]
+            pub fn $name() -> u32 {
+                emu::with_thread(|t| t.$field.$axis)
+            }
+        )*};
+    }
+
+    emulated_register! {
+        thread_idx_x => thread_idx.x, thread_idx_y => thread_idx.y, thread_idx_z => thread_idx.z,
+        block_idx_x => block_idx.x, block_idx_y => block_idx.y, block_idx_z => block_idx.z,
+        block_dim_x => block_dim.x, block_dim_y => block_dim.y, block_dim_z => block_dim.z,
+        grid_dim_x => grid_dim.x, grid_dim_y => grid_dim.y, grid_dim_z => grid_dim.z,
+    }
+
+    pub fn sync_threads() {
+        emu::sync_threads()
+    }
+}
+
+pub use imp::*;
+
+/// The global linear index of this thread along x: `blockIdx.x * blockDim.x + threadIdx.x`.
+///
+/// Computed in 32 bits (as nvcc does for `int` indices) and widened once.
+#[inline(always)]
+pub fn index_1d() -> usize {
+    (block_idx_x() * block_dim_x() + thread_idx_x()) as usize
+}
+
+/// The total number of threads in the grid along x: the step of a grid-stride loop.
+#[inline(always)]
+pub fn grid_size_1d() -> usize {
+    (grid_dim_x() * block_dim_x()) as usize
+}
+
+/// The thread's linear index inside its block (x fastest, then y, then z):
+/// the order in which threads are grouped into warps.
+#[inline(always)]
+pub fn thread_rank_in_block() -> usize {
+    ((thread_idx_z() * block_dim_y() + thread_idx_y()) * block_dim_x() + thread_idx_x()) as usize
+}

@@ -1,0 +1,46 @@
+//! 16-byte vector types: one `ld.global.v4`/`st.global.v4` per access.
+
+/// Four `f32`s with CUDA `float4`'s layout and 16-byte alignment.
+#[repr(C, align(16))]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Float4 {
+    pub x: f32,
+    pub y: f32,
+    pub z: f32,
+    pub w: f32,
+}
+
+impl Float4 {
+    #[inline(always)]
+    pub const fn new(x: f32, y: f32, z: f32, w: f32) -> Self {
+        Self { x, y, z, w }
+    }
+
+    /// `a * self + other`, lane by lane.
+    #[inline(always)]
+    pub fn axpy(self, a: f32, other: Self) -> Self {
+        Self::new(
+            a * self.x + other.x,
+            a * self.y + other.y,
+            a * self.z + other.z,
+            a * self.w + other.w,
+        )
+    }
+}
+
+impl super::mem::Element for Float4 {
+    #[inline(always)]
+    unsafe fn load(p: *const Self) -> Self {
+        // SAFETY: same size and alignment (16) as `Simd<f32, 4>`; the caller
+        // guarantees `p` is valid and aligned.
+        let v = unsafe { p.cast::<core::simd::f32x4>().read() };
+        let [x, y, z, w] = v.to_array();
+        Self { x, y, z, w }
+    }
+    #[inline(always)]
+    unsafe fn store(p: *mut Self, value: Self) {
+        let v = core::simd::f32x4::from_array([value.x, value.y, value.z, value.w]);
+        // SAFETY: as above.
+        unsafe { p.cast::<core::simd::f32x4>().write(v) }
+    }
+}
