@@ -29,7 +29,8 @@ pub fn poison(gpu: &Gpu, buf: &mut DeviceBuffer<f32>) -> Result<()> {
 pub fn download(gpu: &Gpu, buf: &DeviceBuffer<f32>) -> Result<Vec<f32>> {
     gpu.sync("finishing work before a copy to the host")?;
     let mut host = vec![0f32; buf.len()];
-    buf.copy_to(&mut host[..]).map_err(Error::cuda("copying a result to the host"))?;
+    buf.copy_to(&mut host[..])
+        .map_err(Error::cuda("copying a result to the host"))?;
     Ok(host)
 }
 
@@ -37,9 +38,14 @@ pub fn download(gpu: &Gpu, buf: &DeviceBuffer<f32>) -> Result<Vec<f32>> {
 pub fn f32_elements(bytes: u64) -> Result<usize> {
     let n = bytes / 4;
     if n == 0 {
-        return Err(Error::Zero { what: "--size (in whole f32 elements)" });
+        return Err(Error::Zero {
+            what: "--size (in whole f32 elements)",
+        });
     }
-    usize::try_from(n).map_err(|_| Error::TooLarge { what: format!("{bytes} bytes"), why: "more elements than usize holds".into() })
+    usize::try_from(n).map_err(|_| Error::TooLarge {
+        what: format!("{bytes} bytes"),
+        why: "more elements than usize holds".into(),
+    })
 }
 
 #[cfg(test)]

@@ -111,8 +111,15 @@ fn info(device: u32) -> Result<Outcome> {
     let gpu = Gpu::open(device)?;
     println!("device: {}", table::device_line(&gpu.info, ptx::ARCH));
     let (free, total) = gpu.memory()?;
-    println!("memory: {} free of {}", crate::units::format_bytes(free), crate::units::format_bytes(total));
-    println!("default size per array: {}", crate::units::format_bytes(harness::default_size(&gpu.info)));
+    println!(
+        "memory: {} free of {}",
+        crate::units::format_bytes(free),
+        crate::units::format_bytes(total)
+    );
+    println!(
+        "default size per array: {}",
+        crate::units::format_bytes(harness::default_size(&gpu.info))
+    );
     Ok(Outcome::Ok)
 }
 
@@ -122,7 +129,10 @@ fn run(args: RunArgs) -> Result<Outcome> {
     let gpu = Gpu::open(args.device)?;
     let plan = Plan {
         size: args.size,
-        reps: Reps { warmup: args.warmup as usize, timed: args.reps as usize },
+        reps: Reps {
+            warmup: args.warmup as usize,
+            timed: args.reps as usize,
+        },
         seed: args.seed,
     };
     let show = !args.quiet && std::io::stderr().is_terminal();
@@ -135,12 +145,16 @@ fn run(args: RunArgs) -> Result<Outcome> {
         rows: Vec::new(),
     };
     for s in &selection {
-        let (baseline, rows) = harness::run_experiment(&gpu, s.experiment, s.variants.as_deref(), &plan, |msg| {
-            if show {
-                eprintln!("running {msg}");
-            }
-        })?;
-        report.baselines.push(ExperimentBaseline { experiment: s.experiment.name().to_string(), baseline });
+        let (baseline, rows) =
+            harness::run_experiment(&gpu, s.experiment, s.variants.as_deref(), &plan, |msg| {
+                if show {
+                    eprintln!("running {msg}");
+                }
+            })?;
+        report.baselines.push(ExperimentBaseline {
+            experiment: s.experiment.name().to_string(),
+            baseline,
+        });
         report.rows.extend(rows);
     }
     print!("{}", table::render(&report));

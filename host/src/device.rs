@@ -70,21 +70,30 @@ impl Gpu {
             return Err(no_gpu(CudaError::NoDevice));
         }
         if ordinal >= count {
-            return Err(Error::DeviceOutOfRange { requested: ordinal, count });
+            return Err(Error::DeviceOutOfRange {
+                requested: ordinal,
+                count,
+            });
         }
         let device = Device::get_device(ordinal).map_err(Error::cuda("opening the device"))?;
         let context = Context::new(device).map_err(Error::cuda("creating the primary context"))?;
         let info = read_info(ordinal, device)?;
         let module = Module::from_ptx(ptx::PTX, &[]).map_err(Error::cuda("loading the kernels' PTX"))?;
-        let stream = Stream::new(StreamFlags::NON_BLOCKING, None).map_err(Error::cuda("creating a stream"))?;
-        Ok(Gpu { info, stream, module, _context: context })
+        let stream =
+            Stream::new(StreamFlags::NON_BLOCKING, None).map_err(Error::cuda("creating a stream"))?;
+        Ok(Gpu {
+            info,
+            stream,
+            module,
+            _context: context,
+        })
     }
 
     /// A kernel from the embedded PTX.
     pub fn function(&self, name: &str) -> Result<Function<'_>> {
-        self.module
-            .get_function(name)
-            .map_err(|_| Error::MissingKernel { kernel: name.to_string() })
+        self.module.get_function(name).map_err(|_| Error::MissingKernel {
+            kernel: name.to_string(),
+        })
     }
 
     /// Free and total device memory in bytes.
@@ -109,9 +118,15 @@ impl Gpu {
 }
 
 fn read_info(ordinal: u32, device: Device) -> Result<DeviceInfo> {
-    let attr = |a: DeviceAttribute| device.get_attribute(a).map_err(Error::cuda("reading device attributes"));
+    let attr = |a: DeviceAttribute| {
+        device
+            .get_attribute(a)
+            .map_err(Error::cuda("reading device attributes"))
+    };
     // Newer drivers may drop the memory clock attribute; report no peak rather than fail.
-    let clock = device.get_attribute(DeviceAttribute::MemoryClockRate).unwrap_or(0);
+    let clock = device
+        .get_attribute(DeviceAttribute::MemoryClockRate)
+        .unwrap_or(0);
     Ok(DeviceInfo {
         ordinal,
         name: device.name().map_err(Error::cuda("reading the device name"))?,
@@ -121,10 +136,14 @@ fn read_info(ordinal: u32, device: Device) -> Result<DeviceInfo> {
         ),
         sm_count: attr(DeviceAttribute::MultiprocessorCount)? as u32,
         l2_bytes: attr(DeviceAttribute::L2CacheSize)? as u64,
-        total_memory_bytes: device.total_memory().map_err(Error::cuda("reading total memory"))? as u64,
+        total_memory_bytes: device
+            .total_memory()
+            .map_err(Error::cuda("reading total memory"))? as u64,
         memory_clock_khz: clock.max(0) as u64,
         bus_width_bits: attr(DeviceAttribute::GlobalMemoryBusWidth)?.max(0) as u64,
-        driver_version: cust::CudaApiVersion::get().map(|v| v.major() * 1000 + v.minor() * 10).unwrap_or(0),
+        driver_version: cust::CudaApiVersion::get()
+            .map(|v| v.major() * 1000 + v.minor() * 10)
+            .unwrap_or(0),
     })
 }
 
@@ -155,7 +174,10 @@ mod tests {
 
     #[test]
     fn no_clock_means_no_peak() {
-        let info = DeviceInfo { memory_clock_khz: 0, ..h100() };
+        let info = DeviceInfo {
+            memory_clock_khz: 0,
+            ..h100()
+        };
         assert_eq!(info.peak_gb_per_s(), None);
     }
 }

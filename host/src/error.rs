@@ -31,13 +31,21 @@ pub enum Error {
     #[error(
         "{experiment} needs {needed} of device memory at this size but only {free} is free; pass a smaller --size"
     )]
-    OutOfMemory { experiment: String, needed: String, free: String },
+    OutOfMemory {
+        experiment: String,
+        needed: String,
+        free: String,
+    },
 
     #[error("unknown experiment {name:?}; known experiments: {known}")]
     UnknownExperiment { name: String, known: String },
 
     #[error("unknown variant {variant:?} of {experiment}; its variants: {known}")]
-    UnknownVariant { experiment: String, variant: String, known: String },
+    UnknownVariant {
+        experiment: String,
+        variant: String,
+        known: String,
+    },
 
     #[error("kernel {kernel} not found in the embedded PTX (rebuild with `cargo build`)")]
     MissingKernel { kernel: String },

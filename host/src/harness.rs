@@ -3,10 +3,12 @@
 //! turns that declaration into every number in the table.
 
 use cust::event::{Event, EventFlags};
+use cust::function::Function;
 use serde::{Deserialize, Serialize};
 
 use crate::device::{DeviceInfo, Gpu};
 use crate::error::{Error, Result};
+use crate::launch::{Arg, LaunchCfg};
 use crate::units::{format_bytes, gb_per_s};
 use crate::validate::Validation;
 
@@ -50,10 +52,27 @@ pub trait Prepared {
     /// Fills the case's inputs with fresh random data and poisons its outputs, so
     /// an element the kernel never writes fails validation.
     fn reset(&mut self, gpu: &Gpu, case: usize) -> Result<()>;
-    /// Enqueues one launch of the case (no synchronisation).
-    fn launch(&self, gpu: &Gpu, case: usize) -> Result<()>;
+    /// Grid, block, dynamic shared memory and arguments of one launch of the case.
+    /// The harness launches it, so any function with the same signature (a CUDA C++
+    /// twin, a deliberately broken kernel in a test) can run on the same buffers.
+    fn launch_spec(&self, case: usize) -> (LaunchCfg, Vec<Arg>);
     /// Copies the output back and compares it with the CPU reference.
     fn validate(&self, gpu: &Gpu, case: usize) -> Result<Validation>;
+}
+
+/// Enqueues one launch of `case` of `p`, running `f` (its kernel, or a twin of it).
+pub fn launch_case(gpu: &Gpu, p: &dyn Prepared, case: usize, f: &Function<'_>) -> Result<()> {
+    let (cfg, args) = p.launch_spec(case);
+    gpu.launch(f, cfg, &args)
+}
+
+/// Resets, launches once, waits and validates: the check every measured launch gets.
+pub fn check_case(gpu: &Gpu, p: &mut dyn Prepared, case: usize, f: &Function<'_>) -> Result<Validation> {
+    p.reset(gpu, case)?;
+    launch_case(gpu, p, case, f)?;
+    let kernel = p.cases()[case].kernel;
+    gpu.sync(&format!("running {kernel}"))?;
+    p.validate(gpu, case)
 }
 
 /// An experiment: a family of kernels doing the same work with different access patterns.
@@ -85,8 +104,17 @@ impl Timing {
         assert!(!ms.is_empty(), "at least one timing sample");
         ms.sort_by(f64::total_cmp);
         let n = ms.len();
-        let median = if n % 2 == 1 { ms[n / 2] } else { (ms[n / 2 - 1] + ms[n / 2]) / 2.0 };
-        Timing { median_ms: median, min_ms: ms[0], max_ms: ms[n - 1], reps: n }
+        let median = if n % 2 == 1 {
+            ms[n / 2]
+        } else {
+            (ms[n / 2 - 1] + ms[n / 2]) / 2.0
+        };
+        Timing {
+            median_ms: median,
+            min_ms: ms[0],
+            max_ms: ms[n - 1],
+            reps: n,
+        }
     }
 }
 
@@ -115,7 +143,9 @@ pub fn time_launches(gpu: &Gpu, reps: Reps, mut launch: impl FnMut() -> Result<(
     for _ in 0..reps.warmup {
         launch()?;
     }
-    events[0].record(&gpu.stream).map_err(Error::cuda("recording an event"))?;
+    events[0]
+        .record(&gpu.stream)
+        .map_err(Error::cuda("recording an event"))?;
     for e in &events[1..] {
         launch()?;
         e.record(&gpu.stream).map_err(Error::cuda("recording an event"))?;
@@ -146,7 +176,12 @@ pub fn memcpy_baseline(gpu: &Gpu, bytes: u64, reps: Reps) -> Result<Baseline> {
     let timing = time_launches(gpu, reps, || {
         // SAFETY: both buffers hold n f32s and live until after the sync inside time_launches.
         let r = unsafe {
-            cust::sys::cuMemcpyDtoDAsync_v2(dst.as_device_ptr().as_raw(), src.as_device_ptr().as_raw(), n * 4, stream)
+            cust::sys::cuMemcpyDtoDAsync_v2(
+                dst.as_device_ptr().as_raw(),
+                src.as_device_ptr().as_raw(),
+                n * 4,
+                stream,
+            )
         };
         match r {
             cust::sys::cudaError_enum::CUDA_SUCCESS => Ok(()),
@@ -154,7 +189,11 @@ pub fn memcpy_baseline(gpu: &Gpu, bytes: u64, reps: Reps) -> Result<Baseline> {
         }
     })?;
     let moved = 2 * n as u64 * 4;
-    Ok(Baseline { bytes: n as u64 * 4, timing, gb_per_s: gb_per_s(moved, timing.median_ms) })
+    Ok(Baseline {
+        bytes: n as u64 * 4,
+        timing,
+        gb_per_s: gb_per_s(moved, timing.median_ms),
+    })
 }
 
 /// One line of the table.
@@ -202,7 +241,10 @@ pub fn row(
         flops: case.work.flops(),
         timing,
         gb_per_s: gbs,
-        gflop_per_s: case.work.flops().map(|f| f as f64 / (timing.median_ms * 1e-3) / 1e9),
+        gflop_per_s: case
+            .work
+            .flops()
+            .map(|f| f as f64 / (timing.median_ms * 1e-3) / 1e9),
         pct_of_copy: 100.0 * gbs / baseline.gb_per_s,
         pct_of_peak: info.peak_gb_per_s().map(|p| 100.0 * gbs / p),
         speedup_over_slowest: 1.0,
@@ -216,8 +258,11 @@ pub fn fill_speedups(rows: &mut [Row]) {
     let rate = |r: &Row| r.gflop_per_s.unwrap_or(r.gb_per_s);
     let names: Vec<String> = rows.iter().map(|r| r.experiment.clone()).collect();
     for name in names {
-        let slowest =
-            rows.iter().filter(|r| r.experiment == name).map(rate).fold(f64::INFINITY, f64::min);
+        let slowest = rows
+            .iter()
+            .filter(|r| r.experiment == name)
+            .map(rate)
+            .fold(f64::INFINITY, f64::min);
         for r in rows.iter_mut().filter(|r| r.experiment == name) {
             r.speedup_over_slowest = if slowest > 0.0 { rate(r) / slowest } else { 1.0 };
         }
@@ -287,8 +332,11 @@ pub fn run_experiment(
     let (free, _) = gpu.memory()?;
     let size = choose_size(exp, plan, &gpu.info, free)?;
     progress(&format!("{}: {} per array", exp.name(), format_bytes(size)));
-    let baseline = memcpy_baseline(gpu, size, plan.reps)?;
     let mut prepared = exp.prepare(gpu, size, plan.seed)?;
+    // Timed beside the experiment's own buffers, before and after its cases; the
+    // faster is kept, so background driver work (freeing a previous experiment's
+    // memory) cannot make the baseline look slow and the kernels look good.
+    let before = memcpy_baseline(gpu, size, plan.reps)?;
     let mut rows = Vec::new();
     for i in 0..prepared.cases().len() {
         let case = prepared.cases()[i].clone();
@@ -296,13 +344,22 @@ pub fn run_experiment(
             continue;
         }
         progress(&format!("{}/{}", exp.name(), case.variant));
-        prepared.reset(gpu, i)?;
-        prepared.launch(gpu, i)?;
-        gpu.sync(&format!("running {}", case.kernel))?;
-        let check = prepared.validate(gpu, i)?;
-        let timing = time_launches(gpu, plan.reps, || prepared.launch(gpu, i))?;
-        rows.push(row(exp.name(), &case, size, timing, &baseline, &gpu.info, check));
+        let f = gpu.function(case.kernel)?;
+        let check = check_case(gpu, prepared.as_mut(), i, &f)?;
+        let timing = time_launches(gpu, plan.reps, || launch_case(gpu, prepared.as_ref(), i, &f))?;
+        rows.push((case, timing, check));
     }
+    drop(prepared);
+    let after = memcpy_baseline(gpu, size, plan.reps)?;
+    let baseline = if after.gb_per_s > before.gb_per_s {
+        after
+    } else {
+        before
+    };
+    let mut rows: Vec<Row> = rows
+        .into_iter()
+        .map(|(case, timing, check)| row(exp.name(), &case, size, timing, &baseline, &gpu.info, check))
+        .collect();
     fill_speedups(&mut rows);
     Ok((baseline, rows))
 }
@@ -334,10 +391,34 @@ mod tests {
 
     #[test]
     fn row_arithmetic() {
-        let case = Case { variant: "v".into(), kernel: "k", work: Work::Bytes(2_000_000_000) };
-        let t = Timing { median_ms: 1.0, min_ms: 1.0, max_ms: 1.0, reps: 1 };
-        let base = Baseline { bytes: 0, timing: t, gb_per_s: 4000.0 };
-        let r = row("e", &case, 1, t, &base, &info(), Validation { ok: true, detail: String::new() });
+        let case = Case {
+            variant: "v".into(),
+            kernel: "k",
+            work: Work::Bytes(2_000_000_000),
+        };
+        let t = Timing {
+            median_ms: 1.0,
+            min_ms: 1.0,
+            max_ms: 1.0,
+            reps: 1,
+        };
+        let base = Baseline {
+            bytes: 0,
+            timing: t,
+            gb_per_s: 4000.0,
+        };
+        let r = row(
+            "e",
+            &case,
+            1,
+            t,
+            &base,
+            &info(),
+            Validation {
+                ok: true,
+                detail: String::new(),
+            },
+        );
         assert!((r.gb_per_s - 2000.0).abs() < 1e-9);
         assert!((r.pct_of_copy - 50.0).abs() < 1e-9);
         assert!((r.pct_of_peak.unwrap() - 100.0 * 2000.0 / 3352.32).abs() < 1e-6);
@@ -345,12 +426,33 @@ mod tests {
 
     #[test]
     fn speedups_are_relative_to_the_slowest_variant() {
-        let case = Case { variant: "v".into(), kernel: "k", work: Work::Bytes(1_000_000) };
-        let base = Baseline { bytes: 0, timing: Timing::from_samples(vec![1.0]), gb_per_s: 1.0 };
-        let ok = Validation { ok: true, detail: String::new() };
+        let case = Case {
+            variant: "v".into(),
+            kernel: "k",
+            work: Work::Bytes(1_000_000),
+        };
+        let base = Baseline {
+            bytes: 0,
+            timing: Timing::from_samples(vec![1.0]),
+            gb_per_s: 1.0,
+        };
+        let ok = Validation {
+            ok: true,
+            detail: String::new(),
+        };
         let mut rows: Vec<Row> = [1.0, 4.0, 2.0]
             .into_iter()
-            .map(|ms| row("e", &case, 1, Timing::from_samples(vec![ms]), &base, &info(), ok.clone()))
+            .map(|ms| {
+                row(
+                    "e",
+                    &case,
+                    1,
+                    Timing::from_samples(vec![ms]),
+                    &base,
+                    &info(),
+                    ok.clone(),
+                )
+            })
             .collect();
         fill_speedups(&mut rows);
         let s: Vec<f64> = rows.iter().map(|r| r.speedup_over_slowest).collect();
@@ -360,6 +462,12 @@ mod tests {
     #[test]
     fn default_size_is_beyond_l2() {
         assert_eq!(default_size(&info()), 400 << 20);
-        assert_eq!(default_size(&DeviceInfo { l2_bytes: 4 << 20, ..info() }), 256 << 20);
+        assert_eq!(
+            default_size(&DeviceInfo {
+                l2_bytes: 4 << 20,
+                ..info()
+            }),
+            256 << 20
+        );
     }
 }

@@ -66,10 +66,16 @@ impl LaunchCfg {
         if blocks > MAX_GRID_X {
             return Err(Error::TooLarge {
                 what: format!("{n} elements"),
-                why: format!("one thread each needs {blocks} blocks of {block}, above CUDA's grid limit of {MAX_GRID_X}"),
+                why: format!(
+                    "one thread each needs {blocks} blocks of {block}, above CUDA's grid limit of {MAX_GRID_X}"
+                ),
             });
         }
-        Ok(LaunchCfg { grid: (blocks.max(1) as u32, 1, 1), block: (block, 1, 1), shared_bytes: 0 })
+        Ok(LaunchCfg {
+            grid: (blocks.max(1) as u32, 1, 1),
+            block: (block, 1, 1),
+            shared_bytes: 0,
+        })
     }
 
     /// A grid-stride launch: enough blocks to fill every SM `blocks_per_sm` times,
@@ -77,7 +83,11 @@ impl LaunchCfg {
     pub fn grid_stride(work_items: usize, block: u32, sm_count: u32, blocks_per_sm: u32) -> LaunchCfg {
         let needed = (work_items as u64).div_ceil(block as u64).max(1);
         let full = sm_count as u64 * blocks_per_sm as u64;
-        LaunchCfg { grid: (needed.min(full).max(1) as u32, 1, 1), block: (block, 1, 1), shared_bytes: 0 }
+        LaunchCfg {
+            grid: (needed.min(full).max(1) as u32, 1, 1),
+            block: (block, 1, 1),
+            shared_bytes: 0,
+        }
     }
 }
 
@@ -89,7 +99,10 @@ impl Gpu {
         // SAFETY: each pointer refers to an 8-byte value alive for the call; the driver
         // copies the parameters before cuLaunchKernel returns. `Stream::launch` is what
         // cust's own `launch!` macro expands to.
-        let result = unsafe { self.stream.launch(f, cfg.grid, cfg.block, cfg.shared_bytes, &params) };
+        let result = unsafe {
+            self.stream
+                .launch(f, cfg.grid, cfg.block, cfg.shared_bytes, &params)
+        };
         result.map_err(Error::cuda("launching a kernel"))
     }
 }

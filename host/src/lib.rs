@@ -6,8 +6,8 @@
 //! turns each experiment's declared work into timed, validated [`harness::Row`]s,
 //! [`experiments`] holds one module per experiment, [`table`] prints and saves rows.
 
-pub mod cli;
 pub mod buffers;
+pub mod cli;
 pub mod device;
 pub mod error;
 pub mod experiments;

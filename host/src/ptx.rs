@@ -39,12 +39,16 @@ mod tests {
 
     #[test]
     fn parses_entry_points() {
-        let ptx = ".version 7.0\n.visible .entry copy_f32(\n\t.param .u64 a\n)\n.visible .entry stride_read(\n";
+        let ptx =
+            ".version 7.0\n.visible .entry copy_f32(\n\t.param .u64 a\n)\n.visible .entry stride_read(\n";
         assert_eq!(entry_points(ptx), ["copy_f32", "stride_read"]);
     }
 
     #[test]
     fn embedded_ptx_targets_the_configured_arch() {
-        assert!(PTX.contains(&format!(".target {ARCH}")), "PTX header should name {ARCH}");
+        assert!(
+            PTX.contains(&format!(".target {ARCH}")),
+            "PTX header should name {ARCH}"
+        );
     }
 }

@@ -36,7 +36,10 @@ impl Report {
 
 /// One line describing the device.
 pub fn device_line(d: &DeviceInfo, ptx_arch: &str) -> String {
-    let peak = d.peak_gb_per_s().map(|p| format!("{p:.0} GB/s")).unwrap_or_else(|| "unknown".into());
+    let peak = d
+        .peak_gb_per_s()
+        .map(|p| format!("{p:.0} GB/s"))
+        .unwrap_or_else(|| "unknown".into());
     format!(
         "{} (device {}, sm_{}{}, {} SMs, L2 {}, {} memory, peak {peak}); kernels: PTX for {ptx_arch}",
         d.name,
@@ -50,7 +53,11 @@ pub fn device_line(d: &DeviceInfo, ptx_arch: &str) -> String {
 }
 
 fn time(ms: f64) -> String {
-    if ms < 1.0 { format!("{:.1} us", ms * 1e3) } else { format!("{ms:.3} ms") }
+    if ms < 1.0 {
+        format!("{:.1} us", ms * 1e3)
+    } else {
+        format!("{ms:.3} ms")
+    }
 }
 
 /// The human table.
@@ -67,7 +74,17 @@ pub fn render(report: &Report) -> String {
             b.baseline.timing.reps
         );
     }
-    let header = ["experiment", "variant", "size", "median", "GB/s", "% copy", "% peak", "x slowest", "valid"];
+    let header = [
+        "experiment",
+        "variant",
+        "size",
+        "median",
+        "GB/s",
+        "% copy",
+        "% peak",
+        "x slowest",
+        "valid",
+    ];
     let mut cells: Vec<[String; 9]> = vec![header.map(String::from)];
     for r in &report.rows {
         let rate = match r.gflop_per_s {
@@ -81,17 +98,27 @@ pub fn render(report: &Report) -> String {
             time(r.timing.median_ms),
             rate,
             format!("{:.1}", r.pct_of_copy),
-            r.pct_of_peak.map(|p| format!("{p:.1}")).unwrap_or_else(|| "-".into()),
+            r.pct_of_peak
+                .map(|p| format!("{p:.1}"))
+                .unwrap_or_else(|| "-".into()),
             format!("{:.2}", r.speedup_over_slowest),
             if r.validated { "yes".into() } else { "NO".into() },
         ]);
     }
-    let widths: Vec<usize> = (0..9).map(|c| cells.iter().map(|row| row[c].chars().count()).max().unwrap_or(0)).collect();
+    let widths: Vec<usize> = (0..9)
+        .map(|c| cells.iter().map(|row| row[c].chars().count()).max().unwrap_or(0))
+        .collect();
     for (i, row) in cells.iter().enumerate() {
         let line: Vec<String> = row
             .iter()
             .enumerate()
-            .map(|(c, s)| if c < 2 { format!("{s:<w$}", w = widths[c]) } else { format!("{s:>w$}", w = widths[c]) })
+            .map(|(c, s)| {
+                if c < 2 {
+                    format!("{s:<w$}", w = widths[c])
+                } else {
+                    format!("{s:>w$}", w = widths[c])
+                }
+            })
             .collect();
         let _ = writeln!(out, "{}", line.join("  ").trim_end());
         if i == 0 {
@@ -99,7 +126,11 @@ pub fn render(report: &Report) -> String {
         }
     }
     for r in report.rows.iter().filter(|r| !r.validated) {
-        let _ = writeln!(out, "NOT VALIDATED {}/{} ({}): {}", r.experiment, r.variant, r.kernel, r.check);
+        let _ = writeln!(
+            out,
+            "NOT VALIDATED {}/{} ({}): {}",
+            r.experiment, r.variant, r.kernel, r.check
+        );
     }
     out
 }
@@ -107,9 +138,15 @@ pub fn render(report: &Report) -> String {
 /// Writes `value` as JSON to `path` without ever leaving a half-written file:
 /// a temporary file beside it, then a rename.
 pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
-    let err = |source| Error::Write { path: path.display().to_string(), source };
+    let err = |source| Error::Write {
+        path: path.display().to_string(),
+        source,
+    };
     let text = serde_json::to_string_pretty(value)?;
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
     std::fs::write(&tmp, text + "\n").map_err(err)?;
     std::fs::rename(&tmp, path).map_err(|e| {
@@ -137,16 +174,43 @@ mod tests {
             driver_version: 13000,
         };
         let t = Timing::from_samples(vec![0.5, 0.4, 0.6]);
-        let baseline = Baseline { bytes: 256 << 20, timing: t, gb_per_s: 3000.0 };
-        let case = crate::harness::Case { variant: "f32".into(), kernel: "copy_f32", work: Work::Bytes(512 << 20) };
-        let good = row("copy", &case, 256 << 20, t, &baseline, &device, Validation { ok: true, detail: "exact".into() });
-        let bad = Row { variant: "f32x4".into(), validated: false, check: "exact: 1 of 9 differ".into(), ..good.clone() };
+        let baseline = Baseline {
+            bytes: 256 << 20,
+            timing: t,
+            gb_per_s: 3000.0,
+        };
+        let case = crate::harness::Case {
+            variant: "f32".into(),
+            kernel: "copy_f32",
+            work: Work::Bytes(512 << 20),
+        };
+        let good = row(
+            "copy",
+            &case,
+            256 << 20,
+            t,
+            &baseline,
+            &device,
+            Validation {
+                ok: true,
+                detail: "exact".into(),
+            },
+        );
+        let bad = Row {
+            variant: "f32x4".into(),
+            validated: false,
+            check: "exact: 1 of 9 differ".into(),
+            ..good.clone()
+        };
         Report {
             coalesce_version: "test".into(),
             device,
             ptx_arch: "sm_70".into(),
             peak_gb_per_s: Some(3352.3),
-            baselines: vec![ExperimentBaseline { experiment: "copy".into(), baseline }],
+            baselines: vec![ExperimentBaseline {
+                experiment: "copy".into(),
+                baseline,
+            }],
             rows: vec![good, bad],
         }
     }
@@ -156,8 +220,14 @@ mod tests {
         let text = render(&report());
         assert!(text.contains("Test GPU"));
         assert!(text.contains("cuMemcpyDtoD of 256.0 MiB = 3000 GB/s"));
-        assert!(text.lines().any(|l| l.starts_with("copy") && l.contains("f32 ") && l.ends_with("yes")));
-        assert!(text.lines().any(|l| l.starts_with("copy") && l.contains("f32x4") && l.ends_with("NO")));
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("copy") && l.contains("f32 ") && l.ends_with("yes"))
+        );
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("copy") && l.contains("f32x4") && l.ends_with("NO"))
+        );
         assert!(text.contains("NOT VALIDATED copy/f32x4 (copy_f32): exact: 1 of 9 differ"));
         assert_eq!(report().failures(), 1);
     }
@@ -170,13 +240,20 @@ mod tests {
         write_json(&path, &report()).unwrap();
         let back: Report = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         assert_eq!(back, report());
-        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "no temporary file left behind");
+        assert_eq!(
+            std::fs::read_dir(&dir).unwrap().count(),
+            1,
+            "no temporary file left behind"
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn json_to_an_unwritable_path_is_an_error() {
         let e = write_json(Path::new("/nonexistent-dir/r.json"), &report()).unwrap_err();
-        assert!(e.to_string().starts_with("cannot write /nonexistent-dir/r.json"), "{e}");
+        assert!(
+            e.to_string().starts_with("cannot write /nonexistent-dir/r.json"),
+            "{e}"
+        );
     }
 }

@@ -5,8 +5,13 @@ use crate::error::{Error, Result};
 /// Parses a byte count: `4096`, `256M`, `256MiB`, `1.5G`. K/M/G/T are binary (KiB...).
 pub fn parse_size(input: &str) -> Result<u64> {
     let s = input.trim();
-    let bad = |why: &str| Error::BadSize { input: input.to_string(), why: why.to_string() };
-    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
+    let bad = |why: &str| Error::BadSize {
+        input: input.to_string(),
+        why: why.to_string(),
+    };
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
     if num.is_empty() {
         return Err(bad("expected a number"));
@@ -40,7 +45,11 @@ pub fn format_bytes(bytes: u64) -> String {
         v /= 1024.0;
         u += 1;
     }
-    if u == 0 { format!("{bytes} B") } else { format!("{v:.1} {}", UNITS[u]) }
+    if u == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
 }
 
 /// Bytes over milliseconds, in GB/s (10^9 bytes per second, as bandwidth is quoted).

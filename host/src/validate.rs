@@ -17,7 +17,12 @@ pub struct Tolerance {
     pub abs: f32,
 }
 
-fn compare(got: &[f32], want: impl Fn(usize) -> f32 + Sync, equal: impl Fn(f32, f32) -> bool + Sync, how: &str) -> Validation {
+fn compare(
+    got: &[f32],
+    want: impl Fn(usize) -> f32 + Sync,
+    equal: impl Fn(f32, f32) -> bool + Sync,
+    how: &str,
+) -> Validation {
     let bad = got
         .par_iter()
         .enumerate()
@@ -25,7 +30,10 @@ fn compare(got: &[f32], want: impl Fn(usize) -> f32 + Sync, equal: impl Fn(f32, 
         .map(|(i, _)| i);
     let mismatches = bad.clone().count();
     if mismatches == 0 {
-        return Validation { ok: true, detail: format!("{how}: all {} match", got.len()) };
+        return Validation {
+            ok: true,
+            detail: format!("{how}: all {} match", got.len()),
+        };
     }
     let first = bad.min().unwrap_or(0);
     Validation {
@@ -61,7 +69,11 @@ pub fn all(checks: impl IntoIterator<Item = Validation>) -> Validation {
         Some(bad) => bad.clone(),
         None => Validation {
             ok: true,
-            detail: checks.iter().map(|c| c.detail.as_str()).collect::<Vec<_>>().join("; "),
+            detail: checks
+                .iter()
+                .map(|c| c.detail.as_str())
+                .collect::<Vec<_>>()
+                .join("; "),
         },
     }
 }
@@ -77,7 +89,11 @@ mod tests {
         v[42] = f32::NAN;
         let r = exact(&v, |i| i as f32);
         assert!(!r.ok);
-        assert!(r.detail.contains("1 of 100") && r.detail.contains("[42]"), "{}", r.detail);
+        assert!(
+            r.detail.contains("1 of 100") && r.detail.contains("[42]"),
+            "{}",
+            r.detail
+        );
     }
 
     #[test]
@@ -90,8 +106,14 @@ mod tests {
 
     #[test]
     fn all_reports_the_first_failure() {
-        let good = Validation { ok: true, detail: "a".into() };
-        let bad = Validation { ok: false, detail: "b".into() };
+        let good = Validation {
+            ok: true,
+            detail: "a".into(),
+        };
+        let bad = Validation {
+            ok: false,
+            detail: "b".into(),
+        };
         assert!(all([good.clone(), good.clone()]).ok);
         assert_eq!(all([good, bad.clone()]), bad);
     }

@@ -1,7 +1,6 @@
 //! What copy, stride and offset share: `out[i] = in[source(i)]` for i < n, one
 //! input and one output buffer, validated exactly against the generated input.
 
-use cust::function::Function;
 use cust::memory::DeviceBuffer;
 
 use crate::buffers::{download, fill_uniform, poison};
@@ -22,7 +21,7 @@ pub struct Variant {
 }
 
 /// The buffers and variants of one gather experiment at one size.
-pub struct Gather<'g> {
+pub struct Gather {
     n: usize,
     src: DeviceBuffer<f32>,
     dst: DeviceBuffer<f32>,
@@ -30,16 +29,18 @@ pub struct Gather<'g> {
     case_seed: u64,
     cases: Vec<Case>,
     variants: Vec<Variant>,
-    functions: Vec<Function<'g>>,
 }
 
-impl<'g> Gather<'g> {
+impl Gather {
     /// Allocates `src_len` inputs and `n` outputs. Useful bytes: n read + n written.
-    pub fn new(gpu: &'g Gpu, n: usize, src_len: usize, seed: u64, variants: Vec<Variant>) -> Result<Self> {
-        let functions = variants.iter().map(|v| gpu.function(v.kernel)).collect::<Result<Vec<_>>>()?;
+    pub fn new(gpu: &Gpu, n: usize, src_len: usize, seed: u64, variants: Vec<Variant>) -> Result<Self> {
         let cases = variants
             .iter()
-            .map(|v| Case { variant: v.name.clone(), kernel: v.kernel, work: Work::Bytes(2 * 4 * n as u64) })
+            .map(|v| Case {
+                variant: v.name.clone(),
+                kernel: v.kernel,
+                work: Work::Bytes(2 * 4 * n as u64),
+            })
             .collect();
         Ok(Gather {
             n,
@@ -49,7 +50,6 @@ impl<'g> Gather<'g> {
             case_seed: seed,
             cases,
             variants,
-            functions,
         })
     }
 
@@ -62,7 +62,7 @@ impl<'g> Gather<'g> {
     }
 }
 
-impl Prepared for Gather<'_> {
+impl Prepared for Gather {
     fn cases(&self) -> &[Case] {
         &self.cases
     }
@@ -73,15 +73,17 @@ impl Prepared for Gather<'_> {
         poison(gpu, &mut self.dst)
     }
 
-    fn launch(&self, gpu: &Gpu, case: usize) -> Result<()> {
+    fn launch_spec(&self, case: usize) -> (LaunchCfg, Vec<Arg>) {
         let v = &self.variants[case];
-        gpu.launch(&self.functions[case], v.cfg, &self.args(v))
+        (v.cfg, self.args(v))
     }
 
     fn validate(&self, gpu: &Gpu, case: usize) -> Result<Validation> {
         let got = download(gpu, &self.dst)?;
         let v = &self.variants[case];
         let (seed, param, source) = (self.case_seed, v.param.unwrap_or(0), v.source);
-        Ok(exact(&got, |i| kernels::fill::uniform(seed, source(i, param) as u64)))
+        Ok(exact(&got, |i| {
+            kernels::fill::uniform(seed, source(i, param) as u64)
+        }))
     }
 }

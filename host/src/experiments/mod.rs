@@ -25,7 +25,13 @@ pub struct Selection {
 /// Parses `EXPERIMENT` or `EXPERIMENT/VARIANT` words; none means the whole suite.
 pub fn select(words: &[String]) -> Result<Vec<Selection>> {
     if words.is_empty() {
-        return Ok(ALL.iter().map(|&experiment| Selection { experiment, variants: None }).collect());
+        return Ok(ALL
+            .iter()
+            .map(|&experiment| Selection {
+                experiment,
+                variants: None,
+            })
+            .collect());
     }
     let mut out: Vec<Selection> = Vec::new();
     for word in words {
@@ -36,7 +42,10 @@ pub fn select(words: &[String]) -> Result<Vec<Selection>> {
         let experiment = *ALL
             .iter()
             .find(|e| e.name() == name)
-            .ok_or_else(|| Error::UnknownExperiment { name: name.to_string(), known: known() })?;
+            .ok_or_else(|| Error::UnknownExperiment {
+                name: name.to_string(),
+                known: known(),
+            })?;
         if let Some(v) = variant
             && !experiment.variants().iter().any(|k| k == v)
         {
@@ -52,7 +61,10 @@ pub fn select(words: &[String]) -> Result<Vec<Selection>> {
                 (vs, None) => *vs = None,
                 _ => {}
             },
-            None => out.push(Selection { experiment, variants: variant.map(|v| vec![v.to_string()]) }),
+            None => out.push(Selection {
+                experiment,
+                variants: variant.map(|v| vec![v.to_string()]),
+            }),
         }
     }
     Ok(out)
@@ -75,7 +87,10 @@ mod tests {
     fn selects_experiments_and_variants() {
         let s = select(&words(&["stride/4", "copy", "stride/2"])).unwrap();
         assert_eq!(s[0].experiment.name(), "stride");
-        assert_eq!(s[0].variants.as_deref(), Some(&["4".to_string(), "2".to_string()][..]));
+        assert_eq!(
+            s[0].variants.as_deref(),
+            Some(&["4".to_string(), "2".to_string()][..])
+        );
         assert_eq!(s[1].experiment.name(), "copy");
         assert!(s[1].variants.is_none());
     }
@@ -83,7 +98,10 @@ mod tests {
     #[test]
     fn unknown_names_list_the_known_ones() {
         let e = select(&words(&["strid"])).err().unwrap().to_string();
-        assert!(e.contains("\"strid\"") && e.contains("copy, stride, offset"), "{e}");
+        assert!(
+            e.contains("\"strid\"") && e.contains("copy, stride, offset"),
+            "{e}"
+        );
         let e = select(&words(&["stride/3"])).err().unwrap().to_string();
         assert!(e.contains("1, 2, 4, 8, 16, 32, 64"), "{e}");
     }
@@ -94,7 +112,11 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), ALL.len());
         for e in ALL {
-            assert!(!e.variants().is_empty() && !e.kernels().is_empty(), "{}", e.name());
+            assert!(
+                !e.variants().is_empty() && !e.kernels().is_empty(),
+                "{}",
+                e.name()
+            );
         }
     }
 
@@ -103,7 +125,11 @@ mod tests {
         let entries = crate::ptx::entry_points(crate::ptx::PTX);
         for e in ALL {
             for k in e.kernels() {
-                assert!(entries.contains(&k), "{} launches {k}, which the PTX lacks", e.name());
+                assert!(
+                    entries.contains(&k),
+                    "{} launches {k}, which the PTX lacks",
+                    e.name()
+                );
             }
         }
         assert!(entries.contains(&"fill_uniform"));

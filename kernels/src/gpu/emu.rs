@@ -157,9 +157,7 @@ pub fn shared_array<T: crate::gpu::shared::SharedWord>(
 }
 
 /// The dynamic shared segment of the current block.
-pub fn dynamic_shared_array<T: crate::gpu::shared::SharedWord>(
-    len: usize,
-) -> crate::gpu::SharedArray<T> {
+pub fn dynamic_shared_array<T: crate::gpu::shared::SharedWord>(len: usize) -> crate::gpu::SharedArray<T> {
     with_thread(|t| {
         let mut dynamic = t.block.dynamic.lock().unwrap_or_else(|e| e.into_inner());
         assert!(
@@ -250,9 +248,7 @@ pub fn launch(config: &LaunchConfig, kernel: impl Fn() + Sync) -> Vec<Access> {
         let state = BlockState {
             barrier: Barrier::new(block.count()),
             statics: Mutex::new(HashMap::new()),
-            dynamic: Mutex::new(
-                std::vec![POISON; words_for(config.dynamic_shared_bytes)].into_boxed_slice(),
-            ),
+            dynamic: Mutex::new(std::vec![POISON; words_for(config.dynamic_shared_bytes)].into_boxed_slice()),
         };
         std::thread::scope(|s| {
             for t in 0..block.count() {

@@ -66,7 +66,10 @@ impl<T> Copy for GlobalMut<T> {}
 impl<T: Element> Global<T> {
     /// Wraps a raw device pointer (the host side of a launch does this implicitly).
     pub const fn from_ptr(ptr: *const T) -> Self {
-        Self { ptr, _elem: PhantomData }
+        Self {
+            ptr,
+            _elem: PhantomData,
+        }
     }
 
     /// The raw pointer, for code outside kernel bodies (the emulator, tests).
@@ -102,7 +105,10 @@ impl<T: Element> Global<T> {
 impl<T: Element> GlobalMut<T> {
     /// Wraps a raw device pointer.
     pub const fn from_ptr(ptr: *mut T) -> Self {
-        Self { ptr, _elem: PhantomData }
+        Self {
+            ptr,
+            _elem: PhantomData,
+        }
     }
 
     /// The raw pointer, for code outside kernel bodies.

@@ -78,7 +78,11 @@ impl<T: SharedWord> SharedArray<T> {
     #[doc(hidden)]
     #[inline(always)]
     pub unsafe fn from_shared_addr(addr: u32, len: usize) -> Self {
-        Self { addr, len, _elem: PhantomData }
+        Self {
+            addr,
+            len,
+            _elem: PhantomData,
+        }
     }
 
     /// Wraps emulator storage. Used by [`shared_array!`](crate::shared_array) on the host.
@@ -88,7 +92,11 @@ impl<T: SharedWord> SharedArray<T> {
     #[cfg(not(target_arch = "nvptx64"))]
     #[doc(hidden)]
     pub unsafe fn from_host_ptr(ptr: *mut T, len: usize) -> Self {
-        Self { ptr, len, _elem: PhantomData }
+        Self {
+            ptr,
+            len,
+            _elem: PhantomData,
+        }
     }
 
     /// Number of elements.
@@ -118,7 +126,12 @@ impl<T: SharedWord> SharedArray<T> {
         #[cfg(not(target_arch = "nvptx64"))]
         // SAFETY: as above.
         unsafe {
-            super::emu::record_shared(self.ptr as usize, i * size_of::<T>(), size_of::<T>(), super::emu::Op::Load);
+            super::emu::record_shared(
+                self.ptr as usize,
+                i * size_of::<T>(),
+                size_of::<T>(),
+                super::emu::Op::Load,
+            );
             self.ptr.add(i).read()
         }
     }
@@ -138,7 +151,12 @@ impl<T: SharedWord> SharedArray<T> {
         #[cfg(not(target_arch = "nvptx64"))]
         // SAFETY: as above.
         unsafe {
-            super::emu::record_shared(self.ptr as usize, i * size_of::<T>(), size_of::<T>(), super::emu::Op::Store);
+            super::emu::record_shared(
+                self.ptr as usize,
+                i * size_of::<T>(),
+                size_of::<T>(),
+                super::emu::Op::Store,
+            );
             self.ptr.add(i).write(value)
         }
     }

@@ -1,0 +1,75 @@
+//! The `coalesce` binary's command line and error paths: one line on stderr, the
+//! documented exit code, never a panic. These need no GPU.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+fn coalesce() -> Command {
+    Command::cargo_bin("coalesce").expect("the coalesce binary is built")
+}
+
+/// Exit code and stderr, with the checks every error shares.
+fn fails(args: &[&str], code: i32) -> String {
+    let out = coalesce().args(args).output().expect("run coalesce");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(code), "args {args:?}: stderr {err}");
+    assert!(!err.contains("panicked"), "args {args:?} panicked: {err}");
+    assert_eq!(
+        err.trim_end().lines().count(),
+        1,
+        "one line on stderr for {args:?}: {err}"
+    );
+    assert!(err.starts_with("error: "), "{err}");
+    err
+}
+
+#[test]
+fn list_needs_no_gpu() {
+    coalesce()
+        .arg("list")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("stride").and(predicate::str::contains("1, 2, 4, 8, 16, 32, 64")));
+}
+
+#[test]
+fn unknown_experiment_lists_the_known_ones() {
+    let err = fails(&["run", "nonsense"], 2);
+    assert!(err.contains("known experiments: copy, stride, offset"), "{err}");
+}
+
+#[test]
+fn unknown_variant_lists_its_variants() {
+    let err = fails(&["run", "copy/f64"], 2);
+    assert!(err.contains("f32, f32x4"), "{err}");
+}
+
+#[test]
+fn zero_and_malformed_sizes_are_usage_errors() {
+    assert!(fails(&["run", "--size", "0"], 2).contains("greater than zero"));
+    assert!(fails(&["--size", "12Q"], 2).contains("unknown unit"));
+    assert!(fails(&["--reps", "0"], 2).contains("--reps"));
+    assert!(fails(&["--bogus-flag"], 2).contains("--bogus-flag"));
+}
+
+/// Where no GPU can be opened (CI), running says so in one line with exit code 1.
+#[test]
+fn no_gpu_is_one_clear_line() {
+    if coalesce::device::Gpu::open(0).is_ok() {
+        return; // A GPU machine: covered by the GPU tests instead.
+    }
+    let err = fails(&["run", "copy"], 1);
+    assert!(err.contains("no NVIDIA GPU available"), "{err}");
+    let err = fails(&["--device", "3"], 1);
+    assert!(err.contains("no NVIDIA GPU available"), "{err}");
+}
+
+#[test]
+fn info_shows_the_ptx_even_without_a_gpu() {
+    let out = coalesce().arg("info").output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("entry points: ") && stdout.contains("copy_f32x4"),
+        "{stdout}"
+    );
+}

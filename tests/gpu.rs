@@ -1,0 +1,63 @@
+//! GPU tests: every kernel of every experiment validated at awkward sizes.
+//! Run on a machine with an NVIDIA GPU: `cargo test -- --ignored`.
+
+use coalesce::device::Gpu;
+use coalesce::experiments::ALL;
+use coalesce::harness::check_case;
+
+/// Element counts that are not multiples of a warp, a block or a vector.
+const AWKWARD: [u64; 5] = [1, 31, 33, 4095, (1 << 20) + 7];
+
+fn gpu() -> Gpu {
+    Gpu::open(0).unwrap_or_else(|e| panic!("this test needs an NVIDIA GPU: {e}"))
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn every_kernel_validates_at_awkward_sizes() {
+    let gpu = gpu();
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for exp in ALL {
+        for n in AWKWARD {
+            let mut p = exp.prepare(&gpu, n * 4, 0xa11ce + n).unwrap();
+            for i in 0..p.cases().len() {
+                let f = gpu.function(p.cases()[i].kernel).unwrap();
+                let v = check_case(&gpu, p.as_mut(), i, &f).unwrap();
+                checked += 1;
+                if !v.ok {
+                    failures.push(format!(
+                        "{}/{} n={n}: {}",
+                        exp.name(),
+                        p.cases()[i].variant,
+                        v.detail
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {checked} failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert!(checked >= ALL.len() * AWKWARD.len());
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn device_reports_a_peak_and_an_l2() {
+    let gpu = gpu();
+    assert!(gpu.info.sm_count > 0 && gpu.info.l2_bytes > 0);
+    let (free, total) = gpu.memory().unwrap();
+    assert!(free > 0 && free <= total);
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn device_out_of_range_is_an_error() {
+    let e = Gpu::open(1000).err().expect("device 1000 should not exist");
+    assert!(e.to_string().contains("out of range"), "{e}");
+    assert_eq!(e.exit_code(), 2);
+}

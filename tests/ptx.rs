@@ -1,0 +1,98 @@
+//! The embedded PTX: every entry point is there, vector accesses stay vector, and
+//! (where `ptxas` is installed) it assembles for sm_80 and sm_90 with no spills.
+
+use std::process::Command;
+
+use coalesce::experiments::ALL;
+use coalesce::ptx::{PTX, entry_points};
+
+/// The body of one `.entry` in the PTX.
+fn body(name: &str) -> &'static str {
+    let start = PTX
+        .find(&format!(".entry {name}("))
+        .unwrap_or_else(|| panic!("no entry {name}"));
+    let rest = &PTX[start..];
+    let end = rest.find("\n}").map(|e| e + 2).unwrap_or(rest.len());
+    &rest[..end]
+}
+
+fn count(text: &str, needle: &str) -> usize {
+    text.matches(needle).count()
+}
+
+#[test]
+fn every_experiment_kernel_is_an_entry_point() {
+    let entries = entry_points(PTX);
+    for e in ALL {
+        for k in e.kernels() {
+            assert!(entries.contains(&k), "{k} missing from PTX entries {entries:?}");
+        }
+    }
+}
+
+#[test]
+fn copy_kernels_compile_to_plain_loads_and_stores() {
+    // The accessors must add nothing: one load and one store per copy.
+    let f32 = body("copy_f32");
+    assert_eq!(
+        (count(f32, "ld.global."), count(f32, "st.global.")),
+        (1, 1),
+        "{f32}"
+    );
+    // f32x4: one 16-byte vector load/store in the loop plus the scalar tail.
+    let v4 = body("copy_f32x4");
+    assert_eq!(count(v4, "ld.global.v4."), 1, "{v4}");
+    assert_eq!(count(v4, "st.global.v4."), 1, "{v4}");
+    assert_eq!(count(v4, "ld.global."), 2, "{v4}");
+    // No trap paths from bounds checks or panics.
+    assert_eq!(count(PTX, "trap;"), 0, "a kernel can panic");
+}
+
+fn ptxas() -> Option<String> {
+    let exe = std::env::var("PTXAS").unwrap_or_else(|_| "ptxas".into());
+    Command::new(&exe)
+        .arg("--version")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|_| exe)
+}
+
+#[test]
+fn assembles_without_spills_where_ptxas_is_installed() {
+    let Some(ptxas) = ptxas() else {
+        assert!(
+            std::env::var_os("COALESCE_REQUIRE_PTXAS").is_none(),
+            "COALESCE_REQUIRE_PTXAS is set but ptxas was not found"
+        );
+        eprintln!("ptxas not found (pip install nvidia-cuda-nvcc-cu12, or set PTXAS): skipped");
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("coalesce-ptxas-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("kernels.ptx");
+    std::fs::write(&src, PTX).unwrap();
+    for arch in ["sm_80", "sm_90"] {
+        let out = Command::new(&ptxas)
+            .args(["-v", "-arch", arch, "-o"])
+            .arg(dir.join(format!("{arch}.cubin")))
+            .arg(&src)
+            .output()
+            .unwrap();
+        let log = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "ptxas -arch {arch} failed:\n{log}");
+        for line in log.lines().filter(|l| l.contains("spill")) {
+            assert!(
+                line.contains("0 bytes spill stores, 0 bytes spill loads"),
+                "{arch}: {line}"
+            );
+        }
+        let functions = count(&log, "Compiling entry function");
+        assert_eq!(
+            functions,
+            entry_points(PTX).len(),
+            "{arch}: every entry assembled\n{log}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
