@@ -54,7 +54,7 @@ pub struct RunArgs {
     pub size: Option<u64>,
     /// Matrix shape: ROWSxCOLS for transpose, MxNxK for matmul (overrides --size for them).
     #[arg(long, value_parser = shape_arg)]
-    pub shape: Option<Vec<usize>>,
+    pub shape: Option<Shape>,
     /// Timed launches per variant; the table shows their median.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub reps: u32,
@@ -79,8 +79,12 @@ fn size_arg(s: &str) -> std::result::Result<u64, String> {
     parse_size(s).map_err(|e| e.to_string())
 }
 
-fn shape_arg(s: &str) -> std::result::Result<Vec<usize>, String> {
-    crate::units::parse_shape(s).map_err(|e| e.to_string())
+/// A parsed `--shape` (a newtype: clap treats a bare `Vec` as a list of values).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Shape(pub Vec<usize>);
+
+fn shape_arg(s: &str) -> std::result::Result<Shape, String> {
+    crate::units::parse_shape(s).map(Shape).map_err(|e| e.to_string())
 }
 
 /// What a command ended with, for the exit code.
@@ -133,7 +137,8 @@ fn info(device: u32) -> Result<Outcome> {
 fn run(args: RunArgs) -> Result<Outcome> {
     // Parse everything the user typed before touching the GPU.
     let selection = experiments::select(&args.experiments)?;
-    if let Some(shape) = &args.shape
+    let shape = args.shape.map(|s| s.0);
+    if let Some(shape) = &shape
         && !selection.iter().any(|s| s.experiment.shape_rank() == shape.len())
     {
         return Err(crate::Error::BadShape {
@@ -145,7 +150,7 @@ fn run(args: RunArgs) -> Result<Outcome> {
     let gpu = Gpu::open(args.device)?;
     let plan = Plan {
         size: args.size,
-        shape: args.shape.clone(),
+        shape,
         reps: Reps {
             warmup: args.warmup as usize,
             timed: args.reps as usize,
