@@ -43,6 +43,18 @@ pub enum Command {
     },
     /// List experiments and their variants (no GPU needed).
     List,
+    /// Validate every kernel at awkward sizes (1, 31, 33, 4095, 2^20+7 elements;
+    /// non-square matrices), without timing: for sanitizers and new GPUs.
+    Check {
+        /// Experiments to check, as EXPERIMENT or EXPERIMENT/VARIANT (default: all).
+        experiments: Vec<String>,
+        /// CUDA device ordinal.
+        #[arg(long, default_value_t = 0)]
+        device: u32,
+        /// Seed for the random inputs.
+        #[arg(long, default_value_t = 0x5eed)]
+        seed: u64,
+    },
 }
 
 #[derive(Debug, Args, Default)]
@@ -102,6 +114,20 @@ pub fn execute(cli: Cli) -> Result<Outcome> {
         Some(Command::List) => {
             print!("{}", list());
             Ok(Outcome::Ok)
+        }
+        Some(Command::Check {
+            experiments,
+            device,
+            seed,
+        }) => {
+            let selection = experiments::select(&experiments)?;
+            let gpu = Gpu::open(device)?;
+            let rows = crate::check::run_checks(&gpu, &selection, seed)?;
+            print!("{}", crate::check::render(&rows));
+            Ok(match rows.iter().filter(|r| !r.validated).count() {
+                0 => Outcome::Ok,
+                n => Outcome::Invalid(n),
+            })
         }
     }
 }
