@@ -28,7 +28,26 @@ fn build_ptx(manifest: &Path, out: &Path) {
         println!("cargo:rerun-if-changed={}", p.display());
     }
     println!("cargo:rerun-if-env-changed=COALESCE_ARCH");
+    let arch = arch();
+    let target_dir = out.join("kernels-target");
+    let text = compile_to_ptx(&kernels, "kernels", &target_dir, &arch);
+    fs::write(out.join("kernels.ptx"), text).unwrap_or_else(|e| fail(&format!("write PTX: {e}")));
+    println!("cargo:rustc-env=COALESCE_PTX_ARCH={arch}");
 
+    // The `broken-kernels` feature (tests only): deliberately wrong kernels, as a
+    // second module that the product never loads.
+    if env::var_os("CARGO_FEATURE_BROKEN_KERNELS").is_some() {
+        let broken = root.join("tests/broken-kernels");
+        for p in [broken.join("src"), broken.join("Cargo.toml")] {
+            println!("cargo:rerun-if-changed={}", p.display());
+        }
+        let text = compile_to_ptx(&broken, "broken_kernels", &target_dir, &arch);
+        fs::write(out.join("broken_kernels.ptx"), text).unwrap_or_else(|e| fail(&format!("write PTX: {e}")));
+    }
+}
+
+/// `COALESCE_ARCH`, checked, or the default.
+fn arch() -> String {
     let arch = env::var("COALESCE_ARCH").unwrap_or_else(|_| DEFAULT_ARCH.to_string());
     let valid = arch
         .strip_prefix("sm_")
@@ -42,11 +61,14 @@ fn build_ptx(manifest: &Path, out: &Path) {
             "COALESCE_ARCH={arch:?} is not a GPU architecture like sm_70, sm_80 or sm_90"
         ));
     }
+    arch
+}
 
-    let target_dir = out.join("kernels-target");
+/// Compiles the no_std crate in `dir` (library `lib`) to one PTX module and returns it.
+fn compile_to_ptx(dir: &Path, lib: &str, target_dir: &Path, arch: &str) -> String {
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
-    cmd.current_dir(&kernels)
+    cmd.current_dir(dir)
         .args([
             "rustc",
             "--release",
@@ -57,9 +79,9 @@ fn build_ptx(manifest: &Path, out: &Path) {
             "cdylib",
         ])
         .arg("--manifest-path")
-        .arg(kernels.join("Cargo.toml"))
+        .arg(dir.join("Cargo.toml"))
         .arg("--target-dir")
-        .arg(&target_dir)
+        .arg(target_dir)
         // Kernels cannot unwind; one codegen unit and LTO give one self-contained PTX module.
         .args(["--config", "profile.release.panic=\"abort\""])
         .args(["--config", "profile.release.lto=true"])
@@ -98,13 +120,13 @@ fn build_ptx(manifest: &Path, out: &Path) {
         Err(e) => fail(&format!("could not run cargo to build the kernels: {e}")),
     };
     if !status.success() {
-        fail("the kernels crate failed to compile to PTX (the compiler's errors are above)");
+        fail(&format!(
+            "{} failed to compile to PTX (the compiler's errors are above)",
+            dir.display()
+        ));
     }
-    let ptx = target_dir.join(TARGET).join("release").join("kernels.ptx");
-    let text =
-        fs::read_to_string(&ptx).unwrap_or_else(|e| fail(&format!("expected PTX at {}: {e}", ptx.display())));
-    fs::write(out.join("kernels.ptx"), text).unwrap_or_else(|e| fail(&format!("write PTX: {e}")));
-    println!("cargo:rustc-env=COALESCE_PTX_ARCH={arch}");
+    let ptx = target_dir.join(TARGET).join("release").join(format!("{lib}.ptx"));
+    fs::read_to_string(&ptx).unwrap_or_else(|e| fail(&format!("expected PTX at {}: {e}", ptx.display())))
 }
 
 /// cust links `-lcuda`. With a driver installed we link against it; without one

@@ -26,9 +26,13 @@ for line in sys.stdin:
         print(name)
 ' "$1" "$bundle"
 }
-cargo test --release --workspace --no-run --message-format=json 2>/dev/null | copy_executables test
+# The test binaries include the GPU tests of the deliberately wrong kernels, which
+# need their PTX (the broken-kernels feature); the coalesce binary above is built
+# without it. Benches share the feature so the library is compiled once.
+features=(--features coalesce/broken-kernels)
+cargo test --release --workspace --no-run "${features[@]}" --message-format=json 2>/dev/null | copy_executables test
 if [ "${BUNDLE_BENCHES:-1}" = 1 ] && ls benches/*.rs >/dev/null 2>&1; then
-  cargo bench --workspace --no-run --message-format=json 2>/dev/null | copy_executables bench
+  cargo bench --workspace --no-run "${features[@]}" --message-format=json 2>/dev/null | copy_executables bench
 fi
 cp scripts/gpu-run.sh "$bundle/"
 du -sh "$bundle"

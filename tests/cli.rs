@@ -94,3 +94,35 @@ fn shapes_parse_and_bad_shapes_are_usage_errors() {
     assert!(fails(&["run", "transpose", "--shape", "0x5"], 2).contains("greater than zero"));
     assert!(fails(&["run", "copy", "--shape", "4x4"], 2).contains("no selected experiment takes a shape"));
 }
+
+#[test]
+fn json_to_an_unwritable_path_fails_before_the_run() {
+    // Checked before the GPU is opened, so it needs none; nothing is left behind.
+    let err = fails(&["run", "copy", "--json", "/nonexistent-dir/r.json"], 1);
+    assert_eq!(
+        err.trim_end(),
+        "error: cannot write /nonexistent-dir/r.json: No such file or directory (os error 2)"
+    );
+}
+
+/// Sizes and shapes far beyond any GPU: parsed without a panic and refused in one
+/// line (here without a GPU; on a GPU machine, by the memory and grid checks).
+#[test]
+fn extreme_sizes_and_shapes_never_panic() {
+    for args in [
+        &["run", "copy", "--size", "16T"][..],
+        &["run", "copy", "--size", "17G"],
+        &["run", "--size", "16777215T"],
+        &["run", "transpose", "--shape", "4000000000x4000000000"],
+        &["run", "transpose", "--shape", "1x8589934592"],
+        &["run", "matmul", "--shape", "4000000000x4000000000x4000000000"],
+        &["run", "matmul", "--shape", "18446744073709551615x2x2"],
+    ] {
+        let out = coalesce().args(args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(matches!(out.status.code(), Some(1 | 2)), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with("error: "), "{args:?}: {err}");
+    }
+}

@@ -41,3 +41,68 @@ fn device_out_of_range_is_an_error() {
     assert!(e.to_string().contains("out of range"), "{e}");
     assert_eq!(e.exit_code(), 2);
 }
+
+/// The binary as a user runs it (`CARGO_BIN_EXE_coalesce`, set by cargo or by
+/// scripts/gpu-run.sh to the bundled binary): exit code and its one stderr line.
+fn coalesce_fails(args: &[&str]) -> (i32, String) {
+    let out = assert_cmd::Command::cargo_bin("coalesce")
+        .unwrap()
+        .args(args)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).trim_end().to_string();
+    assert!(!err.contains("panicked"), "{args:?}: {err}");
+    assert_eq!(err.lines().count(), 1, "{args:?}: one line on stderr: {err}");
+    println!("coalesce {}: exit {:?}: {err}", args.join(" "), out.status.code());
+    (out.status.code().unwrap_or(-1), err)
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn cli_device_out_of_range() {
+    let (code, err) = coalesce_fails(&["run", "copy", "--device", "1000"]);
+    assert_eq!(code, 2);
+    assert!(
+        err.starts_with("error: --device 1000 is out of range: this machine has "),
+        "{err}"
+    );
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn cli_sizes_beyond_free_memory_say_needed_and_free() {
+    // Checked before anything is allocated.
+    let (code, err) = coalesce_fails(&["run", "copy", "--size", "16T"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.starts_with("error: copy needs 64.0 TiB of device memory at this size but only ")
+            && err.ends_with(" is free; pass a smaller --size or --shape"),
+        "{err}"
+    );
+    let (code, err) = coalesce_fails(&["run", "transpose", "--shape", "4000000000x4000000000"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.starts_with("error: transpose needs more than 16 EiB of device memory"),
+        "{err}"
+    );
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn cli_sizes_beyond_32_bit_thread_indices_are_refused() {
+    // 17 GiB per array: on a GPU with room for it (4 x 17 GiB with the baseline, an
+    // 80 GB H100 has), refused because one thread per element overflows the kernels'
+    // 32-bit index; on a smaller GPU, refused for memory.
+    let (free, _) = gpu().memory().unwrap();
+    let (code, err) = coalesce_fails(&["run", "copy", "--size", "17G"]);
+    if free / 10 * 9 >= 4 * (17 << 30) {
+        assert_eq!(code, 2);
+        assert_eq!(
+            err,
+            "error: 4563402752 elements is too large: one thread each is more than the 4294967296 threads the kernels' 32-bit index reaches"
+        );
+    } else {
+        assert_eq!(code, 1);
+        assert!(err.contains("of device memory at this size"), "{err}");
+    }
+}

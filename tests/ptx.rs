@@ -125,3 +125,42 @@ fn tiles_live_in_shared_memory_and_loops_are_unrolled() {
         );
     }
 }
+
+/// The deliberately wrong kernels (`--features broken-kernels`): a module of their
+/// own, with every entry the GPU tests load, assembling where ptxas is installed.
+#[cfg(feature = "broken-kernels")]
+#[test]
+fn the_broken_kernels_are_a_separate_module() {
+    use coalesce::ptx::BROKEN_PTX;
+    let broken = entry_points(BROKEN_PTX);
+    for k in [
+        "copy_f32_off_by_one",
+        "matmul_remapped_a_transposed",
+        "transpose_tiled_no_barrier",
+        "copy_f32_wild",
+    ] {
+        assert!(broken.contains(&k), "{k} missing from {broken:?}");
+        assert!(
+            !entry_points(PTX).contains(&k),
+            "{k} leaked into the product's PTX"
+        );
+    }
+    // The tile without its barrier is the real one minus `bar.sync`.
+    let start = BROKEN_PTX.find(".entry transpose_tiled_no_barrier(").unwrap();
+    let body = &BROKEN_PTX[start..start + BROKEN_PTX[start..].find("\n}").unwrap()];
+    assert_eq!(count(body, "bar.sync"), 0, "{body}");
+    assert_eq!(count(body, "st.shared.f32"), 4, "{body}");
+    let Some(ptxas) = ptxas() else { return };
+    let dir = std::env::temp_dir().join(format!("coalesce-broken-ptxas-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let src = dir.join("broken.ptx");
+    std::fs::write(&src, BROKEN_PTX).unwrap();
+    let out = Command::new(&ptxas)
+        .args(["-arch", "sm_90", "-o"])
+        .arg(dir.join("broken.cubin"))
+        .arg(&src)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

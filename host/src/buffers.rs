@@ -22,7 +22,8 @@ pub fn fill_uniform(gpu: &Gpu, buf: &DeviceBuffer<f32>, seed: u64) -> Result<()>
 /// Overwrites `buf` with [`POISON_BITS`].
 pub fn poison(gpu: &Gpu, buf: &mut DeviceBuffer<f32>) -> Result<()> {
     // SAFETY: the buffer outlives the stream work (callers sync before dropping it).
-    unsafe { buf.set_32_async(POISON_BITS, &gpu.stream) }.map_err(Error::cuda("poisoning an output buffer"))
+    unsafe { buf.set_32_async(POISON_BITS, &gpu.stream) }
+        .map_err(gpu.cuda_error("poisoning an output buffer"))
 }
 
 /// Waits for the stream, then copies `buf` to the host.
@@ -30,7 +31,7 @@ pub fn download(gpu: &Gpu, buf: &DeviceBuffer<f32>) -> Result<Vec<f32>> {
     gpu.sync("finishing work before a copy to the host")?;
     let mut host = vec![0f32; buf.len()];
     buf.copy_to(&mut host[..])
-        .map_err(Error::cuda("copying a result to the host"))?;
+        .map_err(gpu.cuda_error("copying a result to the host"))?;
     Ok(host)
 }
 

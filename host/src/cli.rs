@@ -1,5 +1,6 @@
 //! The `coalesce` command line: `run` (the default), `info`, `list`.
 
+use std::ffi::OsString;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 
@@ -106,11 +107,55 @@ pub enum Outcome {
     Invalid(usize),
 }
 
+/// How commands open a GPU: [`Gpu::open`], or in tests one with substituted kernels.
+pub type Opener<'a> = &'a dyn Fn(u32) -> Result<Gpu>;
+
+/// The whole program: parses `args` (the first is the program name), runs the
+/// command, prints the one-line error if any, and returns the exit code: 0, 1 for a
+/// failed run or a kernel that failed validation, 2 for a bad command line.
+pub fn main_with<I, T>(args: I, open: Opener) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        // --help and --version print as clap formats them.
+        Err(e) if !e.use_stderr() => {
+            let _ = e.print();
+            return 0;
+        }
+        Err(e) => {
+            // One line, not clap's usage block: the message already says what is wrong.
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("invalid arguments");
+            eprintln!("{first} (see --help)");
+            return 2;
+        }
+    };
+    match execute_on(cli, open) {
+        Ok(Outcome::Ok) => 0,
+        Ok(Outcome::Invalid(n)) => {
+            eprintln!("error: {n} kernel(s) failed validation (see NOT VALIDATED above)");
+            1
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            e.exit_code() as u8
+        }
+    }
+}
+
 pub fn execute(cli: Cli) -> Result<Outcome> {
+    execute_on(cli, &Gpu::open)
+}
+
+/// Runs a parsed command, opening the GPU with `open`.
+pub fn execute_on(cli: Cli, open: Opener) -> Result<Outcome> {
     match cli.command {
-        None => run(cli.run),
-        Some(Command::Run(args)) => run(args),
-        Some(Command::Info { device }) => info(device),
+        None => run(cli.run, open),
+        Some(Command::Run(args)) => run(args, open),
+        Some(Command::Info { device }) => info(device, open),
         Some(Command::List) => {
             print!("{}", list());
             Ok(Outcome::Ok)
@@ -121,7 +166,7 @@ pub fn execute(cli: Cli) -> Result<Outcome> {
             seed,
         }) => {
             let selection = experiments::select(&experiments)?;
-            let gpu = Gpu::open(device)?;
+            let gpu = open(device)?;
             let rows = crate::check::run_checks(&gpu, &selection, seed)?;
             print!("{}", crate::check::render(&rows));
             Ok(match rows.iter().filter(|r| !r.validated).count() {
@@ -142,10 +187,10 @@ pub fn list() -> String {
     out
 }
 
-fn info(device: u32) -> Result<Outcome> {
+fn info(device: u32, open: Opener) -> Result<Outcome> {
     println!("kernels: PTX for {} ({} bytes)", ptx::ARCH, ptx::PTX.len());
     println!("entry points: {}", ptx::entry_points(ptx::PTX).join(", "));
-    let gpu = Gpu::open(device)?;
+    let gpu = open(device)?;
     println!("device: {}", table::device_line(&gpu.info, ptx::ARCH));
     let (free, total) = gpu.memory()?;
     println!(
@@ -160,7 +205,7 @@ fn info(device: u32) -> Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
-fn run(args: RunArgs) -> Result<Outcome> {
+fn run(args: RunArgs, open: Opener) -> Result<Outcome> {
     // Parse everything the user typed before touching the GPU.
     let selection = experiments::select(&args.experiments)?;
     let shape = args.shape.map(|s| s.0);
@@ -173,7 +218,11 @@ fn run(args: RunArgs) -> Result<Outcome> {
                 .into(),
         });
     }
-    let gpu = Gpu::open(args.device)?;
+    // A --json path that cannot be written fails now, not after the whole run.
+    if let Some(path) = &args.json {
+        table::check_writable(path)?;
+    }
+    let gpu = open(args.device)?;
     let plan = Plan {
         size: args.size,
         shape,

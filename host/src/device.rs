@@ -1,4 +1,9 @@
 //! One GPU: its context, the loaded kernels, a stream, and what it is.
+//!
+//! A kernel that faults (an illegal address) leaves the CUDA context unusable for
+//! the rest of the process. [`Gpu`] remembers the first such error and answers every
+//! later launch, allocation or wait with it, instead of submitting more work; cust's
+//! destructors ignore the driver's errors, so dropping everything afterwards is safe.
 
 use cust::context::Context;
 use cust::device::{Device, DeviceAttribute};
@@ -8,6 +13,7 @@ use cust::memory::{DeviceBuffer, DeviceCopy};
 use cust::module::Module;
 use cust::stream::{Stream, StreamFlags};
 use serde::{Deserialize, Serialize};
+use std::sync::OnceLock;
 
 use crate::error::{Error, Result};
 use crate::ptx;
@@ -40,7 +46,38 @@ pub struct Gpu {
     pub info: DeviceInfo,
     pub stream: Stream,
     module: Module,
+    /// Kernels that [`Gpu::function`] answers from another module ([`Gpu::substitute`]).
+    substitutes: Vec<Substitute>,
+    /// The first error after which the context cannot run anything (a kernel fault).
+    poisoned: OnceLock<String>,
+    // Declared last: dropped after every module and the stream that live in it.
     _context: Context,
+}
+
+struct Substitute {
+    kernel: String,
+    module: Module,
+    replacement: String,
+}
+
+/// Errors after which the driver refuses all further work in the context ("sticky"
+/// errors in CUDA's documentation): faults inside a kernel, and hardware failures.
+pub fn is_sticky(e: CudaError) -> bool {
+    matches!(
+        e,
+        CudaError::IllegalAddress
+            | CudaError::LaunchTimeout
+            | CudaError::AssertError
+            | CudaError::HardwareStackError
+            | CudaError::IllegalInstruction
+            | CudaError::MisalignedAddress
+            | CudaError::InvalidAddressSpace
+            | CudaError::InvalidProgramCounter
+            | CudaError::LaunchFailed
+            | CudaError::EccUncorrectable
+            | CudaError::NvlinkUncorrectable
+            | CudaError::ContextIsDestroyed
+    )
 }
 
 /// Turns the driver's "no device"/"no driver" answers into one clear error.
@@ -85,32 +122,83 @@ impl Gpu {
             info,
             stream,
             module,
+            substitutes: Vec::new(),
+            poisoned: OnceLock::new(),
             _context: context,
         })
     }
 
-    /// A kernel from the embedded PTX.
+    /// A kernel from the embedded PTX (or its substitute).
     pub fn function(&self, name: &str) -> Result<Function<'_>> {
-        self.module.get_function(name).map_err(|_| Error::MissingKernel {
-            kernel: name.to_string(),
+        self.usable()?;
+        let (module, entry) = match self.substitutes.iter().find(|s| s.kernel == name) {
+            Some(s) => (&s.module, s.replacement.as_str()),
+            None => (&self.module, name),
+        };
+        module.get_function(entry).map_err(|_| Error::MissingKernel {
+            kernel: entry.to_string(),
         })
+    }
+
+    /// Loads `ptx` into this context and from then on answers [`Gpu::function`]`(kernel)`
+    /// with its entry `replacement`, so every command runs that kernel in place of the
+    /// embedded one, on the same buffers and launch. It must take the same parameters.
+    /// The tests use it to run deliberately broken kernels through the real commands.
+    pub fn substitute(&mut self, kernel: &str, ptx: &str, replacement: &str) -> Result<()> {
+        self.usable()?;
+        let module = Module::from_ptx(ptx, &[]).map_err(Error::cuda("loading a substitute PTX module"))?;
+        module
+            .get_function(replacement)
+            .map_err(|_| Error::MissingKernel {
+                kernel: replacement.to_string(),
+            })?;
+        self.substitutes.retain(|s| s.kernel != kernel);
+        self.substitutes.push(Substitute {
+            kernel: kernel.to_string(),
+            module,
+            replacement: replacement.to_string(),
+        });
+        Ok(())
+    }
+
+    /// `Err` once an earlier error has left the context unable to run anything.
+    pub fn usable(&self) -> Result<()> {
+        match self.poisoned.get() {
+            Some(first) => Err(Error::Poisoned { first: first.clone() }),
+            None => Ok(()),
+        }
+    }
+
+    /// Wraps a driver error with what we were doing, remembering it if it was sticky.
+    pub fn cuda_error(&self, what: impl Into<String>) -> impl FnOnce(CudaError) -> Error + '_ {
+        let what = what.into();
+        move |source| {
+            let e = Error::Cuda { what, source };
+            if is_sticky(source) {
+                let _ = self.poisoned.set(e.to_string());
+            }
+            e
+        }
     }
 
     /// Free and total device memory in bytes.
     pub fn memory(&self) -> Result<(u64, u64)> {
-        let (free, total) = cust::memory::mem_get_info().map_err(Error::cuda("querying free memory"))?;
+        self.usable()?;
+        let (free, total) = cust::memory::mem_get_info().map_err(self.cuda_error("querying free memory"))?;
         Ok((free as u64, total as u64))
     }
 
     /// Waits for all work on the stream, turning a kernel fault into an error.
     pub fn sync(&self, what: &str) -> Result<()> {
-        self.stream.synchronize().map_err(Error::cuda(what.to_string()))
+        self.usable()?;
+        self.stream.synchronize().map_err(self.cuda_error(what))
     }
 
     /// Allocates `len` uninitialised elements (every user fills or poisons them first).
     pub fn alloc<T: DeviceCopy>(&self, len: usize) -> Result<DeviceBuffer<T>> {
+        self.usable()?;
         // SAFETY: T is DeviceCopy (plain data); callers write before they read.
-        unsafe { DeviceBuffer::uninitialized(len) }.map_err(Error::cuda(format!(
+        unsafe { DeviceBuffer::uninitialized(len) }.map_err(self.cuda_error(format!(
             "allocating {} on the device",
             crate::units::format_bytes((len * size_of::<T>()) as u64)
         )))

@@ -32,7 +32,7 @@ pub enum Error {
     TooLarge { what: String, why: String },
 
     #[error(
-        "{experiment} needs {needed} of device memory at this size but only {free} is free; pass a smaller --size"
+        "{experiment} needs {needed} of device memory at this size but only {free} is free; pass a smaller --size or --shape"
     )]
     OutOfMemory {
         experiment: String,
@@ -49,6 +49,9 @@ pub enum Error {
         variant: String,
         known: String,
     },
+
+    #[error("the GPU cannot run anything more in this process after: {first}")]
+    Poisoned { first: String },
 
     #[error("kernel {kernel} not found in the embedded PTX (rebuild with `cargo build`)")]
     MissingKernel { kernel: String },

@@ -119,6 +119,10 @@ pub trait Experiment: Sync {
     }
     /// Device memory needed for `p` (None if it overflows).
     fn device_bytes(&self, p: &Params) -> Option<u64>;
+    /// The launch of each case at `p`, in case order, checked without a GPU: CUDA's
+    /// grid limits, the kernels' 32-bit thread index, lengths that overflow usize.
+    /// `prepare` launches exactly these, so it fails the same way.
+    fn launches(&self, p: &Params, info: &DeviceInfo) -> Result<Vec<LaunchCfg>>;
     /// Allocates and fills buffers for a run.
     fn prepare<'g>(&self, gpu: &'g Gpu, p: &Params) -> Result<Box<dyn Prepared + 'g>>;
 }
@@ -326,7 +330,11 @@ pub fn default_size(info: &DeviceInfo) -> u64 {
 /// default size (halved until the experiment and the copy baseline fit in 90% of
 /// free memory).
 pub fn choose_params(exp: &dyn Experiment, plan: &Plan, info: &DeviceInfo, free: u64) -> Result<Params> {
-    let needs = |p: &Params| exp.device_bytes(p).and_then(|b| b.checked_add(2 * p.size));
+    // The experiment's buffers plus the copy baseline's two arrays.
+    let needs = |p: &Params| {
+        exp.device_bytes(p)
+            .and_then(|b| b.checked_add(p.size.checked_mul(2)?))
+    };
     let budget = free / 10 * 9;
     let oom = |needed: Option<u64>| Error::OutOfMemory {
         experiment: exp.name().to_string(),
@@ -353,19 +361,17 @@ pub fn choose_params(exp: &dyn Experiment, plan: &Plan, info: &DeviceInfo, free:
         // The baseline copies as many bytes as the largest matrix.
         p.size = shape_bytes(dims).ok_or_else(|| oom(None))?;
     }
-    if explicit {
-        let needed = needs(&p);
-        return if needed.is_some_and(|n| n <= budget) {
-            Ok(p)
-        } else {
-            Err(oom(needed))
-        };
-    }
-    while needs(&p).is_none_or(|n| n > budget) && p.size > (1 << 20) {
-        p.size /= 2;
+    if !explicit {
+        while needs(&p).is_none_or(|n| n > budget) && p.size > (1 << 20) {
+            p.size /= 2;
+        }
     }
     match needs(&p) {
-        Some(n) if n <= budget => Ok(p),
+        Some(n) if n <= budget => {
+            // Refuse what cannot be launched before anything is allocated.
+            exp.launches(&p, info)?;
+            Ok(p)
+        }
         other => Err(oom(other)),
     }
 }

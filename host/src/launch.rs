@@ -58,11 +58,22 @@ pub struct LaunchCfg {
 pub const MAX_GRID_X: u64 = (1 << 31) - 1;
 /// CUDA's limit on gridDim.y and gridDim.z.
 pub const MAX_GRID_YZ: u64 = 65_535;
+/// Threads along x one launch may have: `thread::index_1d` computes the global index
+/// in 32 bits (as nvcc does for `int` indices), so every index must fit in a u32.
+pub const MAX_THREADS_X: u64 = 1 << 32;
 
 impl LaunchCfg {
     /// One thread per element: ceil(n / block) blocks of `block` threads.
     pub fn one_per_element(n: usize, block: u32) -> Result<LaunchCfg> {
         let blocks = (n as u64).div_ceil(block as u64);
+        if blocks.saturating_mul(block as u64) > MAX_THREADS_X {
+            return Err(Error::TooLarge {
+                what: format!("{n} elements"),
+                why: format!(
+                    "one thread each is more than the {MAX_THREADS_X} threads the kernels' 32-bit index reaches"
+                ),
+            });
+        }
         if blocks > MAX_GRID_X {
             return Err(Error::TooLarge {
                 what: format!("{n} elements"),
@@ -95,6 +106,7 @@ impl Gpu {
     /// Enqueues `f` on the stream. Errors at launch (bad configuration) come back
     /// here; faults while running come back from the next [`Gpu::sync`].
     pub fn launch(&self, f: &Function<'_>, cfg: LaunchCfg, args: &[Arg]) -> Result<()> {
+        self.usable()?;
         let params: Vec<*mut c_void> = args.iter().map(|a| &a.0 as *const u64 as *mut c_void).collect();
         // SAFETY: each pointer refers to an 8-byte value alive for the call; the driver
         // copies the parameters before cuLaunchKernel returns. `Stream::launch` is what
@@ -103,7 +115,7 @@ impl Gpu {
             self.stream
                 .launch(f, cfg.grid, cfg.block, cfg.shared_bytes, &params)
         };
-        result.map_err(Error::cuda("launching a kernel"))
+        result.map_err(self.cuda_error("launching a kernel"))
     }
 }
 
@@ -125,6 +137,20 @@ mod tests {
         assert_eq!(c.grid.0, 4);
         assert_eq!(LaunchCfg::one_per_element(1, 256).unwrap().grid.0, 1);
         assert!(LaunchCfg::one_per_element(usize::MAX / 2, 32).is_err());
+    }
+
+    #[test]
+    fn one_per_element_stays_within_32_bit_thread_indices() {
+        // 2^32 elements: the last thread's index is u32::MAX, still representable.
+        let c = LaunchCfg::one_per_element(1 << 32, 256).unwrap();
+        assert_eq!(c.grid.0 as u64 * 256, MAX_THREADS_X);
+        // One more element would need index 2^32, which wraps to 0 in the kernel.
+        let e = LaunchCfg::one_per_element((1 << 32) + 1, 256).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert_eq!(
+            e.to_string(),
+            "4294967297 elements is too large: one thread each is more than the 4294967296 threads the kernels' 32-bit index reaches"
+        );
     }
 
     #[test]

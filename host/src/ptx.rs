@@ -3,6 +3,11 @@
 /// The kernels crate compiled for `nvptx64-nvidia-cuda`.
 pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
 
+/// Deliberately wrong kernels (`tests/broken-kernels`), for the tests that prove
+/// validation and fault handling work. Built only with the `broken-kernels` feature.
+#[cfg(feature = "broken-kernels")]
+pub const BROKEN_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/broken_kernels.ptx"));
+
 /// The `-C target-cpu` the PTX was built for (`COALESCE_ARCH`, default sm_70).
 pub const ARCH: &str = env!("COALESCE_PTX_ARCH");
 

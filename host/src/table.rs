@@ -135,6 +135,31 @@ pub fn render(report: &Report) -> String {
     out
 }
 
+/// The temporary file [`write_json`] writes before renaming it to `path`.
+fn temp_beside(path: &Path) -> std::path::PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    path.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
+}
+
+/// Fails now if [`write_json`] could not write `path` later (a missing or read-only
+/// folder, a path that is a folder), so a long run does not end in a lost report.
+pub fn check_writable(path: &Path) -> Result<()> {
+    let err = |source| Error::Write {
+        path: path.display().to_string(),
+        source,
+    };
+    if path.is_dir() {
+        return Err(err(std::io::ErrorKind::IsADirectory.into()));
+    }
+    let tmp = temp_beside(path);
+    std::fs::File::create(&tmp).map_err(err)?;
+    let _ = std::fs::remove_file(&tmp);
+    Ok(())
+}
+
 /// Writes `value` as JSON to `path` without ever leaving a half-written file:
 /// a temporary file beside it, then a rename.
 pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
@@ -143,11 +168,7 @@ pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
         source,
     };
     let text = serde_json::to_string_pretty(value)?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    let tmp = temp_beside(path);
     std::fs::write(&tmp, text + "\n").map_err(err)?;
     std::fs::rename(&tmp, path).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
@@ -255,5 +276,25 @@ mod tests {
             e.to_string().starts_with("cannot write /nonexistent-dir/r.json"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn writability_is_checked_up_front_and_leaves_nothing_behind() {
+        let e = check_writable(Path::new("/nonexistent-dir/r.json")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "cannot write /nonexistent-dir/r.json: No such file or directory (os error 2)"
+        );
+        let dir = std::env::temp_dir().join(format!("coalesce-writable-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let e = check_writable(&dir).unwrap_err();
+        assert!(e.to_string().ends_with(": is a directory"), "{e}");
+        check_writable(&dir.join("r.json")).unwrap();
+        assert_eq!(
+            std::fs::read_dir(&dir).unwrap().count(),
+            0,
+            "the probe file is removed"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -13,6 +13,14 @@ use crate::validate::{Validation, exact};
 
 pub struct Complex;
 
+/// Floats in the interleaved array.
+fn pairs(n: usize) -> Result<usize> {
+    n.checked_mul(2).ok_or_else(|| Error::TooLarge {
+        what: format!("{n} values"),
+        why: "overflows usize".into(),
+    })
+}
+
 impl Experiment for Complex {
     fn name(&self) -> &'static str {
         "complex"
@@ -34,12 +42,15 @@ impl Experiment for Complex {
         // Interleaved pairs (2 floats), split real parts, output.
         p.size.checked_mul(4)
     }
+    fn launches(&self, p: &Params, _: &DeviceInfo) -> Result<Vec<LaunchCfg>> {
+        let n = f32_elements(p.size)?;
+        pairs(n)?;
+        Ok(vec![LaunchCfg::one_per_element(n, BLOCK)?; 2])
+    }
     fn prepare<'g>(&self, gpu: &'g Gpu, p: &Params) -> Result<Box<dyn Prepared + 'g>> {
         let n = f32_elements(p.size)?;
-        let pairs = n.checked_mul(2).ok_or_else(|| Error::TooLarge {
-            what: format!("{n} values"),
-            why: "overflows usize".into(),
-        })?;
+        let cfg = self.launches(p, &gpu.info)?[0];
+        let pairs = pairs(n)?;
         let work = Work::Bytes(8 * n as u64);
         Ok(Box::new(Buffers {
             n,
@@ -48,7 +59,7 @@ impl Experiment for Complex {
             out: gpu.alloc(n)?,
             seed: p.seed,
             case_seed: p.seed,
-            cfg: LaunchCfg::one_per_element(n, BLOCK)?,
+            cfg,
             cases: vec![
                 Case {
                     variant: "interleaved".into(),

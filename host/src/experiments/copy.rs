@@ -4,7 +4,7 @@ use kernels::copy::BLOCK;
 
 use super::gather::{Gather, Variant};
 use crate::buffers::f32_elements;
-use crate::device::Gpu;
+use crate::device::{DeviceInfo, Gpu};
 use crate::error::Result;
 use crate::harness::{Experiment, Params, Prepared};
 use crate::launch::LaunchCfg;
@@ -32,22 +32,30 @@ impl Experiment for Copy {
     fn device_bytes(&self, p: &Params) -> Option<u64> {
         p.size.checked_mul(2)
     }
+    fn launches(&self, p: &Params, info: &DeviceInfo) -> Result<Vec<LaunchCfg>> {
+        let n = f32_elements(p.size)?;
+        Ok(vec![
+            LaunchCfg::one_per_element(n, BLOCK)?,
+            LaunchCfg::grid_stride(n / 4, BLOCK, info.sm_count, BLOCKS_PER_SM),
+        ])
+    }
     fn prepare<'g>(&self, gpu: &'g Gpu, p: &Params) -> Result<Box<dyn Prepared + 'g>> {
         let n = f32_elements(p.size)?;
+        let cfgs = self.launches(p, &gpu.info)?;
         let same = |i: usize, _: usize| i;
         let variants = vec![
             Variant {
                 name: "f32".into(),
                 kernel: "copy_f32",
                 param: None,
-                cfg: LaunchCfg::one_per_element(n, BLOCK)?,
+                cfg: cfgs[0],
                 source: same,
             },
             Variant {
                 name: "f32x4".into(),
                 kernel: "copy_f32x4",
                 param: None,
-                cfg: LaunchCfg::grid_stride(n / 4, BLOCK, gpu.info.sm_count, BLOCKS_PER_SM),
+                cfg: cfgs[1],
                 source: same,
             },
         ];

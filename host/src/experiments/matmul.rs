@@ -42,6 +42,19 @@ pub fn dims(p: &Params) -> Result<(usize, usize, usize)> {
     }
 }
 
+/// Elements of A, B and C.
+fn lengths(m: usize, n: usize, k: usize) -> Result<(usize, usize, usize)> {
+    let too_large = || Error::TooLarge {
+        what: format!("{m} x {n} x {k}"),
+        why: "overflows usize".into(),
+    };
+    Ok((
+        m.checked_mul(k).ok_or_else(too_large)?,
+        k.checked_mul(n).ok_or_else(too_large)?,
+        m.checked_mul(n).ok_or_else(too_large)?,
+    ))
+}
+
 impl Experiment for Matmul {
     fn name(&self) -> &'static str {
         "matmul"
@@ -70,12 +83,9 @@ impl Experiment for Matmul {
             .checked_add(m.checked_mul(n)?)?
             .checked_mul(4)
     }
-    fn prepare<'g>(&self, gpu: &'g Gpu, p: &Params) -> Result<Box<dyn Prepared + 'g>> {
+    fn launches(&self, p: &Params, _: &DeviceInfo) -> Result<Vec<LaunchCfg>> {
         let (m, n, k) = dims(p)?;
-        let too_large = || Error::TooLarge {
-            what: format!("{m} x {n} x {k}"),
-            why: "overflows usize".into(),
-        };
+        lengths(m, n, k)?;
         let (gx, gy) = (n.div_ceil(TILE) as u64, m.div_ceil(TILE) as u64);
         if gx > MAX_GRID_X || gy > MAX_GRID_YZ {
             return Err(Error::TooLarge {
@@ -94,6 +104,12 @@ impl Experiment for Matmul {
             block: ((TILE * TILE) as u32, 1, 1),
             shared_bytes: 0,
         };
+        Ok(vec![square, square, flat])
+    }
+    fn prepare<'g>(&self, gpu: &'g Gpu, p: &Params) -> Result<Box<dyn Prepared + 'g>> {
+        let (m, n, k) = dims(p)?;
+        let cfgs = self.launches(p, &gpu.info)?;
+        let (a_len, b_len, c_len) = lengths(m, n, k)?;
         let work = Work::Flops {
             flops: 2 * m as u64 * n as u64 * k as u64,
             bytes: 4 * (m as u64 * k as u64 + k as u64 * n as u64 + m as u64 * n as u64),
@@ -102,12 +118,12 @@ impl Experiment for Matmul {
             m,
             n,
             k,
-            a: gpu.alloc(m.checked_mul(k).ok_or_else(too_large)?)?,
-            b: gpu.alloc(k.checked_mul(n).ok_or_else(too_large)?)?,
-            c: gpu.alloc(m.checked_mul(n).ok_or_else(too_large)?)?,
+            a: gpu.alloc(a_len)?,
+            b: gpu.alloc(b_len)?,
+            c: gpu.alloc(c_len)?,
             seed: p.seed,
             case_seed: p.seed,
-            cfgs: vec![square, square, flat],
+            cfgs,
             cases: VARIANTS
                 .iter()
                 .map(|&(v, kn)| Case {

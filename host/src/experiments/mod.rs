@@ -148,4 +148,171 @@ mod tests {
         }
         assert!(entries.contains(&"fill_uniform"));
     }
+
+    fn h100() -> crate::device::DeviceInfo {
+        crate::device::DeviceInfo {
+            ordinal: 0,
+            name: "test".into(),
+            compute_capability: (9, 0),
+            sm_count: 132,
+            l2_bytes: 50 << 20,
+            total_memory_bytes: 80 << 30,
+            memory_clock_khz: 2_619_000,
+            bus_width_bits: 5120,
+            driver_version: 13000,
+        }
+    }
+
+    /// Sizes and shapes no GPU can run: every one must come back as a clean error
+    /// (or, given unlimited memory, a launch within CUDA's and the kernels' limits),
+    /// never a panic. Debug builds panic on arithmetic overflow, so this also proves
+    /// the size arithmetic is checked.
+    fn extremes() -> Vec<crate::harness::Plan> {
+        let plan = |size: Option<u64>, shape: Option<Vec<usize>>| crate::harness::Plan {
+            size,
+            shape,
+            reps: Default::default(),
+            seed: 1,
+        };
+        let mut plans: Vec<_> = [
+            4,
+            (1 << 32) * 4 + 4,
+            17 << 30,
+            16 << 40,
+            9_000_000 << 40,
+            u64::MAX - 3,
+            u64::MAX,
+        ]
+        .into_iter()
+        .map(|s| plan(Some(s), None))
+        .collect();
+        let big = [4_000_000_000, 1 << 33, usize::MAX / 2, usize::MAX, 1];
+        for &a in &big {
+            for &b in &big {
+                plans.push(plan(None, Some(vec![a, b])));
+                for &c in &big {
+                    plans.push(plan(None, Some(vec![a, b, c])));
+                }
+            }
+        }
+        plans
+    }
+
+    #[test]
+    fn extreme_sizes_and_shapes_are_clean_errors_for_every_experiment() {
+        use crate::harness::{Params, choose_params};
+        use crate::launch::{MAX_GRID_X, MAX_GRID_YZ};
+        let info = h100();
+        // (The 32-bit thread index limit belongs to one-per-element launches and is
+        // tested with them; matmul and transpose index in usize.)
+        let within_limits = |c: &crate::launch::LaunchCfg| {
+            (1..=MAX_GRID_X).contains(&(c.grid.0 as u64))
+                && (1..=MAX_GRID_YZ).contains(&(c.grid.1 as u64))
+                && (1..=MAX_GRID_YZ).contains(&(c.grid.2 as u64))
+        };
+        for e in ALL {
+            for plan in extremes() {
+                let what = format!("{} {:?} {:?}", e.name(), plan.size, plan.shape);
+                for free in [80 << 30, u64::MAX] {
+                    match choose_params(*e, &plan, &info, free) {
+                        Ok(p) => {
+                            let cfgs = e.launches(&p, &info).expect(&what);
+                            assert!(cfgs.iter().all(within_limits), "{what}: {cfgs:?}");
+                            assert!(e.device_bytes(&p).is_some(), "{what}");
+                        }
+                        Err(err) => {
+                            let text = err.to_string();
+                            assert!(!text.is_empty() && !text.contains('\n'), "{what}: {text}");
+                        }
+                    }
+                }
+                // The experiment's own checks, without the memory gate in front.
+                let p = Params {
+                    size: plan.size.unwrap_or(4),
+                    shape: plan.shape.clone().filter(|s| s.len() == e.shape_rank()),
+                    seed: 1,
+                };
+                let _ = e.device_bytes(&p);
+                if let Ok(cfgs) = e.launches(&p, &info) {
+                    assert!(cfgs.iter().all(within_limits), "{what}: {cfgs:?}");
+                    assert_eq!(cfgs.len(), e.variants().len(), "{what}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn sizes_beyond_free_memory_say_what_is_needed_and_free() {
+        use crate::harness::{Plan, choose_params};
+        let plan = |size: Option<u64>, shape: Option<Vec<usize>>| Plan {
+            size,
+            shape,
+            reps: Default::default(),
+            seed: 1,
+        };
+        let copy = ALL[0];
+        let e = choose_params(copy, &plan(Some(16 << 40), None), &h100(), 80 << 30).unwrap_err();
+        assert_eq!(e.exit_code(), 1);
+        // 16 TiB x 2 arrays + the baseline's 2.
+        assert_eq!(
+            e.to_string(),
+            "copy needs 64.0 TiB of device memory at this size but only 80.0 GiB is free; pass a smaller --size or --shape"
+        );
+        // Sizes whose byte counts overflow u64.
+        let e = choose_params(copy, &plan(Some(9_000_000 << 40), None), &h100(), 80 << 30).unwrap_err();
+        assert!(e.to_string().starts_with("copy needs more than 16 EiB"), "{e}");
+        let transpose = *ALL.iter().find(|e| e.name() == "transpose").unwrap();
+        let shape = vec![4_000_000_000, 4_000_000_000];
+        let e = choose_params(transpose, &plan(None, Some(shape)), &h100(), 80 << 30).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "transpose needs more than 16 EiB of device memory at this size but only 80.0 GiB is free; pass a smaller --size or --shape"
+        );
+        // The default size shrinks to fit instead.
+        let p = choose_params(copy, &plan(None, None), &h100(), 1 << 30).unwrap();
+        assert!(4 * p.size <= (1 << 30) / 10 * 9, "{}", p.size);
+    }
+
+    #[test]
+    fn sizes_beyond_32_bit_thread_indices_are_refused_before_allocating() {
+        use crate::harness::{Plan, choose_params};
+        // 17 GiB per array fits an 80 GB GPU (4 x 17 GiB with the baseline) but is
+        // 4.5 billion elements: one thread each overflows the kernels' u32 index.
+        let plan = Plan {
+            size: Some(17 << 30),
+            shape: None,
+            reps: Default::default(),
+            seed: 1,
+        };
+        for name in ["copy", "offset", "saxpy"] {
+            let e = *ALL.iter().find(|e| e.name() == name).unwrap();
+            let err = choose_params(e, &plan, &h100(), 79 << 30).unwrap_err();
+            assert_eq!(err.exit_code(), 2, "{name}");
+            assert_eq!(
+                err.to_string(),
+                "4563402752 elements is too large: one thread each is more than the 4294967296 threads the kernels' 32-bit index reaches",
+                "{name}"
+            );
+        }
+        // A 1 x 2^33 transpose: its naive-read grid has 2^28 rows of tiles.
+        let transpose = *ALL.iter().find(|e| e.name() == "transpose").unwrap();
+        let plan = Plan {
+            size: None,
+            shape: Some(vec![1, 1 << 33]),
+            ..plan
+        };
+        let err = choose_params(transpose, &plan, &h100(), u64::MAX).unwrap_err();
+        assert_eq!(err.exit_code(), 2);
+        assert!(err.to_string().contains("CUDA allows"), "{err}");
+        // A column of 4 million: 16 MB, but 125000 rows of tiles (gridDim.y <= 65535).
+        let plan = Plan {
+            shape: Some(vec![4_000_000, 1]),
+            ..plan
+        };
+        let err = choose_params(transpose, &plan, &h100(), 79 << 30).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "a 4000000 x 1 matrix is too large: needs a 1 x 125000 grid of tiles; CUDA allows 2147483647 x 65535"
+        );
+    }
 }

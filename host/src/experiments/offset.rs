@@ -4,7 +4,7 @@ use kernels::offset::{BLOCK, OFFSETS};
 
 use super::gather::{Gather, Variant};
 use crate::buffers::f32_elements;
-use crate::device::Gpu;
+use crate::device::{DeviceInfo, Gpu};
 use crate::error::{Error, Result};
 use crate::harness::{Experiment, Params, Prepared};
 use crate::launch::LaunchCfg;
@@ -13,6 +13,13 @@ pub struct Offset;
 
 /// The input holds n + the largest offset elements.
 const PAD: usize = OFFSETS[OFFSETS.len() - 1];
+
+fn src_len(n: usize) -> Result<usize> {
+    n.checked_add(PAD).ok_or_else(|| Error::TooLarge {
+        what: format!("{n} elements"),
+        why: "overflows usize".into(),
+    })
+}
 
 impl Experiment for Offset {
     fn name(&self) -> &'static str {
@@ -31,24 +38,25 @@ impl Experiment for Offset {
         let size = p.size;
         size.checked_mul(2)?.checked_add(4 * PAD as u64)
     }
+    fn launches(&self, p: &Params, _: &DeviceInfo) -> Result<Vec<LaunchCfg>> {
+        let n = f32_elements(p.size)?;
+        src_len(n)?;
+        Ok(vec![LaunchCfg::one_per_element(n, BLOCK)?; OFFSETS.len()])
+    }
     fn prepare<'g>(&self, gpu: &'g Gpu, p: &Params) -> Result<Box<dyn Prepared + 'g>> {
         let n = f32_elements(p.size)?;
-        let src_len = n.checked_add(PAD).ok_or_else(|| Error::TooLarge {
-            what: format!("{n} elements"),
-            why: "overflows usize".into(),
-        })?;
+        let cfgs = self.launches(p, &gpu.info)?;
         let variants = OFFSETS
             .iter()
-            .map(|&o| {
-                Ok(Variant {
-                    name: o.to_string(),
-                    kernel: "offset_read",
-                    param: Some(o),
-                    cfg: LaunchCfg::one_per_element(n, BLOCK)?,
-                    source: |i, o| i + o,
-                })
+            .zip(cfgs)
+            .map(|(&o, cfg)| Variant {
+                name: o.to_string(),
+                kernel: "offset_read",
+                param: Some(o),
+                cfg,
+                source: |i, o| i + o,
             })
-            .collect::<Result<Vec<_>>>()?;
-        Ok(Box::new(Gather::new(gpu, n, src_len, p.seed, variants)?))
+            .collect();
+        Ok(Box::new(Gather::new(gpu, n, src_len(n)?, p.seed, variants)?))
     }
 }

@@ -20,6 +20,14 @@ const FIELDS: usize = 6;
 /// fma on both sides rounds alike; the tolerance only admits a twin that does not fuse.
 const TOL: Tolerance = Tolerance { rel: 1e-6, abs: 1e-6 };
 
+/// Floats in the AoS array.
+fn aos_len(n: usize) -> Result<usize> {
+    n.checked_mul(FIELDS).ok_or_else(|| Error::TooLarge {
+        what: format!("{n} particles"),
+        why: "overflows usize".into(),
+    })
+}
+
 impl Experiment for Particles {
     fn name(&self) -> &'static str {
         "particles"
@@ -41,13 +49,15 @@ impl Experiment for Particles {
         // The AoS array plus the six SoA arrays.
         (p.size / 4).checked_mul(4 * 2 * FIELDS as u64)
     }
+    fn launches(&self, p: &Params, _: &DeviceInfo) -> Result<Vec<LaunchCfg>> {
+        let n = f32_elements(p.size)?;
+        aos_len(n)?;
+        Ok(vec![LaunchCfg::one_per_element(n, BLOCK)?; 2])
+    }
     fn prepare<'g>(&self, gpu: &'g Gpu, p: &Params) -> Result<Box<dyn Prepared + 'g>> {
         let n = f32_elements(p.size)?;
-        let aos_len = n.checked_mul(FIELDS).ok_or_else(|| Error::TooLarge {
-            what: format!("{n} particles"),
-            why: "overflows usize".into(),
-        })?;
-        let cfg = LaunchCfg::one_per_element(n, BLOCK)?;
+        let cfg = self.launches(p, &gpu.info)?[0];
+        let aos_len = aos_len(n)?;
         let work = Work::Bytes(36 * n as u64);
         Ok(Box::new(Prepared2 {
             n,

@@ -48,13 +48,17 @@ impl Experiment for Saxpy {
     fn device_bytes(&self, p: &Params) -> Option<u64> {
         p.size.checked_mul(2)
     }
+    fn launches(&self, p: &Params, info: &DeviceInfo) -> Result<Vec<LaunchCfg>> {
+        let n = f32_elements(p.size)?;
+        Ok(vec![
+            LaunchCfg::one_per_element(n, BLOCK)?,
+            LaunchCfg::grid_stride(n / 4, BLOCK, info.sm_count, BLOCKS_PER_SM),
+            LaunchCfg::grid_stride(n / 4, BLOCK, info.sm_count, BLOCKS_PER_SM),
+        ])
+    }
     fn prepare<'g>(&self, gpu: &'g Gpu, p: &Params) -> Result<Box<dyn Prepared + 'g>> {
         let n = f32_elements(p.size)?;
-        let cfgs = vec![
-            LaunchCfg::one_per_element(n, BLOCK)?,
-            LaunchCfg::grid_stride(n / 4, BLOCK, gpu.info.sm_count, BLOCKS_PER_SM),
-            LaunchCfg::grid_stride(n / 4, BLOCK, gpu.info.sm_count, BLOCKS_PER_SM),
-        ];
+        let cfgs = self.launches(p, &gpu.info)?;
         let cases = VARIANTS
             .iter()
             .map(|&(v, k)| Case {

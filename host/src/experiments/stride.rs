@@ -5,7 +5,7 @@ use kernels::stride::{BLOCK, STRIDES};
 
 use super::gather::{Gather, Variant};
 use crate::buffers::f32_elements;
-use crate::device::Gpu;
+use crate::device::{DeviceInfo, Gpu};
 use crate::error::{Error, Result};
 use crate::harness::{Experiment, Params, Prepared};
 use crate::launch::LaunchCfg;
@@ -16,6 +16,13 @@ pub struct Stride;
 pub fn input_len(n: usize) -> Option<usize> {
     let max = *STRIDES.iter().max()?;
     (n.checked_sub(1)?).checked_mul(max)?.checked_add(1)
+}
+
+fn src_len(n: usize) -> Result<usize> {
+    input_len(n).ok_or_else(|| Error::TooLarge {
+        what: format!("{n} elements"),
+        why: "the stride-64 input overflows usize".into(),
+    })
 }
 
 impl Experiment for Stride {
@@ -37,25 +44,26 @@ impl Experiment for Stride {
         let input = input_len(n.max(1))? as u64;
         input.checked_mul(4)?.checked_add(size)
     }
+    fn launches(&self, p: &Params, _: &DeviceInfo) -> Result<Vec<LaunchCfg>> {
+        let n = f32_elements(p.size)?;
+        src_len(n)?;
+        Ok(vec![LaunchCfg::one_per_element(n, BLOCK)?; STRIDES.len()])
+    }
     fn prepare<'g>(&self, gpu: &'g Gpu, p: &Params) -> Result<Box<dyn Prepared + 'g>> {
         let n = f32_elements(p.size)?;
-        let src_len = input_len(n).ok_or_else(|| Error::TooLarge {
-            what: format!("{n} elements"),
-            why: "the stride-64 input overflows usize".into(),
-        })?;
+        let cfgs = self.launches(p, &gpu.info)?;
         let variants = STRIDES
             .iter()
-            .map(|&s| {
-                Ok(Variant {
-                    name: s.to_string(),
-                    kernel: "stride_read",
-                    param: Some(s),
-                    cfg: LaunchCfg::one_per_element(n, BLOCK)?,
-                    source: |i, s| i * s,
-                })
+            .zip(cfgs)
+            .map(|(&s, cfg)| Variant {
+                name: s.to_string(),
+                kernel: "stride_read",
+                param: Some(s),
+                cfg,
+                source: |i, s| i * s,
             })
-            .collect::<Result<Vec<_>>>()?;
-        Ok(Box::new(Gather::new(gpu, n, src_len, p.seed, variants)?))
+            .collect();
+        Ok(Box::new(Gather::new(gpu, n, src_len(n)?, p.seed, variants)?))
     }
 }
 

@@ -37,6 +37,13 @@ pub fn dims(p: &Params) -> Result<(usize, usize)> {
     }
 }
 
+fn elements(rows: usize, cols: usize) -> Result<usize> {
+    rows.checked_mul(cols).ok_or_else(|| Error::TooLarge {
+        what: format!("{rows} x {cols}"),
+        why: "overflows usize".into(),
+    })
+}
+
 /// A 2D grid of 32 x 32 tiles over a matrix of `rows` x `cols` (x along cols).
 fn grid(rows: usize, cols: usize) -> Result<LaunchCfg> {
     let (gx, gy) = (cols.div_ceil(TILE) as u64, rows.div_ceil(TILE) as u64);
@@ -76,13 +83,10 @@ impl Experiment for Transpose {
         let (r, c) = dims(p).ok()?;
         (r as u64).checked_mul(c as u64)?.checked_mul(8)
     }
-    fn prepare<'g>(&self, gpu: &'g Gpu, p: &Params) -> Result<Box<dyn Prepared + 'g>> {
+    fn launches(&self, p: &Params, _: &DeviceInfo) -> Result<Vec<LaunchCfg>> {
         let (rows, cols) = dims(p)?;
-        let n = rows.checked_mul(cols).ok_or_else(|| Error::TooLarge {
-            what: format!("{rows} x {cols}"),
-            why: "overflows usize".into(),
-        })?;
-        let cfgs = VARIANTS
+        elements(rows, cols)?;
+        VARIANTS
             .iter()
             .map(|&(_, _, over_output)| {
                 if over_output {
@@ -91,7 +95,12 @@ impl Experiment for Transpose {
                     grid(rows, cols)
                 }
             })
-            .collect::<Result<Vec<_>>>()?;
+            .collect()
+    }
+    fn prepare<'g>(&self, gpu: &'g Gpu, p: &Params) -> Result<Box<dyn Prepared + 'g>> {
+        let (rows, cols) = dims(p)?;
+        let cfgs = self.launches(p, &gpu.info)?;
+        let n = elements(rows, cols)?;
         let cases = VARIANTS
             .iter()
             .map(|&(v, k, _)| Case {

@@ -4,6 +4,8 @@
 //! threads, so `sync_threads()` is a real barrier and shared memory is per block.
 //! Every global and shared access goes through [`record_global`]/[`record_shared`],
 //! which, when the launch records, log it with the kernel source line it came from.
+//! [`LaunchConfig::schedule`] can run a block's threads one at a time instead, in a
+//! fixed order, so a missing barrier shows deterministically ([`schedule`]).
 
 use core::panic::Location;
 use std::boxed::Box;
@@ -11,6 +13,9 @@ use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::{Barrier, Mutex};
 use std::vec::Vec;
+
+pub mod schedule;
+pub use schedule::Schedule;
 
 /// Grid and block extents, as in CUDA's `dim3`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -104,6 +109,8 @@ pub struct ThreadCtx<'a> {
 
 struct BlockState {
     barrier: Barrier,
+    // Set under a serial schedule: it replaces the barrier.
+    turns: Option<schedule::Turns>,
     // Static arrays by name; u128 backing keeps 16-byte alignment.
     statics: Mutex<HashMap<&'static str, Box<[u128]>>>,
     dynamic: Mutex<Box<[u128]>>,
@@ -129,10 +136,17 @@ pub fn with_thread<R>(f: impl FnOnce(&mut ThreadCtx<'static>) -> R) -> R {
 }
 
 pub fn sync_threads() {
-    // The barrier lives as long as the block, which outlives every thread in it.
-    let barrier: *const Barrier = with_thread(|t| &t.block.barrier as *const Barrier);
+    // The block state lives as long as the block, which outlives every thread in it.
+    let (block, rank): (*const BlockState, usize) =
+        with_thread(|t| (t.block as *const BlockState, t.linear_thread));
     // SAFETY: see above.
-    unsafe { (*barrier).wait() };
+    let block = unsafe { &*block };
+    match &block.turns {
+        Some(turns) => turns.barrier(rank),
+        None => {
+            block.barrier.wait();
+        }
+    }
 }
 
 const POISON: u128 = u128::from_ne_bytes([0xff; 16]);
@@ -217,6 +231,8 @@ pub struct LaunchConfig {
     pub record: bool,
     /// Run only these linear block indices (a sample); `None` runs the whole grid.
     pub blocks: Option<Vec<usize>>,
+    /// How each block's threads are interleaved (all at once unless set).
+    pub schedule: Schedule,
 }
 
 /// Runs `kernel` on every thread of the grid (or the sampled blocks) and returns
@@ -247,6 +263,7 @@ pub fn launch(config: &LaunchConfig, kernel: impl Fn() + Sync) -> Vec<Access> {
         );
         let state = BlockState {
             barrier: Barrier::new(block.count()),
+            turns: schedule::Turns::new(config.schedule, block.count()),
             statics: Mutex::new(HashMap::new()),
             dynamic: Mutex::new(std::vec![POISON; words_for(config.dynamic_shared_bytes)].into_boxed_slice()),
         };
@@ -276,7 +293,9 @@ pub fn launch(config: &LaunchConfig, kernel: impl Fn() + Sync) -> Vec<Access> {
                         // SAFETY: the context is removed below, before `state` is dropped.
                         let ctx: ThreadCtx<'static> = unsafe { core::mem::transmute(ctx) };
                         CURRENT.with(|c| *c.borrow_mut() = Some(ctx));
+                        let turn = state.turns.as_ref().map(|turns| turns.start(t));
                         kernel();
+                        drop(turn);
                         let ctx = CURRENT.with(|c| c.borrow_mut().take());
                         if let Some(ctx) = ctx {
                             log.lock().unwrap_or_else(|e| e.into_inner()).extend(ctx.log);

@@ -1,0 +1,94 @@
+//! Deliberately wrong kernels: each has the signature of a real kernel and one bug,
+//! so a test can run it on the real kernel's buffers and launch and show that
+//! validation (or fault handling) catches it.
+//!
+//! Test code only. The emulator tests use this crate on the host; on the GPU,
+//! `host/build.rs` compiles it to a second PTX module only when the host package's
+//! `broken-kernels` feature is on (`coalesce::ptx::BROKEN_PTX`). The product's PTX
+//! never contains these kernels.
+#![no_std]
+#![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, asm_experimental_arch))]
+
+use kernels::gpu::thread::{self, block_idx_x, block_idx_y, thread_idx_x, thread_idx_y};
+use kernels::gpu::{Global, GlobalMut};
+use kernels::transpose::{BLOCK_ROWS, TILE};
+use kernels::{kernel, shared_array};
+
+kernel! {
+    /// `copy_f32` with an off-by-one guard (`i + 1 < n`): the last element is never
+    /// written, so it keeps the harness's poison.
+    pub fn copy_f32_off_by_one(n: usize, src: Global<f32>, dst: GlobalMut<f32>) {
+        let i = thread::index_1d();
+        if i + 1 < n {
+            // SAFETY: i < n - 1.
+            unsafe { dst.write(i, src.read(i)) };
+        }
+    }
+}
+
+kernel! {
+    /// `matmul_remapped` with a transposed index: A is read as if it were stored
+    /// column by column (`a[kk * m + row]` for `a[row * k + kk]`). Every read stays in
+    /// bounds; the product is wrong whenever m > 1 and k > 1.
+    pub fn matmul_remapped_a_transposed(m: usize, n: usize, k: usize, a: Global<f32>, b: Global<f32>, c: GlobalMut<f32>) {
+        let tid = thread_idx_x() as usize;
+        let row = block_idx_y() as usize * TILE + tid / TILE;
+        let col = block_idx_x() as usize * TILE + tid % TILE;
+        if row < m && col < n {
+            let mut acc = 0.0f32;
+            for kk in 0..k {
+                // SAFETY: kk * m + row < k * m, kk * n + col < k * n.
+                acc = kernels::gpu::math::fma(unsafe { a.read(kk * m + row) }, unsafe { b.read(kk * n + col) }, acc);
+            }
+            // SAFETY: row < m, col < n.
+            unsafe { c.write(row * n + col, acc) };
+        }
+    }
+}
+
+kernel! {
+    /// `transpose_tiled` without its barrier: a thread reads tile elements that other
+    /// warps may not have written yet. On the GPU the result depends on timing (and
+    /// racecheck reports the hazard); under the emulator's serial schedules it is
+    /// wrong every time.
+    pub fn transpose_tiled_no_barrier(rows: usize, cols: usize, src: Global<f32>, dst: GlobalMut<f32>) {
+        let tile = shared_array![COALESCE_BROKEN_TRANSPOSE_TILE: [f32; TILE * TILE]];
+        let (tx, ty) = (thread_idx_x() as usize, thread_idx_y() as usize);
+        let (bx, by) = (block_idx_x() as usize * TILE, block_idx_y() as usize * TILE);
+        for k in 0..TILE / BLOCK_ROWS {
+            let j = ty + k * BLOCK_ROWS;
+            let (x, y) = (bx + tx, by + j);
+            if x < cols && y < rows {
+                // SAFETY: in bounds of src and of the tile.
+                unsafe { tile.write(j * TILE + tx, src.read(y * cols + x)) };
+            }
+        }
+        // The missing line: sync_threads();
+        for k in 0..TILE / BLOCK_ROWS {
+            let j = ty + k * BLOCK_ROWS;
+            let (x, y) = (by + tx, bx + j);
+            if x < rows && y < cols {
+                // SAFETY: in bounds; but nothing orders this read after its write.
+                unsafe { dst.write(y * rows + x, tile.read(tx * TILE + j)) };
+            }
+        }
+    }
+}
+
+kernel! {
+    /// Faults: thread i stores to address 4 i, as if `dst` were a null pointer. No
+    /// device memory is mapped there, so the launch ends with an illegal-address
+    /// error that poisons the context. GPU only: on the host it would crash the
+    /// process, so the emulator never runs it.
+    pub fn copy_f32_wild(n: usize, src: Global<f32>, dst: GlobalMut<f32>) {
+        let i = thread::index_1d();
+        if i < n {
+            // The real pointer is ignored; the address comes from the thread index so the
+            // compiler cannot fold it away.
+            let _ = dst;
+            let wild = GlobalMut::<f32>::from_ptr(core::ptr::with_exposed_provenance_mut(4 * i));
+            // SAFETY: none: this store is the bug under test.
+            unsafe { wild.write(0, src.read(i)) };
+        }
+    }
+}
