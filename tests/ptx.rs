@@ -48,6 +48,38 @@ fn copy_kernels_compile_to_plain_loads_and_stores() {
     assert_eq!(count(PTX, "trap;"), 0, "a kernel can panic");
 }
 
+/// The instructions of a body (no directives, labels or comments).
+fn instructions(body: &str) -> impl Iterator<Item = &str> {
+    body.lines()
+        .map(str::trim)
+        .filter(|l| l.ends_with(';') && !l.starts_with('.') && !l.starts_with("//"))
+}
+
+/// On the host the accessors record every access for `coalesce explain`; on the GPU
+/// they must cost nothing: one ld.global/st.global per access in the source, no calls
+/// (everything inlined), no local memory, no extra memory instructions.
+#[test]
+fn accessors_add_no_instructions_on_the_gpu() {
+    for kernel in ["copy_f32", "stride_read", "offset_read"] {
+        let b = body(kernel);
+        let memory: Vec<&str> = instructions(b)
+            .filter(|i| i.starts_with("ld.") || i.starts_with("st.") || i.starts_with("atom"))
+            .filter(|i| !i.starts_with("ld.param"))
+            .collect();
+        assert_eq!(memory.len(), 2, "{kernel}: one load and one store\n{b}");
+        assert!(
+            memory[0].starts_with("ld.global.") && memory[1].starts_with("st.global."),
+            "{b}"
+        );
+        // The whole kernel: indexing, a guard, the two accesses; nothing for recording.
+        let n = instructions(b).count();
+        assert!(n <= 24, "{kernel} has {n} instructions\n{b}");
+    }
+    for forbidden in [".func", "call", ".local", "membar", "atom."] {
+        assert_eq!(count(PTX, forbidden), 0, "the PTX contains {forbidden}");
+    }
+}
+
 fn ptxas() -> Option<String> {
     let exe = std::env::var("PTXAS").unwrap_or_else(|_| "ptxas".into());
     Command::new(&exe)

@@ -1,4 +1,4 @@
-//! The `coalesce` command line: `run` (the default), `info`, `list`.
+//! The `coalesce` command line: `run` (the default), `explain`, `info`, `list`.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand};
 use crate::device::Gpu;
 use crate::error::Result;
 use crate::experiments::{self, ALL};
+use crate::explain::{self, model::Model, ncu};
 use crate::harness::{self, Plan, Reps};
 use crate::ptx;
 use crate::table::{self, ExperimentBaseline, Report};
@@ -35,6 +36,9 @@ pub struct Cli {
 pub enum Command {
     /// Run experiments and print the table (the default).
     Run(RunArgs),
+    /// Predict on the CPU (no GPU needed) how each kernel's memory accesses coalesce,
+    /// per source line: sectors per warp request, useful bytes, bank conflicts.
+    Explain(ExplainArgs),
     /// Show the device, its peak bandwidth, and the kernels in the embedded PTX.
     Info {
         /// CUDA device ordinal.
@@ -42,7 +46,38 @@ pub enum Command {
         device: u32,
     },
     /// List experiments and their variants (no GPU needed).
-    List,
+    List {
+        /// One EXPERIMENT/VARIANT per line, for scripts.
+        #[arg(long)]
+        names: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// Experiments to explain, as EXPERIMENT or EXPERIMENT/VARIANT (default: all).
+    pub experiments: Vec<String>,
+    /// Bytes per array, as for `run` (sets the grid; a sample of its blocks is emulated).
+    #[arg(long, value_parser = size_arg, default_value = "256M")]
+    pub size: u64,
+    /// The coalescing rules: sm70 (Volta and later) or the compute capability 1.x
+    /// half-warp rules, for teaching.
+    #[arg(long, value_enum, default_value_t = Model::Sm70)]
+    pub model: Model,
+    /// Blocks to emulate per kernel, spread over the grid (the whole grid if it has fewer).
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    pub blocks: u32,
+    /// Also write the analysis (or, with --against-ncu, the comparison) as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Compare the predictions with Nsight Compute results: a folder of
+    /// EXPERIMENT.VARIANT.csv files as `scripts/gpu-run.sh ncu` writes them (pass
+    /// the --size they were measured at).
+    #[arg(long, value_name = "DIR")]
+    pub against_ncu: Option<PathBuf>,
+    /// No progress lines on stderr.
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Args, Default)]
@@ -87,12 +122,58 @@ pub fn execute(cli: Cli) -> Result<Outcome> {
     match cli.command {
         None => run(cli.run),
         Some(Command::Run(args)) => run(args),
+        Some(Command::Explain(args)) => explain_command(args),
         Some(Command::Info { device }) => info(device),
-        Some(Command::List) => {
-            print!("{}", list());
+        Some(Command::List { names }) => {
+            print!("{}", if names { list_names() } else { list() });
             Ok(Outcome::Ok)
         }
     }
+}
+
+/// The text of `coalesce list --names`: every EXPERIMENT/VARIANT, one per line.
+pub fn list_names() -> String {
+    ALL.iter()
+        .flat_map(|e| {
+            e.variants()
+                .into_iter()
+                .map(move |v| format!("{}/{v}\n", e.name()))
+        })
+        .collect()
+}
+
+fn explain_command(args: ExplainArgs) -> Result<Outcome> {
+    let show = !args.quiet && std::io::stderr().is_terminal();
+    let progress = |msg: &str| {
+        if show {
+            eprintln!("emulating {msg}");
+        }
+    };
+    let mut opts = explain::Options {
+        size: args.size,
+        model: args.model,
+        blocks: args.blocks as usize,
+    };
+    if let Some(dir) = &args.against_ncu {
+        let measured = ncu::read_dir(dir)?;
+        let selection = experiments::select(&ncu::variants(&measured))?;
+        // ncu counts 32-byte sectors: compare with the sm70 rules whatever --model says.
+        opts.model = Model::Sm70;
+        let report = explain::explain(&selection, &opts, progress)?;
+        let rows = ncu::compare(&report, &measured);
+        print!("{}", ncu::render(&rows, &report, &measured));
+        if let Some(path) = &args.json {
+            table::write_json(path, &rows)?;
+        }
+        return Ok(Outcome::Ok);
+    }
+    let selection = experiments::select(&args.experiments)?;
+    let report = explain::explain(&selection, &opts, progress)?;
+    print!("{}", explain::render::render(&report));
+    if let Some(path) = &args.json {
+        table::write_json(path, &report)?;
+    }
+    Ok(Outcome::Ok)
 }
 
 /// The text of `coalesce list`.

@@ -12,7 +12,7 @@ use crate::launch::LaunchCfg;
 pub struct Copy;
 
 /// Blocks per SM for the grid-stride copy: enough resident warps to hide latency.
-const BLOCKS_PER_SM: u32 = 8;
+pub const BLOCKS_PER_SM: u32 = 8;
 
 impl Experiment for Copy {
     fn name(&self) -> &'static str {
