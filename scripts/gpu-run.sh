@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine over a bundle made by scripts/gpu-bundle.sh:
-#   scripts/gpu-run.sh [STAGE...]     stages: tests suite ncu (default: tests suite)
+#   scripts/gpu-run.sh [STAGE...]     stages: tests suite check sanitize ncu (default: tests suite)
 # Logs and results go to $OUT (default ./gpu-out); the last thing printed is the table.
 #   ncu: Nsight Compute counts each kernel's global sectors and requests and shared
 #        wavefronts (one profile per EXPERIMENT/VARIANT at NCU_SIZE, default 4M; only
@@ -34,6 +34,13 @@ for stage in "${stages[@]}"; do
       "$bundle/coalesce" run --json "$out/results.json" >"$out/table.txt" 2>"$out/suite.err" || status=1
       cat "$out/suite.err" "$out/table.txt"
       ;;
+    check)
+      "$bundle/coalesce" check >"$out/check.txt" 2>&1 || status=1
+      tail -n 1 "$out/check.txt"
+      ;;
+    sanitize)
+      OUT=$out scripts/sanitize.sh "$bundle/coalesce" || status=1
+      ;;
     ncu)
       size=${NCU_SIZE:-4M}
       dir="$out/ncu"
@@ -59,7 +66,7 @@ for stage in "${stages[@]}"; do
       cat "$out/ncu-compare.txt"
       ;;
     *)
-      echo "unknown stage $stage (tests, suite, ncu)"; status=2 ;;
+      echo "unknown stage $stage (tests, suite, check, sanitize, ncu)"; status=2 ;;
   esac
 done
 exit $status

@@ -6,17 +6,22 @@ use coalesce::explain::analyse::{Direction, Memory, Pattern, SiteStats};
 use coalesce::explain::model::Model;
 use coalesce::explain::{KernelReport, Options, explain};
 
-/// Explains `EXPERIMENT/VARIANT` at `size` bytes per array.
-fn explain_one(word: &str, size: u64, model: Model) -> KernelReport {
+/// Explains `EXPERIMENT/VARIANT` at `size` bytes per array (None: the default).
+fn explain_at(word: &str, size: Option<u64>, shape: Option<Vec<usize>>, model: Model) -> KernelReport {
     let selection = select(&[word.to_string()]).unwrap();
     let opts = Options {
         size,
+        shape,
         model,
         blocks: 8,
     };
     let mut report = explain(&selection, &opts, |_| {}).unwrap();
     assert_eq!(report.kernels.len(), 1, "{word}");
     report.kernels.remove(0)
+}
+
+fn explain_one(word: &str, size: u64, model: Model) -> KernelReport {
+    explain_at(word, Some(size), None, model)
 }
 
 fn site(k: &KernelReport, space: Memory, op: Direction) -> &SiteStats {
@@ -121,4 +126,134 @@ fn the_compute_capability_1x_models_punish_misalignment() {
         site(&k, Memory::Global, Direction::Load).sectors_per_request(),
         5.0
     );
+}
+
+/// The one global site of `k` that accesses `buffer` with `op`.
+fn on<'k>(k: &'k KernelReport, buffer: &str, op: Direction) -> &'k SiteStats {
+    let mut matching = k
+        .sites
+        .iter()
+        .filter(|s| s.space == Memory::Global && s.op == op && s.buffer.as_deref() == Some(buffer));
+    let s = matching
+        .next()
+        .unwrap_or_else(|| panic!("{}: no {op:?} of {buffer}", k.kernel));
+    assert!(matching.next().is_none(), "{}: one {op:?} of {buffer}", k.kernel);
+    s
+}
+
+#[test]
+fn the_naive_transposes_scatter_the_side_that_walks_down_a_column() {
+    let w = explain_at("transpose/naive-write", None, None, Model::Sm70);
+    assert_eq!(on(&w, "src", Direction::Load).sectors_per_request(), 4.0);
+    assert_eq!(on(&w, "dst", Direction::Store).sectors_per_request(), 32.0);
+    let r = explain_at("transpose/naive-read", None, None, Model::Sm70);
+    assert_eq!(on(&r, "src", Direction::Load).sectors_per_request(), 32.0);
+    assert_eq!(on(&r, "dst", Direction::Store).sectors_per_request(), 4.0);
+}
+
+#[test]
+fn padding_the_tile_turns_a_32_way_column_read_into_a_1_way_one() {
+    for (variant, ways) in [("tiled", 32), ("tiled-padded", 1)] {
+        // A non-square shape: the tile logic, not the matrix, sets the conflicts.
+        let k = explain_at(
+            &format!("transpose/{variant}"),
+            None,
+            Some(vec![1024, 3072]),
+            Model::Sm70,
+        );
+        let read = site(&k, Memory::Shared, Direction::Load);
+        assert_eq!(
+            (read.ways_per_request(), read.bank_ways_max),
+            (ways as f64, ways),
+            "{variant}"
+        );
+        let write = site(&k, Memory::Shared, Direction::Store);
+        assert_eq!(
+            write.bank_ways_max, 1,
+            "{variant}: the row write is conflict-free"
+        );
+        assert_eq!(on(&k, "src", Direction::Load).sectors_per_request(), 4.0);
+        assert_eq!(on(&k, "dst", Direction::Store).sectors_per_request(), 4.0);
+    }
+}
+
+#[test]
+fn matmul_naive_scatters_a_and_the_remap_coalesces_it_behind_a_broadcast() {
+    // m x n x k = 256 x 320 x 64: not square, sampled, every warp full.
+    let shape = Some(vec![256, 320, 64]);
+    let naive = explain_at("matmul/naive", None, shape.clone(), Model::Sm70);
+    assert!(naive.sampled_blocks.is_some());
+    let a = on(&naive, "a", Direction::Load);
+    assert_eq!((a.sectors_per_request(), a.pattern), (32.0, Pattern::Scattered));
+    assert_eq!(on(&naive, "b", Direction::Load).pattern, Pattern::Broadcast);
+    assert_eq!(on(&naive, "c", Direction::Store).sectors_per_request(), 32.0);
+    for variant in ["accidental", "remapped"] {
+        let k = explain_at(&format!("matmul/{variant}"), None, shape.clone(), Model::Sm70);
+        let a = on(&k, "a", Direction::Load);
+        assert_eq!(
+            (a.sectors_per_request(), a.pattern),
+            (1.0, Pattern::Broadcast),
+            "{variant}"
+        );
+        let b = on(&k, "b", Direction::Load);
+        assert_eq!(
+            (b.sectors_per_request(), b.pattern),
+            (4.0, Pattern::Coalesced),
+            "{variant}"
+        );
+        assert_eq!(
+            on(&k, "c", Direction::Store).sectors_per_request(),
+            4.0,
+            "{variant}"
+        );
+    }
+}
+
+#[test]
+fn float4_saxpy_stays_coalesced_and_its_strided_walk_does_not() {
+    let f32 = explain_at("saxpy/f32", None, None, Model::Sm70);
+    assert_eq!(on(&f32, "x", Direction::Load).sectors_per_request(), 4.0);
+    let v = explain_at("saxpy/f32x4", None, None, Model::Sm70);
+    for (buffer, op) in [
+        ("x", Direction::Load),
+        ("y", Direction::Load),
+        ("y", Direction::Store),
+    ] {
+        let s = on(&v, buffer, op);
+        assert_eq!(
+            (s.sectors_per_request(), s.efficiency_pct()),
+            (16.0, 100.0),
+            "{buffer} {op:?}"
+        );
+    }
+    let strided = explain_at("saxpy/f32x4-strided", None, None, Model::Sm70);
+    let x = on(&strided, "x", Direction::Load);
+    assert_eq!((x.sectors_per_request(), x.efficiency_pct()), (32.0, 50.0));
+}
+
+#[test]
+fn aos_field_loads_touch_24_sectors_and_soa_loads_4() {
+    let aos = explain_at("particles/aos", None, None, Model::Sm70);
+    let (load, store) = (
+        on(&aos, "particles", Direction::Load),
+        on(&aos, "particles", Direction::Store),
+    );
+    // The 24-byte struct read is six 4-byte loads, each spanning 32 x 24 bytes.
+    assert_eq!(load.sectors_per_request(), 24.0);
+    assert_eq!(
+        load.requests,
+        2 * store.requests,
+        "six loads, three stores per particle"
+    );
+    let soa = explain_at("particles/soa", None, None, Model::Sm70);
+    assert!(soa.sites.len() == 9 && soa.sites.iter().all(|s| s.sectors_per_request() == 4.0));
+}
+
+#[test]
+fn interleaved_complex_reads_are_the_stride_2_trap() {
+    let k = explain_at("complex/interleaved", None, None, Model::Sm70);
+    let s = on(&k, "src", Direction::Load);
+    assert_eq!((s.sectors_per_request(), s.efficiency_pct()), (8.0, 50.0));
+    let k = explain_at("complex/split", None, None, Model::Sm70);
+    assert_eq!(on(&k, "src", Direction::Load).sectors_per_request(), 4.0);
 }

@@ -56,24 +56,52 @@ fn instructions(body: &str) -> impl Iterator<Item = &str> {
 }
 
 /// On the host the accessors record every access for `coalesce explain`; on the GPU
-/// they must cost nothing: one ld.global/st.global per access in the source, no calls
-/// (everything inlined), no local memory, no extra memory instructions.
+/// they must cost nothing: exactly the global loads and stores the source makes
+/// (vector ones kept), no calls (everything inlined), no local memory.
 #[test]
 fn accessors_add_no_instructions_on_the_gpu() {
-    for kernel in ["copy_f32", "stride_read", "offset_read"] {
+    // (kernel, scalar loads, scalar stores, v4 loads, v4 stores)
+    let expected: [(&str, usize, usize, usize, usize); 7] = [
+        ("copy_f32", 1, 1, 0, 0),
+        ("stride_read", 1, 1, 0, 0),
+        ("offset_read", 1, 1, 0, 0),
+        ("complex_real_interleaved", 1, 1, 0, 0),
+        ("saxpy_f32", 2, 1, 0, 0),
+        // The float4 loop, then the scalar tail.
+        ("copy_f32x4", 1, 1, 1, 1),
+        ("saxpy_f32x4", 2, 1, 2, 1),
+    ];
+    for (kernel, ld, st, ld4, st4) in expected {
         let b = body(kernel);
-        let memory: Vec<&str> = instructions(b)
+        let ops: Vec<&str> = instructions(b)
             .filter(|i| i.starts_with("ld.") || i.starts_with("st.") || i.starts_with("atom"))
             .filter(|i| !i.starts_with("ld.param"))
             .collect();
-        assert_eq!(memory.len(), 2, "{kernel}: one load and one store\n{b}");
-        assert!(
-            memory[0].starts_with("ld.global.") && memory[1].starts_with("st.global."),
-            "{b}"
+        let n = |prefix: &str, vector: bool| {
+            ops.iter()
+                .filter(|i| i.starts_with(prefix) && i.contains(".v4.") == vector)
+                .count()
+        };
+        assert_eq!(
+            (
+                n("ld.global.", false),
+                n("st.global.", false),
+                n("ld.global.", true),
+                n("st.global.", true)
+            ),
+            (ld, st, ld4, st4),
+            "{kernel}:\n{b}"
         );
-        // The whole kernel: indexing, a guard, the two accesses; nothing for recording.
-        let n = instructions(b).count();
-        assert!(n <= 24, "{kernel} has {n} instructions\n{b}");
+        assert_eq!(
+            ops.len(),
+            ld + st + ld4 + st4,
+            "{kernel}: no other memory access\n{b}"
+        );
+    }
+    // The one-element kernels whole: indexing, a guard, the accesses; nothing else.
+    for kernel in ["copy_f32", "stride_read", "offset_read", "saxpy_f32"] {
+        let n = instructions(body(kernel)).count();
+        assert!(n <= 24, "{kernel} has {n} instructions\n{}", body(kernel));
     }
     for forbidden in [".func", "call", ".local", "membar", "atom."] {
         assert_eq!(count(PTX, forbidden), 0, "the PTX contains {forbidden}");
@@ -127,4 +155,33 @@ fn assembles_without_spills_where_ptxas_is_installed() {
         );
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn saxpy_float4_uses_16_byte_vector_accesses() {
+    for k in ["saxpy_f32x4", "saxpy_f32x4_strided"] {
+        let b = body(k);
+        // x and y vector loads, one y vector store (the scalar tail has plain ones).
+        assert_eq!(count(b, "ld.global.v4."), 2, "{k}:\n{b}");
+        assert_eq!(count(b, "st.global.v4."), 1, "{k}:\n{b}");
+    }
+    assert_eq!(count(body("saxpy_f32"), "ld.global.v4."), 0);
+}
+
+#[test]
+fn tiles_live_in_shared_memory_and_loops_are_unrolled() {
+    for (k, bytes) in [
+        ("transpose_tiled", 32 * 32 * 4),
+        ("transpose_tiled_padded", 32 * 33 * 4),
+    ] {
+        let b = body(k);
+        // 4 rows per thread, unrolled: 4 shared stores, 4 shared loads, one barrier, no loop.
+        assert_eq!(count(b, "st.shared.f32"), 4, "{k}:\n{b}");
+        assert_eq!(count(b, "ld.shared.f32"), 4, "{k}:\n{b}");
+        assert_eq!(count(b, "bar.sync"), 1, "{k}:\n{b}");
+        assert!(
+            PTX.contains(&format!("[{bytes}];")),
+            "{k}: a {bytes}-byte shared array is declared"
+        );
+    }
 }

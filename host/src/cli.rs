@@ -51,15 +51,31 @@ pub enum Command {
         #[arg(long)]
         names: bool,
     },
+    /// Validate every kernel at awkward sizes (1, 31, 33, 4095, 2^20+7 elements;
+    /// non-square matrices), without timing: for sanitizers and new GPUs.
+    Check {
+        /// Experiments to check, as EXPERIMENT or EXPERIMENT/VARIANT (default: all).
+        experiments: Vec<String>,
+        /// CUDA device ordinal.
+        #[arg(long, default_value_t = 0)]
+        device: u32,
+        /// Seed for the random inputs.
+        #[arg(long, default_value_t = 0x5eed)]
+        seed: u64,
+    },
 }
 
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
     /// Experiments to explain, as EXPERIMENT or EXPERIMENT/VARIANT (default: all).
     pub experiments: Vec<String>,
-    /// Bytes per array, as for `run` (sets the grid; a sample of its blocks is emulated).
-    #[arg(long, value_parser = size_arg, default_value = "256M")]
-    pub size: u64,
+    /// Bytes per array, as for `run` (default: each experiment's default on an H100);
+    /// it sets the grid, of which a sample of blocks is emulated.
+    #[arg(long, value_parser = size_arg)]
+    pub size: Option<u64>,
+    /// Matrix shape, as for `run`: ROWSxCOLS for transpose, MxNxK for matmul.
+    #[arg(long, value_parser = shape_arg)]
+    pub shape: Option<Shape>,
     /// The coalescing rules: sm70 (Volta and later) or the compute capability 1.x
     /// half-warp rules, for teaching.
     #[arg(long, value_enum, default_value_t = Model::Sm70)]
@@ -87,6 +103,9 @@ pub struct RunArgs {
     /// Bytes per array, e.g. 256M or 1G (default: 8 x the L2 size, at least 256 MiB).
     #[arg(long, value_parser = size_arg)]
     pub size: Option<u64>,
+    /// Matrix shape: ROWSxCOLS for transpose, MxNxK for matmul (overrides --size for them).
+    #[arg(long, value_parser = shape_arg)]
+    pub shape: Option<Shape>,
     /// Timed launches per variant; the table shows their median.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub reps: u32,
@@ -111,6 +130,14 @@ fn size_arg(s: &str) -> std::result::Result<u64, String> {
     parse_size(s).map_err(|e| e.to_string())
 }
 
+/// A parsed `--shape` (a newtype: clap treats a bare `Vec` as a list of values).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Shape(pub Vec<usize>);
+
+fn shape_arg(s: &str) -> std::result::Result<Shape, String> {
+    crate::units::parse_shape(s).map(Shape).map_err(|e| e.to_string())
+}
+
 /// What a command ended with, for the exit code.
 pub enum Outcome {
     Ok,
@@ -127,6 +154,20 @@ pub fn execute(cli: Cli) -> Result<Outcome> {
         Some(Command::List { names }) => {
             print!("{}", if names { list_names() } else { list() });
             Ok(Outcome::Ok)
+        }
+        Some(Command::Check {
+            experiments,
+            device,
+            seed,
+        }) => {
+            let selection = experiments::select(&experiments)?;
+            let gpu = Gpu::open(device)?;
+            let rows = crate::check::run_checks(&gpu, &selection, seed)?;
+            print!("{}", crate::check::render(&rows));
+            Ok(match rows.iter().filter(|r| !r.validated).count() {
+                0 => Outcome::Ok,
+                n => Outcome::Invalid(n),
+            })
         }
     }
 }
@@ -151,6 +192,7 @@ fn explain_command(args: ExplainArgs) -> Result<Outcome> {
     };
     let mut opts = explain::Options {
         size: args.size,
+        shape: args.shape.map(|s| s.0),
         model: args.model,
         blocks: args.blocks as usize,
     };
@@ -168,6 +210,7 @@ fn explain_command(args: ExplainArgs) -> Result<Outcome> {
         return Ok(Outcome::Ok);
     }
     let selection = experiments::select(&args.experiments)?;
+    check_shape(&selection, opts.shape.as_deref())?;
     let report = explain::explain(&selection, &opts, progress)?;
     print!("{}", explain::render::render(&report));
     if let Some(path) = &args.json {
@@ -204,12 +247,29 @@ fn info(device: u32) -> Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
+/// A `--shape` must fit some selected experiment.
+fn check_shape(selection: &[experiments::Selection], shape: Option<&[usize]>) -> Result<()> {
+    if let Some(shape) = shape
+        && !selection.iter().any(|s| s.experiment.shape_rank() == shape.len())
+    {
+        return Err(crate::Error::BadShape {
+            input: shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("x"),
+            why: "no selected experiment takes a shape of that rank (transpose: ROWSxCOLS, matmul: MxNxK)"
+                .into(),
+        });
+    }
+    Ok(())
+}
+
 fn run(args: RunArgs) -> Result<Outcome> {
     // Parse everything the user typed before touching the GPU.
     let selection = experiments::select(&args.experiments)?;
+    let shape = args.shape.map(|s| s.0);
+    check_shape(&selection, shape.as_deref())?;
     let gpu = Gpu::open(args.device)?;
     let plan = Plan {
         size: args.size,
+        shape,
         reps: Reps {
             warmup: args.warmup as usize,
             timed: args.reps as usize,

@@ -9,6 +9,7 @@
 //! warp's accesses coalesce, per source line.
 
 pub mod buffers;
+pub mod check;
 pub mod cli;
 pub mod device;
 pub mod error;

@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 use std::fmt;
+use std::ops::Range;
 
 use kernels::gpu::emu::{Access, Op, Space};
 use serde::Serialize;
@@ -70,6 +71,8 @@ pub struct SiteStats {
     pub column: u32,
     pub op: Direction,
     pub space: Memory,
+    /// Global: the kernel argument (buffer) the site accesses, where known.
+    pub buffer: Option<String>,
     /// Warp requests (warp-wide executions of the site).
     pub requests: u64,
     /// Active lanes, summed over requests.
@@ -148,8 +151,9 @@ struct Tally {
 }
 
 /// Groups `log` into requests and sums them per site under `model`, ordered by
-/// source line, loads before stores within a line.
-pub fn analyse(log: &[Access], model: Model) -> Vec<SiteStats> {
+/// source line, loads before stores within a line. `buffers` names the kernel's
+/// global buffers by address range.
+pub fn analyse(log: &[Access], model: Model, buffers: &[(String, Range<usize>)]) -> Vec<SiteStats> {
     // Sites by identity; each kernel has a handful.
     let mut site_ids: HashMap<(&str, u32, u32, Direction, Memory), usize> = HashMap::new();
     let mut sites: Vec<(&str, u32, u32, Direction, Memory)> = Vec::new();
@@ -193,6 +197,13 @@ pub fn analyse(log: &[Access], model: Model) -> Vec<SiteStats> {
             column,
             op,
             space,
+            buffer: match space {
+                Memory::Global => buffers
+                    .iter()
+                    .find(|(_, r)| r.contains(&log[group[0].4].addr))
+                    .map(|(name, _)| name.clone()),
+                Memory::Shared => None,
+            },
             requests: 0,
             lanes: 0,
             sectors: 0,

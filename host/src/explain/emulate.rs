@@ -6,6 +6,8 @@
 //!   allocations, on a sample of blocks: what `coalesce explain` analyses. Nothing is
 //!   allocated per element, so any size the GPU could run can be explained.
 
+use std::ops::Range;
+
 use kernels::fill::uniform;
 use kernels::gpu::emu::{self, Access, Dim3, LaunchConfig};
 use kernels::gpu::{Element, Global, GlobalMut};
@@ -58,7 +60,7 @@ impl Buffer {
     }
 }
 
-/// How outputs must match the reference.
+/// How outputs must match a reference.
 #[derive(Clone, Copy, Debug)]
 pub enum Check {
     /// Bit for bit (data movement).
@@ -71,8 +73,40 @@ pub enum Check {
 /// (Addresses, not pointers: the closure is shared by every emulated thread.)
 pub type Call = Box<dyn Fn(&[usize]) + Sync>;
 
-/// Given every buffer's initial contents, returns every buffer's expected final contents.
-pub type Reference = Box<dyn Fn(&[Vec<f32>]) -> Vec<Vec<f32>> + Sync>;
+/// Judges a run: given every buffer's initial and final contents, is the result right?
+pub type Verify = Box<dyn Fn(&[Vec<f32>], &[Vec<f32>]) -> Validation + Sync>;
+
+/// A [`Verify`] from a reference that computes every buffer's expected final contents
+/// from the initial ones: inputs must come back bit for bit, outputs per `check`.
+pub fn expect(
+    buffers: &[Buffer],
+    reference: impl Fn(&[Vec<f32>]) -> Vec<Vec<f32>> + Sync + 'static,
+    check: Check,
+) -> Verify {
+    let buffers = buffers.to_vec();
+    Box::new(move |initial, finals| {
+        let want = reference(initial);
+        validate::all(buffers.iter().zip(finals).zip(&want).map(|((b, got), want)| {
+            let mut v = if got.len() != want.len() {
+                Validation {
+                    ok: false,
+                    detail: format!(
+                        "the reference has {} elements, the buffer {}",
+                        want.len(),
+                        got.len()
+                    ),
+                }
+            } else {
+                match (b.role, check) {
+                    (Role::Input, _) | (_, Check::Exact) => validate::exact(got, |i| want[i]),
+                    (_, Check::Close(tol)) => validate::close(got, |i| want[i], tol),
+                }
+            };
+            v.detail = format!("{}: {}", b.name, v.detail);
+            v
+        }))
+    })
+}
 
 /// One launch of one kernel at one problem size, ready to emulate.
 pub struct Plan {
@@ -82,18 +116,31 @@ pub struct Plan {
     pub dynamic_shared_bytes: usize,
     pub buffers: Vec<Buffer>,
     pub call: Call,
-    pub reference: Reference,
-    pub check: Check,
+    pub verify: Verify,
 }
 
 impl Plan {
-    /// A plan with the grid and block of a GPU launch configuration.
+    /// A plan with the grid and block of a GPU launch configuration, checked against
+    /// a reference (see [`expect`]).
     pub fn new(
         kernel: &'static str,
         cfg: LaunchCfg,
         buffers: Vec<Buffer>,
         call: Call,
-        reference: Reference,
+        reference: impl Fn(&[Vec<f32>]) -> Vec<Vec<f32>> + Sync + 'static,
+        check: Check,
+    ) -> Self {
+        let verify = expect(&buffers, reference, check);
+        Plan::verified(kernel, cfg, buffers, call, verify)
+    }
+
+    /// A plan with its own verdict on the result.
+    pub fn verified(
+        kernel: &'static str,
+        cfg: LaunchCfg,
+        buffers: Vec<Buffer>,
+        call: Call,
+        verify: Verify,
     ) -> Self {
         Plan {
             kernel,
@@ -102,14 +149,8 @@ impl Plan {
             dynamic_shared_bytes: cfg.shared_bytes as usize,
             buffers,
             call,
-            reference,
-            check: Check::Exact,
+            verify,
         }
-    }
-
-    pub fn with_check(mut self, check: Check) -> Self {
-        self.check = check;
-        self
     }
 }
 
@@ -195,33 +236,8 @@ pub fn validate(plan: &Plan, seed: u64) -> Result<Validation> {
         ..Default::default()
     };
     emu::try_launch(&config, || (plan.call)(&addrs)).map_err(emulation_error(plan.kernel))?;
-    let want = (plan.reference)(&initial);
-    let checks = plan
-        .buffers
-        .iter()
-        .zip(&memory)
-        .zip(&want)
-        .map(|((b, got), want)| {
-            let got = got.to_vec();
-            let mut v = if got.len() != want.len() {
-                Validation {
-                    ok: false,
-                    detail: format!(
-                        "the reference has {} elements, the buffer {}",
-                        want.len(),
-                        got.len()
-                    ),
-                }
-            } else {
-                match (b.role, plan.check) {
-                    (Role::Input, _) | (_, Check::Exact) => validate::exact(&got, |i| want[i]),
-                    (_, Check::Close(tol)) => validate::close(&got, |i| want[i], tol),
-                }
-            };
-            v.detail = format!("{}: {}", b.name, v.detail);
-            v
-        });
-    Ok(validate::all(checks))
+    let finals: Vec<Vec<f32>> = memory.iter().map(HostBuffer::to_vec).collect();
+    Ok((plan.verify)(&initial, &finals))
 }
 
 /// Where virtual buffers start: far from anything, never dereferenced.
@@ -271,12 +287,20 @@ pub struct Recorded {
     pub accesses: Vec<Access>,
     /// The blocks emulated; `None` means the whole grid.
     pub blocks: Option<Vec<usize>>,
+    /// Each buffer's name and virtual byte range.
+    pub regions: Vec<(String, Range<usize>)>,
 }
 
 /// Emulates `blocks` (all when `None`) recording the first `max_occurrences`
 /// executions of each access site by each thread, without touching memory.
 pub fn record(plan: &Plan, blocks: Option<Vec<usize>>, max_occurrences: usize) -> Result<Recorded> {
     let addrs = virtual_layout(&plan.buffers)?;
+    let regions: Vec<(String, Range<usize>)> = plan
+        .buffers
+        .iter()
+        .zip(&addrs)
+        .map(|(b, &a)| (b.name.to_string(), a..a + 4 * b.len))
+        .collect();
     let config = LaunchConfig {
         grid: plan.grid,
         block: plan.block,
@@ -284,16 +308,15 @@ pub fn record(plan: &Plan, blocks: Option<Vec<usize>>, max_occurrences: usize) -
         record: true,
         blocks: blocks.clone(),
         max_occurrences: Some(max_occurrences),
-        bounds: plan
-            .buffers
-            .iter()
-            .zip(&addrs)
-            .map(|(b, &a)| a..a + 4 * b.len)
-            .collect(),
+        bounds: regions.iter().map(|r| r.1.clone()).collect(),
         addresses_only: true,
     };
     let accesses = emu::try_launch(&config, || (plan.call)(&addrs)).map_err(emulation_error(plan.kernel))?;
-    Ok(Recorded { accesses, blocks })
+    Ok(Recorded {
+        accesses,
+        blocks,
+        regions,
+    })
 }
 
 #[cfg(test)]

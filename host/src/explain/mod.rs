@@ -18,19 +18,23 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::experiments::Selection;
+use crate::harness::{Experiment, Params};
 use analyse::{Memory, SiteStats};
 use model::Model;
-use registry::{EXPLAIN_SMS, Emulation, Shape};
+use registry::{Emulation, Shape, reference_gpu};
 
 /// Each thread's first this-many executions of an access site are recorded: loops
 /// repeat their pattern, and the log stays small at any problem size.
 pub const MAX_OCCURRENCES: usize = 16;
 
 /// What to explain and how.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Options {
-    /// Bytes per array, as `coalesce run --size`.
-    pub size: u64,
+    /// Bytes per array, as `coalesce run --size`; `None`: each experiment's default
+    /// on the [`reference_gpu`].
+    pub size: Option<u64>,
+    /// A matrix shape, as `coalesce run --shape` (for the experiments of its rank).
+    pub shape: Option<Vec<usize>>,
     pub model: Model,
     /// Blocks to emulate per kernel (the whole grid when it has no more).
     pub blocks: usize,
@@ -91,10 +95,30 @@ pub struct ExplainReport {
     pub kernels: Vec<KernelReport>,
 }
 
-/// Emulates and analyses one variant.
-pub fn explain_variant(emulation: &dyn Emulation, variant: &str, opts: &Options) -> Result<KernelReport> {
-    let shape = emulation.shape(opts.size)?;
-    let plan = emulation.plan(variant, shape, EXPLAIN_SMS)?;
+/// The problem `experiment` runs at under `opts`, as `coalesce run` would pick it on
+/// the reference GPU (no shrinking to fit: nothing is allocated).
+pub fn params(experiment: &dyn Experiment, opts: &Options) -> Params {
+    Params {
+        size: opts
+            .size
+            .unwrap_or_else(|| experiment.default_size(&reference_gpu())),
+        shape: opts
+            .shape
+            .clone()
+            .filter(|s| s.len() == experiment.shape_rank() && experiment.shape_rank() > 0),
+        seed: 0,
+    }
+}
+
+/// Emulates and analyses one variant at `params`.
+pub fn explain_variant(
+    emulation: &dyn Emulation,
+    variant: &str,
+    params: &Params,
+    opts: &Options,
+) -> Result<KernelReport> {
+    let shape = emulation.shape(params)?;
+    let plan = emulation.plan(variant, shape, reference_gpu().sm_count)?;
     let total = plan.grid.count();
     let sample = emulate::sample_blocks(total, opts.blocks);
     let recorded = emulate::record(&plan, sample, MAX_OCCURRENCES)?;
@@ -103,12 +127,12 @@ pub fn explain_variant(emulation: &dyn Emulation, variant: &str, opts: &Options)
         variant: variant.to_string(),
         kernel: plan.kernel.to_string(),
         shape,
-        size_bytes: opts.size,
+        size_bytes: params.size,
         grid: [plan.grid.x, plan.grid.y, plan.grid.z],
         block: [plan.block.x, plan.block.y, plan.block.z],
         blocks_total: total,
         sampled_blocks: recorded.blocks,
-        sites: analyse::analyse(&recorded.accesses, opts.model),
+        sites: analyse::analyse(&recorded.accesses, opts.model, &recorded.regions),
     })
 }
 
@@ -125,12 +149,13 @@ pub fn explain(
             kernel: name.to_string(),
             why: "no emulator entry for this experiment".into(),
         })?;
+        let params = params(s.experiment, opts);
         for variant in emulation.variants() {
             if s.variants.as_ref().is_some_and(|v| !v.contains(&variant)) {
                 continue;
             }
             progress(&format!("{name}/{variant}"));
-            kernels.push(explain_variant(emulation, &variant, opts)?);
+            kernels.push(explain_variant(emulation, &variant, &params, opts)?);
         }
     }
     Ok(ExplainReport {

@@ -125,6 +125,7 @@ fn site_rows(k: &KernelReport, model: Model) -> Vec<Vec<String>> {
             "site",
             "op",
             "space",
+            "array",
             "requests",
             per_req,
             "lines/req",
@@ -148,6 +149,7 @@ fn site_rows(k: &KernelReport, model: Model) -> Vec<Vec<String>> {
                     name,
                     op.into(),
                     "global".into(),
+                    s.buffer.clone().unwrap_or_else(|| "?".into()),
                     s.requests.to_string(),
                     format!("{:.2}", s.transactions_per_request()),
                     format!("{:.2}", s.lines_per_request()),
@@ -172,6 +174,7 @@ fn site_rows(k: &KernelReport, model: Model) -> Vec<Vec<String>> {
                     name,
                     op.into(),
                     "shared".into(),
+                    "-".into(),
                     s.requests.to_string(),
                     "-".into(),
                     "-".into(),
@@ -217,7 +220,7 @@ pub fn render(report: &ExplainReport) -> String {
         }
         out.push_str(&columns(
             &site_rows(k, report.model),
-            &[false, false, false, true, true, true, true, false, false],
+            &[false, false, false, false, true, true, true, true, false, false],
             "  ",
         ));
     }

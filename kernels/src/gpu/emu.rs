@@ -262,8 +262,11 @@ pub fn dynamic_shared_array<T: crate::gpu::shared::SharedWord>(len: usize) -> cr
 
 /// Logs one access; returns true when the access must not touch memory
 /// ([`LaunchConfig::addresses_only`]).
+/// The widest access one instruction makes: `ld.global.v4.b32`, 16 bytes.
+const MAX_ACCESS: usize = 16;
+
 #[track_caller]
-fn record(space: Space, array: usize, addr: usize, bytes: usize, op: Op) -> bool {
+fn record(space: Space, array: usize, addr: usize, bytes: usize, align: usize, op: Op) -> bool {
     let site = Location::caller();
     with_thread(|t| {
         let config = t.config;
@@ -277,45 +280,52 @@ fn record(space: Space, array: usize, addr: usize, bytes: usize, op: Op) -> bool
             panic!("{site}: {op:?} of {bytes} bytes at {addr:#x} is outside every buffer of the launch");
         }
         if config.record {
-            let occurrence = match t.occurrences.iter_mut().find(|(s, _)| *s == site) {
-                Some((_, n)) => {
-                    *n += 1;
-                    *n - 1
+            // A value wider than one instruction can move (a 24-byte struct of f32s)
+            // is as many accesses as the GPU makes: one per aligned piece, each piece a
+            // warp-wide instruction of its own.
+            let piece = align.clamp(1, MAX_ACCESS).min(bytes.max(1));
+            for offset in (0..bytes.max(1)).step_by(piece) {
+                let occurrence = match t.occurrences.iter_mut().find(|(s, _)| *s == site) {
+                    Some((_, n)) => {
+                        *n += 1;
+                        *n - 1
+                    }
+                    None => {
+                        t.occurrences.push((site, 1));
+                        0
+                    }
+                };
+                if config.max_occurrences.is_none_or(|max| occurrence < max) {
+                    t.log.push(Access {
+                        block: t.linear_block,
+                        thread: t.linear_thread,
+                        site,
+                        occurrence,
+                        op,
+                        space,
+                        addr: addr + offset,
+                        array,
+                        bytes: piece.min(bytes),
+                    });
                 }
-                None => {
-                    t.occurrences.push((site, 1));
-                    0
-                }
-            };
-            if config.max_occurrences.is_none_or(|max| occurrence < max) {
-                t.log.push(Access {
-                    block: t.linear_block,
-                    thread: t.linear_thread,
-                    site,
-                    occurrence,
-                    op,
-                    space,
-                    addr,
-                    array,
-                    bytes,
-                });
             }
         }
         space == Space::Global && config.addresses_only
     })
 }
 
-/// Called by [`crate::gpu::Global`] accessors for every global access. Returns true
-/// when the launch is addresses-only: the accessor must then not touch `addr`.
+/// Called by [`crate::gpu::Global`] accessors for every global access of a value of
+/// `bytes` bytes aligned to `align`. Returns true when the launch is addresses-only:
+/// the accessor must then not touch `addr`.
 #[track_caller]
-pub fn record_global(addr: usize, bytes: usize, op: Op) -> bool {
-    record(Space::Global, 0, addr, bytes, op)
+pub fn record_global(addr: usize, bytes: usize, align: usize, op: Op) -> bool {
+    record(Space::Global, 0, addr, bytes, align, op)
 }
 
 /// Called by [`crate::gpu::SharedArray`] accessors for every shared access.
 #[track_caller]
 pub fn record_shared(array: usize, offset: usize, bytes: usize, op: Op) {
-    record(Space::Shared, array, offset, bytes, op);
+    record(Space::Shared, array, offset, bytes, bytes, op);
 }
 
 /// How to run a launch.

@@ -91,7 +91,7 @@ impl<T: Element> Global<T> {
         // SAFETY: the caller guarantees `i` is in bounds.
         let p = unsafe { self.ptr.add(i) };
         #[cfg(not(target_arch = "nvptx64"))]
-        if super::emu::record_global(p as usize, size_of::<T>(), super::emu::Op::Load) {
+        if super::emu::record_global(p as usize, size_of::<T>(), align_of::<T>(), super::emu::Op::Load) {
             // SAFETY: all-zero bytes are a value of every Element (see the trait).
             return unsafe { core::mem::zeroed() };
         }
@@ -145,7 +145,7 @@ impl<T: Element> GlobalMut<T> {
         // SAFETY: the caller guarantees `i` is in bounds.
         let p = unsafe { self.ptr.add(i) };
         #[cfg(not(target_arch = "nvptx64"))]
-        if super::emu::record_global(p as usize, size_of::<T>(), super::emu::Op::Store) {
+        if super::emu::record_global(p as usize, size_of::<T>(), align_of::<T>(), super::emu::Op::Store) {
             return;
         }
         // SAFETY: as above.
