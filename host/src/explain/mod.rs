@@ -91,6 +91,8 @@ pub struct ExplainReport {
     pub coalesce_version: String,
     pub model: Model,
     pub model_about: String,
+    /// Where the problem sizes and grid-stride grids come from.
+    pub sizes: String,
     pub max_occurrences: usize,
     pub kernels: Vec<KernelReport>,
 }
@@ -158,10 +160,20 @@ pub fn explain(
             kernels.push(explain_variant(emulation, &variant, &params, opts)?);
         }
     }
+    let gpu = reference_gpu();
+    let grids = format!("grid-stride grids sized for {} SMs (an H100)", gpu.sm_count);
+    let sizes = match opts.size {
+        None => format!(
+            "each experiment's default size as `coalesce run` picks it on an H100 ({} of L2); {grids}",
+            crate::units::format_bytes(gpu.l2_bytes)
+        ),
+        Some(bytes) => format!("--size {} per array; {grids}", crate::units::format_bytes(bytes)),
+    };
     Ok(ExplainReport {
         coalesce_version: env!("CARGO_PKG_VERSION").to_string(),
         model: opts.model,
         model_about: opts.model.about().to_string(),
+        sizes,
         max_occurrences: MAX_OCCURRENCES,
         kernels,
     })

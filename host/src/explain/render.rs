@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 
 use super::analyse::{Direction, Memory, SiteStats};
 use super::model::Model;
+use super::registry::Shape;
 use super::{ExplainReport, KernelReport};
 use crate::units::format_bytes;
 
@@ -103,13 +104,16 @@ pub fn kernel_header(k: &KernelReport) -> String {
             k.blocks_total
         ),
     };
+    let size = match k.shape {
+        Shape::Elements { .. } => format!(" ({} per array)", format_bytes(k.size_bytes)),
+        Shape::Matrix { .. } | Shape::Product { .. } => String::new(),
+    };
     format!(
-        "{}/{}: {}, {} ({} per array), grid {} of {} threads; {emulated}",
+        "{}/{}: {}, {}{size}, grid {} of {} threads; {emulated}",
         k.experiment,
         k.variant,
         k.kernel,
         k.shape,
-        format_bytes(k.size_bytes),
         dims(k.grid),
         dims(k.block),
     )
@@ -205,6 +209,7 @@ pub fn render(report: &ExplainReport) -> String {
         "coalesce explain: each kernel's source run on the CPU emulator; every warp's accesses per source line"
     );
     let _ = writeln!(out, "model {}: {}", report.model.name(), report.model.about());
+    let _ = writeln!(out, "sizes: {}", report.sizes);
     let _ = writeln!(
         out,
         "a request = one warp executing one access once; recorded: each thread's first {} executions of each site; \
