@@ -54,11 +54,13 @@ for stage in "${stages[@]}"; do
       for v in $("$bundle/coalesce" list --names | grep -E "${NCU_ONLY:-.}"); do
         csv="$dir/${v/\//.}.csv"
         echo "== ncu $v" | tee -a "$out/ncu.log"
-        if ! ncu --csv --print-units base --metrics "$metrics" --log-file "$csv" \
-            "$bundle/coalesce" run "$v" --size "$size" --reps 1 --warmup 0 --quiet >>"$out/ncu.log" 2>&1; then
+        # ncu's CSV goes to stdout with the run's own table; the comparer reads from
+        # ncu's "ID",... header on and skips everything else.
+        if ! ncu --csv --print-units base --metrics "$metrics" \
+            "$bundle/coalesce" run "$v" --size "$size" --reps 1 --warmup 0 --quiet >"$csv" 2>>"$out/ncu.log"; then
           status=1
           echo "FAILED: ncu $v (see $out/ncu.log and $csv.failed)" | tee -a "$out/ncu.log"
-          mv "$csv" "$csv.failed" 2>/dev/null
+          mv "$csv" "$csv.failed"
         fi
       done
       "$bundle/coalesce" explain --quiet --size "$size" --against-ncu "$dir" --json "$out/ncu-compare.json" \

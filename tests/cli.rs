@@ -148,6 +148,8 @@ fn against_ncu_sets_predictions_beside_measurements() {
     // stride 8 really costs 32 sectors per load; pretend copy/f32 measured 6.
     std::fs::write(dir.join("stride.8.csv"), ncu_csv("stride_read", 32 * 1000, 1000)).unwrap();
     std::fs::write(dir.join("copy.f32.csv"), ncu_csv("copy_f32", 6 * 1000, 1000)).unwrap();
+    // A failed profile (no counters) is reported, not fatal.
+    std::fs::write(dir.join("stride.2.csv"), "==ERROR== ERR_NVGPUCTRPERM\n").unwrap();
     let out = coalesce()
         .args(["explain", "--size", "4M", "--against-ncu"])
         .arg(&dir)
@@ -175,6 +177,10 @@ fn against_ncu_sets_predictions_beside_measurements() {
         "{stdout}"
     );
     assert!(stdout.contains("1 of 2 within 5%"), "{stdout}");
+    assert!(
+        stdout.contains("skipped") && stdout.contains("stride.2.csv"),
+        "{stdout}"
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -272,3 +272,31 @@ fn addresses_only_launches_touch_no_memory_and_record_capped_occurrences() {
     // Iteration 2 of global thread 64: float4 index 64 + 2 * 256.
     assert_eq!((first.addr, first.bytes), (src + 16 * (64 + 512), 16));
 }
+
+#[test]
+fn warps_are_32_consecutive_linear_thread_ids_x_fastest() {
+    // A 16 x 4 block: warp 0 is rows y = 0, 1 and warp 1 rows y = 2, 3, not columns.
+    let base = 1usize << 40;
+    let cfg = LaunchConfig {
+        grid: Dim3::from(1),
+        block: Dim3::from((16, 4)),
+        record: true,
+        bounds: std::iter::once(base..base + 4 * 64).collect(),
+        addresses_only: true,
+        ..Default::default()
+    };
+    let log = launch(&cfg, || unsafe {
+        let at = thread::thread_idx_y() as usize * 16 + thread::thread_idx_x() as usize;
+        Global::<f32>::from_ptr(base as *const f32).read(at);
+    });
+    assert_eq!(log.len(), 64);
+    for a in &log {
+        let (x, y) = ((a.addr - base) / 4 % 16, (a.addr - base) / 4 / 16);
+        assert_eq!(a.thread, y * 16 + x);
+        assert_eq!(
+            (a.warp(), a.lane()),
+            (y / 2, (y % 2) * 16 + x),
+            "thread ({x}, {y})"
+        );
+    }
+}

@@ -197,13 +197,13 @@ fn explain_command(args: ExplainArgs) -> Result<Outcome> {
         blocks: args.blocks as usize,
     };
     if let Some(dir) = &args.against_ncu {
-        let measured = ncu::read_dir(dir)?;
-        let selection = experiments::select(&ncu::variants(&measured))?;
+        let found = ncu::read_dir(dir)?;
+        let selection = experiments::select(&ncu::variants(&found.measured))?;
         // ncu counts 32-byte sectors: compare with the sm70 rules whatever --model says.
         opts.model = Model::Sm70;
         let report = explain::explain(&selection, &opts, progress)?;
-        let rows = ncu::compare(&report, &measured);
-        print!("{}", ncu::render(&rows, &report, &measured));
+        let rows = ncu::compare(&report, &found.measured);
+        print!("{}", ncu::render(&rows, &report, &found));
         if let Some(path) = &args.json {
             table::write_json(path, &rows)?;
         }

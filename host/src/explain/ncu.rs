@@ -119,8 +119,16 @@ pub fn parse_csv(variant: &str, text: &str) -> std::result::Result<Vec<Measured>
         .collect())
 }
 
-/// Reads every `EXPERIMENT.VARIANT.csv` in `dir`, in name order.
-pub fn read_dir(dir: &Path) -> Result<Vec<Measured>> {
+/// What [`read_dir`] found: the measurements, and the files it could not use (one
+/// line each: a failed profile should not hide the others).
+pub struct Measurements {
+    pub measured: Vec<Measured>,
+    pub skipped: Vec<String>,
+}
+
+/// Reads every `EXPERIMENT.VARIANT.csv` in `dir`, in name order. An error only if
+/// the folder cannot be read or no file in it holds ncu results.
+pub fn read_dir(dir: &Path) -> Result<Measurements> {
     let read_err = |source| Error::Read {
         path: dir.display().to_string(),
         source,
@@ -131,35 +139,41 @@ pub fn read_dir(dir: &Path) -> Result<Vec<Measured>> {
         .filter(|p| p.extension().is_some_and(|x| x == "csv"))
         .collect();
     files.sort();
-    let mut out = Vec::new();
+    let mut found = Measurements {
+        measured: Vec::new(),
+        skipped: Vec::new(),
+    };
     for path in files {
+        let name = path.display().to_string();
         let stem = path
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
         let Some((experiment, variant)) = stem.split_once('.') else {
-            return Err(Error::NcuCsv {
-                path: path.display().to_string(),
-                why: "expected a name EXPERIMENT.VARIANT.csv".into(),
-            });
+            found
+                .skipped
+                .push(format!("{name}: expected a name EXPERIMENT.VARIANT.csv"));
+            continue;
         };
-        let text = std::fs::read_to_string(&path).map_err(|source| Error::Read {
-            path: path.display().to_string(),
-            source,
-        })?;
-        let measured = parse_csv(&format!("{experiment}/{variant}"), &text).map_err(|why| Error::NcuCsv {
-            path: path.display().to_string(),
-            why,
-        })?;
-        out.extend(measured);
+        let parsed = std::fs::read_to_string(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|text| parse_csv(&format!("{experiment}/{variant}"), &text));
+        match parsed {
+            Ok(m) => found.measured.extend(m),
+            Err(why) => found.skipped.push(format!("{name}: {why}")),
+        }
     }
-    if out.is_empty() {
+    if found.measured.is_empty() {
         return Err(Error::NcuCsv {
             path: dir.display().to_string(),
-            why: "no EXPERIMENT.VARIANT.csv files with ncu results".into(),
+            why: found
+                .skipped
+                .first()
+                .cloned()
+                .unwrap_or_else(|| "no EXPERIMENT.VARIANT.csv files".into()),
         });
     }
-    Ok(out)
+    Ok(found)
 }
 
 /// The distinct `EXPERIMENT/VARIANT`s measured, in order.
@@ -307,7 +321,7 @@ pub fn compare(report: &ExplainReport, measured: &[Measured]) -> Vec<Comparison>
 }
 
 /// The comparison table, with a verdict per line and a count of misses.
-pub fn render(rows: &[Comparison], report: &ExplainReport, measured: &[Measured]) -> String {
+pub fn render(rows: &[Comparison], report: &ExplainReport, found: &Measurements) -> String {
     let mut table = vec![
         [
             "experiment/variant",
@@ -368,9 +382,12 @@ pub fn render(rows: &[Comparison], report: &ExplainReport, measured: &[Measured]
         100.0 * TOLERANCE,
         count(Verdict::NotMeasured)
     ));
-    let lone = unpaired(report, measured);
+    let lone = unpaired(report, &found.measured);
     if !lone.is_empty() {
         out.push_str(&format!("measured, but no prediction: {}\n", lone.join(", ")));
+    }
+    for problem in &found.skipped {
+        out.push_str(&format!("skipped {problem}\n"));
     }
     out
 }
