@@ -1,7 +1,7 @@
-//! The `coalesce` command line: `run` (the default), `info`, `list`.
+//! The `coalesce` command line: `run` (the default), `report`, `info`, `list`.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::time::{Instant, SystemTime};
 
 use clap::{Args, Parser, Subcommand};
 
@@ -9,7 +9,9 @@ use crate::device::Gpu;
 use crate::error::Result;
 use crate::experiments::{self, ALL};
 use crate::harness::{self, Plan, Reps};
+use crate::progress::Progress;
 use crate::ptx;
+use crate::report::{self, Results};
 use crate::table::{self, ExperimentBaseline, Report};
 use crate::units::parse_size;
 
@@ -35,6 +37,8 @@ pub struct Cli {
 pub enum Command {
     /// Run experiments and print the table (the default).
     Run(RunArgs),
+    /// Run experiments and write report.md, results.json and SVG plots to a directory.
+    Report(ReportArgs),
     /// Show the device, its peak bandwidth, and the kernels in the embedded PTX.
     Info {
         /// CUDA device ordinal.
@@ -47,6 +51,25 @@ pub enum Command {
 
 #[derive(Debug, Args, Default)]
 pub struct RunArgs {
+    #[command(flatten)]
+    pub suite: SuiteArgs,
+    /// Also write the results as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    #[command(flatten)]
+    pub suite: SuiteArgs,
+    /// Directory for report.md, results.json and the plots (made if missing).
+    #[arg(long, value_name = "DIR", default_value = "coalesce-report")]
+    pub out: PathBuf,
+}
+
+/// What to run and how: shared by `run` and `report`.
+#[derive(Debug, Args, Default)]
+pub struct SuiteArgs {
     /// Experiments to run, as EXPERIMENT or EXPERIMENT/VARIANT (default: all).
     pub experiments: Vec<String>,
     /// Bytes per array, e.g. 256M or 1G (default: 8 x the L2 size, at least 256 MiB).
@@ -61,13 +84,10 @@ pub struct RunArgs {
     /// CUDA device ordinal.
     #[arg(long, default_value_t = 0)]
     pub device: u32,
-    /// Also write the results as JSON to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
     /// Seed for the random inputs.
     #[arg(long, default_value_t = 0x5eed)]
     pub seed: u64,
-    /// No progress lines on stderr.
+    /// No progress bar on stderr (it is only drawn on a terminal anyway).
     #[arg(long, short)]
     pub quiet: bool,
 }
@@ -87,6 +107,7 @@ pub fn execute(cli: Cli) -> Result<Outcome> {
     match cli.command {
         None => run(cli.run),
         Some(Command::Run(args)) => run(args),
+        Some(Command::Report(args)) => write_report(args),
         Some(Command::Info { device }) => info(device),
         Some(Command::List) => {
             print!("{}", list());
@@ -123,7 +144,8 @@ fn info(device: u32) -> Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
-fn run(args: RunArgs) -> Result<Outcome> {
+/// Runs the selected experiments through the harness, with a progress bar.
+fn run_suite(args: &SuiteArgs) -> Result<Report> {
     // Parse everything the user typed before touching the GPU.
     let selection = experiments::select(&args.experiments)?;
     let gpu = Gpu::open(args.device)?;
@@ -135,7 +157,17 @@ fn run(args: RunArgs) -> Result<Outcome> {
         },
         seed: args.seed,
     };
-    let show = !args.quiet && std::io::stderr().is_terminal();
+    // One step per experiment (its setup) and one per variant.
+    let steps: usize = selection
+        .iter()
+        .map(|s| {
+            1 + s
+                .variants
+                .as_ref()
+                .map_or(s.experiment.variants().len(), Vec::len)
+        })
+        .sum();
+    let mut progress = Progress::new(steps as u64, args.quiet);
     let mut report = Report {
         coalesce_version: env!("CARGO_PKG_VERSION").to_string(),
         device: gpu.info.clone(),
@@ -147,9 +179,7 @@ fn run(args: RunArgs) -> Result<Outcome> {
     for s in &selection {
         let (baseline, rows) =
             harness::run_experiment(&gpu, s.experiment, s.variants.as_deref(), &plan, |msg| {
-                if show {
-                    eprintln!("running {msg}");
-                }
+                progress.step(msg)
             })?;
         report.baselines.push(ExperimentBaseline {
             experiment: s.experiment.name().to_string(),
@@ -157,12 +187,44 @@ fn run(args: RunArgs) -> Result<Outcome> {
         });
         report.rows.extend(rows);
     }
+    progress.finish();
+    Ok(report)
+}
+
+fn outcome(report: &Report) -> Outcome {
+    match report.failures() {
+        0 => Outcome::Ok,
+        n => Outcome::Invalid(n),
+    }
+}
+
+fn run(args: RunArgs) -> Result<Outcome> {
+    let report = run_suite(&args.suite)?;
     print!("{}", table::render(&report));
     if let Some(path) = &args.json {
         table::write_json(path, &report)?;
     }
-    Ok(match report.failures() {
-        0 => Outcome::Ok,
-        n => Outcome::Invalid(n),
-    })
+    Ok(outcome(&report))
+}
+
+fn write_report(args: ReportArgs) -> Result<Outcome> {
+    experiments::select(&args.suite.experiments)?;
+    // A bad --out fails now, not after the whole suite has run.
+    report::prepare_dir(&args.out)?;
+    let start = Instant::now();
+    let run = run_suite(&args.suite)?;
+    print!("{}", table::render(&run));
+    let results = Results {
+        date: report::utc_date(SystemTime::now()),
+        elapsed_s: start.elapsed().as_secs_f64(),
+        run,
+    };
+    let files = report::write(&args.out, &results)?;
+    println!(
+        "\nreport: {} ({} files, run took {:.0} s)",
+        files[0].display(),
+        files.len(),
+        results.elapsed_s
+    );
+    Ok(outcome(&results.run))
 }
