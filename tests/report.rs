@@ -140,9 +140,16 @@ fn fixture(only: &[&str]) -> Results {
     }
 }
 
-/// A fresh directory under cargo's per-target temporary directory.
+/// A fresh directory under cargo's per-target temporary directory, or the system's
+/// where the test binary runs away from its build (the GPU bundle).
 fn out_dir(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let base = if target.is_dir() {
+        target.to_path_buf()
+    } else {
+        std::env::temp_dir().join(format!("coalesce-report-tests-{}", std::process::id()))
+    };
+    let dir = base.join(name);
     let _ = std::fs::remove_dir_all(&dir);
     dir
 }
