@@ -46,9 +46,12 @@ fn throughput(work: Work) -> Throughput {
 
 fn bench_experiment(c: &mut Criterion, gpu: &Gpu, exp: &dyn Experiment, plan: &Plan) -> Result<()> {
     let (free, _) = gpu.memory()?;
-    let size = harness::choose_size(exp, plan, &gpu.info, free)?;
-    eprintln!("{}: {} per array", exp.name(), format_bytes(size));
-    let mut prepared: Box<dyn Prepared + '_> = exp.prepare(gpu, size, plan.seed)?;
+    let params = harness::choose_params(exp, plan, &gpu.info, free)?;
+    let mut prepared: Box<dyn Prepared + '_> = exp.prepare(gpu, &params)?;
+    let size = prepared
+        .size_label()
+        .unwrap_or_else(|| format!("{} per array", format_bytes(params.size)));
+    eprintln!("{}: {size}", exp.name());
     let cases = prepared.cases().to_vec();
     let mut group = c.benchmark_group(exp.name());
     if cases.iter().any(|c| c.work.flops().is_some()) {
@@ -115,6 +118,7 @@ fn main() -> ExitCode {
     };
     let plan = Plan {
         size,
+        shape: None,
         reps: Reps::default(),
         seed: 0x5eed,
     };

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine over a bundle made by scripts/gpu-bundle.sh:
-#   scripts/gpu-run.sh [STAGE...]     stages: tests suite report bench (default: tests suite)
+#   scripts/gpu-run.sh [STAGE...]     stages: tests suite check sanitize report bench (default: tests suite)
 # Logs and results go to $OUT (default ./gpu-out); the last thing printed is the table.
 # Only a few files come back from $OUT, two folders deep at most: stages that make
 # many files (report, bench) pack them into one archive each.
@@ -32,6 +32,13 @@ for stage in "${stages[@]}"; do
       "$bundle/coalesce" run --json "$out/results.json" >"$out/table.txt" 2>"$out/suite.err" || status=1
       cat "$out/suite.err" "$out/table.txt"
       ;;
+    check)
+      "$bundle/coalesce" check >"$out/check.txt" 2>&1 || status=1
+      tail -n 1 "$out/check.txt"
+      ;;
+    sanitize)
+      OUT=$out scripts/sanitize.sh "$bundle/coalesce" || status=1
+      ;;
     report)
       # report.md to read at once; it, results.json and the SVGs in report.tar.gz.
       rm -rf "$out/report"
@@ -59,7 +66,7 @@ for stage in "${stages[@]}"; do
       grep -E "^[a-z]+/|thrpt:|error|FAILED|nothing to measure" "$out/bench.log"
       ;;
     *)
-      echo "unknown stage $stage (tests, suite, report, bench)"; status=2 ;;
+      echo "unknown stage $stage (tests, suite, check, sanitize, report, bench)"; status=2 ;;
   esac
 done
 exit $status

@@ -35,7 +35,10 @@ fn list_needs_no_gpu() {
 #[test]
 fn unknown_experiment_lists_the_known_ones() {
     let err = fails(&["run", "nonsense"], 2);
-    assert!(err.contains("known experiments: copy, stride, offset"), "{err}");
+    assert!(
+        err.contains("known experiments: copy, stride, offset, transpose, particles, saxpy, complex, matmul"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -72,6 +75,24 @@ fn info_shows_the_ptx_even_without_a_gpu() {
         stdout.contains("entry points: ") && stdout.contains("copy_f32x4"),
         "{stdout}"
     );
+}
+
+#[test]
+fn shapes_parse_and_bad_shapes_are_usage_errors() {
+    // Parsing succeeds (no panic) and gets as far as needing a GPU, or runs.
+    let out = coalesce()
+        .args(["run", "transpose", "--shape", "33x65", "--reps", "1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        out.status.code() == Some(0) || err.contains("no NVIDIA GPU available"),
+        "{err}"
+    );
+    assert!(fails(&["run", "transpose", "--shape", "33"], 2).contains("ROWSxCOLS"));
+    assert!(fails(&["run", "transpose", "--shape", "0x5"], 2).contains("greater than zero"));
+    assert!(fails(&["run", "copy", "--shape", "4x4"], 2).contains("no selected experiment takes a shape"));
 }
 
 #[test]

@@ -1,12 +1,9 @@
 //! GPU tests: every kernel of every experiment validated at awkward sizes.
 //! Run on a machine with an NVIDIA GPU: `cargo test -- --ignored`.
 
+use coalesce::check::{awkward, render, run_checks};
 use coalesce::device::Gpu;
-use coalesce::experiments::ALL;
-use coalesce::harness::check_case;
-
-/// Element counts that are not multiples of a warp, a block or a vector.
-const AWKWARD: [u64; 5] = [1, 31, 33, 4095, (1 << 20) + 7];
+use coalesce::experiments::{ALL, select};
 
 fn gpu() -> Gpu {
     Gpu::open(0).unwrap_or_else(|e| panic!("this test needs an NVIDIA GPU: {e}"))
@@ -16,33 +13,16 @@ fn gpu() -> Gpu {
 #[ignore = "needs an NVIDIA GPU"]
 fn every_kernel_validates_at_awkward_sizes() {
     let gpu = gpu();
-    let mut failures = Vec::new();
-    let mut checked = 0;
+    let rows = run_checks(&gpu, &select(&[]).unwrap(), 0xa11ce).unwrap();
+    let failures: Vec<_> = rows.iter().filter(|r| !r.validated).collect();
+    assert!(failures.is_empty(), "{}", render(&rows));
+    // Every kernel of every experiment was checked at every awkward problem.
     for exp in ALL {
-        for n in AWKWARD {
-            let mut p = exp.prepare(&gpu, n * 4, 0xa11ce + n).unwrap();
-            for i in 0..p.cases().len() {
-                let f = gpu.function(p.cases()[i].kernel).unwrap();
-                let v = check_case(&gpu, p.as_mut(), i, &f).unwrap();
-                checked += 1;
-                if !v.ok {
-                    failures.push(format!(
-                        "{}/{} n={n}: {}",
-                        exp.name(),
-                        p.cases()[i].variant,
-                        v.detail
-                    ));
-                }
-            }
+        for k in exp.kernels() {
+            let n = rows.iter().filter(|r| r.kernel == k).count();
+            assert_eq!(n, awkward(exp.shape_rank(), 0).len(), "{k} checked {n} times");
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} of {checked} failed:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
-    assert!(checked >= ALL.len() * AWKWARD.len());
 }
 
 #[test]

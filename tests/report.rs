@@ -117,6 +117,13 @@ fn fixture(only: &[&str]) -> Results {
             rows.push(make_row("matmul", v, k, work, ms));
         }
     }
+    for r in &mut rows {
+        r.size_label = match r.experiment.as_str() {
+            "transpose" => Some("8192x8192".into()),
+            "matmul" => Some("4096x4096x4096".into()),
+            _ => None,
+        };
+    }
     fill_speedups(&mut rows);
     let mut experiments: Vec<String> = rows.iter().map(|r| r.experiment.clone()).collect();
     experiments.dedup();
@@ -215,7 +222,8 @@ fn markdown_has_the_device_date_and_one_row_per_result() {
         assert!(line.ends_with("| yes |"), "{line}");
     }
     let transpose = md_row(&md, &["transpose", "naive-write"]).unwrap();
-    assert!(transpose.contains("`transpose_naive_write`") && transpose.contains("256.0 MiB"));
+    assert!(transpose.contains("`transpose_naive_write`") && transpose.contains("| 8192x8192 |"));
+    assert!(md_row(&md, &["copy", "f32"]).unwrap().contains("| 256.0 MiB |"));
     let matmul = md_row(&md, &["matmul", "remapped"]).unwrap();
     assert!(matmul.contains("| 6100.0 |"), "GFLOP/s column: {matmul}");
     // A table row per result, per claim, plus headers and separators.

@@ -7,7 +7,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::device::Gpu;
 use crate::error::Result;
-use crate::experiments::{self, ALL};
+use crate::experiments::{self, ALL, Selection};
 use crate::harness::{self, Plan, Reps};
 use crate::progress::Progress;
 use crate::ptx;
@@ -47,6 +47,18 @@ pub enum Command {
     },
     /// List experiments and their variants (no GPU needed).
     List,
+    /// Validate every kernel at awkward sizes (1, 31, 33, 4095, 2^20+7 elements;
+    /// non-square matrices), without timing: for sanitizers and new GPUs.
+    Check {
+        /// Experiments to check, as EXPERIMENT or EXPERIMENT/VARIANT (default: all).
+        experiments: Vec<String>,
+        /// CUDA device ordinal.
+        #[arg(long, default_value_t = 0)]
+        device: u32,
+        /// Seed for the random inputs.
+        #[arg(long, default_value_t = 0x5eed)]
+        seed: u64,
+    },
 }
 
 #[derive(Debug, Args, Default)]
@@ -75,6 +87,9 @@ pub struct SuiteArgs {
     /// Bytes per array, e.g. 256M or 1G (default: 8 x the L2 size, at least 256 MiB).
     #[arg(long, value_parser = size_arg)]
     pub size: Option<u64>,
+    /// Matrix shape: ROWSxCOLS for transpose, MxNxK for matmul (overrides --size for them).
+    #[arg(long, value_parser = shape_arg)]
+    pub shape: Option<Shape>,
     /// Timed launches per variant; the table shows their median.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub reps: u32,
@@ -96,6 +111,14 @@ fn size_arg(s: &str) -> std::result::Result<u64, String> {
     parse_size(s).map_err(|e| e.to_string())
 }
 
+/// A parsed `--shape` (a newtype: clap treats a bare `Vec` as a list of values).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Shape(pub Vec<usize>);
+
+fn shape_arg(s: &str) -> std::result::Result<Shape, String> {
+    crate::units::parse_shape(s).map(Shape).map_err(|e| e.to_string())
+}
+
 /// What a command ended with, for the exit code.
 pub enum Outcome {
     Ok,
@@ -112,6 +135,20 @@ pub fn execute(cli: Cli) -> Result<Outcome> {
         Some(Command::List) => {
             print!("{}", list());
             Ok(Outcome::Ok)
+        }
+        Some(Command::Check {
+            experiments,
+            device,
+            seed,
+        }) => {
+            let selection = experiments::select(&experiments)?;
+            let gpu = Gpu::open(device)?;
+            let rows = crate::check::run_checks(&gpu, &selection, seed)?;
+            print!("{}", crate::check::render(&rows));
+            Ok(match rows.iter().filter(|r| !r.validated).count() {
+                0 => Outcome::Ok,
+                n => Outcome::Invalid(n),
+            })
         }
     }
 }
@@ -144,19 +181,34 @@ fn info(device: u32) -> Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
-/// Runs the selected experiments through the harness, with a progress bar.
-fn run_suite(args: &SuiteArgs) -> Result<Report> {
-    // Parse everything the user typed before touching the GPU.
+/// Checks everything the user typed, before anything touches the GPU or the disk.
+fn plan(args: &SuiteArgs) -> Result<(Vec<Selection>, Plan)> {
     let selection = experiments::select(&args.experiments)?;
-    let gpu = Gpu::open(args.device)?;
+    let shape = args.shape.clone().map(|s| s.0);
+    if let Some(shape) = &shape
+        && !selection.iter().any(|s| s.experiment.shape_rank() == shape.len())
+    {
+        return Err(crate::Error::BadShape {
+            input: shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("x"),
+            why: "no selected experiment takes a shape of that rank (transpose: ROWSxCOLS, matmul: MxNxK)"
+                .into(),
+        });
+    }
     let plan = Plan {
         size: args.size,
+        shape,
         reps: Reps {
             warmup: args.warmup as usize,
             timed: args.reps as usize,
         },
         seed: args.seed,
     };
+    Ok((selection, plan))
+}
+
+/// Runs the selected experiments through the harness, with a progress bar.
+fn run_suite(args: &SuiteArgs, selection: &[Selection], plan: &Plan) -> Result<Report> {
+    let gpu = Gpu::open(args.device)?;
     // One step per experiment (its setup) and one per variant.
     let steps: usize = selection
         .iter()
@@ -176,9 +228,9 @@ fn run_suite(args: &SuiteArgs) -> Result<Report> {
         baselines: Vec::new(),
         rows: Vec::new(),
     };
-    for s in &selection {
+    for s in selection {
         let (baseline, rows) =
-            harness::run_experiment(&gpu, s.experiment, s.variants.as_deref(), &plan, |msg| {
+            harness::run_experiment(&gpu, s.experiment, s.variants.as_deref(), plan, |msg| {
                 progress.step(msg)
             })?;
         report.baselines.push(ExperimentBaseline {
@@ -199,7 +251,8 @@ fn outcome(report: &Report) -> Outcome {
 }
 
 fn run(args: RunArgs) -> Result<Outcome> {
-    let report = run_suite(&args.suite)?;
+    let (selection, plan) = plan(&args.suite)?;
+    let report = run_suite(&args.suite, &selection, &plan)?;
     print!("{}", table::render(&report));
     if let Some(path) = &args.json {
         table::write_json(path, &report)?;
@@ -208,11 +261,11 @@ fn run(args: RunArgs) -> Result<Outcome> {
 }
 
 fn write_report(args: ReportArgs) -> Result<Outcome> {
-    experiments::select(&args.suite.experiments)?;
+    let (selection, plan) = plan(&args.suite)?;
     // A bad --out fails now, not after the whole suite has run.
     report::prepare_dir(&args.out)?;
     let start = Instant::now();
-    let run = run_suite(&args.suite)?;
+    let run = run_suite(&args.suite, &selection, &plan)?;
     print!("{}", table::render(&run));
     let results = Results {
         date: report::utc_date(SystemTime::now()),

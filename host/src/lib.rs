@@ -8,6 +8,7 @@
 //! [`report`] writes them as Markdown, JSON and SVG plots.
 
 pub mod buffers;
+pub mod check;
 pub mod cli;
 pub mod device;
 pub mod error;

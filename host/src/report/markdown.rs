@@ -42,7 +42,7 @@ pub fn result_cells(r: &Row) -> Vec<String> {
         r.experiment.clone(),
         r.variant.clone(),
         format!("`{}`", r.kernel),
-        format_bytes(r.size_bytes),
+        r.size_label.clone().unwrap_or_else(|| format_bytes(r.size_bytes)),
         ms(r.timing.median_ms),
         ms(r.timing.min_ms),
         ms(r.timing.max_ms),
