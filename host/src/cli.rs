@@ -1,16 +1,19 @@
-//! The `coalesce` command line: `run` (the default), `explain`, `info`, `list`.
+//! The `coalesce` command line: `run` (the default), `report`, `explain`, `info`, `list`,
+//! `check`.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::time::{Instant, SystemTime};
 
 use clap::{Args, Parser, Subcommand};
 
 use crate::device::Gpu;
 use crate::error::Result;
-use crate::experiments::{self, ALL};
+use crate::experiments::{self, ALL, Selection};
 use crate::explain::{self, model::Model, ncu};
 use crate::harness::{self, Plan, Reps};
+use crate::progress::Progress;
 use crate::ptx;
+use crate::report::{self, Results};
 use crate::table::{self, ExperimentBaseline, Report};
 use crate::units::parse_size;
 
@@ -36,6 +39,8 @@ pub struct Cli {
 pub enum Command {
     /// Run experiments and print the table (the default).
     Run(RunArgs),
+    /// Run experiments and write report.md, results.json and SVG plots to a directory.
+    Report(ReportArgs),
     /// Predict on the CPU (no GPU needed) how each kernel's memory accesses coalesce,
     /// per source line: sectors per warp request, useful bytes, bank conflicts.
     Explain(ExplainArgs),
@@ -98,6 +103,25 @@ pub struct ExplainArgs {
 
 #[derive(Debug, Args, Default)]
 pub struct RunArgs {
+    #[command(flatten)]
+    pub suite: SuiteArgs,
+    /// Also write the results as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    #[command(flatten)]
+    pub suite: SuiteArgs,
+    /// Directory for report.md, results.json and the plots (made if missing).
+    #[arg(long, value_name = "DIR", default_value = "coalesce-report")]
+    pub out: PathBuf,
+}
+
+/// What to run and how: shared by `run` and `report`.
+#[derive(Debug, Args, Default)]
+pub struct SuiteArgs {
     /// Experiments to run, as EXPERIMENT or EXPERIMENT/VARIANT (default: all).
     pub experiments: Vec<String>,
     /// Bytes per array, e.g. 256M or 1G (default: 8 x the L2 size, at least 256 MiB).
@@ -115,13 +139,10 @@ pub struct RunArgs {
     /// CUDA device ordinal.
     #[arg(long, default_value_t = 0)]
     pub device: u32,
-    /// Also write the results as JSON to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
     /// Seed for the random inputs.
     #[arg(long, default_value_t = 0x5eed)]
     pub seed: u64,
-    /// No progress lines on stderr.
+    /// No progress bar on stderr (it is only drawn on a terminal anyway).
     #[arg(long, short)]
     pub quiet: bool,
 }
@@ -149,8 +170,9 @@ pub fn execute(cli: Cli) -> Result<Outcome> {
     match cli.command {
         None => run(cli.run),
         Some(Command::Run(args)) => run(args),
-        Some(Command::Explain(args)) => explain_command(args),
+        Some(Command::Report(args)) => write_report(args),
         Some(Command::Info { device }) => info(device),
+        Some(Command::Explain(args)) => explain_command(args),
         Some(Command::List { names }) => {
             print!("{}", if names { list_names() } else { list() });
             Ok(Outcome::Ok)
@@ -183,13 +205,27 @@ pub fn list_names() -> String {
         .collect()
 }
 
+/// Variants in a selection: one progress step each.
+fn variant_count(selection: &[Selection]) -> u64 {
+    selection
+        .iter()
+        .map(|s| {
+            s.variants
+                .as_ref()
+                .map_or(s.experiment.variants().len(), Vec::len) as u64
+        })
+        .sum()
+}
+
+/// Emulates `selection` with a progress bar.
+fn emulate(selection: &[Selection], opts: &explain::Options, quiet: bool) -> Result<explain::ExplainReport> {
+    let mut progress = Progress::new(variant_count(selection), quiet);
+    let report = explain::explain(selection, opts, |msg| progress.step(&format!("emulating {msg}")));
+    progress.finish();
+    report
+}
+
 fn explain_command(args: ExplainArgs) -> Result<Outcome> {
-    let show = !args.quiet && std::io::stderr().is_terminal();
-    let progress = |msg: &str| {
-        if show {
-            eprintln!("emulating {msg}");
-        }
-    };
     let mut opts = explain::Options {
         size: args.size,
         shape: args.shape.map(|s| s.0),
@@ -201,7 +237,7 @@ fn explain_command(args: ExplainArgs) -> Result<Outcome> {
         let selection = experiments::select(&ncu::variants(&found.measured))?;
         // ncu counts 32-byte sectors: compare with the sm70 rules whatever --model says.
         opts.model = Model::Sm70;
-        let report = explain::explain(&selection, &opts, progress)?;
+        let report = emulate(&selection, &opts, args.quiet)?;
         let rows = ncu::compare(&report, &found.measured);
         print!("{}", ncu::render(&rows, &report, &found));
         if let Some(path) = &args.json {
@@ -211,7 +247,7 @@ fn explain_command(args: ExplainArgs) -> Result<Outcome> {
     }
     let selection = experiments::select(&args.experiments)?;
     check_shape(&selection, opts.shape.as_deref())?;
-    let report = explain::explain(&selection, &opts, progress)?;
+    let report = emulate(&selection, &opts, args.quiet)?;
     print!("{}", explain::render::render(&report));
     if let Some(path) = &args.json {
         table::write_json(path, &report)?;
@@ -248,7 +284,7 @@ fn info(device: u32) -> Result<Outcome> {
 }
 
 /// A `--shape` must fit some selected experiment.
-fn check_shape(selection: &[experiments::Selection], shape: Option<&[usize]>) -> Result<()> {
+fn check_shape(selection: &[Selection], shape: Option<&[usize]>) -> Result<()> {
     if let Some(shape) = shape
         && !selection.iter().any(|s| s.experiment.shape_rank() == shape.len())
     {
@@ -261,12 +297,11 @@ fn check_shape(selection: &[experiments::Selection], shape: Option<&[usize]>) ->
     Ok(())
 }
 
-fn run(args: RunArgs) -> Result<Outcome> {
-    // Parse everything the user typed before touching the GPU.
+/// Checks everything the user typed, before anything touches the GPU or the disk.
+fn plan(args: &SuiteArgs) -> Result<(Vec<Selection>, Plan)> {
     let selection = experiments::select(&args.experiments)?;
-    let shape = args.shape.map(|s| s.0);
+    let shape = args.shape.clone().map(|s| s.0);
     check_shape(&selection, shape.as_deref())?;
-    let gpu = Gpu::open(args.device)?;
     let plan = Plan {
         size: args.size,
         shape,
@@ -276,7 +311,23 @@ fn run(args: RunArgs) -> Result<Outcome> {
         },
         seed: args.seed,
     };
-    let show = !args.quiet && std::io::stderr().is_terminal();
+    Ok((selection, plan))
+}
+
+/// Runs the selected experiments through the harness, with a progress bar.
+fn run_suite(args: &SuiteArgs, selection: &[Selection], plan: &Plan) -> Result<Report> {
+    let gpu = Gpu::open(args.device)?;
+    // One step per experiment (its setup) and one per variant.
+    let steps: usize = selection
+        .iter()
+        .map(|s| {
+            1 + s
+                .variants
+                .as_ref()
+                .map_or(s.experiment.variants().len(), Vec::len)
+        })
+        .sum();
+    let mut progress = Progress::new(steps as u64, args.quiet);
     let mut report = Report {
         coalesce_version: env!("CARGO_PKG_VERSION").to_string(),
         device: gpu.info.clone(),
@@ -285,12 +336,10 @@ fn run(args: RunArgs) -> Result<Outcome> {
         baselines: Vec::new(),
         rows: Vec::new(),
     };
-    for s in &selection {
+    for s in selection {
         let (baseline, rows) =
-            harness::run_experiment(&gpu, s.experiment, s.variants.as_deref(), &plan, |msg| {
-                if show {
-                    eprintln!("running {msg}");
-                }
+            harness::run_experiment(&gpu, s.experiment, s.variants.as_deref(), plan, |msg| {
+                progress.step(msg)
             })?;
         report.baselines.push(ExperimentBaseline {
             experiment: s.experiment.name().to_string(),
@@ -298,12 +347,45 @@ fn run(args: RunArgs) -> Result<Outcome> {
         });
         report.rows.extend(rows);
     }
+    progress.finish();
+    Ok(report)
+}
+
+fn outcome(report: &Report) -> Outcome {
+    match report.failures() {
+        0 => Outcome::Ok,
+        n => Outcome::Invalid(n),
+    }
+}
+
+fn run(args: RunArgs) -> Result<Outcome> {
+    let (selection, plan) = plan(&args.suite)?;
+    let report = run_suite(&args.suite, &selection, &plan)?;
     print!("{}", table::render(&report));
     if let Some(path) = &args.json {
         table::write_json(path, &report)?;
     }
-    Ok(match report.failures() {
-        0 => Outcome::Ok,
-        n => Outcome::Invalid(n),
-    })
+    Ok(outcome(&report))
+}
+
+fn write_report(args: ReportArgs) -> Result<Outcome> {
+    let (selection, plan) = plan(&args.suite)?;
+    // A bad --out fails now, not after the whole suite has run.
+    report::prepare_dir(&args.out)?;
+    let start = Instant::now();
+    let run = run_suite(&args.suite, &selection, &plan)?;
+    print!("{}", table::render(&run));
+    let results = Results {
+        date: report::utc_date(SystemTime::now()),
+        elapsed_s: start.elapsed().as_secs_f64(),
+        run,
+    };
+    let files = report::write(&args.out, &results)?;
+    println!(
+        "\nreport: {} ({} files, run took {:.0} s)",
+        files[0].display(),
+        files.len(),
+        results.elapsed_s
+    );
+    Ok(outcome(&results.run))
 }

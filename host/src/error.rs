@@ -75,6 +75,9 @@ pub enum Error {
 
     #[error("{0}")]
     Json(#[from] serde_json::Error),
+
+    #[error("drawing a plot failed: {0}")]
+    Plot(String),
 }
 
 impl Error {
