@@ -1,4 +1,4 @@
-//! The `coalesce` command line: `run` (the default), `info`, `list`.
+//! The `coalesce` command line: `run` (the default), `compare`, `info`, `list`.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -35,7 +35,10 @@ pub struct Cli {
 pub enum Command {
     /// Run experiments and print the table (the default).
     Run(RunArgs),
-    /// Show the device, its peak bandwidth, and the kernels in the embedded PTX.
+    /// Run each Rust kernel beside its CUDA C++ twin (NVRTC) and matmul beside cuBLAS.
+    Compare(CompareArgs),
+    /// Show the device, its peak bandwidth, the kernels in the embedded PTX, and
+    /// whether NVRTC and cuBLAS (for `compare`) can be loaded.
     Info {
         /// CUDA device ordinal.
         #[arg(long, default_value_t = 0)]
@@ -72,6 +75,15 @@ pub struct RunArgs {
     pub quiet: bool,
 }
 
+#[derive(Debug, Args, Default)]
+pub struct CompareArgs {
+    #[command(flatten)]
+    pub run: RunArgs,
+    /// Write the PTX of both sides (EXPERIMENT.cpp.ptx, rust-kernels.ptx) into DIR.
+    #[arg(long, value_name = "DIR", hide = true)]
+    pub dump_ptx: Option<PathBuf>,
+}
+
 fn size_arg(s: &str) -> std::result::Result<u64, String> {
     parse_size(s).map_err(|e| e.to_string())
 }
@@ -87,6 +99,7 @@ pub fn execute(cli: Cli) -> Result<Outcome> {
     match cli.command {
         None => run(cli.run),
         Some(Command::Run(args)) => run(args),
+        Some(Command::Compare(args)) => compare(args),
         Some(Command::Info { device }) => info(device),
         Some(Command::List) => {
             print!("{}", list());
@@ -108,6 +121,9 @@ pub fn list() -> String {
 fn info(device: u32) -> Result<Outcome> {
     println!("kernels: PTX for {} ({} bytes)", ptx::ARCH, ptx::PTX.len());
     println!("entry points: {}", ptx::entry_points(ptx::PTX).join(", "));
+    for line in crate::compare::toolkit_lines() {
+        println!("{line}");
+    }
     let gpu = Gpu::open(device)?;
     println!("device: {}", table::device_line(&gpu.info, ptx::ARCH));
     let (free, total) = gpu.memory()?;
@@ -123,18 +139,47 @@ fn info(device: u32) -> Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
-fn run(args: RunArgs) -> Result<Outcome> {
-    // Parse everything the user typed before touching the GPU.
-    let selection = experiments::select(&args.experiments)?;
-    let gpu = Gpu::open(args.device)?;
-    let plan = Plan {
+fn plan(args: &RunArgs) -> Plan {
+    Plan {
         size: args.size,
         reps: Reps {
             warmup: args.warmup as usize,
             timed: args.reps as usize,
         },
         seed: args.seed,
-    };
+    }
+}
+
+fn compare(args: CompareArgs) -> Result<Outcome> {
+    let selection = experiments::select(&args.run.experiments)?;
+    let gpu = Gpu::open(args.run.device)?;
+    let show = !args.run.quiet && std::io::stderr().is_terminal();
+    let report = crate::compare::compare(
+        &gpu,
+        &selection,
+        &plan(&args.run),
+        args.dump_ptx.as_deref(),
+        |msg| {
+            if show {
+                eprintln!("running {msg}");
+            }
+        },
+    )?;
+    print!("{}", crate::compare::render(&report));
+    if let Some(path) = &args.run.json {
+        table::write_json(path, &report)?;
+    }
+    Ok(match report.failures() {
+        0 => Outcome::Ok,
+        n => Outcome::Invalid(n),
+    })
+}
+
+fn run(args: RunArgs) -> Result<Outcome> {
+    // Parse everything the user typed before touching the GPU.
+    let selection = experiments::select(&args.experiments)?;
+    let gpu = Gpu::open(args.device)?;
+    let plan = plan(&args);
     let show = !args.quiet && std::io::stderr().is_terminal();
     let mut report = Report {
         coalesce_version: env!("CARGO_PKG_VERSION").to_string(),

@@ -59,6 +59,10 @@ pub enum Error {
 
     #[error("{0}")]
     Json(#[from] serde_json::Error),
+
+    /// A CUDA library call (cuBLAS) failed after the library loaded.
+    #[error("{0}")]
+    Library(String),
 }
 
 impl Error {

@@ -8,6 +8,7 @@
 
 pub mod buffers;
 pub mod cli;
+pub mod compare;
 pub mod device;
 pub mod error;
 pub mod experiments;
