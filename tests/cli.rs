@@ -35,7 +35,10 @@ fn list_needs_no_gpu() {
 #[test]
 fn unknown_experiment_lists_the_known_ones() {
     let err = fails(&["run", "nonsense"], 2);
-    assert!(err.contains("known experiments: copy, stride, offset"), "{err}");
+    assert!(
+        err.contains("known experiments: copy, stride, offset, transpose, particles, saxpy, complex, matmul"),
+        "{err}"
+    );
 }
 
 #[test]

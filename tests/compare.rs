@@ -5,15 +5,34 @@
 
 use cust::memory::CopyDestination;
 
-use coalesce::compare::cublas::{self, Cublas, Math};
+use coalesce::compare::cublas::{Cublas, Math};
 use coalesce::compare::twins::Twins;
 use coalesce::compare::{CompareReport, compare};
 use coalesce::device::Gpu;
+use coalesce::experiments::matmul::check_rounded_product;
 use coalesce::experiments::{ALL, select};
-use coalesce::harness::{Gemm, Plan, Reps, check_with, launch_case};
+use coalesce::harness::{Gemm, Params, Plan, Reps, check_with, launch_case};
 
 /// Element counts that are not multiples of a warp, a block or a vector.
 const AWKWARD: [u64; 5] = [1, 31, 33, 4095, (1 << 20) + 7];
+/// Matrices that are not square and not multiples of a tile.
+const AWKWARD_2D: [[usize; 2]; 4] = [[1, 1], [33, 65], [1000, 17], [17, 1000]];
+/// Products likewise.
+const AWKWARD_3D: [[usize; 3]; 4] = [[1, 1, 1], [33, 65, 17], [1000, 17, 33], [17, 33, 1000]];
+
+/// The awkward problems of an experiment: shapes for matrix experiments, sizes otherwise.
+fn awkward(rank: usize, seed: u64) -> Vec<Params> {
+    let shaped = |d: &[usize]| Params {
+        size: 4,
+        shape: Some(d.to_vec()),
+        seed,
+    };
+    match rank {
+        2 => AWKWARD_2D.iter().map(|d| shaped(d)).collect(),
+        3 => AWKWARD_3D.iter().map(|d| shaped(d)).collect(),
+        _ => AWKWARD.iter().map(|&n| Params::sized(n * 4, seed + n)).collect(),
+    }
+}
 
 fn gpu() -> Gpu {
     Gpu::open(0).unwrap_or_else(|e| panic!("this test needs an NVIDIA GPU: {e}"))
@@ -32,16 +51,21 @@ fn every_twin_validates_at_awkward_sizes() {
     let mut failures = Vec::new();
     let mut checked = 0;
     for exp in ALL {
-        for n in AWKWARD {
-            let mut p = exp.prepare(&gpu, n * 4, 0xc0ffee + n).unwrap();
+        for params in awkward(exp.shape_rank(), 0xc0ffee) {
+            let mut p = exp.prepare(&gpu, &params).unwrap();
             for i in 0..p.cases().len() {
                 let kernel = p.cases()[i].kernel;
                 let f = twins.function(kernel).unwrap();
                 let v = check_with(&gpu, p.as_mut(), i, kernel, |p| launch_case(&gpu, p, i, &f)).unwrap();
                 checked += 1;
                 if !v.ok {
+                    let at = params
+                        .shape
+                        .as_ref()
+                        .map(|s| format!("{s:?}"))
+                        .unwrap_or(params.size.to_string());
                     failures.push(format!(
-                        "{}/{} n={n} (C++): {}",
+                        "{}/{} at {at} (C++): {}",
                         exp.name(),
                         p.cases()[i].variant,
                         v.detail
@@ -56,18 +80,14 @@ fn every_twin_validates_at_awkward_sizes() {
         failures.len(),
         failures.join("\n")
     );
-    assert!(checked >= ALL.len() * AWKWARD.len());
+    assert!(checked >= ALL.len() * 4);
 }
 
-/// |got - want| within a bound on the rounding of any summation order:
-/// (input rounding + k accumulations) x eps x sum |a_ip b_pj|.
-fn sgemm_errors(m: usize, n: usize, k: usize, math: Math, gpu: &Gpu, blas: &Cublas) -> Vec<String> {
+/// cuBLAS's C = A B for one shape, checked against the f64 reference the matmul
+/// experiment uses, with its bound widened for TF32's rounded inputs.
+fn sgemm_check(m: usize, n: usize, k: usize, math: Math, gpu: &Gpu, blas: &Cublas) -> Option<String> {
     let a: Vec<f32> = (0..m * k).map(|i| kernels::fill::uniform(1, i as u64)).collect();
     let b: Vec<f32> = (0..k * n).map(|i| kernels::fill::uniform(2, i as u64)).collect();
-    let want = cublas::reference(m, n, k, &a, &b);
-    let abs_a: Vec<f32> = a.iter().map(|x| x.abs()).collect();
-    let abs_b: Vec<f32> = b.iter().map(|x| x.abs()).collect();
-    let scale = cublas::reference(m, n, k, &abs_a, &abs_b);
     let (mut da, mut db, dc) = (
         gpu.alloc::<f32>(m * k).unwrap(),
         gpu.alloc::<f32>(k * n).unwrap(),
@@ -87,28 +107,9 @@ fn sgemm_errors(m: usize, n: usize, k: usize, math: Math, gpu: &Gpu, blas: &Cubl
     gpu.sync("sgemm").unwrap();
     let mut got = vec![0f32; m * n];
     dc.copy_to(&mut got[..]).unwrap();
-    let input = match math {
-        Math::Fp32 => 0.0,
-        Math::Tf32 => 2.0 * 2f64.powi(-11),
-    };
-    let bound = |i: usize| (input + 2.0 * k as f64 * f64::from(f32::EPSILON)) * scale[i] + 1e-30;
-    (0..m * n)
-        // A NaN error is not within any bound.
-        .filter(|&i| {
-            let err = (f64::from(got[i]) - want[i]).abs();
-            err.is_nan() || err > bound(i)
-        })
-        .take(3)
-        .map(|i| {
-            format!(
-                "{m}x{n}x{k} {}: C[{i}] = {}, want {} (bound {:e})",
-                math.label(),
-                got[i],
-                want[i],
-                bound(i)
-            )
-        })
-        .collect()
+    let all: Vec<usize> = (0..m * n).collect();
+    let v = check_rounded_product(&got, (m, n, k), |i| a[i], |i| b[i], &all, math.input_rounding());
+    (!v.ok).then(|| format!("{m}x{n}x{k} {}: {}", math.label(), v.detail))
 }
 
 #[test]
@@ -125,7 +126,7 @@ fn cublas_sgemm_matches_an_f64_reference() {
         (64, 48, 4096),
     ] {
         for math in [Math::Fp32, Math::Tf32] {
-            errors.extend(sgemm_errors(m, n, k, math, &gpu, &blas));
+            errors.extend(sgemm_check(m, n, k, math, &gpu, &blas));
         }
     }
     drop(blas);
@@ -138,16 +139,14 @@ fn compare_validates_every_row_on_both_sides() {
     let gpu = gpu();
     let plan = Plan {
         size: Some(4 * ((1 << 20) + 7)),
+        shape: None,
         reps: Reps { warmup: 1, timed: 3 },
         seed: 7,
     };
     let dump = std::env::temp_dir().join(format!("coalesce-ptx-{}", std::process::id()));
     let report: CompareReport = compare(&gpu, &select(&[]).unwrap(), &plan, Some(&dump), |_| {}).unwrap();
     assert!(report.cpp_available, "{}", report.cpp);
-    let kernels: usize = ALL
-        .iter()
-        .map(|e| e.prepare(&gpu, 4096, 0).unwrap().cases().len())
-        .sum();
+    let kernels: usize = ALL.iter().map(|e| e.variants().len()).sum();
     assert_eq!(report.rows.len(), kernels, "one row per case");
     for r in &report.rows {
         let cpp = r
@@ -163,6 +162,16 @@ fn compare_validates_every_row_on_both_sides() {
         assert!(r.rust_over_cpp.is_some_and(|x| x.is_finite() && x > 0.0));
     }
     assert_eq!(report.failures(), 0);
+    // matmul brought cuBLAS in: both maths ran on its matrices and validated.
+    let maths: Vec<Math> = report.cublas_rows.iter().map(|c| c.math).collect();
+    assert_eq!(maths, [Math::Fp32, Math::Tf32], "{:?}", report.cublas);
+    assert!(
+        report
+            .rows
+            .iter()
+            .filter(|r| r.experiment == "matmul")
+            .all(|r| r.rust.pct_of_cublas.is_some())
+    );
     for e in ALL {
         let ptx = std::fs::read_to_string(dump.join(format!("{}.cpp.ptx", e.name()))).unwrap();
         assert!(ptx.contains(".entry"), "{}", e.name());

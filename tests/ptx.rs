@@ -96,3 +96,32 @@ fn assembles_without_spills_where_ptxas_is_installed() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn saxpy_float4_uses_16_byte_vector_accesses() {
+    for k in ["saxpy_f32x4", "saxpy_f32x4_strided"] {
+        let b = body(k);
+        // x and y vector loads, one y vector store (the scalar tail has plain ones).
+        assert_eq!(count(b, "ld.global.v4."), 2, "{k}:\n{b}");
+        assert_eq!(count(b, "st.global.v4."), 1, "{k}:\n{b}");
+    }
+    assert_eq!(count(body("saxpy_f32"), "ld.global.v4."), 0);
+}
+
+#[test]
+fn tiles_live_in_shared_memory_and_loops_are_unrolled() {
+    for (k, bytes) in [
+        ("transpose_tiled", 32 * 32 * 4),
+        ("transpose_tiled_padded", 32 * 33 * 4),
+    ] {
+        let b = body(k);
+        // 4 rows per thread, unrolled: 4 shared stores, 4 shared loads, one barrier, no loop.
+        assert_eq!(count(b, "st.shared.f32"), 4, "{k}:\n{b}");
+        assert_eq!(count(b, "ld.shared.f32"), 4, "{k}:\n{b}");
+        assert_eq!(count(b, "bar.sync"), 1, "{k}:\n{b}");
+        assert!(
+            PTX.contains(&format!("[{bytes}];")),
+            "{k}: a {bytes}-byte shared array is declared"
+        );
+    }
+}

@@ -55,6 +55,9 @@ pub struct RunArgs {
     /// Bytes per array, e.g. 256M or 1G (default: 8 x the L2 size, at least 256 MiB).
     #[arg(long, value_parser = size_arg)]
     pub size: Option<u64>,
+    /// Matrix shape: ROWSxCOLS for transpose, MxNxK for matmul (overrides --size for them).
+    #[arg(long, value_parser = shape_arg)]
+    pub shape: Option<Vec<usize>>,
     /// Timed launches per variant; the table shows their median.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub reps: u32,
@@ -86,6 +89,10 @@ pub struct CompareArgs {
 
 fn size_arg(s: &str) -> std::result::Result<u64, String> {
     parse_size(s).map_err(|e| e.to_string())
+}
+
+fn shape_arg(s: &str) -> std::result::Result<Vec<usize>, String> {
+    crate::units::parse_shape(s).map_err(|e| e.to_string())
 }
 
 /// What a command ended with, for the exit code.
@@ -139,9 +146,24 @@ fn info(device: u32) -> Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
+/// `--shape` must fit one of the selected experiments (checked before the GPU opens).
+fn check_shape(args: &RunArgs, selection: &[experiments::Selection]) -> Result<()> {
+    if let Some(shape) = &args.shape
+        && !selection.iter().any(|s| s.experiment.shape_rank() == shape.len())
+    {
+        return Err(crate::Error::BadShape {
+            input: shape.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("x"),
+            why: "no selected experiment takes a shape of that rank (transpose: ROWSxCOLS, matmul: MxNxK)"
+                .into(),
+        });
+    }
+    Ok(())
+}
+
 fn plan(args: &RunArgs) -> Plan {
     Plan {
         size: args.size,
+        shape: args.shape.clone(),
         reps: Reps {
             warmup: args.warmup as usize,
             timed: args.reps as usize,
@@ -152,6 +174,7 @@ fn plan(args: &RunArgs) -> Plan {
 
 fn compare(args: CompareArgs) -> Result<Outcome> {
     let selection = experiments::select(&args.run.experiments)?;
+    check_shape(&args.run, &selection)?;
     let gpu = Gpu::open(args.run.device)?;
     let show = !args.run.quiet && std::io::stderr().is_terminal();
     let report = crate::compare::compare(
@@ -178,6 +201,7 @@ fn compare(args: CompareArgs) -> Result<Outcome> {
 fn run(args: RunArgs) -> Result<Outcome> {
     // Parse everything the user typed before touching the GPU.
     let selection = experiments::select(&args.experiments)?;
+    check_shape(&args, &selection)?;
     let gpu = Gpu::open(args.device)?;
     let plan = plan(&args);
     let show = !args.quiet && std::io::stderr().is_terminal();

@@ -25,6 +25,9 @@ pub enum Error {
     #[error("invalid size {input:?}: {why} (examples: 4096, 256M, 1.5GiB)")]
     BadSize { input: String, why: String },
 
+    #[error("invalid shape {input:?}: {why}")]
+    BadShape { input: String, why: String },
+
     #[error("{what} is too large: {why}")]
     TooLarge { what: String, why: String },
 
@@ -72,6 +75,7 @@ impl Error {
             Error::DeviceOutOfRange { .. }
             | Error::Zero { .. }
             | Error::BadSize { .. }
+            | Error::BadShape { .. }
             | Error::TooLarge { .. }
             | Error::UnknownExperiment { .. }
             | Error::UnknownVariant { .. } => 2,

@@ -58,10 +58,22 @@ pub trait Prepared {
     fn launch_spec(&self, case: usize) -> (LaunchCfg, Vec<Arg>);
     /// Copies the output back and compares it with the CPU reference.
     fn validate(&self, gpu: &Gpu, case: usize) -> Result<Validation>;
+    /// How the table shows the problem size (e.g. `8192x8192`); bytes per array if None.
+    fn size_label(&self) -> Option<String> {
+        None
+    }
     /// The operands when the case computes a row-major SGEMM C = A B (matmul), so
     /// a library (cuBLAS) can compute the same product on the same buffers.
     fn gemm(&self, _case: usize) -> Option<Gemm> {
         None
+    }
+    /// [`Prepared::validate`] for a product whose inputs were rounded to relative
+    /// precision `input_rounding` before multiplying (TF32 tensor cores: 2^-10);
+    /// with 0 it is `validate`. Experiments with [`Prepared::gemm`] operands widen
+    /// their error bound by it; others have no product to widen.
+    fn validate_gemm(&self, gpu: &Gpu, case: usize, input_rounding: f64) -> Result<Validation> {
+        let _ = input_rounding;
+        self.validate(gpu, case)
     }
 }
 
@@ -74,6 +86,26 @@ pub struct Gemm {
     pub a: u64,
     pub b: u64,
     pub c: u64,
+}
+
+/// What one experiment runs at: bytes per array, or a matrix shape, and the seed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Params {
+    /// Bytes per array (for matrix experiments without a shape: per matrix, square).
+    pub size: u64,
+    /// `--shape`: rows x cols for transpose, m x n x k for matmul.
+    pub shape: Option<Vec<usize>>,
+    pub seed: u64,
+}
+
+impl Params {
+    pub fn sized(size: u64, seed: u64) -> Params {
+        Params {
+            size,
+            shape: None,
+            seed,
+        }
+    }
 }
 
 /// Enqueues one launch of `case` of `p`, running `f` (its kernel, or a twin of it).
@@ -112,10 +144,19 @@ pub trait Experiment: Sync {
     fn variants(&self) -> Vec<String>;
     /// The PTX entry points it launches.
     fn kernels(&self) -> Vec<&'static str>;
-    /// Device memory needed at `size` bytes per array (None if it overflows).
-    fn device_bytes(&self, size: u64) -> Option<u64>;
-    /// Allocates and fills buffers for a run at `size` bytes per array.
-    fn prepare<'g>(&self, gpu: &'g Gpu, size: u64, seed: u64) -> Result<Box<dyn Prepared + 'g>>;
+    /// Bytes per array when the user gives no `--size` (8 x L2 unless the
+    /// experiment has a conventional size of its own, like a 8192 x 8192 transpose).
+    fn default_size(&self, info: &DeviceInfo) -> u64 {
+        default_size(info)
+    }
+    /// How many dimensions `--shape` takes (0: the experiment has no shape).
+    fn shape_rank(&self) -> usize {
+        0
+    }
+    /// Device memory needed for `p` (None if it overflows).
+    fn device_bytes(&self, p: &Params) -> Option<u64>;
+    /// Allocates and fills buffers for a run.
+    fn prepare<'g>(&self, gpu: &'g Gpu, p: &Params) -> Result<Box<dyn Prepared + 'g>>;
 }
 
 /// Median, min and max of repeated timings.
@@ -267,6 +308,9 @@ pub struct Row {
     pub kernel: String,
     /// Bytes per array the experiment ran at.
     pub size_bytes: u64,
+    /// The problem size as the experiment describes it (`8192x8192`), if not bytes.
+    #[serde(default)]
+    pub size_label: Option<String>,
     /// Useful bytes moved per launch.
     pub useful_bytes: u64,
     pub flops: Option<u64>,
@@ -300,6 +344,7 @@ pub fn row(
         variant: case.variant.clone(),
         kernel: case.kernel.to_string(),
         size_bytes,
+        size_label: None,
         useful_bytes: bytes,
         flops: case.work.flops(),
         timing,
@@ -335,8 +380,10 @@ pub fn fill_speedups(rows: &mut [Row]) {
 /// What to run and how.
 #[derive(Clone, Debug)]
 pub struct Plan {
-    /// Bytes per array; `None` picks [`default_size`] (shrunk to fit if needed).
+    /// Bytes per array; `None` picks the experiment's default (shrunk to fit if needed).
     pub size: Option<u64>,
+    /// A matrix shape for the experiments whose [`Experiment::shape_rank`] matches its length.
+    pub shape: Option<Vec<usize>>,
     pub reps: Reps,
     pub seed: u64,
 }
@@ -346,41 +393,64 @@ pub fn default_size(info: &DeviceInfo) -> u64 {
     (8 * info.l2_bytes).max(256 << 20).next_multiple_of(1 << 20)
 }
 
-/// The size one experiment runs at: the user's (which must fit) or the default
-/// (halved until the experiment and the copy baseline fit in 90% of free memory).
-pub fn choose_size(exp: &dyn Experiment, plan: &Plan, info: &DeviceInfo, free: u64) -> Result<u64> {
-    let needs = |size: u64| exp.device_bytes(size).and_then(|b| b.checked_add(2 * size));
+/// What one experiment runs at: the user's shape or size (which must fit), or the
+/// default size (halved until the experiment and the copy baseline fit in 90% of
+/// free memory).
+pub fn choose_params(exp: &dyn Experiment, plan: &Plan, info: &DeviceInfo, free: u64) -> Result<Params> {
+    let needs = |p: &Params| exp.device_bytes(p).and_then(|b| b.checked_add(2 * p.size));
     let budget = free / 10 * 9;
-    match plan.size {
-        Some(size) => {
-            let needed = needs(size).ok_or_else(|| Error::TooLarge {
-                what: format!("--size {}", format_bytes(size)),
-                why: format!("{}'s buffers overflow 64-bit byte counts", exp.name()),
-            })?;
-            if needed > budget {
-                return Err(Error::OutOfMemory {
-                    experiment: exp.name().to_string(),
-                    needed: format_bytes(needed),
-                    free: format_bytes(free),
-                });
-            }
-            Ok(size)
-        }
-        None => {
-            let mut size = default_size(info);
-            while needs(size).is_none_or(|n| n > budget) && size > (1 << 20) {
-                size /= 2;
-            }
-            if needs(size).is_none_or(|n| n > budget) {
-                return Err(Error::OutOfMemory {
-                    experiment: exp.name().to_string(),
-                    needed: format_bytes(needs(size).unwrap_or(u64::MAX)),
-                    free: format_bytes(free),
-                });
-            }
-            Ok(size)
-        }
+    let oom = |needed: Option<u64>| Error::OutOfMemory {
+        experiment: exp.name().to_string(),
+        needed: needed
+            .map(format_bytes)
+            .unwrap_or_else(|| "more than 16 EiB".into()),
+        free: format_bytes(free),
+    };
+    let shape = plan.shape.clone().filter(|s| s.len() == exp.shape_rank());
+    if let Some(dims) = &shape
+        && dims.contains(&0)
+    {
+        return Err(Error::Zero {
+            what: "every --shape dimension",
+        });
     }
+    let explicit = plan.size.is_some() || shape.is_some();
+    let mut p = Params {
+        size: plan.size.unwrap_or_else(|| exp.default_size(info)),
+        shape,
+        seed: plan.seed,
+    };
+    if let Some(dims) = &p.shape {
+        // The baseline copies as many bytes as the largest matrix.
+        p.size = shape_bytes(dims).ok_or_else(|| oom(None))?;
+    }
+    if explicit {
+        let needed = needs(&p);
+        return if needed.is_some_and(|n| n <= budget) {
+            Ok(p)
+        } else {
+            Err(oom(needed))
+        };
+    }
+    while needs(&p).is_none_or(|n| n > budget) && p.size > (1 << 20) {
+        p.size /= 2;
+    }
+    match needs(&p) {
+        Some(n) if n <= budget => Ok(p),
+        other => Err(oom(other)),
+    }
+}
+
+/// Bytes of the largest matrix of a shape: rows x cols, or the largest of the three
+/// products of m x n x k.
+fn shape_bytes(dims: &[usize]) -> Option<u64> {
+    let d: Vec<u64> = dims.iter().map(|&x| x as u64).collect();
+    let elems = match d.as_slice() {
+        [r, c] => r.checked_mul(*c)?,
+        [m, n, k] => m.checked_mul(*k)?.max(k.checked_mul(*n)?).max(m.checked_mul(*n)?),
+        _ => return None,
+    };
+    elems.checked_mul(4)
 }
 
 /// Runs the selected variants of one experiment: baseline copy, then for each case
@@ -393,9 +463,11 @@ pub fn run_experiment(
     mut progress: impl FnMut(&str),
 ) -> Result<(Baseline, Vec<Row>)> {
     let (free, _) = gpu.memory()?;
-    let size = choose_size(exp, plan, &gpu.info, free)?;
+    let params = choose_params(exp, plan, &gpu.info, free)?;
+    let size = params.size;
     progress(&format!("{}: {} per array", exp.name(), format_bytes(size)));
-    let mut prepared = exp.prepare(gpu, size, plan.seed)?;
+    let mut prepared = exp.prepare(gpu, &params)?;
+    let label = prepared.size_label();
     // Timed beside the experiment's own buffers, before and after its cases; the
     // faster is kept, so background driver work (freeing a previous experiment's
     // memory) cannot make the baseline look slow and the kernels look good.
@@ -421,7 +493,11 @@ pub fn run_experiment(
     };
     let mut rows: Vec<Row> = rows
         .into_iter()
-        .map(|(case, timing, check)| row(exp.name(), &case, size, timing, &baseline, &gpu.info, check))
+        .map(|(case, timing, check)| {
+            let mut r = row(exp.name(), &case, size, timing, &baseline, &gpu.info, check);
+            r.size_label = label.clone();
+            r
+        })
         .collect();
     fill_speedups(&mut rows);
     Ok((baseline, rows))

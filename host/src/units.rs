@@ -36,6 +36,30 @@ pub fn parse_size(input: &str) -> Result<u64> {
     Ok(bytes)
 }
 
+/// Parses a matrix shape: `8192x4096` or `4096x4096x4096` (each dimension > 0).
+pub fn parse_shape(input: &str) -> Result<Vec<usize>> {
+    let bad = |why: &str| Error::BadShape {
+        input: input.to_string(),
+        why: why.to_string(),
+    };
+    let dims = input
+        .trim()
+        .split(['x', 'X'])
+        .map(|d| {
+            d.trim()
+                .parse::<usize>()
+                .map_err(|_| bad("each dimension must be a whole number"))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    if !(2..=3).contains(&dims.len()) {
+        return Err(bad("expected ROWSxCOLS or MxNxK"));
+    }
+    if dims.contains(&0) {
+        return Err(bad("every dimension must be greater than zero"));
+    }
+    Ok(dims)
+}
+
 /// `268435456` -> `256.0 MiB`.
 pub fn format_bytes(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -78,6 +102,15 @@ mod tests {
         assert!(matches!(parse_size("12Q"), Err(Error::BadSize { .. })));
         assert!(matches!(parse_size("-5"), Err(Error::BadSize { .. })));
         assert!(matches!(parse_size("99999999999T"), Err(Error::BadSize { .. })));
+    }
+
+    #[test]
+    fn parses_shapes() {
+        assert_eq!(parse_shape("8192x4096").unwrap(), [8192, 4096]);
+        assert_eq!(parse_shape("33X65x17").unwrap(), [33, 65, 17]);
+        for bad in ["8192", "1x2x3x4", "0x5", "axb", "5x-1"] {
+            assert!(matches!(parse_shape(bad), Err(Error::BadShape { .. })), "{bad}");
+        }
     }
 
     #[test]

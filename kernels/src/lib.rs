@@ -8,7 +8,8 @@
 #![feature(portable_simd)]
 #![cfg_attr(
     target_arch = "nvptx64",
-    feature(abi_ptx, stdarch_nvptx, asm_experimental_arch)
+    feature(abi_ptx, stdarch_nvptx, asm_experimental_arch, core_intrinsics),
+    allow(internal_features)
 )]
 
 #[cfg(not(target_arch = "nvptx64"))]
@@ -19,9 +20,14 @@ pub mod gpu;
 
 pub mod fill;
 
+pub mod complex;
 pub mod copy;
+pub mod matmul;
 pub mod offset;
+pub mod particles;
+pub mod saxpy;
 pub mod stride;
+pub mod transpose;
 
 #[cfg(target_arch = "nvptx64")]
 #[panic_handler]

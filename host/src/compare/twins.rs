@@ -30,7 +30,16 @@ macro_rules! twin {
 }
 
 /// Every twin; [`crate::experiments::ALL`] and this list name the same experiments.
-pub static TWINS: &[Twin] = &[twin!("copy"), twin!("stride"), twin!("offset")];
+pub static TWINS: &[Twin] = &[
+    twin!("copy"),
+    twin!("stride"),
+    twin!("offset"),
+    twin!("transpose"),
+    twin!("particles"),
+    twin!("saxpy"),
+    twin!("complex"),
+    twin!("matmul"),
+];
 
 /// The twin of `experiment`, if it has one.
 pub fn find(experiment: &str) -> Option<&'static Twin> {

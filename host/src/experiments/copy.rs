@@ -6,7 +6,7 @@ use super::gather::{Gather, Variant};
 use crate::buffers::f32_elements;
 use crate::device::Gpu;
 use crate::error::Result;
-use crate::harness::{Experiment, Prepared};
+use crate::harness::{Experiment, Params, Prepared};
 use crate::launch::LaunchCfg;
 
 pub struct Copy;
@@ -27,11 +27,11 @@ impl Experiment for Copy {
     fn kernels(&self) -> Vec<&'static str> {
         vec!["copy_f32", "copy_f32x4"]
     }
-    fn device_bytes(&self, size: u64) -> Option<u64> {
-        size.checked_mul(2)
+    fn device_bytes(&self, p: &Params) -> Option<u64> {
+        p.size.checked_mul(2)
     }
-    fn prepare<'g>(&self, gpu: &'g Gpu, size: u64, seed: u64) -> Result<Box<dyn Prepared + 'g>> {
-        let n = f32_elements(size)?;
+    fn prepare<'g>(&self, gpu: &'g Gpu, p: &Params) -> Result<Box<dyn Prepared + 'g>> {
+        let n = f32_elements(p.size)?;
         let same = |i: usize, _: usize| i;
         let variants = vec![
             Variant {
@@ -49,6 +49,6 @@ impl Experiment for Copy {
                 source: same,
             },
         ];
-        Ok(Box::new(Gather::new(gpu, n, n, seed, variants)?))
+        Ok(Box::new(Gather::new(gpu, n, n, p.seed, variants)?))
     }
 }

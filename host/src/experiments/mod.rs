@@ -3,13 +3,27 @@
 use crate::error::{Error, Result};
 use crate::harness::Experiment;
 
+pub mod complex;
 pub mod copy;
 pub mod gather;
+pub mod matmul;
 pub mod offset;
+pub mod particles;
+pub mod saxpy;
 pub mod stride;
+pub mod transpose;
 
 /// Every experiment, in the order the suite runs them.
-pub static ALL: &[&dyn Experiment] = &[&copy::Copy, &stride::Stride, &offset::Offset];
+pub static ALL: &[&dyn Experiment] = &[
+    &copy::Copy,
+    &stride::Stride,
+    &offset::Offset,
+    &transpose::Transpose,
+    &particles::Particles,
+    &saxpy::Saxpy,
+    &complex::Complex,
+    &matmul::Matmul,
+];
 
 /// The names of all experiments, comma-separated (for messages).
 pub fn known() -> String {

@@ -6,7 +6,7 @@ use super::gather::{Gather, Variant};
 use crate::buffers::f32_elements;
 use crate::device::Gpu;
 use crate::error::{Error, Result};
-use crate::harness::{Experiment, Prepared};
+use crate::harness::{Experiment, Params, Prepared};
 use crate::launch::LaunchCfg;
 
 pub struct Offset;
@@ -27,11 +27,12 @@ impl Experiment for Offset {
     fn kernels(&self) -> Vec<&'static str> {
         vec!["offset_read"]
     }
-    fn device_bytes(&self, size: u64) -> Option<u64> {
+    fn device_bytes(&self, p: &Params) -> Option<u64> {
+        let size = p.size;
         size.checked_mul(2)?.checked_add(4 * PAD as u64)
     }
-    fn prepare<'g>(&self, gpu: &'g Gpu, size: u64, seed: u64) -> Result<Box<dyn Prepared + 'g>> {
-        let n = f32_elements(size)?;
+    fn prepare<'g>(&self, gpu: &'g Gpu, p: &Params) -> Result<Box<dyn Prepared + 'g>> {
+        let n = f32_elements(p.size)?;
         let src_len = n.checked_add(PAD).ok_or_else(|| Error::TooLarge {
             what: format!("{n} elements"),
             why: "overflows usize".into(),
@@ -48,6 +49,6 @@ impl Experiment for Offset {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(Box::new(Gather::new(gpu, n, src_len, seed, variants)?))
+        Ok(Box::new(Gather::new(gpu, n, src_len, p.seed, variants)?))
     }
 }

@@ -7,7 +7,7 @@ use super::gather::{Gather, Variant};
 use crate::buffers::f32_elements;
 use crate::device::Gpu;
 use crate::error::{Error, Result};
-use crate::harness::{Experiment, Prepared};
+use crate::harness::{Experiment, Params, Prepared};
 use crate::launch::LaunchCfg;
 
 pub struct Stride;
@@ -31,13 +31,14 @@ impl Experiment for Stride {
     fn kernels(&self) -> Vec<&'static str> {
         vec!["stride_read"]
     }
-    fn device_bytes(&self, size: u64) -> Option<u64> {
+    fn device_bytes(&self, p: &Params) -> Option<u64> {
+        let size = p.size;
         let n = usize::try_from(size / 4).ok()?;
         let input = input_len(n.max(1))? as u64;
         input.checked_mul(4)?.checked_add(size)
     }
-    fn prepare<'g>(&self, gpu: &'g Gpu, size: u64, seed: u64) -> Result<Box<dyn Prepared + 'g>> {
-        let n = f32_elements(size)?;
+    fn prepare<'g>(&self, gpu: &'g Gpu, p: &Params) -> Result<Box<dyn Prepared + 'g>> {
+        let n = f32_elements(p.size)?;
         let src_len = input_len(n).ok_or_else(|| Error::TooLarge {
             what: format!("{n} elements"),
             why: "the stride-64 input overflows usize".into(),
@@ -54,7 +55,7 @@ impl Experiment for Stride {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(Box::new(Gather::new(gpu, n, src_len, seed, variants)?))
+        Ok(Box::new(Gather::new(gpu, n, src_len, p.seed, variants)?))
     }
 }
 
@@ -72,7 +73,10 @@ mod tests {
 
     #[test]
     fn footprint_counts_input_and_output() {
-        assert_eq!(Stride.device_bytes(4 * 100), Some(4 * (99 * 64 + 1) + 400));
-        assert_eq!(Stride.device_bytes(u64::MAX), None);
+        assert_eq!(
+            Stride.device_bytes(&Params::sized(4 * 100, 0)),
+            Some(4 * (99 * 64 + 1) + 400)
+        );
+        assert_eq!(Stride.device_bytes(&Params::sized(u64::MAX, 0)), None);
     }
 }

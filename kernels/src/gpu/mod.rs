@@ -5,7 +5,9 @@
 //! crate that uses `core::arch::nvptx` or inline assembly; on other targets it is
 //! backed by [`crate::gpu::emu`], which runs kernels as CPU threads.
 
+pub mod math;
 pub mod mem;
+#[macro_use]
 pub mod shared;
 pub mod thread;
 pub mod vec;

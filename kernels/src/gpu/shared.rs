@@ -165,16 +165,23 @@ impl<T: SharedWord> SharedArray<T> {
 /// Declares a static shared-memory array and returns it as a [`SharedArray`]:
 /// `let tile = shared_array![TILE: [f32; 32 * 33]];`
 ///
-/// The name becomes the PTX symbol, so it must be unique within the crate.
+/// The name becomes the PTX symbol, so it must be unique within the crate. The
+/// length may use constants of the enclosing module (not locals of the function).
 #[macro_export]
 macro_rules! shared_array {
     ($name:ident : [$t:ty; $n:expr]) => {{
         #[cfg(target_arch = "nvptx64")]
         let array = {
-            core::arch::global_asm!(
-                concat!(".shared .align 16 .b8 ", stringify!($name), "[{bytes}];"),
-                bytes = const core::mem::size_of::<[$t; $n]>(),
-            );
+            // global_asm! is an item; a module lets it sit inside the kernel body.
+            #[allow(non_snake_case)]
+            mod $name {
+                #[allow(unused_imports)]
+                use super::*;
+                core::arch::global_asm!(
+                    concat!(".shared .align 16 .b8 ", stringify!($name), "[{bytes}];"),
+                    bytes = const core::mem::size_of::<[$t; $n]>(),
+                );
+            }
             let addr: u32;
             // SAFETY: takes the shared-window address of the array declared above.
             unsafe {

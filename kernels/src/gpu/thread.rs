@@ -64,9 +64,13 @@ pub fn index_1d() -> usize {
 }
 
 /// The total number of threads in the grid along x: the step of a grid-stride loop.
+/// Never zero, which lets the compiler drop division-by-zero checks on it.
 #[inline(always)]
 pub fn grid_size_1d() -> usize {
-    (grid_dim_x() * block_dim_x()) as usize
+    let n = (grid_dim_x() * block_dim_x()) as usize;
+    // SAFETY: every launch has at least one block of at least one thread.
+    unsafe { core::hint::assert_unchecked(n > 0) };
+    n
 }
 
 /// The thread's linear index inside its block (x fastest, then y, then z):

@@ -19,11 +19,12 @@ impl Float4 {
     /// `a * self + other`, lane by lane.
     #[inline(always)]
     pub fn axpy(self, a: f32, other: Self) -> Self {
+        use super::math::fma;
         Self::new(
-            a * self.x + other.x,
-            a * self.y + other.y,
-            a * self.z + other.z,
-            a * self.w + other.w,
+            fma(a, self.x, other.x),
+            fma(a, self.y, other.y),
+            fma(a, self.z, other.z),
+            fma(a, self.w, other.w),
         )
     }
 }
