@@ -35,17 +35,23 @@ extern "C" __global__ void saxpy_f32x4(size_t n, float a, const float* x, float*
     scalar_tail(n, a, x, y);
 }
 
-// float4, strided: each thread walks its own contiguous chunk of ceil((n/4)/threads).
+// Rows of the strided variant's column-major view (kernels::saxpy::STRIDED_ROWS).
+constexpr size_t STRIDED_ROWS = 4096;
+
+// float4, strided: saxpy_f32x4's grid-stride loop, but logical index j walks the
+// n/4 float4s as a 4096-row matrix stored column by column.
 extern "C" __global__ void saxpy_f32x4_strided(size_t n, float a, const float* x, float* y) {
     const float4* x4 = reinterpret_cast<const float4*>(x);
     float4* y4 = reinterpret_cast<float4*>(y);
     size_t n4 = n / 4;
-    size_t threads = gridDim.x * blockDim.x;
-    size_t chunk = n4 / threads + (n4 % threads != 0);
-    size_t start = (blockIdx.x * blockDim.x + threadIdx.x) * chunk;
-    size_t end = start + chunk < n4 ? start + chunk : n4;
-    for (size_t i = start; i < end; ++i) {
-        y4[i] = axpy(x4[i], a, y4[i]);
+    size_t cols = n4 / STRIDED_ROWS + (n4 % STRIDED_ROWS != 0);
+    size_t j = blockIdx.x * blockDim.x + threadIdx.x;
+    while (j < STRIDED_ROWS * cols) {
+        size_t i = (j % STRIDED_ROWS) * cols + j / STRIDED_ROWS;
+        if (i < n4) {
+            y4[i] = axpy(x4[i], a, y4[i]);
+        }
+        j += gridDim.x * blockDim.x;
     }
     scalar_tail(n, a, x, y);
 }

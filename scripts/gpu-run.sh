@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine over a bundle made by scripts/gpu-bundle.sh:
-#   scripts/gpu-run.sh [STAGE...]     stages: tests suite compare (default: tests suite)
+#   scripts/gpu-run.sh [STAGE...]     stages: tests suite check sanitize compare (default: tests suite)
 # Logs and results go to $OUT (default ./gpu-out); the last thing printed is the table.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -30,6 +30,13 @@ for stage in "${stages[@]}"; do
       "$bundle/coalesce" run --json "$out/results.json" >"$out/table.txt" 2>"$out/suite.err" || status=1
       cat "$out/suite.err" "$out/table.txt"
       ;;
+    check)
+      "$bundle/coalesce" check >"$out/check.txt" 2>&1 || status=1
+      tail -n 1 "$out/check.txt"
+      ;;
+    sanitize)
+      OUT=$out scripts/sanitize.sh "$bundle/coalesce" || status=1
+      ;;
     compare)
       # Rust against the CUDA C++ twins (NVRTC) and cuBLAS, then the PTX of both
       # sides, assembled to SASS where the toolkit has ptxas and cuobjdump, in one
@@ -57,7 +64,7 @@ for stage in "${stages[@]}"; do
       done
       ;;
     *)
-      echo "unknown stage $stage (tests, suite, compare)"; status=2 ;;
+      echo "unknown stage $stage (tests, suite, check, sanitize, compare)"; status=2 ;;
   esac
 done
 exit $status

@@ -104,3 +104,21 @@ fn info_shows_the_ptx_even_without_a_gpu() {
         "{stdout}"
     );
 }
+
+#[test]
+fn shapes_parse_and_bad_shapes_are_usage_errors() {
+    // Parsing succeeds (no panic) and gets as far as needing a GPU, or runs.
+    let out = coalesce()
+        .args(["run", "transpose", "--shape", "33x65", "--reps", "1"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        out.status.code() == Some(0) || err.contains("no NVIDIA GPU available"),
+        "{err}"
+    );
+    assert!(fails(&["run", "transpose", "--shape", "33"], 2).contains("ROWSxCOLS"));
+    assert!(fails(&["run", "transpose", "--shape", "0x5"], 2).contains("greater than zero"));
+    assert!(fails(&["run", "copy", "--shape", "4x4"], 2).contains("no selected experiment takes a shape"));
+}

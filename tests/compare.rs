@@ -5,34 +5,14 @@
 
 use cust::memory::CopyDestination;
 
+use coalesce::check::awkward;
 use coalesce::compare::cublas::{Cublas, Math};
 use coalesce::compare::twins::Twins;
 use coalesce::compare::{CompareReport, compare};
 use coalesce::device::Gpu;
 use coalesce::experiments::matmul::check_rounded_product;
 use coalesce::experiments::{ALL, select};
-use coalesce::harness::{Gemm, Params, Plan, Reps, check_with, launch_case};
-
-/// Element counts that are not multiples of a warp, a block or a vector.
-const AWKWARD: [u64; 5] = [1, 31, 33, 4095, (1 << 20) + 7];
-/// Matrices that are not square and not multiples of a tile.
-const AWKWARD_2D: [[usize; 2]; 4] = [[1, 1], [33, 65], [1000, 17], [17, 1000]];
-/// Products likewise.
-const AWKWARD_3D: [[usize; 3]; 4] = [[1, 1, 1], [33, 65, 17], [1000, 17, 33], [17, 33, 1000]];
-
-/// The awkward problems of an experiment: shapes for matrix experiments, sizes otherwise.
-fn awkward(rank: usize, seed: u64) -> Vec<Params> {
-    let shaped = |d: &[usize]| Params {
-        size: 4,
-        shape: Some(d.to_vec()),
-        seed,
-    };
-    match rank {
-        2 => AWKWARD_2D.iter().map(|d| shaped(d)).collect(),
-        3 => AWKWARD_3D.iter().map(|d| shaped(d)).collect(),
-        _ => AWKWARD.iter().map(|&n| Params::sized(n * 4, seed + n)).collect(),
-    }
-}
+use coalesce::harness::{Gemm, Plan, Reps, check_with, launch_case};
 
 fn gpu() -> Gpu {
     Gpu::open(0).unwrap_or_else(|e| panic!("this test needs an NVIDIA GPU: {e}"))

@@ -46,6 +46,18 @@ pub enum Command {
     },
     /// List experiments and their variants (no GPU needed).
     List,
+    /// Validate every kernel at awkward sizes (1, 31, 33, 4095, 2^20+7 elements;
+    /// non-square matrices), without timing: for sanitizers and new GPUs.
+    Check {
+        /// Experiments to check, as EXPERIMENT or EXPERIMENT/VARIANT (default: all).
+        experiments: Vec<String>,
+        /// CUDA device ordinal.
+        #[arg(long, default_value_t = 0)]
+        device: u32,
+        /// Seed for the random inputs.
+        #[arg(long, default_value_t = 0x5eed)]
+        seed: u64,
+    },
 }
 
 #[derive(Debug, Args, Default)]
@@ -57,7 +69,7 @@ pub struct RunArgs {
     pub size: Option<u64>,
     /// Matrix shape: ROWSxCOLS for transpose, MxNxK for matmul (overrides --size for them).
     #[arg(long, value_parser = shape_arg)]
-    pub shape: Option<Vec<usize>>,
+    pub shape: Option<Shape>,
     /// Timed launches per variant; the table shows their median.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub reps: u32,
@@ -91,8 +103,12 @@ fn size_arg(s: &str) -> std::result::Result<u64, String> {
     parse_size(s).map_err(|e| e.to_string())
 }
 
-fn shape_arg(s: &str) -> std::result::Result<Vec<usize>, String> {
-    crate::units::parse_shape(s).map_err(|e| e.to_string())
+/// A parsed `--shape` (a newtype: clap treats a bare `Vec` as a list of values).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Shape(pub Vec<usize>);
+
+fn shape_arg(s: &str) -> std::result::Result<Shape, String> {
+    crate::units::parse_shape(s).map(Shape).map_err(|e| e.to_string())
 }
 
 /// What a command ended with, for the exit code.
@@ -111,6 +127,20 @@ pub fn execute(cli: Cli) -> Result<Outcome> {
         Some(Command::List) => {
             print!("{}", list());
             Ok(Outcome::Ok)
+        }
+        Some(Command::Check {
+            experiments,
+            device,
+            seed,
+        }) => {
+            let selection = experiments::select(&experiments)?;
+            let gpu = Gpu::open(device)?;
+            let rows = crate::check::run_checks(&gpu, &selection, seed)?;
+            print!("{}", crate::check::render(&rows));
+            Ok(match rows.iter().filter(|r| !r.validated).count() {
+                0 => Outcome::Ok,
+                n => Outcome::Invalid(n),
+            })
         }
     }
 }
@@ -148,7 +178,7 @@ fn info(device: u32) -> Result<Outcome> {
 
 /// `--shape` must fit one of the selected experiments (checked before the GPU opens).
 fn check_shape(args: &RunArgs, selection: &[experiments::Selection]) -> Result<()> {
-    if let Some(shape) = &args.shape
+    if let Some(Shape(shape)) = &args.shape
         && !selection.iter().any(|s| s.experiment.shape_rank() == shape.len())
     {
         return Err(crate::Error::BadShape {
@@ -163,7 +193,7 @@ fn check_shape(args: &RunArgs, selection: &[experiments::Selection]) -> Result<(
 fn plan(args: &RunArgs) -> Plan {
     Plan {
         size: args.size,
-        shape: args.shape.clone(),
+        shape: args.shape.clone().map(|s| s.0),
         reps: Reps {
             warmup: args.warmup as usize,
             timed: args.reps as usize,

@@ -7,6 +7,7 @@
 //! [`experiments`] holds one module per experiment, [`table`] prints and saves rows.
 
 pub mod buffers;
+pub mod check;
 pub mod cli;
 pub mod compare;
 pub mod device;

@@ -6,8 +6,8 @@ use crate::gpu::{Float4, Global, GlobalMut, thread};
 
 /// Threads per block.
 pub const BLOCK: u32 = 256;
-/// Threads of the strided variant: one per row of the 4096 x 4096 float4 view.
-pub const STRIDED_THREADS: u32 = 4096;
+/// Rows of the strided variant's column-major view (4096 x 4096 float4s at 2^26 floats).
+pub const STRIDED_ROWS: usize = 4096;
 
 kernel! {
     /// One f32 per thread: consecutive threads, consecutive addresses: coalesced.
@@ -49,21 +49,23 @@ kernel! {
 }
 
 kernel! {
-    /// Float4, strided: each thread walks its own contiguous chunk (a row of the
-    /// 4096 x 4096 float4 view), so a warp's 32 vector loads land 64 KiB apart:
-    /// 32 requests' worth of sectors per instruction, half of each sector unused
-    /// until the next iteration, by which time it may be gone.
+    /// Float4, strided: the same grid-stride loop as `saxpy_f32x4`, but logical index
+    /// j walks the n/4 float4s as a 4096-row matrix stored column by column, so
+    /// consecutive threads touch float4s a whole column (n/4/4096 of them, 64 KiB at
+    /// the default size) apart: one sector per lane, half of it unused.
     pub fn saxpy_f32x4_strided(n: usize, a: f32, x: Global<f32>, y: GlobalMut<f32>) {
         // SAFETY: as above.
         let (x4, y4) = unsafe { (x.cast::<Float4>(), y.cast::<Float4>()) };
-        let chunk = (n / 4).div_ceil(thread::grid_size_1d());
-        let start = thread::index_1d() * chunk;
-        let end = (start + chunk).min(n / 4);
-        let mut i = start;
-        while i < end {
-            // SAFETY: i < end <= n / 4.
-            unsafe { y4.write(i, x4.read(i).axpy(a, y4.read(i))) };
-            i += 1;
+        let n4 = n / 4;
+        let cols = n4.div_ceil(STRIDED_ROWS);
+        let mut j = thread::index_1d();
+        while j < STRIDED_ROWS * cols {
+            let i = (j % STRIDED_ROWS) * cols + j / STRIDED_ROWS;
+            if i < n4 {
+                // SAFETY: i < n / 4.
+                unsafe { y4.write(i, x4.read(i).axpy(a, y4.read(i))) };
+            }
+            j += thread::grid_size_1d();
         }
         // SAFETY: forwards the kernel's arguments.
         unsafe { scalar_tail(n, a, x, y) };

@@ -3,7 +3,7 @@
 
 use cust::memory::DeviceBuffer;
 use kernels::gpu::math::fma;
-use kernels::saxpy::{BLOCK, STRIDED_THREADS};
+use kernels::saxpy::BLOCK;
 
 use crate::buffers::{download, f32_elements, fill_uniform};
 use crate::device::{DeviceInfo, Gpu};
@@ -17,8 +17,10 @@ pub struct Saxpy;
 /// The scalar a.
 pub const A: f32 = 1.5;
 const TOL: Tolerance = Tolerance { rel: 1e-6, abs: 1e-6 };
-/// Blocks per SM for the grid-stride kernel.
-const BLOCKS_PER_SM: u32 = 8;
+/// Blocks per SM for the grid-stride loop: several waves, so each thread does only a
+/// few iterations (a grid of one resident wave ran at 93% of cuMemcpyDtoD against 99%
+/// for this on the H100; docs/perf-notes.md).
+const BLOCKS_PER_SM: u32 = 256;
 
 const VARIANTS: [(&str, &str); 3] = [
     ("f32", "saxpy_f32"),
@@ -51,11 +53,7 @@ impl Experiment for Saxpy {
         let cfgs = vec![
             LaunchCfg::one_per_element(n, BLOCK)?,
             LaunchCfg::grid_stride(n / 4, BLOCK, gpu.info.sm_count, BLOCKS_PER_SM),
-            LaunchCfg {
-                grid: (STRIDED_THREADS / BLOCK, 1, 1),
-                block: (BLOCK, 1, 1),
-                shared_bytes: 0,
-            },
+            LaunchCfg::grid_stride(n / 4, BLOCK, gpu.info.sm_count, BLOCKS_PER_SM),
         ];
         let cases = VARIANTS
             .iter()
