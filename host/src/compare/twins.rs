@@ -93,7 +93,29 @@ pub fn compile(
             twin.file, twin.experiment
         )));
     }
+    // The harness passes one argument list to both: the parameters must agree.
+    for k in kernels {
+        let (rust, cpp) = (params(crate::ptx::PTX, k), params(&ptx, k));
+        if rust != cpp {
+            return Err(Unusable::Broken(format!(
+                "cuda/{}: {k} takes {cpp:?} in C++ but {rust:?} in Rust",
+                twin.file
+            )));
+        }
+    }
     Ok(ptx)
+}
+
+/// The PTX types of `entry`'s parameters (`.u64`, `.f32`, ...), or None if absent.
+pub fn params<'p>(ptx: &'p str, entry: &str) -> Option<Vec<&'p str>> {
+    let head = format!(".visible .entry {entry}(");
+    let start = ptx.find(&head)? + head.len();
+    let list = &ptx[start..start + ptx[start..].find(')')?];
+    Some(
+        list.split(',')
+            .filter_map(|p| p.split_whitespace().nth(1))
+            .collect(),
+    )
 }
 
 struct Loaded {
@@ -221,6 +243,28 @@ mod tests {
             let twin = find(e.name()).unwrap();
             let ptx = compile(&nvrtc, twin, "compute_80", &e.kernels()).unwrap_or_else(|u| panic!("{u}"));
             assert!(ptx.contains(".target sm_80"), "{}", twin.file);
+        }
+        // A twin whose signature differs from the Rust kernel's is refused.
+        let wrong = Twin {
+            experiment: "copy",
+            file: "wrong.cu",
+            source: "extern \"C\" __global__ void copy_f32(size_t n, float* dst) { dst[0] = n; }",
+        };
+        let e = compile(&nvrtc, &wrong, "compute_80", &["copy_f32"]).unwrap_err();
+        assert!(matches!(&e, Unusable::Broken(m) if m.contains("takes")), "{e}");
+    }
+
+    #[test]
+    fn parses_parameter_types() {
+        let ptx = ".visible .entry k(\n\t.param .u64 k_param_0,\n\t.param .f32 k_param_1,\n\t.param .u64 .ptr .align 1 k_param_2\n)\n{\n}\n.visible .entry e(\n)\n";
+        assert_eq!(params(ptx, "k"), Some(vec![".u64", ".f32", ".u64"]));
+        assert_eq!(params(ptx, "e"), Some(vec![]));
+        assert_eq!(params(ptx, "missing"), None);
+        // Every Rust kernel with a twin has a parameter list to compare against.
+        for e in ALL {
+            for k in e.kernels() {
+                assert!(params(crate::ptx::PTX, k).is_some_and(|p| !p.is_empty()), "{k}");
+            }
         }
     }
 
