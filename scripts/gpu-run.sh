@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine over a bundle made by scripts/gpu-bundle.sh:
-#   scripts/gpu-run.sh [STAGE...]     stages: tests suite check sanitize compare (default: tests suite)
+#   scripts/gpu-run.sh [STAGE...]     stages: tests suite check sanitize report bench compare (default: tests suite)
 # Logs and results go to $OUT (default ./gpu-out); the last thing printed is the table.
+# Only a few files come back from $OUT, two folders deep at most: stages that make
+# many files (report, bench) pack them into one archive each.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bundle=gpu-bundle
@@ -37,6 +39,32 @@ for stage in "${stages[@]}"; do
     sanitize)
       OUT=$out scripts/sanitize.sh "$bundle/coalesce" || status=1
       ;;
+    report)
+      # report.md to read at once; it, results.json and the SVGs in report.tar.gz.
+      rm -rf "$out/report"
+      start=$(date +%s)
+      "$bundle/coalesce" report --out "$out/report" >"$out/report.log" 2>&1 || status=1
+      echo "coalesce report: $(( $(date +%s) - start )) s wall" >>"$out/report.log"
+      if [ -f "$out/report/report.md" ]; then
+        cp "$out/report/report.md" "$out/report.md"
+        tar -czf "$out/report.tar.gz" -C "$out" report && rm -rf "$out/report"
+      fi
+      tail -n 30 "$out/report.log"
+      ;;
+    bench)
+      # A quick criterion pass: small arrays, short warm-up and measurement.
+      # Criterion's output (HTML reports, saved estimates) goes into criterion.tar.gz.
+      rm -rf "$out/criterion"
+      for b in "$bundle"/bench-*-bench-*; do
+        [ -x "$b" ] || continue
+        echo "== $b" | tee -a "$out/bench.log"
+        COALESCE_BENCH_SIZE=${COALESCE_BENCH_SIZE:-64M} CRITERION_HOME="$out/criterion" \
+          "$b" --bench --warm-up-time 1 --measurement-time 2 >>"$out/bench.log" 2>&1 \
+          || { status=1; echo "FAILED: $b" | tee -a "$out/bench.log"; }
+      done
+      [ -d "$out/criterion" ] && tar -czf "$out/criterion.tar.gz" -C "$out" criterion && rm -rf "$out/criterion"
+      grep -E "^[a-z]+/|thrpt:|error|FAILED|nothing to measure" "$out/bench.log"
+      ;;
     compare)
       # Rust against the CUDA C++ twins (NVRTC) and cuBLAS, then the PTX of both
       # sides, assembled to SASS where the toolkit has ptxas and cuobjdump, in one
@@ -64,7 +92,7 @@ for stage in "${stages[@]}"; do
       done
       ;;
     *)
-      echo "unknown stage $stage (tests, suite, check, sanitize, compare)"; status=2 ;;
+      echo "unknown stage $stage (tests, suite, check, sanitize, report, bench, compare)"; status=2 ;;
   esac
 done
 exit $status

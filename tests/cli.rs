@@ -122,3 +122,34 @@ fn shapes_parse_and_bad_shapes_are_usage_errors() {
     assert!(fails(&["run", "transpose", "--shape", "0x5"], 2).contains("greater than zero"));
     assert!(fails(&["run", "copy", "--shape", "4x4"], 2).contains("no selected experiment takes a shape"));
 }
+
+#[test]
+fn report_checks_its_arguments_before_the_gpu() {
+    let err = fails(&["report", "nonsense"], 2);
+    assert!(err.contains("unknown experiment \"nonsense\""), "{err}");
+    // An --out that cannot be written fails at once, not after the suite has run.
+    let err = fails(&["report", "copy", "--out", "/proc/coalesce-report"], 1);
+    assert!(err.contains("cannot write /proc/coalesce-report"), "{err}");
+}
+
+#[test]
+fn report_without_a_gpu_is_one_clear_line() {
+    if coalesce::device::Gpu::open(0).is_ok() {
+        return; // A GPU machine: `coalesce report` runs for real there (scripts/gpu-run.sh report).
+    }
+    let dir = std::env::temp_dir().join(format!("coalesce-cli-report-{}", std::process::id()));
+    let err = fails(&["report", "stride", "--out", dir.to_str().unwrap()], 1);
+    assert!(err.contains("no NVIDIA GPU available"), "{err}");
+    assert!(!dir.join("report.md").exists(), "no report without results");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn report_help_names_its_options() {
+    coalesce().args(["report", "--help"]).assert().success().stdout(
+        predicate::str::contains("--out <DIR>")
+            .and(predicate::str::contains("--size"))
+            .and(predicate::str::contains("--reps"))
+            .and(predicate::str::contains("--quiet")),
+    );
+}

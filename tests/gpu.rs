@@ -41,3 +41,32 @@ fn device_out_of_range_is_an_error() {
     assert!(e.to_string().contains("out of range"), "{e}");
     assert_eq!(e.exit_code(), 2);
 }
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn report_writes_markdown_json_and_plots_from_a_real_run() {
+    use clap::Parser;
+    use coalesce::cli::{Cli, Outcome, execute};
+    let dir = std::env::temp_dir().join(format!("coalesce-gpu-report-{}", std::process::id()));
+    let out = dir.to_str().unwrap();
+    let cli = Cli::parse_from([
+        "coalesce", "report", "copy", "stride", "--size", "8M", "--reps", "3", "--quiet", "--out", out,
+    ]);
+    assert!(
+        matches!(execute(cli).unwrap(), Outcome::Ok),
+        "every kernel validated"
+    );
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(
+        md.contains("| stride | 32 |") && md.contains("% of stride 1"),
+        "{md}"
+    );
+    let results: coalesce::report::Results =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
+    assert_eq!(results.run.rows.len(), 2 + 7);
+    let stride = std::fs::read_to_string(dir.join("stride.svg")).unwrap();
+    assert_eq!(stride.matches("<circle").count(), 7);
+    assert!(stride.contains(&results.run.device.name));
+    assert!(dir.join("good-vs-bad.svg").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

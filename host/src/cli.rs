@@ -1,15 +1,18 @@
-//! The `coalesce` command line: `run` (the default), `compare`, `info`, `list`.
+//! The `coalesce` command line: `run` (the default), `report`, `compare`, `info`,
+//! `list`, `check`.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::time::{Instant, SystemTime};
 
 use clap::{Args, Parser, Subcommand};
 
 use crate::device::Gpu;
 use crate::error::Result;
-use crate::experiments::{self, ALL};
+use crate::experiments::{self, ALL, Selection};
 use crate::harness::{self, Plan, Reps};
+use crate::progress::Progress;
 use crate::ptx;
+use crate::report::{self, Results};
 use crate::table::{self, ExperimentBaseline, Report};
 use crate::units::parse_size;
 
@@ -35,6 +38,8 @@ pub struct Cli {
 pub enum Command {
     /// Run experiments and print the table (the default).
     Run(RunArgs),
+    /// Run experiments and write report.md, results.json and SVG plots to a directory.
+    Report(ReportArgs),
     /// Run each Rust kernel beside its CUDA C++ twin (NVRTC) and matmul beside cuBLAS.
     Compare(CompareArgs),
     /// Show the device, its peak bandwidth, the kernels in the embedded PTX, and
@@ -62,6 +67,37 @@ pub enum Command {
 
 #[derive(Debug, Args, Default)]
 pub struct RunArgs {
+    #[command(flatten)]
+    pub suite: SuiteArgs,
+    /// Also write the results as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    #[command(flatten)]
+    pub suite: SuiteArgs,
+    /// Directory for report.md, results.json and the plots (made if missing).
+    #[arg(long, value_name = "DIR", default_value = "coalesce-report")]
+    pub out: PathBuf,
+}
+
+#[derive(Debug, Args, Default)]
+pub struct CompareArgs {
+    #[command(flatten)]
+    pub suite: SuiteArgs,
+    /// Also write the comparison as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write the PTX of both sides (EXPERIMENT.cpp.ptx, rust-kernels.ptx) into DIR.
+    #[arg(long, value_name = "DIR", hide = true)]
+    pub dump_ptx: Option<PathBuf>,
+}
+
+/// What to run and how: shared by `run`, `report` and `compare`.
+#[derive(Debug, Args, Default)]
+pub struct SuiteArgs {
     /// Experiments to run, as EXPERIMENT or EXPERIMENT/VARIANT (default: all).
     pub experiments: Vec<String>,
     /// Bytes per array, e.g. 256M or 1G (default: 8 x the L2 size, at least 256 MiB).
@@ -79,24 +115,12 @@ pub struct RunArgs {
     /// CUDA device ordinal.
     #[arg(long, default_value_t = 0)]
     pub device: u32,
-    /// Also write the results as JSON to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
     /// Seed for the random inputs.
     #[arg(long, default_value_t = 0x5eed)]
     pub seed: u64,
-    /// No progress lines on stderr.
+    /// No progress bar on stderr (it is only drawn on a terminal anyway).
     #[arg(long, short)]
     pub quiet: bool,
-}
-
-#[derive(Debug, Args, Default)]
-pub struct CompareArgs {
-    #[command(flatten)]
-    pub run: RunArgs,
-    /// Write the PTX of both sides (EXPERIMENT.cpp.ptx, rust-kernels.ptx) into DIR.
-    #[arg(long, value_name = "DIR", hide = true)]
-    pub dump_ptx: Option<PathBuf>,
 }
 
 fn size_arg(s: &str) -> std::result::Result<u64, String> {
@@ -122,6 +146,7 @@ pub fn execute(cli: Cli) -> Result<Outcome> {
     match cli.command {
         None => run(cli.run),
         Some(Command::Run(args)) => run(args),
+        Some(Command::Report(args)) => write_report(args),
         Some(Command::Compare(args)) => compare(args),
         Some(Command::Info { device }) => info(device),
         Some(Command::List) => {
@@ -176,9 +201,11 @@ fn info(device: u32) -> Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
-/// `--shape` must fit one of the selected experiments (checked before the GPU opens).
-fn check_shape(args: &RunArgs, selection: &[experiments::Selection]) -> Result<()> {
-    if let Some(Shape(shape)) = &args.shape
+/// Checks everything the user typed, before anything touches the GPU or the disk.
+fn plan(args: &SuiteArgs) -> Result<(Vec<Selection>, Plan)> {
+    let selection = experiments::select(&args.experiments)?;
+    let shape = args.shape.clone().map(|s| s.0);
+    if let Some(shape) = &shape
         && !selection.iter().any(|s| s.experiment.shape_rank() == shape.len())
     {
         return Err(crate::Error::BadShape {
@@ -187,54 +214,35 @@ fn check_shape(args: &RunArgs, selection: &[experiments::Selection]) -> Result<(
                 .into(),
         });
     }
-    Ok(())
-}
-
-fn plan(args: &RunArgs) -> Plan {
-    Plan {
+    let plan = Plan {
         size: args.size,
-        shape: args.shape.clone().map(|s| s.0),
+        shape,
         reps: Reps {
             warmup: args.warmup as usize,
             timed: args.reps as usize,
         },
         seed: args.seed,
-    }
+    };
+    Ok((selection, plan))
 }
 
-fn compare(args: CompareArgs) -> Result<Outcome> {
-    let selection = experiments::select(&args.run.experiments)?;
-    check_shape(&args.run, &selection)?;
-    let gpu = Gpu::open(args.run.device)?;
-    let show = !args.run.quiet && std::io::stderr().is_terminal();
-    let report = crate::compare::compare(
-        &gpu,
-        &selection,
-        &plan(&args.run),
-        args.dump_ptx.as_deref(),
-        |msg| {
-            if show {
-                eprintln!("running {msg}");
-            }
-        },
-    )?;
-    print!("{}", crate::compare::render(&report));
-    if let Some(path) = &args.run.json {
-        table::write_json(path, &report)?;
-    }
-    Ok(match report.failures() {
-        0 => Outcome::Ok,
-        n => Outcome::Invalid(n),
-    })
+/// One progress step per experiment (its setup) and one per variant.
+fn steps(selection: &[Selection]) -> u64 {
+    selection
+        .iter()
+        .map(|s| {
+            1 + s
+                .variants
+                .as_ref()
+                .map_or(s.experiment.variants().len(), Vec::len) as u64
+        })
+        .sum()
 }
 
-fn run(args: RunArgs) -> Result<Outcome> {
-    // Parse everything the user typed before touching the GPU.
-    let selection = experiments::select(&args.experiments)?;
-    check_shape(&args, &selection)?;
+/// Runs the selected experiments through the harness, with a progress bar.
+fn run_suite(args: &SuiteArgs, selection: &[Selection], plan: &Plan) -> Result<Report> {
     let gpu = Gpu::open(args.device)?;
-    let plan = plan(&args);
-    let show = !args.quiet && std::io::stderr().is_terminal();
+    let mut progress = Progress::new(steps(selection), args.quiet);
     let mut report = Report {
         coalesce_version: env!("CARGO_PKG_VERSION").to_string(),
         device: gpu.info.clone(),
@@ -243,12 +251,10 @@ fn run(args: RunArgs) -> Result<Outcome> {
         baselines: Vec::new(),
         rows: Vec::new(),
     };
-    for s in &selection {
+    for s in selection {
         let (baseline, rows) =
-            harness::run_experiment(&gpu, s.experiment, s.variants.as_deref(), &plan, |msg| {
-                if show {
-                    eprintln!("running {msg}");
-                }
+            harness::run_experiment(&gpu, s.experiment, s.variants.as_deref(), plan, |msg| {
+                progress.step(msg)
             })?;
         report.baselines.push(ExperimentBaseline {
             experiment: s.experiment.name().to_string(),
@@ -256,7 +262,36 @@ fn run(args: RunArgs) -> Result<Outcome> {
         });
         report.rows.extend(rows);
     }
+    progress.finish();
+    Ok(report)
+}
+
+fn outcome(report: &Report) -> Outcome {
+    match report.failures() {
+        0 => Outcome::Ok,
+        n => Outcome::Invalid(n),
+    }
+}
+
+fn run(args: RunArgs) -> Result<Outcome> {
+    let (selection, plan) = plan(&args.suite)?;
+    let report = run_suite(&args.suite, &selection, &plan)?;
     print!("{}", table::render(&report));
+    if let Some(path) = &args.json {
+        table::write_json(path, &report)?;
+    }
+    Ok(outcome(&report))
+}
+
+fn compare(args: CompareArgs) -> Result<Outcome> {
+    let (selection, plan) = plan(&args.suite)?;
+    let gpu = Gpu::open(args.suite.device)?;
+    let mut progress = Progress::new(steps(&selection), args.suite.quiet);
+    let report = crate::compare::compare(&gpu, &selection, &plan, args.dump_ptx.as_deref(), |msg| {
+        progress.step(msg)
+    })?;
+    progress.finish();
+    print!("{}", crate::compare::render(&report));
     if let Some(path) = &args.json {
         table::write_json(path, &report)?;
     }
@@ -264,4 +299,26 @@ fn run(args: RunArgs) -> Result<Outcome> {
         0 => Outcome::Ok,
         n => Outcome::Invalid(n),
     })
+}
+
+fn write_report(args: ReportArgs) -> Result<Outcome> {
+    let (selection, plan) = plan(&args.suite)?;
+    // A bad --out fails now, not after the whole suite has run.
+    report::prepare_dir(&args.out)?;
+    let start = Instant::now();
+    let run = run_suite(&args.suite, &selection, &plan)?;
+    print!("{}", table::render(&run));
+    let results = Results {
+        date: report::utc_date(SystemTime::now()),
+        elapsed_s: start.elapsed().as_secs_f64(),
+        run,
+    };
+    let files = report::write(&args.out, &results)?;
+    println!(
+        "\nreport: {} ({} files, run took {:.0} s)",
+        files[0].display(),
+        files.len(),
+        results.elapsed_s
+    );
+    Ok(outcome(&results.run))
 }

@@ -66,6 +66,9 @@ pub enum Error {
     /// A CUDA library call (cuBLAS) failed after the library loaded.
     #[error("{0}")]
     Library(String),
+
+    #[error("drawing a plot failed: {0}")]
+    Plot(String),
 }
 
 impl Error {

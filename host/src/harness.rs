@@ -263,6 +263,27 @@ fn interleaved(round: usize, j: usize, count: usize) -> usize {
     if round.is_multiple_of(2) { j } else { count - 1 - j }
 }
 
+/// GPU time of `launches` back-to-back launches, in milliseconds: one event before
+/// the first and one after the last, so the host's enqueueing is not timed (what
+/// criterion's `iter_custom` needs: the total time of a batch). The caller warms up.
+pub fn time_batch(gpu: &Gpu, launches: u64, mut launch: impl FnMut() -> Result<()>) -> Result<f64> {
+    let start = Event::new(EventFlags::DEFAULT).map_err(Error::cuda("creating timing events"))?;
+    let end = Event::new(EventFlags::DEFAULT).map_err(Error::cuda("creating timing events"))?;
+    start
+        .record(&gpu.stream)
+        .map_err(Error::cuda("recording an event"))?;
+    for _ in 0..launches {
+        launch()?;
+    }
+    end.record(&gpu.stream)
+        .map_err(Error::cuda("recording an event"))?;
+    gpu.sync("running the timed launches")?;
+    let ms = end
+        .elapsed_time_f32(&start)
+        .map_err(Error::cuda("reading event times"))?;
+    Ok(f64::from(ms))
+}
+
 /// The driver's device-to-device copy of `bytes`, timed like a kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Baseline {

@@ -4,7 +4,8 @@
 //!
 //! The pieces: [`device`] opens a GPU, [`launch`] passes arguments, [`harness`]
 //! turns each experiment's declared work into timed, validated [`harness::Row`]s,
-//! [`experiments`] holds one module per experiment, [`table`] prints and saves rows.
+//! [`experiments`] holds one module per experiment, [`table`] prints and saves rows,
+//! [`report`] writes them as Markdown, JSON and SVG plots.
 
 pub mod buffers;
 pub mod check;
@@ -15,7 +16,9 @@ pub mod error;
 pub mod experiments;
 pub mod harness;
 pub mod launch;
+pub mod progress;
 pub mod ptx;
+pub mod report;
 pub mod table;
 pub mod units;
 pub mod validate;

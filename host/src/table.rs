@@ -135,20 +135,25 @@ pub fn render(report: &Report) -> String {
     out
 }
 
-/// Writes `value` as JSON to `path` without ever leaving a half-written file:
-/// a temporary file beside it, then a rename.
+/// Writes `value` as JSON to `path` without ever leaving a half-written file.
 pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+    let text = serde_json::to_string_pretty(value)?;
+    write_file(path, &(text + "\n"))
+}
+
+/// Writes `text` to `path` through a temporary file beside it and a rename, so a
+/// reader never sees a half-written file.
+pub fn write_file(path: &Path, text: &str) -> Result<()> {
     let err = |source| Error::Write {
         path: path.display().to_string(),
         source,
     };
-    let text = serde_json::to_string_pretty(value)?;
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
-    std::fs::write(&tmp, text + "\n").map_err(err)?;
+    std::fs::write(&tmp, text).map_err(err)?;
     std::fs::rename(&tmp, path).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
         err(e)

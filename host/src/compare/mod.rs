@@ -260,7 +260,6 @@ pub fn compare(
             });
             if let Ok(c) = lib {
                 for math in [Math::Fp32, Math::Tf32] {
-                    progress(&format!("{}/cuBLAS SGEMM {}", exp.name(), math.label()));
                     let g = p.gemm(i).expect("gemm_case has operands");
                     // Reset, compute, validate, as check_with does, against the same
                     // reference with the bound widened for TF32's rounded inputs.
