@@ -16,11 +16,11 @@ fn every_kernel_validates_at_awkward_sizes() {
     let rows = run_checks(&gpu, &select(&[]).unwrap(), 0xa11ce).unwrap();
     let failures: Vec<_> = rows.iter().filter(|r| !r.validated).collect();
     assert!(failures.is_empty(), "{}", render(&rows));
-    // Every kernel of every experiment was checked at every awkward problem.
+    // Every variant of every experiment was checked at every awkward problem.
     for exp in ALL {
-        for k in exp.kernels() {
-            let n = rows.iter().filter(|r| r.kernel == k).count();
-            assert_eq!(n, awkward(exp.shape_rank(), 0).len(), "{k} checked {n} times");
+        for v in exp.variants() {
+            let n = rows.iter().filter(|r| r.experiment == exp.name() && r.variant == v).count();
+            assert_eq!(n, awkward(exp.shape_rank(), 0).len(), "{}/{v} checked {n} times", exp.name());
         }
     }
 }
