@@ -19,8 +19,16 @@ fn every_kernel_validates_at_awkward_sizes() {
     // Every variant of every experiment was checked at every awkward problem.
     for exp in ALL {
         for v in exp.variants() {
-            let n = rows.iter().filter(|r| r.experiment == exp.name() && r.variant == v).count();
-            assert_eq!(n, awkward(exp.shape_rank(), 0).len(), "{}/{v} checked {n} times", exp.name());
+            let n = rows
+                .iter()
+                .filter(|r| r.experiment == exp.name() && r.variant == v)
+                .count();
+            assert_eq!(
+                n,
+                awkward(exp.shape_rank(), 0).len(),
+                "{}/{v} checked {n} times",
+                exp.name()
+            );
         }
     }
 }
