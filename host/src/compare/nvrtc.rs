@@ -56,6 +56,11 @@ pub fn arch_for(cc: (i32, i32)) -> String {
     format!("compute_{}{}", cc.0, cc.1)
 }
 
+/// The virtual architecture matching a `-C target-cpu` like `sm_90` or `sm_90a`.
+pub fn arch_for_target(target_cpu: &str) -> String {
+    format!("compute_{}", target_cpu.trim_start_matches("sm_"))
+}
+
 /// The options every twin is compiled with: the device's architecture and nothing
 /// else, NVRTC's defaults being nvcc's (-O3 device code, fused multiply-add on).
 pub fn options(arch: &str) -> Vec<String> {
@@ -156,6 +161,8 @@ mod tests {
     fn arch_and_options() {
         assert_eq!(arch_for((9, 0)), "compute_90");
         assert_eq!(arch_for((12, 0)), "compute_120");
+        assert_eq!(arch_for_target("sm_90"), "compute_90");
+        assert_eq!(arch_for_target("sm_90a"), "compute_90a");
         assert_eq!(options("compute_90"), ["--gpu-architecture=compute_90"]);
     }
 

@@ -76,6 +76,18 @@ impl std::fmt::Display for Unusable {
 }
 
 /// Compiles `twin` to PTX for `arch` and checks that it defines every one of `kernels`.
+/// Like for like: the twins target the virtual architecture the Rust PTX was built
+/// for (`COALESCE_ARCH`), so both reach the driver's JIT as the same kind of PTX. An
+/// NVRTC that no longer accepts that architecture (CUDA 13 dropped sm_70) gets the
+/// device's own; the table's header says which was used.
+fn choose_arch(nvrtc: &Nvrtc, gpu: &Gpu) -> String {
+    let rust = nvrtc::arch_for_target(crate::ptx::ARCH);
+    match nvrtc.compile("probe.cu", "extern \"C\" __global__ void probe() {}", &rust) {
+        Ok(_) => rust,
+        Err(_) => nvrtc::arch_for(gpu.info.compute_capability),
+    }
+}
+
 pub fn compile(
     nvrtc: &Nvrtc,
     twin: &Twin,
@@ -136,7 +148,7 @@ impl Twins {
     /// Compiles and loads the twins of `experiments` (with their kernels) for `gpu`.
     pub fn build(gpu: &Gpu, experiments: &[(&str, Vec<&str>)]) -> std::result::Result<Twins, Unusable> {
         let nvrtc = Nvrtc::load().map_err(Unusable::Unavailable)?;
-        let arch = nvrtc::arch_for(gpu.info.compute_capability);
+        let arch = choose_arch(&nvrtc, gpu);
         let mut loaded = Vec::new();
         for (experiment, kernels) in experiments {
             let twin = find(experiment)
