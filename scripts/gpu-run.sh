@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine over a bundle made by scripts/gpu-bundle.sh:
-#   scripts/gpu-run.sh [STAGE...]     stages: tests suite check sanitize report bench ncu (default: tests suite)
+#   scripts/gpu-run.sh [STAGE...]     stages: tests suite check sanitize report bench compare ncu (default: tests suite)
 # Logs and results go to $OUT (default ./gpu-out); the last thing printed is the table.
 # Only a few files come back from $OUT, two folders deep at most: stages that make
 # many files (report, bench, ncu) pack them into one archive each.
@@ -69,6 +69,32 @@ for stage in "${stages[@]}"; do
       [ -d "$out/criterion" ] && tar -czf "$out/criterion.tar.gz" -C "$out" criterion && rm -rf "$out/criterion"
       grep -E "^[a-z]+/|thrpt:|error|FAILED|nothing to measure" "$out/bench.log"
       ;;
+    compare)
+      # Rust against the CUDA C++ twins (NVRTC) and cuBLAS, then the PTX of both
+      # sides, assembled to SASS where the toolkit has ptxas and cuobjdump, in one
+      # tarball (compare-ptx.tar.gz: ptx/*.ptx, *.sass, ptxas.log with -v output).
+      ptx="$out/ptx"
+      rm -rf "$ptx"
+      "$bundle/coalesce" compare --dump-ptx "$ptx" --json "$out/compare.json" >"$out/compare.txt" 2>&1 || status=1
+      cat "$out/compare.txt"
+      if [ -d "$ptx" ] && command -v ptxas >/dev/null && command -v cuobjdump >/dev/null; then
+        sm=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' .')
+        sm=${sm:-90}
+        for f in "$ptx"/*.ptx; do
+          echo "== $(basename "$f") -> sm_$sm" >>"$ptx/ptxas.log"
+          ptxas -v -O3 -arch="sm_$sm" "$f" -o "${f%.ptx}.cubin" >>"$ptx/ptxas.log" 2>&1 &&
+            cuobjdump -sass "${f%.ptx}.cubin" >"${f%.ptx}.sass" 2>>"$ptx/ptxas.log"
+          rm -f "${f%.ptx}.cubin"
+        done
+      fi
+      [ -d "$ptx" ] && tar czf "$out/compare-ptx.tar.gz" -C "$out" ptx && rm -rf "$ptx"
+      # The GPU tests of compare: twins at awkward sizes, cuBLAS, a small comparison.
+      for t in "$bundle"/test-*-compare; do
+        [ -x "$t" ] || continue
+        "$t" --include-ignored --test-threads=1 >"$out/compare-tests.log" 2>&1 || { status=1; echo "FAILED: $t"; }
+        grep -E "^test result|FAILED|panicked" "$out/compare-tests.log"
+      done
+      ;;
     ncu)
       size=${NCU_SIZE:-4M}
       dir="$out/ncu"
@@ -98,7 +124,7 @@ for stage in "${stages[@]}"; do
       tar -czf "$out/ncu.tar.gz" -C "$out" ncu && rm -rf "$dir"
       ;;
     *)
-      echo "unknown stage $stage (tests, suite, check, sanitize, report, bench, ncu)"; status=2 ;;
+      echo "unknown stage $stage (tests, suite, check, sanitize, report, bench, compare, ncu)"; status=2 ;;
   esac
 done
 exit $status

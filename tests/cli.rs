@@ -65,6 +65,34 @@ fn no_gpu_is_one_clear_line() {
     assert!(err.contains("no NVIDIA GPU available"), "{err}");
     let err = fails(&["--device", "3"], 1);
     assert!(err.contains("no NVIDIA GPU available"), "{err}");
+    let err = fails(&["compare", "copy"], 1);
+    assert!(err.contains("no NVIDIA GPU available"), "{err}");
+}
+
+#[test]
+fn compare_checks_its_arguments_before_the_gpu() {
+    let err = fails(&["compare", "nonsense"], 2);
+    assert!(err.contains("known experiments"), "{err}");
+    assert!(fails(&["compare", "--size", "0"], 2).contains("greater than zero"));
+}
+
+/// NVRTC and cuBLAS are loaded at run time: `info` says where they are or, on a
+/// machine without the toolkit (CI), why not, in one line each, never a panic.
+#[test]
+fn info_reports_nvrtc_and_cublas_without_panicking() {
+    let out = coalesce().arg("info").output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    for lib in ["NVRTC: ", "cuBLAS: "] {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(lib))
+            .unwrap_or_else(|| panic!("no {lib} line in {stdout}"));
+        if line.contains("unavailable") {
+            assert!(line.contains("LD_LIBRARY_PATH"), "{line}");
+        }
+    }
 }
 
 #[test]

@@ -1,5 +1,5 @@
-//! The `coalesce` command line: `run` (the default), `report`, `explain`, `info`, `list`,
-//! `check`.
+//! The `coalesce` command line: `run` (the default), `report`, `compare`, `explain`,
+//! `info`, `list`, `check`.
 
 use std::path::PathBuf;
 use std::time::{Instant, SystemTime};
@@ -41,10 +41,13 @@ pub enum Command {
     Run(RunArgs),
     /// Run experiments and write report.md, results.json and SVG plots to a directory.
     Report(ReportArgs),
+    /// Run each Rust kernel beside its CUDA C++ twin (NVRTC) and matmul beside cuBLAS.
+    Compare(CompareArgs),
     /// Predict on the CPU (no GPU needed) how each kernel's memory accesses coalesce,
     /// per source line: sectors per warp request, useful bytes, bank conflicts.
     Explain(ExplainArgs),
-    /// Show the device, its peak bandwidth, and the kernels in the embedded PTX.
+    /// Show the device, its peak bandwidth, the kernels in the embedded PTX, and
+    /// whether NVRTC and cuBLAS (for `compare`) can be loaded.
     Info {
         /// CUDA device ordinal.
         #[arg(long, default_value_t = 0)]
@@ -119,7 +122,19 @@ pub struct ReportArgs {
     pub out: PathBuf,
 }
 
-/// What to run and how: shared by `run` and `report`.
+#[derive(Debug, Args, Default)]
+pub struct CompareArgs {
+    #[command(flatten)]
+    pub suite: SuiteArgs,
+    /// Also write the comparison as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write the PTX of both sides (EXPERIMENT.cpp.ptx, rust-kernels.ptx) into DIR.
+    #[arg(long, value_name = "DIR", hide = true)]
+    pub dump_ptx: Option<PathBuf>,
+}
+
+/// What to run and how: shared by `run`, `report` and `compare`.
 #[derive(Debug, Args, Default)]
 pub struct SuiteArgs {
     /// Experiments to run, as EXPERIMENT or EXPERIMENT/VARIANT (default: all).
@@ -171,6 +186,7 @@ pub fn execute(cli: Cli) -> Result<Outcome> {
         None => run(cli.run),
         Some(Command::Run(args)) => run(args),
         Some(Command::Report(args)) => write_report(args),
+        Some(Command::Compare(args)) => compare(args),
         Some(Command::Info { device }) => info(device),
         Some(Command::Explain(args)) => explain_command(args),
         Some(Command::List { names }) => {
@@ -268,6 +284,9 @@ pub fn list() -> String {
 fn info(device: u32) -> Result<Outcome> {
     println!("kernels: PTX for {} ({} bytes)", ptx::ARCH, ptx::PTX.len());
     println!("entry points: {}", ptx::entry_points(ptx::PTX).join(", "));
+    for line in crate::compare::toolkit_lines() {
+        println!("{line}");
+    }
     let gpu = Gpu::open(device)?;
     println!("device: {}", table::device_line(&gpu.info, ptx::ARCH));
     let (free, total) = gpu.memory()?;
@@ -314,20 +333,23 @@ fn plan(args: &SuiteArgs) -> Result<(Vec<Selection>, Plan)> {
     Ok((selection, plan))
 }
 
-/// Runs the selected experiments through the harness, with a progress bar.
-fn run_suite(args: &SuiteArgs, selection: &[Selection], plan: &Plan) -> Result<Report> {
-    let gpu = Gpu::open(args.device)?;
-    // One step per experiment (its setup) and one per variant.
-    let steps: usize = selection
+/// One progress step per experiment (its setup) and one per variant.
+fn steps(selection: &[Selection]) -> u64 {
+    selection
         .iter()
         .map(|s| {
             1 + s
                 .variants
                 .as_ref()
-                .map_or(s.experiment.variants().len(), Vec::len)
+                .map_or(s.experiment.variants().len(), Vec::len) as u64
         })
-        .sum();
-    let mut progress = Progress::new(steps as u64, args.quiet);
+        .sum()
+}
+
+/// Runs the selected experiments through the harness, with a progress bar.
+fn run_suite(args: &SuiteArgs, selection: &[Selection], plan: &Plan) -> Result<Report> {
+    let gpu = Gpu::open(args.device)?;
+    let mut progress = Progress::new(steps(selection), args.quiet);
     let mut report = Report {
         coalesce_version: env!("CARGO_PKG_VERSION").to_string(),
         device: gpu.info.clone(),
@@ -366,6 +388,24 @@ fn run(args: RunArgs) -> Result<Outcome> {
         table::write_json(path, &report)?;
     }
     Ok(outcome(&report))
+}
+
+fn compare(args: CompareArgs) -> Result<Outcome> {
+    let (selection, plan) = plan(&args.suite)?;
+    let gpu = Gpu::open(args.suite.device)?;
+    let mut progress = Progress::new(steps(&selection), args.suite.quiet);
+    let report = crate::compare::compare(&gpu, &selection, &plan, args.dump_ptx.as_deref(), |msg| {
+        progress.step(msg)
+    })?;
+    progress.finish();
+    print!("{}", crate::compare::render(&report));
+    if let Some(path) = &args.json {
+        table::write_json(path, &report)?;
+    }
+    Ok(match report.failures() {
+        0 => Outcome::Ok,
+        n => Outcome::Invalid(n),
+    })
 }
 
 fn write_report(args: ReportArgs) -> Result<Outcome> {

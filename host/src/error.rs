@@ -76,6 +76,10 @@ pub enum Error {
     #[error("{0}")]
     Json(#[from] serde_json::Error),
 
+    /// A CUDA library call (cuBLAS) failed after the library loaded.
+    #[error("{0}")]
+    Library(String),
+
     #[error("drawing a plot failed: {0}")]
     Plot(String),
 }

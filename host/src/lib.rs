@@ -12,6 +12,7 @@
 pub mod buffers;
 pub mod check;
 pub mod cli;
+pub mod compare;
 pub mod device;
 pub mod error;
 pub mod experiments;

@@ -9,7 +9,7 @@ use rayon::prelude::*;
 use crate::buffers::{download, fill_uniform, poison};
 use crate::device::{DeviceInfo, Gpu};
 use crate::error::{Error, Result};
-use crate::harness::{Case, Experiment, Params, Prepared, Work};
+use crate::harness::{Case, Experiment, Gemm, Params, Prepared, Work};
 use crate::launch::{Arg, LaunchCfg, MAX_GRID_X, MAX_GRID_YZ};
 use crate::validate::Validation;
 
@@ -146,12 +146,27 @@ struct Buffers {
 /// and a wrong element does not.
 pub fn check_product(
     c: &[f32],
-    (m, n, k): (usize, usize, usize),
+    dims: (usize, usize, usize),
     a: impl Fn(usize) -> f32 + Sync,
     b: impl Fn(usize) -> f32 + Sync,
     at: &[usize],
 ) -> Validation {
+    check_rounded_product(c, dims, a, b, at, 0.0)
+}
+
+/// [`check_product`] for a product whose inputs were first rounded to relative
+/// precision `r` (TF32: 2^-10): each term may be off by (2 r + r^2) |a_i b_i| more,
+/// so the bound grows by twice that, 2 (2 r + r^2) sum |a_i b_i|.
+pub fn check_rounded_product(
+    c: &[f32],
+    (m, n, k): (usize, usize, usize),
+    a: impl Fn(usize) -> f32 + Sync,
+    b: impl Fn(usize) -> f32 + Sync,
+    at: &[usize],
+    r: f64,
+) -> Validation {
     let u = f64::from(f32::EPSILON) / 2.0;
+    let widen = 2.0 * (2.0 * r + r * r);
     let bad: Vec<(usize, f32, f64)> = at
         .par_iter()
         .filter_map(|&idx| {
@@ -163,7 +178,7 @@ pub fn check_product(
                 mag += t.abs();
             }
             let got = f64::from(c[idx]);
-            let ok = (got - exact).abs() <= 2.0 * (k as f64 + 2.0) * u * mag;
+            let ok = (got - exact).abs() <= (2.0 * (k as f64 + 2.0) * u + widen) * mag;
             (!ok).then_some((idx, c[idx], exact))
         })
         .collect();
@@ -223,16 +238,30 @@ impl Prepared for Buffers {
         ];
         (self.cfgs[case], args)
     }
-    fn validate(&self, gpu: &Gpu, _case: usize) -> Result<Validation> {
+    fn validate(&self, gpu: &Gpu, case: usize) -> Result<Validation> {
+        self.validate_gemm(gpu, case, 0.0)
+    }
+    fn gemm(&self, _case: usize) -> Option<Gemm> {
+        Some(Gemm {
+            m: self.m,
+            n: self.n,
+            k: self.k,
+            a: self.a.as_device_ptr().as_raw(),
+            b: self.b.as_device_ptr().as_raw(),
+            c: self.c.as_device_ptr().as_raw(),
+        })
+    }
+    fn validate_gemm(&self, gpu: &Gpu, _case: usize, input_rounding: f64) -> Result<Validation> {
         let c = download(gpu, &self.c)?;
         let s = self.case_seed;
         let at = sample_entries(self.m * self.n, s);
-        Ok(check_product(
+        Ok(check_rounded_product(
             &c,
             (self.m, self.n, self.k),
             |i| uniform(s, i as u64),
             |i| uniform(s + 1, i as u64),
             &at,
+            input_rounding,
         ))
     }
     fn size_label(&self) -> Option<String> {
@@ -267,6 +296,27 @@ mod tests {
         assert!(!v.ok && v.detail.contains("C[5][7]"), "{}", v.detail);
         c[5 * n + 7] = f32::NAN;
         assert!(!check_product(&c, (m, n, k), |i| a[i], |i| b[i], &all).ok);
+    }
+
+    #[test]
+    fn rounded_inputs_widen_the_bound_just_enough() {
+        let (m, n, k) = (8, 8, 64);
+        let a: Vec<f32> = (0..m * k).map(|i| uniform(3, i as u64)).collect();
+        let b: Vec<f32> = (0..k * n).map(|i| uniform(4, i as u64)).collect();
+        // TF32 keeps 10 mantissa bits: truncate the inputs, then multiply in f32.
+        let tf32 = |x: f32| f32::from_bits(x.to_bits() & !0x1fff);
+        let (ta, tb): (Vec<f32>, Vec<f32>) = (
+            a.iter().map(|&x| tf32(x)).collect(),
+            b.iter().map(|&x| tf32(x)).collect(),
+        );
+        let c = reference(m, n, k, &ta, &tb);
+        let all: Vec<usize> = (0..m * n).collect();
+        let r = 2f64.powi(-10);
+        assert!(!check_product(&c, (m, n, k), |i| a[i], |i| b[i], &all).ok);
+        assert!(check_rounded_product(&c, (m, n, k), |i| a[i], |i| b[i], &all, r).ok);
+        let mut off = c.clone();
+        off[9] += 0.5;
+        assert!(!check_rounded_product(&off, (m, n, k), |i| a[i], |i| b[i], &all, r).ok);
     }
 
     #[test]
