@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine over a bundle made by scripts/gpu-bundle.sh:
-#   scripts/gpu-run.sh [STAGE...]     stages: tests suite check sanitize broken (default: tests suite)
+#   scripts/gpu-run.sh [STAGE...]     stages: tests suite check sanitize report bench compare ncu broken (default: tests suite)
 # Logs and results go to $OUT (default ./gpu-out); the last thing printed is the table.
+# Only a few files come back from $OUT, two folders deep at most: stages that make
+# many files (report, bench, ncu) pack them into one archive each.
+#   ncu: Nsight Compute counts each kernel's global sectors and requests and shared
+#        wavefronts (one profile per EXPERIMENT/VARIANT at NCU_SIZE, default 4M; only
+#        variants matching the regex NCU_ONLY, default all), then
+#        `coalesce explain --against-ncu` prints predicted against measured.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bundle=gpu-bundle
@@ -61,8 +67,88 @@ for stage in "${stages[@]}"; do
         fi
       fi
       ;;
+    report)
+      # report.md to read at once; it, results.json and the SVGs in report.tar.gz.
+      rm -rf "$out/report"
+      start=$(date +%s)
+      "$bundle/coalesce" report --out "$out/report" >"$out/report.log" 2>&1 || status=1
+      echo "coalesce report: $(( $(date +%s) - start )) s wall" >>"$out/report.log"
+      if [ -f "$out/report/report.md" ]; then
+        cp "$out/report/report.md" "$out/report.md"
+        tar -czf "$out/report.tar.gz" -C "$out" report && rm -rf "$out/report"
+      fi
+      tail -n 30 "$out/report.log"
+      ;;
+    bench)
+      # A quick criterion pass: small arrays, short warm-up and measurement.
+      # Criterion's output (HTML reports, saved estimates) goes into criterion.tar.gz.
+      rm -rf "$out/criterion"
+      for b in "$bundle"/bench-*-bench-*; do
+        [ -x "$b" ] || continue
+        echo "== $b" | tee -a "$out/bench.log"
+        COALESCE_BENCH_SIZE=${COALESCE_BENCH_SIZE:-64M} CRITERION_HOME="$out/criterion" \
+          "$b" --bench --warm-up-time 1 --measurement-time 2 >>"$out/bench.log" 2>&1 \
+          || { status=1; echo "FAILED: $b" | tee -a "$out/bench.log"; }
+      done
+      [ -d "$out/criterion" ] && tar -czf "$out/criterion.tar.gz" -C "$out" criterion && rm -rf "$out/criterion"
+      grep -E "^[a-z]+/|thrpt:|error|FAILED|nothing to measure" "$out/bench.log"
+      ;;
+    compare)
+      # Rust against the CUDA C++ twins (NVRTC) and cuBLAS, then the PTX of both
+      # sides, assembled to SASS where the toolkit has ptxas and cuobjdump, in one
+      # tarball (compare-ptx.tar.gz: ptx/*.ptx, *.sass, ptxas.log with -v output).
+      ptx="$out/ptx"
+      rm -rf "$ptx"
+      "$bundle/coalesce" compare --dump-ptx "$ptx" --json "$out/compare.json" >"$out/compare.txt" 2>&1 || status=1
+      cat "$out/compare.txt"
+      if [ -d "$ptx" ] && command -v ptxas >/dev/null && command -v cuobjdump >/dev/null; then
+        sm=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' .')
+        sm=${sm:-90}
+        for f in "$ptx"/*.ptx; do
+          echo "== $(basename "$f") -> sm_$sm" >>"$ptx/ptxas.log"
+          ptxas -v -O3 -arch="sm_$sm" "$f" -o "${f%.ptx}.cubin" >>"$ptx/ptxas.log" 2>&1 &&
+            cuobjdump -sass "${f%.ptx}.cubin" >"${f%.ptx}.sass" 2>>"$ptx/ptxas.log"
+          rm -f "${f%.ptx}.cubin"
+        done
+      fi
+      [ -d "$ptx" ] && tar czf "$out/compare-ptx.tar.gz" -C "$out" ptx && rm -rf "$ptx"
+      # The GPU tests of compare: twins at awkward sizes, cuBLAS, a small comparison.
+      for t in "$bundle"/test-*-compare; do
+        [ -x "$t" ] || continue
+        "$t" --include-ignored --test-threads=1 >"$out/compare-tests.log" 2>&1 || { status=1; echo "FAILED: $t"; }
+        grep -E "^test result|FAILED|panicked" "$out/compare-tests.log"
+      done
+      ;;
+    ncu)
+      size=${NCU_SIZE:-4M}
+      dir="$out/ncu"
+      rm -rf "$dir" && mkdir -p "$dir"
+      : >"$out/ncu.log"
+      metrics=l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum,l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum
+      metrics+=,l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum,l1tex__t_requests_pipe_lsu_mem_global_op_st.sum
+      metrics+=,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,smsp__inst_executed_op_shared_ld.sum
+      metrics+=,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum,smsp__inst_executed_op_shared_st.sum
+      metrics+=,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum
+      for v in $("$bundle/coalesce" list --names | grep -E "${NCU_ONLY:-.}"); do
+        csv="$dir/${v/\//.}.csv"
+        echo "== ncu $v" | tee -a "$out/ncu.log"
+        # ncu's CSV goes to stdout with the run's own table; the comparer reads from
+        # ncu's "ID",... header on and skips everything else.
+        if ! ncu --csv --print-units base --metrics "$metrics" \
+            "$bundle/coalesce" run "$v" --size "$size" --reps 1 --warmup 0 --quiet >"$csv" 2>>"$out/ncu.log"; then
+          status=1
+          echo "FAILED: ncu $v (see $out/ncu.log and $csv.failed)" | tee -a "$out/ncu.log"
+          mv "$csv" "$csv.failed"
+        fi
+      done
+      "$bundle/coalesce" explain --quiet --size "$size" --against-ncu "$dir" --json "$out/ncu-compare.json" \
+        >"$out/ncu-compare.txt" 2>>"$out/ncu.log" || status=1
+      cat "$out/ncu-compare.txt"
+      # The per-variant CSVs travel as one archive.
+      tar -czf "$out/ncu.tar.gz" -C "$out" ncu && rm -rf "$dir"
+      ;;
     *)
-      echo "unknown stage $stage (tests, suite, check, sanitize, broken)"; status=2 ;;
+      echo "unknown stage $stage (tests, suite, check, sanitize, report, bench, compare, ncu, broken)"; status=2 ;;
   esac
 done
 exit $status

@@ -25,7 +25,8 @@ for tool in memcheck initcheck synccheck racecheck; do
   rc=$?
   launches=$(grep -oE '^check: [0-9]+ launches' "$log" | grep -oE '[0-9]+' || echo 0)
   failed=$(grep -oE '[0-9]+ failed$' "$log" | grep -oE '[0-9]+' || echo "?")
-  errors=$(grep -oE 'ERROR SUMMARY: [0-9]+' "$log" | grep -oE '[0-9]+$' | tail -n 1)
+  # memcheck & co: "ERROR SUMMARY: N errors"; racecheck: "RACECHECK SUMMARY: ... (N errors, M warnings)".
+  errors=$(grep -oE 'ERROR SUMMARY: [0-9]+|\([0-9]+ errors' "$log" | grep -oE '[0-9]+' | tail -n 1)
   [ -n "$errors" ] || errors="?"
   [ "$rc" = 0 ] && [ "$errors" = 0 ] || status=1
   summary+=("$tool: ${launches} validated launches (${failed} failed validation), ${errors} errors (exit $rc)")

@@ -65,6 +65,34 @@ fn no_gpu_is_one_clear_line() {
     assert!(err.contains("no NVIDIA GPU available"), "{err}");
     let err = fails(&["--device", "3"], 1);
     assert!(err.contains("no NVIDIA GPU available"), "{err}");
+    let err = fails(&["compare", "copy"], 1);
+    assert!(err.contains("no NVIDIA GPU available"), "{err}");
+}
+
+#[test]
+fn compare_checks_its_arguments_before_the_gpu() {
+    let err = fails(&["compare", "nonsense"], 2);
+    assert!(err.contains("known experiments"), "{err}");
+    assert!(fails(&["compare", "--size", "0"], 2).contains("greater than zero"));
+}
+
+/// NVRTC and cuBLAS are loaded at run time: `info` says where they are or, on a
+/// machine without the toolkit (CI), why not, in one line each, never a panic.
+#[test]
+fn info_reports_nvrtc_and_cublas_without_panicking() {
+    let out = coalesce().arg("info").output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    for lib in ["NVRTC: ", "cuBLAS: "] {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(lib))
+            .unwrap_or_else(|| panic!("no {lib} line in {stdout}"));
+        if line.contains("unavailable") {
+            assert!(line.contains("LD_LIBRARY_PATH"), "{line}");
+        }
+    }
 }
 
 #[test]
@@ -75,6 +103,113 @@ fn info_shows_the_ptx_even_without_a_gpu() {
         stdout.contains("entry points: ") && stdout.contains("copy_f32x4"),
         "{stdout}"
     );
+}
+
+#[test]
+fn list_names_gives_one_experiment_variant_per_line() {
+    let out = coalesce().args(["list", "--names"]).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines.contains(&"copy/f32x4") && lines.contains(&"stride/64"),
+        "{text}"
+    );
+    assert!(lines.iter().all(|l| l.split('/').count() == 2), "{text}");
+}
+
+#[test]
+fn explain_needs_no_gpu_and_names_the_source_lines() {
+    let dir = std::env::temp_dir().join(format!("coalesce-explain-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("explain.json");
+    let out = coalesce()
+        .args(["explain", "stride/8", "copy/f32", "--size", "64M", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("model sm70"), "{stdout}");
+    assert!(stdout.contains("8 of 65536 blocks emulated"), "{stdout}");
+    let load = stdout
+        .lines()
+        .find(|l| l.contains("stride.rs:") && l.contains("load"))
+        .unwrap_or_else(|| panic!("no stride load line in\n{stdout}"));
+    assert!(load.contains("32.00") && load.contains("scattered"), "{load}");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["model"], "sm70");
+    assert_eq!(v["kernels"].as_array().unwrap().len(), 2);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn explain_rejects_bad_arguments_in_one_line() {
+    assert!(fails(&["explain", "--model", "cc2.0"], 2).contains("cc2.0"));
+    assert!(fails(&["explain", "strid"], 2).contains("known experiments"));
+    assert!(fails(&["explain", "--blocks", "0"], 2).contains("--blocks"));
+    assert!(fails(&["explain", "--against-ncu", "/no/such/dir"], 1).contains("cannot read /no/such/dir"));
+}
+
+/// ncu's CSV for one launch of `kernel` with `sectors` over `requests` global loads.
+fn ncu_csv(kernel: &str, sectors: u64, requests: u64) -> String {
+    let row = |metric: &str, value: u64| {
+        format!(
+            "\"3\",\"99\",\"coalesce\",\"localhost\",\"{kernel}\",\"1\",\"7\",\"(256, 1, 1)\",\"(4096, 1, 1)\",\"0\",\"9.0\",\"Command line profiler metrics\",\"{metric}\",\"\",\"{value}\"\n"
+        )
+    };
+    format!(
+        "==PROF== Connected to process 99\n\"ID\",\"Process ID\",\"Process Name\",\"Host Name\",\"Kernel Name\",\"Context\",\"Stream\",\"Block Size\",\"Grid Size\",\"Device\",\"CC\",\"Section Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n{}{}",
+        row("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", sectors),
+        row("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", requests),
+    )
+}
+
+#[test]
+fn against_ncu_sets_predictions_beside_measurements() {
+    let dir = std::env::temp_dir().join(format!("coalesce-ncu-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // stride 8 really costs 32 sectors per load; pretend copy/f32 measured 6.
+    std::fs::write(dir.join("stride.8.csv"), ncu_csv("stride_read", 32 * 1000, 1000)).unwrap();
+    std::fs::write(dir.join("copy.f32.csv"), ncu_csv("copy_f32", 6 * 1000, 1000)).unwrap();
+    // A failed profile (no counters) is reported, not fatal.
+    std::fs::write(dir.join("stride.2.csv"), "==ERROR== ERR_NVGPUCTRPERM\n").unwrap();
+    let out = coalesce()
+        .args(["explain", "--size", "4M", "--against-ncu"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = |variant: &str| {
+        stdout
+            .lines()
+            .find(|l| l.starts_with(variant) && l.contains("global load"))
+            .unwrap_or_else(|| panic!("no {variant} line in\n{stdout}"))
+            .to_string()
+    };
+    assert!(
+        line("stride/8").contains("32.00") && line("stride/8").ends_with("ok"),
+        "{stdout}"
+    );
+    assert!(
+        line("copy/f32").contains("-33.3%") && line("copy/f32").ends_with("MISS"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("1 of 2 within 5%"), "{stdout}");
+    assert!(
+        stdout.contains("skipped") && stdout.contains("stride.2.csv"),
+        "{stdout}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -125,4 +260,35 @@ fn extreme_sizes_and_shapes_never_panic() {
         assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
         assert!(err.starts_with("error: "), "{args:?}: {err}");
     }
+}
+
+#[test]
+fn report_checks_its_arguments_before_the_gpu() {
+    let err = fails(&["report", "nonsense"], 2);
+    assert!(err.contains("unknown experiment \"nonsense\""), "{err}");
+    // An --out that cannot be written fails at once, not after the suite has run.
+    let err = fails(&["report", "copy", "--out", "/proc/coalesce-report"], 1);
+    assert!(err.contains("cannot write /proc/coalesce-report"), "{err}");
+}
+
+#[test]
+fn report_without_a_gpu_is_one_clear_line() {
+    if coalesce::device::Gpu::open(0).is_ok() {
+        return; // A GPU machine: `coalesce report` runs for real there (scripts/gpu-run.sh report).
+    }
+    let dir = std::env::temp_dir().join(format!("coalesce-cli-report-{}", std::process::id()));
+    let err = fails(&["report", "stride", "--out", dir.to_str().unwrap()], 1);
+    assert!(err.contains("no NVIDIA GPU available"), "{err}");
+    assert!(!dir.join("report.md").exists(), "no report without results");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn report_help_names_its_options() {
+    coalesce().args(["report", "--help"]).assert().success().stdout(
+        predicate::str::contains("--out <DIR>")
+            .and(predicate::str::contains("--size"))
+            .and(predicate::str::contains("--reps"))
+            .and(predicate::str::contains("--quiet")),
+    );
 }

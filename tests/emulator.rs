@@ -1,38 +1,19 @@
 //! Kernel bodies tested on every commit without a GPU: the same Rust source run on
-//! the CPU emulator (`kernels::gpu::emu`) must equal the CPU reference.
+//! the CPU emulator (`kernels::gpu::emu`) must equal the CPU reference. Every
+//! experiment's kernels come from one table, `coalesce::explain::registry::REGISTRY`.
 
+use std::time::{Duration, Instant};
+
+use coalesce::experiments::ALL;
+use coalesce::explain::emulate::{self, Buffer, Plan};
+use coalesce::explain::registry::{REGISTRY, find};
+use coalesce::launch::LaunchCfg;
 use kernels::fill::uniform;
-use kernels::gpu::emu::{Dim3, LaunchConfig, launch};
-use kernels::gpu::{Global, GlobalMut};
-
-/// Sizes that are not multiples of 4, 32 or a block.
-const AWKWARD: [usize; 5] = [1, 31, 33, 255, 1029];
+use kernels::gpu::emu::{Dim3, LaunchConfig, LaunchError, launch, try_launch};
+use kernels::gpu::{Global, GlobalMut, thread};
 
 fn input(len: usize, seed: u64) -> Vec<f32> {
     (0..len).map(|i| uniform(seed, i as u64)).collect()
-}
-
-/// Runs `kernel(src, dst)` over `grid` blocks of `block` threads with host buffers.
-fn run(
-    grid: u32,
-    block: u32,
-    src: &[f32],
-    dst: &mut [f32],
-    kernel: impl Fn(Global<f32>, GlobalMut<f32>) + Sync,
-) {
-    // Raw pointers are not Sync; pass addresses and rebuild them per thread.
-    let (s, d) = (src.as_ptr() as usize, dst.as_mut_ptr() as usize);
-    let cfg = LaunchConfig {
-        grid: Dim3::from(grid),
-        block: Dim3::from(block),
-        ..Default::default()
-    };
-    launch(&cfg, || {
-        kernel(
-            Global::from_ptr(s as *const f32),
-            GlobalMut::from_ptr(d as *mut f32),
-        )
-    });
 }
 
 fn poisoned(n: usize) -> Vec<f32> {
@@ -46,78 +27,74 @@ fn assert_bits_eq(got: &[f32], want: impl Fn(usize) -> f32, what: &str) {
 }
 
 #[test]
-fn copies_match_at_awkward_sizes() {
-    for n in AWKWARD {
-        let src = input(n, 1);
-        let mut dst = poisoned(n);
-        let grid = n.div_ceil(64) as u32;
-        run(grid, 64, &src, &mut dst, |s, d| unsafe {
-            kernels::copy::copy_f32(n, s, d)
-        });
-        assert_bits_eq(&dst, |i| src[i], &format!("copy_f32 n={n}"));
-
-        // A grid smaller than the work exercises the grid-stride loop and the tail.
-        let mut dst = poisoned(n);
-        let src16 = aligned(&src);
-        run(2, 32, &src16, &mut dst, |s, d| unsafe {
-            kernels::copy::copy_f32x4(n, s, d)
-        });
-        assert_bits_eq(&dst, |i| src[i], &format!("copy_f32x4 n={n}"));
+fn every_experiment_has_an_emulation_with_the_same_variants_and_kernels() {
+    assert_eq!(REGISTRY.len(), ALL.len());
+    for e in ALL {
+        let emu = find(e.name()).unwrap_or_else(|| panic!("no emulation for {}", e.name()));
+        assert_eq!(emu.variants(), e.variants(), "{}", e.name());
+        let shape = emu.awkward()[0];
+        let mut kernels: Vec<&str> = emu
+            .variants()
+            .iter()
+            .map(|v| emu.plan(v, shape, 1).unwrap().kernel)
+            .collect();
+        kernels.dedup();
+        assert_eq!(kernels, e.kernels(), "{}", e.name());
     }
 }
 
-/// A copy of `v` whose data is 16-byte aligned, as device allocations are.
-fn aligned(v: &[f32]) -> AlignedVec {
-    AlignedVec::from(v)
-}
-
-struct AlignedVec {
-    storage: Vec<kernels::gpu::Float4>,
-    len: usize,
-}
-
-impl From<&[f32]> for AlignedVec {
-    fn from(v: &[f32]) -> Self {
-        let mut storage = vec![kernels::gpu::Float4::default(); v.len().div_ceil(4)];
-        // SAFETY: Float4 is four f32s with no padding.
-        let flat =
-            unsafe { std::slice::from_raw_parts_mut(storage.as_mut_ptr().cast::<f32>(), storage.len() * 4) };
-        flat[..v.len()].copy_from_slice(v);
-        AlignedVec {
-            storage,
-            len: v.len(),
+/// The kernel-body test: every variant of every experiment at every awkward size
+/// (not multiples of 4, 32 or a block; non-square matrices), the whole grid, every
+/// buffer compared with the CPU reference.
+#[test]
+fn every_kernel_matches_its_reference_at_awkward_sizes() {
+    let mut runs = 0;
+    for emu in REGISTRY {
+        for shape in emu.awkward() {
+            for variant in emu.variants() {
+                // No SMs: grid-stride kernels get one block, so their loops iterate.
+                let plan = emu.plan(&variant, shape, 0).unwrap();
+                let check = emulate::validate(&plan, 7 + runs).unwrap();
+                assert!(
+                    check.ok,
+                    "{}/{variant} ({}) at {shape}: {}",
+                    emu.experiment(),
+                    plan.kernel,
+                    check.detail
+                );
+                runs += 1;
+            }
         }
     }
-}
-
-impl std::ops::Deref for AlignedVec {
-    type Target = [f32];
-    fn deref(&self) -> &[f32] {
-        // SAFETY: as above; len <= 4 * storage.len().
-        unsafe { std::slice::from_raw_parts(self.storage.as_ptr().cast::<f32>(), self.len) }
-    }
+    assert!(runs >= 50, "{runs} runs");
 }
 
 #[test]
-fn strided_and_offset_reads_match() {
-    for n in [1, 33, 100] {
-        for s in kernels::stride::STRIDES {
-            let src = input((n - 1) * s + 1, s as u64);
-            let mut dst = poisoned(n);
-            run(n.div_ceil(32) as u32, 32, &src, &mut dst, |a, b| unsafe {
-                kernels::stride::stride_read(n, s, a, b)
-            });
-            assert_bits_eq(&dst, |i| src[i * s], &format!("stride_read n={n} s={s}"));
-        }
-        for o in kernels::offset::OFFSETS {
-            let src = input(n + o, o as u64);
-            let mut dst = poisoned(n);
-            run(n.div_ceil(32) as u32, 32, &src, &mut dst, |a, b| unsafe {
-                kernels::offset::offset_read(n, o, a, b)
-            });
-            assert_bits_eq(&dst, |i| src[i + o], &format!("offset_read n={n} o={o}"));
-        }
-    }
+fn validation_catches_a_kernel_that_writes_nothing_or_the_wrong_thing() {
+    let n = 100;
+    let cfg = LaunchCfg::one_per_element(n, 32).unwrap();
+    let plan = |call: emulate::Call| {
+        Plan::new(
+            "copy_f32",
+            cfg,
+            vec![Buffer::input("src", n), Buffer::output("dst", n)],
+            call,
+            |init: &[Vec<f32>]| vec![init[0].clone(), init[0].clone()],
+            emulate::Check::Exact,
+        )
+    };
+    let idle = plan(Box::new(|_: &[usize]| {}));
+    let v = emulate::validate(&idle, 1).unwrap();
+    assert!(!v.ok && v.detail.starts_with("dst:"), "{}", v.detail);
+    // Reads in[i + 1]: wrong values, and the last thread reads past the buffer.
+    let shifted = plan(Box::new(move |b: &[usize]| unsafe {
+        kernels::offset::offset_read(n, 1, emulate::global(b[0]), emulate::global_mut(b[1]))
+    }));
+    let e = emulate::validate(&shifted, 1).unwrap_err().to_string();
+    assert!(
+        e.contains("outside every buffer") && e.contains("offset.rs"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -178,56 +155,148 @@ fn the_emulator_records_each_access_with_its_source_line() {
     }
 }
 
-/// Runs a two-pointer matrix kernel on the emulator with a 2D launch.
-fn run_2d(
-    grid: (u32, u32),
-    block: (u32, u32),
-    src: &[f32],
-    dst: &mut [f32],
-    kernel: impl Fn(Global<f32>, GlobalMut<f32>) + Sync,
-) {
-    let (s, d) = (src.as_ptr() as usize, dst.as_mut_ptr() as usize);
-    let cfg = LaunchConfig {
-        grid: Dim3::from(grid),
-        block: Dim3::from(block),
-        ..Default::default()
-    };
-    launch(&cfg, || {
-        kernel(
-            Global::from_ptr(s as *const f32),
-            GlobalMut::from_ptr(d as *mut f32),
-        )
+/// Runs `f` on another thread and fails the test if it takes longer than `limit`
+/// (a deadlocked emulator would otherwise hang the test run).
+fn within<R: Send + 'static>(limit: Duration, f: impl FnOnce() -> R + Send + 'static) -> R {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(f());
     });
+    rx.recv_timeout(limit).expect("the emulated launch hung")
+}
+
+fn block_of(threads: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid: Dim3::from(2),
+        block: Dim3::from(threads),
+        ..Default::default()
+    }
 }
 
 #[test]
-fn transposes_match_on_non_square_matrices() {
-    use kernels::transpose::*;
-    type K = unsafe fn(usize, usize, Global<f32>, GlobalMut<f32>);
-    let kernels: [(&str, K, bool); 4] = [
-        ("naive_write", transpose_naive_write, false),
-        ("naive_read", transpose_naive_read, true),
-        ("tiled", transpose_tiled, false),
-        ("tiled_padded", transpose_tiled_padded, false),
-    ];
-    for (rows, cols) in [(1, 1), (33, 65), (40, 17)] {
-        let src = input(rows * cols, 5);
-        for (name, k, over_output) in kernels {
-            let (gr, gc) = if over_output { (cols, rows) } else { (rows, cols) };
-            let grid = (gc.div_ceil(TILE) as u32, gr.div_ceil(TILE) as u32);
-            let mut dst = poisoned(rows * cols);
-            run_2d(
-                grid,
-                (TILE as u32, BLOCK_ROWS as u32),
-                &src,
-                &mut dst,
-                |s, d| unsafe { k(rows, cols, s, d) },
-            );
-            assert_bits_eq(
-                &dst,
-                |i| src[(i % rows) * cols + i / rows],
-                &format!("{name} {rows}x{cols}"),
-            );
+fn a_panicking_thread_fails_the_launch_instead_of_deadlocking_the_barrier() {
+    let started = Instant::now();
+    let result = within(Duration::from_secs(60), || {
+        try_launch(&block_of(64), || {
+            if thread::thread_idx_x() == 5 {
+                panic!("lane 5 gives up");
+            }
+            thread::sync_threads();
+            thread::sync_threads();
+        })
+    });
+    match result {
+        Err(LaunchError::Panicked {
+            thread,
+            block,
+            message,
+        }) => {
+            assert_eq!((thread.x, block.x), (5, 0));
+            assert!(message.contains("lane 5 gives up"), "{message}");
         }
+        other => panic!("expected the panic as an error, got {other:?}"),
+    }
+    assert!(started.elapsed() < Duration::from_secs(60));
+}
+
+#[test]
+fn threads_that_return_before_a_barrier_do_not_hold_it() {
+    // The common `if i >= n { return; }` before __syncthreads(): exited threads stop
+    // counting, as on the GPU.
+    let log = within(Duration::from_secs(60), || {
+        try_launch(&block_of(64), || {
+            if thread::thread_idx_x() >= 40 {
+                return;
+            }
+            thread::sync_threads();
+        })
+    });
+    assert!(log.is_ok(), "{log:?}");
+}
+
+#[test]
+fn sampled_blocks_outside_the_grid_and_empty_launches_are_errors() {
+    let mut cfg = block_of(32);
+    cfg.blocks = Some(vec![0, 2]);
+    assert!(matches!(try_launch(&cfg, || {}), Err(LaunchError::BadConfig(_))));
+    cfg.blocks = None;
+    cfg.block = Dim3::from(0);
+    assert!(matches!(try_launch(&cfg, || {}), Err(LaunchError::BadConfig(_))));
+}
+
+#[test]
+fn shared_memory_indices_are_bounds_checked() {
+    let r = try_launch(&block_of(32), || {
+        // SAFETY: deliberately out of bounds: the emulator must refuse.
+        unsafe {
+            let s = kernels::gpu::shared::dynamic_shared_array::<f32>(0);
+            s.write(thread::thread_idx_x() as usize, 1.0)
+        };
+    });
+    let e = r.unwrap_err().to_string();
+    assert!(e.contains("out of bounds"), "{e}");
+}
+
+#[test]
+fn addresses_only_launches_touch_no_memory_and_record_capped_occurrences() {
+    // A grid-stride copy over a buffer that does not exist: only addresses are used.
+    let n = 1 << 20;
+    let (src, dst) = (1usize << 40, (1usize << 40) + (64 << 20));
+    let cfg = LaunchConfig {
+        grid: Dim3::from(4),
+        block: Dim3::from(64),
+        record: true,
+        blocks: Some(vec![1, 3]),
+        max_occurrences: Some(3),
+        bounds: vec![src..src + 4 * n, dst..dst + 4 * n],
+        addresses_only: true,
+        ..Default::default()
+    };
+    let log = launch(&cfg, || unsafe {
+        kernels::copy::copy_f32x4(
+            n,
+            Global::from_ptr(src as *const f32),
+            GlobalMut::from_ptr(dst as *mut f32),
+        )
+    });
+    // 2 blocks x 64 threads x 3 recorded iterations x (load + store).
+    assert_eq!(log.len(), 2 * 64 * 3 * 2);
+    assert!(
+        log.iter()
+            .all(|a| a.occurrence < 3 && (a.block == 1 || a.block == 3))
+    );
+    let first = log
+        .iter()
+        .find(|a| a.block == 1 && a.thread == 0 && a.occurrence == 2 && a.op == kernels::gpu::emu::Op::Load)
+        .unwrap();
+    // Iteration 2 of global thread 64: float4 index 64 + 2 * 256.
+    assert_eq!((first.addr, first.bytes), (src + 16 * (64 + 512), 16));
+}
+
+#[test]
+fn warps_are_32_consecutive_linear_thread_ids_x_fastest() {
+    // A 16 x 4 block: warp 0 is rows y = 0, 1 and warp 1 rows y = 2, 3, not columns.
+    let base = 1usize << 40;
+    let cfg = LaunchConfig {
+        grid: Dim3::from(1),
+        block: Dim3::from((16, 4)),
+        record: true,
+        bounds: std::iter::once(base..base + 4 * 64).collect(),
+        addresses_only: true,
+        ..Default::default()
+    };
+    let log = launch(&cfg, || unsafe {
+        let at = thread::thread_idx_y() as usize * 16 + thread::thread_idx_x() as usize;
+        Global::<f32>::from_ptr(base as *const f32).read(at);
+    });
+    assert_eq!(log.len(), 64);
+    for a in &log {
+        let (x, y) = ((a.addr - base) / 4 % 16, (a.addr - base) / 4 / 16);
+        assert_eq!(a.thread, y * 16 + x);
+        assert_eq!(
+            (a.warp(), a.lane()),
+            (y / 2, (y % 2) * 16 + x),
+            "thread ({x}, {y})"
+        );
     }
 }

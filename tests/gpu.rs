@@ -16,11 +16,19 @@ fn every_kernel_validates_at_awkward_sizes() {
     let rows = run_checks(&gpu, &select(&[]).unwrap(), 0xa11ce).unwrap();
     let failures: Vec<_> = rows.iter().filter(|r| !r.validated).collect();
     assert!(failures.is_empty(), "{}", render(&rows));
-    // Every kernel of every experiment was checked at every awkward problem.
+    // Every variant of every experiment was checked at every awkward problem.
     for exp in ALL {
-        for k in exp.kernels() {
-            let n = rows.iter().filter(|r| r.kernel == k).count();
-            assert_eq!(n, awkward(exp.shape_rank(), 0).len(), "{k} checked {n} times");
+        for v in exp.variants() {
+            let n = rows
+                .iter()
+                .filter(|r| r.experiment == exp.name() && r.variant == v)
+                .count();
+            assert_eq!(
+                n,
+                awkward(exp.shape_rank(), 0).len(),
+                "{}/{v} checked {n} times",
+                exp.name()
+            );
         }
     }
 }
@@ -105,4 +113,33 @@ fn cli_sizes_beyond_32_bit_thread_indices_are_refused() {
         assert_eq!(code, 1);
         assert!(err.contains("of device memory at this size"), "{err}");
     }
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn report_writes_markdown_json_and_plots_from_a_real_run() {
+    use clap::Parser;
+    use coalesce::cli::{Cli, Outcome, execute};
+    let dir = std::env::temp_dir().join(format!("coalesce-gpu-report-{}", std::process::id()));
+    let out = dir.to_str().unwrap();
+    let cli = Cli::parse_from([
+        "coalesce", "report", "copy", "stride", "--size", "8M", "--reps", "3", "--quiet", "--out", out,
+    ]);
+    assert!(
+        matches!(execute(cli).unwrap(), Outcome::Ok),
+        "every kernel validated"
+    );
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(
+        md.contains("| stride | 32 |") && md.contains("% of stride 1"),
+        "{md}"
+    );
+    let results: coalesce::report::Results =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
+    assert_eq!(results.run.rows.len(), 2 + 7);
+    let stride = std::fs::read_to_string(dir.join("stride.svg")).unwrap();
+    assert_eq!(stride.matches("<circle").count(), 7);
+    assert!(stride.contains(&results.run.device.name));
+    assert!(dir.join("good-vs-bad.svg").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
 }

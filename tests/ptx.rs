@@ -48,6 +48,66 @@ fn copy_kernels_compile_to_plain_loads_and_stores() {
     assert_eq!(count(PTX, "trap;"), 0, "a kernel can panic");
 }
 
+/// The instructions of a body (no directives, labels or comments).
+fn instructions(body: &str) -> impl Iterator<Item = &str> {
+    body.lines()
+        .map(str::trim)
+        .filter(|l| l.ends_with(';') && !l.starts_with('.') && !l.starts_with("//"))
+}
+
+/// On the host the accessors record every access for `coalesce explain`; on the GPU
+/// they must cost nothing: exactly the global loads and stores the source makes
+/// (vector ones kept), no calls (everything inlined), no local memory.
+#[test]
+fn accessors_add_no_instructions_on_the_gpu() {
+    // (kernel, scalar loads, scalar stores, v4 loads, v4 stores)
+    let expected: [(&str, usize, usize, usize, usize); 7] = [
+        ("copy_f32", 1, 1, 0, 0),
+        ("stride_read", 1, 1, 0, 0),
+        ("offset_read", 1, 1, 0, 0),
+        ("complex_real_interleaved", 1, 1, 0, 0),
+        ("saxpy_f32", 2, 1, 0, 0),
+        // The float4 loop, then the scalar tail.
+        ("copy_f32x4", 1, 1, 1, 1),
+        ("saxpy_f32x4", 2, 1, 2, 1),
+    ];
+    for (kernel, ld, st, ld4, st4) in expected {
+        let b = body(kernel);
+        let ops: Vec<&str> = instructions(b)
+            .filter(|i| i.starts_with("ld.") || i.starts_with("st.") || i.starts_with("atom"))
+            .filter(|i| !i.starts_with("ld.param"))
+            .collect();
+        let n = |prefix: &str, vector: bool| {
+            ops.iter()
+                .filter(|i| i.starts_with(prefix) && i.contains(".v4.") == vector)
+                .count()
+        };
+        assert_eq!(
+            (
+                n("ld.global.", false),
+                n("st.global.", false),
+                n("ld.global.", true),
+                n("st.global.", true)
+            ),
+            (ld, st, ld4, st4),
+            "{kernel}:\n{b}"
+        );
+        assert_eq!(
+            ops.len(),
+            ld + st + ld4 + st4,
+            "{kernel}: no other memory access\n{b}"
+        );
+    }
+    // The one-element kernels whole: indexing, a guard, the accesses; nothing else.
+    for kernel in ["copy_f32", "stride_read", "offset_read", "saxpy_f32"] {
+        let n = instructions(body(kernel)).count();
+        assert!(n <= 24, "{kernel} has {n} instructions\n{}", body(kernel));
+    }
+    for forbidden in [".func", "call", ".local", "membar", "atom."] {
+        assert_eq!(count(PTX, forbidden), 0, "the PTX contains {forbidden}");
+    }
+}
+
 fn ptxas() -> Option<String> {
     let exe = std::env::var("PTXAS").unwrap_or_else(|_| "ptxas".into());
     Command::new(&exe)

@@ -1,16 +1,20 @@
-//! The `coalesce` command line: `run` (the default), `info`, `list`.
+//! The `coalesce` command line: `run` (the default), `report`, `compare`, `explain`,
+//! `info`, `list`, `check`.
 
 use std::ffi::OsString;
-use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::time::{Instant, SystemTime};
 
 use clap::{Args, Parser, Subcommand};
 
 use crate::device::Gpu;
 use crate::error::Result;
-use crate::experiments::{self, ALL};
+use crate::experiments::{self, ALL, Selection};
+use crate::explain::{self, model::Model, ncu};
 use crate::harness::{self, Plan, Reps};
+use crate::progress::Progress;
 use crate::ptx;
+use crate::report::{self, Results};
 use crate::table::{self, ExperimentBaseline, Report};
 use crate::units::parse_size;
 
@@ -36,14 +40,26 @@ pub struct Cli {
 pub enum Command {
     /// Run experiments and print the table (the default).
     Run(RunArgs),
-    /// Show the device, its peak bandwidth, and the kernels in the embedded PTX.
+    /// Run experiments and write report.md, results.json and SVG plots to a directory.
+    Report(ReportArgs),
+    /// Run each Rust kernel beside its CUDA C++ twin (NVRTC) and matmul beside cuBLAS.
+    Compare(CompareArgs),
+    /// Predict on the CPU (no GPU needed) how each kernel's memory accesses coalesce,
+    /// per source line: sectors per warp request, useful bytes, bank conflicts.
+    Explain(ExplainArgs),
+    /// Show the device, its peak bandwidth, the kernels in the embedded PTX, and
+    /// whether NVRTC and cuBLAS (for `compare`) can be loaded.
     Info {
         /// CUDA device ordinal.
         #[arg(long, default_value_t = 0)]
         device: u32,
     },
     /// List experiments and their variants (no GPU needed).
-    List,
+    List {
+        /// One EXPERIMENT/VARIANT per line, for scripts.
+        #[arg(long)]
+        names: bool,
+    },
     /// Validate every kernel at awkward sizes (1, 31, 33, 4095, 2^20+7 elements;
     /// non-square matrices), without timing: for sanitizers and new GPUs.
     Check {
@@ -58,8 +74,70 @@ pub enum Command {
     },
 }
 
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// Experiments to explain, as EXPERIMENT or EXPERIMENT/VARIANT (default: all).
+    pub experiments: Vec<String>,
+    /// Bytes per array, as for `run` (default: each experiment's default on an H100);
+    /// it sets the grid, of which a sample of blocks is emulated.
+    #[arg(long, value_parser = size_arg)]
+    pub size: Option<u64>,
+    /// Matrix shape, as for `run`: ROWSxCOLS for transpose, MxNxK for matmul.
+    #[arg(long, value_parser = shape_arg)]
+    pub shape: Option<Shape>,
+    /// The coalescing rules: sm70 (Volta and later) or the compute capability 1.x
+    /// half-warp rules, for teaching.
+    #[arg(long, value_enum, default_value_t = Model::Sm70)]
+    pub model: Model,
+    /// Blocks to emulate per kernel, spread over the grid (the whole grid if it has fewer).
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    pub blocks: u32,
+    /// Also write the analysis (or, with --against-ncu, the comparison) as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Compare the predictions with Nsight Compute results: a folder of
+    /// EXPERIMENT.VARIANT.csv files as `scripts/gpu-run.sh ncu` writes them (pass
+    /// the --size they were measured at).
+    #[arg(long, value_name = "DIR")]
+    pub against_ncu: Option<PathBuf>,
+    /// No progress lines on stderr.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
 #[derive(Debug, Args, Default)]
 pub struct RunArgs {
+    #[command(flatten)]
+    pub suite: SuiteArgs,
+    /// Also write the results as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    #[command(flatten)]
+    pub suite: SuiteArgs,
+    /// Directory for report.md, results.json and the plots (made if missing).
+    #[arg(long, value_name = "DIR", default_value = "coalesce-report")]
+    pub out: PathBuf,
+}
+
+#[derive(Debug, Args, Default)]
+pub struct CompareArgs {
+    #[command(flatten)]
+    pub suite: SuiteArgs,
+    /// Also write the comparison as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write the PTX of both sides (EXPERIMENT.cpp.ptx, rust-kernels.ptx) into DIR.
+    #[arg(long, value_name = "DIR", hide = true)]
+    pub dump_ptx: Option<PathBuf>,
+}
+
+/// What to run and how: shared by `run`, `report` and `compare`.
+#[derive(Debug, Args, Default)]
+pub struct SuiteArgs {
     /// Experiments to run, as EXPERIMENT or EXPERIMENT/VARIANT (default: all).
     pub experiments: Vec<String>,
     /// Bytes per array, e.g. 256M or 1G (default: 8 x the L2 size, at least 256 MiB).
@@ -77,13 +155,10 @@ pub struct RunArgs {
     /// CUDA device ordinal.
     #[arg(long, default_value_t = 0)]
     pub device: u32,
-    /// Also write the results as JSON to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
     /// Seed for the random inputs.
     #[arg(long, default_value_t = 0x5eed)]
     pub seed: u64,
-    /// No progress lines on stderr.
+    /// No progress bar on stderr (it is only drawn on a terminal anyway).
     #[arg(long, short)]
     pub quiet: bool,
 }
@@ -155,9 +230,12 @@ pub fn execute_on(cli: Cli, open: Opener) -> Result<Outcome> {
     match cli.command {
         None => run(cli.run, open),
         Some(Command::Run(args)) => run(args, open),
+        Some(Command::Report(args)) => write_report(args, open),
+        Some(Command::Compare(args)) => compare(args, open),
         Some(Command::Info { device }) => info(device, open),
-        Some(Command::List) => {
-            print!("{}", list());
+        Some(Command::Explain(args)) => explain_command(args),
+        Some(Command::List { names }) => {
+            print!("{}", if names { list_names() } else { list() });
             Ok(Outcome::Ok)
         }
         Some(Command::Check {
@@ -177,6 +255,67 @@ pub fn execute_on(cli: Cli, open: Opener) -> Result<Outcome> {
     }
 }
 
+/// The text of `coalesce list --names`: every EXPERIMENT/VARIANT, one per line.
+pub fn list_names() -> String {
+    ALL.iter()
+        .flat_map(|e| {
+            e.variants()
+                .into_iter()
+                .map(move |v| format!("{}/{v}\n", e.name()))
+        })
+        .collect()
+}
+
+/// Variants in a selection: one progress step each.
+fn variant_count(selection: &[Selection]) -> u64 {
+    selection
+        .iter()
+        .map(|s| {
+            s.variants
+                .as_ref()
+                .map_or(s.experiment.variants().len(), Vec::len) as u64
+        })
+        .sum()
+}
+
+/// Emulates `selection` with a progress bar.
+fn emulate(selection: &[Selection], opts: &explain::Options, quiet: bool) -> Result<explain::ExplainReport> {
+    let mut progress = Progress::new(variant_count(selection), quiet);
+    let report = explain::explain(selection, opts, |msg| progress.step(&format!("emulating {msg}")));
+    progress.finish();
+    report
+}
+
+fn explain_command(args: ExplainArgs) -> Result<Outcome> {
+    let mut opts = explain::Options {
+        size: args.size,
+        shape: args.shape.map(|s| s.0),
+        model: args.model,
+        blocks: args.blocks as usize,
+    };
+    if let Some(dir) = &args.against_ncu {
+        let found = ncu::read_dir(dir)?;
+        let selection = experiments::select(&ncu::variants(&found.measured))?;
+        // ncu counts 32-byte sectors: compare with the sm70 rules whatever --model says.
+        opts.model = Model::Sm70;
+        let report = emulate(&selection, &opts, args.quiet)?;
+        let rows = ncu::compare(&report, &found.measured);
+        print!("{}", ncu::render(&rows, &report, &found));
+        if let Some(path) = &args.json {
+            table::write_json(path, &rows)?;
+        }
+        return Ok(Outcome::Ok);
+    }
+    let selection = experiments::select(&args.experiments)?;
+    check_shape(&selection, opts.shape.as_deref())?;
+    let report = emulate(&selection, &opts, args.quiet)?;
+    print!("{}", explain::render::render(&report));
+    if let Some(path) = &args.json {
+        table::write_json(path, &report)?;
+    }
+    Ok(Outcome::Ok)
+}
+
 /// The text of `coalesce list`.
 pub fn list() -> String {
     let mut out = String::new();
@@ -190,6 +329,9 @@ pub fn list() -> String {
 fn info(device: u32, open: Opener) -> Result<Outcome> {
     println!("kernels: PTX for {} ({} bytes)", ptx::ARCH, ptx::PTX.len());
     println!("entry points: {}", ptx::entry_points(ptx::PTX).join(", "));
+    for line in crate::compare::toolkit_lines() {
+        println!("{line}");
+    }
     let gpu = open(device)?;
     println!("device: {}", table::device_line(&gpu.info, ptx::ARCH));
     let (free, total) = gpu.memory()?;
@@ -205,11 +347,9 @@ fn info(device: u32, open: Opener) -> Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
-fn run(args: RunArgs, open: Opener) -> Result<Outcome> {
-    // Parse everything the user typed before touching the GPU.
-    let selection = experiments::select(&args.experiments)?;
-    let shape = args.shape.map(|s| s.0);
-    if let Some(shape) = &shape
+/// A `--shape` must fit some selected experiment.
+fn check_shape(selection: &[Selection], shape: Option<&[usize]>) -> Result<()> {
+    if let Some(shape) = shape
         && !selection.iter().any(|s| s.experiment.shape_rank() == shape.len())
     {
         return Err(crate::Error::BadShape {
@@ -218,11 +358,14 @@ fn run(args: RunArgs, open: Opener) -> Result<Outcome> {
                 .into(),
         });
     }
-    // A --json path that cannot be written fails now, not after the whole run.
-    if let Some(path) = &args.json {
-        table::check_writable(path)?;
-    }
-    let gpu = open(args.device)?;
+    Ok(())
+}
+
+/// Checks everything the user typed, before anything touches the GPU or the disk.
+fn plan(args: &SuiteArgs) -> Result<(Vec<Selection>, Plan)> {
+    let selection = experiments::select(&args.experiments)?;
+    let shape = args.shape.clone().map(|s| s.0);
+    check_shape(&selection, shape.as_deref())?;
     let plan = Plan {
         size: args.size,
         shape,
@@ -232,7 +375,26 @@ fn run(args: RunArgs, open: Opener) -> Result<Outcome> {
         },
         seed: args.seed,
     };
-    let show = !args.quiet && std::io::stderr().is_terminal();
+    Ok((selection, plan))
+}
+
+/// One progress step per experiment (its setup) and one per variant.
+fn steps(selection: &[Selection]) -> u64 {
+    selection
+        .iter()
+        .map(|s| {
+            1 + s
+                .variants
+                .as_ref()
+                .map_or(s.experiment.variants().len(), Vec::len) as u64
+        })
+        .sum()
+}
+
+/// Runs the selected experiments through the harness, with a progress bar.
+fn run_suite(args: &SuiteArgs, selection: &[Selection], plan: &Plan, open: Opener) -> Result<Report> {
+    let gpu = open(args.device)?;
+    let mut progress = Progress::new(steps(selection), args.quiet);
     let mut report = Report {
         coalesce_version: env!("CARGO_PKG_VERSION").to_string(),
         device: gpu.info.clone(),
@@ -241,12 +403,10 @@ fn run(args: RunArgs, open: Opener) -> Result<Outcome> {
         baselines: Vec::new(),
         rows: Vec::new(),
     };
-    for s in &selection {
+    for s in selection {
         let (baseline, rows) =
-            harness::run_experiment(&gpu, s.experiment, s.variants.as_deref(), &plan, |msg| {
-                if show {
-                    eprintln!("running {msg}");
-                }
+            harness::run_experiment(&gpu, s.experiment, s.variants.as_deref(), plan, |msg| {
+                progress.step(msg)
             })?;
         report.baselines.push(ExperimentBaseline {
             experiment: s.experiment.name().to_string(),
@@ -254,7 +414,43 @@ fn run(args: RunArgs, open: Opener) -> Result<Outcome> {
         });
         report.rows.extend(rows);
     }
+    progress.finish();
+    Ok(report)
+}
+
+fn outcome(report: &Report) -> Outcome {
+    match report.failures() {
+        0 => Outcome::Ok,
+        n => Outcome::Invalid(n),
+    }
+}
+
+fn run(args: RunArgs, open: Opener) -> Result<Outcome> {
+    let (selection, plan) = plan(&args.suite)?;
+    // A --json path that cannot be written fails now, not after the whole run.
+    if let Some(path) = &args.json {
+        table::check_writable(path)?;
+    }
+    let report = run_suite(&args.suite, &selection, &plan, open)?;
     print!("{}", table::render(&report));
+    if let Some(path) = &args.json {
+        table::write_json(path, &report)?;
+    }
+    Ok(outcome(&report))
+}
+
+fn compare(args: CompareArgs, open: Opener) -> Result<Outcome> {
+    let (selection, plan) = plan(&args.suite)?;
+    if let Some(path) = &args.json {
+        table::check_writable(path)?;
+    }
+    let gpu = open(args.suite.device)?;
+    let mut progress = Progress::new(steps(&selection), args.suite.quiet);
+    let report = crate::compare::compare(&gpu, &selection, &plan, args.dump_ptx.as_deref(), |msg| {
+        progress.step(msg)
+    })?;
+    progress.finish();
+    print!("{}", crate::compare::render(&report));
     if let Some(path) = &args.json {
         table::write_json(path, &report)?;
     }
@@ -262,4 +458,26 @@ fn run(args: RunArgs, open: Opener) -> Result<Outcome> {
         0 => Outcome::Ok,
         n => Outcome::Invalid(n),
     })
+}
+
+fn write_report(args: ReportArgs, open: Opener) -> Result<Outcome> {
+    let (selection, plan) = plan(&args.suite)?;
+    // A bad --out fails now, not after the whole suite has run.
+    report::prepare_dir(&args.out)?;
+    let start = Instant::now();
+    let run = run_suite(&args.suite, &selection, &plan, open)?;
+    print!("{}", table::render(&run));
+    let results = Results {
+        date: report::utc_date(SystemTime::now()),
+        elapsed_s: start.elapsed().as_secs_f64(),
+        run,
+    };
+    let files = report::write(&args.out, &results)?;
+    println!(
+        "\nreport: {} ({} files, run took {:.0} s)",
+        files[0].display(),
+        files.len(),
+        results.elapsed_s
+    );
+    Ok(outcome(&results.run))
 }

@@ -63,8 +63,28 @@ pub enum Error {
         source: std::io::Error,
     },
 
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+
+    #[error("{path}: not Nsight Compute CSV output as scripts/gpu-run.sh ncu writes it: {why}")]
+    NcuCsv { path: String, why: String },
+
+    #[error("emulating {kernel} failed: {why}")]
+    Emulation { kernel: String, why: String },
+
     #[error("{0}")]
     Json(#[from] serde_json::Error),
+
+    /// A CUDA library call (cuBLAS) failed after the library loaded.
+    #[error("{0}")]
+    Library(String),
+
+    #[error("drawing a plot failed: {0}")]
+    Plot(String),
 }
 
 impl Error {

@@ -62,6 +62,30 @@ pub trait Prepared {
     fn size_label(&self) -> Option<String> {
         None
     }
+    /// The operands when the case computes a row-major SGEMM C = A B (matmul), so
+    /// a library (cuBLAS) can compute the same product on the same buffers.
+    fn gemm(&self, _case: usize) -> Option<Gemm> {
+        None
+    }
+    /// [`Prepared::validate`] for a product whose inputs were rounded to relative
+    /// precision `input_rounding` before multiplying (TF32 tensor cores: 2^-10);
+    /// with 0 it is `validate`. Experiments with [`Prepared::gemm`] operands widen
+    /// their error bound by it; others have no product to widen.
+    fn validate_gemm(&self, gpu: &Gpu, case: usize, input_rounding: f64) -> Result<Validation> {
+        let _ = input_rounding;
+        self.validate(gpu, case)
+    }
+}
+
+/// Row-major C (m x n) = A (m x k) B (k x n), f32, on device buffers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Gemm {
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub a: u64,
+    pub b: u64,
+    pub c: u64,
 }
 
 /// What one experiment runs at: bytes per array, or a matrix shape, and the seed.
@@ -92,10 +116,22 @@ pub fn launch_case(gpu: &Gpu, p: &dyn Prepared, case: usize, f: &Function<'_>) -
 
 /// Resets, launches once, waits and validates: the check every measured launch gets.
 pub fn check_case(gpu: &Gpu, p: &mut dyn Prepared, case: usize, f: &Function<'_>) -> Result<Validation> {
-    p.reset(gpu, case)?;
-    launch_case(gpu, p, case, f)?;
     let kernel = p.cases()[case].kernel;
-    gpu.sync(&format!("running {kernel}"))?;
+    check_with(gpu, p, case, kernel, |p| launch_case(gpu, p, case, f))
+}
+
+/// [`check_case`] for any way of computing the case's output (a kernel, a twin,
+/// a library call such as cuBLAS): reset, `launch`, wait, validate.
+pub fn check_with(
+    gpu: &Gpu,
+    p: &mut dyn Prepared,
+    case: usize,
+    what: &str,
+    launch: impl FnOnce(&dyn Prepared) -> Result<()>,
+) -> Result<Validation> {
+    p.reset(gpu, case)?;
+    launch(p)?;
+    gpu.sync(&format!("running {what}"))?;
     p.validate(gpu, case)
 }
 
@@ -172,28 +208,84 @@ impl Default for Reps {
 /// the timed ones are enqueued, so each event interval holds exactly one launch and
 /// no host gap.
 pub fn time_launches(gpu: &Gpu, reps: Reps, mut launch: impl FnMut() -> Result<()>) -> Result<Timing> {
+    let mut timings = time_interleaved(gpu, reps, &mut [&mut launch])?;
+    Ok(timings.remove(0))
+}
+
+/// Times several launches that do the same work (a kernel and its twin) in one
+/// stream, interleaved: each timed round runs every launch once, in alternating
+/// order (A B, then B A), so clock and thermal drift fall on all of them alike.
+/// Returns one timing per launch, each from `reps.timed` samples.
+pub fn time_interleaved(
+    gpu: &Gpu,
+    reps: Reps,
+    launches: &mut [&mut dyn FnMut() -> Result<()>],
+) -> Result<Vec<Timing>> {
+    let count = launches.len();
+    if count == 0 {
+        return Ok(Vec::new());
+    }
     let timed = reps.timed.max(1);
-    let events = (0..=timed)
+    let events = (0..=timed * count)
         .map(|_| Event::new(EventFlags::DEFAULT))
         .collect::<std::result::Result<Vec<_>, _>>()
         .map_err(Error::cuda("creating timing events"))?;
     for _ in 0..reps.warmup {
-        launch()?;
+        for launch in launches.iter_mut() {
+            launch()?;
+        }
     }
     events[0]
         .record(&gpu.stream)
         .map_err(Error::cuda("recording an event"))?;
-    for e in &events[1..] {
-        launch()?;
-        e.record(&gpu.stream).map_err(Error::cuda("recording an event"))?;
+    // owner[e] = which launch ran between events e and e + 1.
+    let mut owner = Vec::with_capacity(timed * count);
+    for round in 0..timed {
+        for j in 0..count {
+            let which = interleaved(round, j, count);
+            launches[which]()?;
+            events[owner.len() + 1]
+                .record(&gpu.stream)
+                .map_err(Error::cuda("recording an event"))?;
+            owner.push(which);
+        }
     }
     gpu.sync("running the timed launches")?;
-    let ms = events
-        .windows(2)
-        .map(|w| w[1].elapsed_time_f32(&w[0]).map(f64::from))
-        .collect::<std::result::Result<Vec<_>, _>>()
+    let mut samples = vec![Vec::with_capacity(timed); count];
+    for (e, &which) in owner.iter().enumerate() {
+        let ms = events[e + 1]
+            .elapsed_time_f32(&events[e])
+            .map_err(Error::cuda("reading event times"))?;
+        samples[which].push(f64::from(ms));
+    }
+    Ok(samples.into_iter().map(Timing::from_samples).collect())
+}
+
+/// The launch that runs `j`th in timed round `round` of `count` launches:
+/// forward in even rounds, backward in odd ones.
+fn interleaved(round: usize, j: usize, count: usize) -> usize {
+    if round.is_multiple_of(2) { j } else { count - 1 - j }
+}
+
+/// GPU time of `launches` back-to-back launches, in milliseconds: one event before
+/// the first and one after the last, so the host's enqueueing is not timed (what
+/// criterion's `iter_custom` needs: the total time of a batch). The caller warms up.
+pub fn time_batch(gpu: &Gpu, launches: u64, mut launch: impl FnMut() -> Result<()>) -> Result<f64> {
+    let start = Event::new(EventFlags::DEFAULT).map_err(Error::cuda("creating timing events"))?;
+    let end = Event::new(EventFlags::DEFAULT).map_err(Error::cuda("creating timing events"))?;
+    start
+        .record(&gpu.stream)
+        .map_err(Error::cuda("recording an event"))?;
+    for _ in 0..launches {
+        launch()?;
+    }
+    end.record(&gpu.stream)
+        .map_err(Error::cuda("recording an event"))?;
+    gpu.sync("running the timed launches")?;
+    let ms = end
+        .elapsed_time_f32(&start)
         .map_err(Error::cuda("reading event times"))?;
-    Ok(Timing::from_samples(ms))
+    Ok(f64::from(ms))
 }
 
 /// The driver's device-to-device copy of `bytes`, timed like a kernel.
@@ -531,6 +623,19 @@ mod tests {
         fill_speedups(&mut rows);
         let s: Vec<f64> = rows.iter().map(|r| r.speedup_over_slowest).collect();
         assert_eq!(s, [4.0, 1.0, 2.0]);
+    }
+
+    #[test]
+    fn interleaving_alternates_the_order() {
+        let rounds: Vec<Vec<usize>> = (0..3)
+            .map(|r| (0..2).map(|j| interleaved(r, j, 2)).collect())
+            .collect();
+        assert_eq!(rounds, [[0, 1], [1, 0], [0, 1]]);
+        // Every launch runs once per round.
+        let mut three: Vec<usize> = (0..3).map(|j| interleaved(1, j, 3)).collect();
+        assert_eq!(three, [2, 1, 0]);
+        three.sort();
+        assert_eq!(three, [0, 1, 2]);
     }
 
     #[test]

@@ -135,7 +135,7 @@ pub fn render(report: &Report) -> String {
     out
 }
 
-/// The temporary file [`write_json`] writes before renaming it to `path`.
+/// The temporary file [`write_file`] writes before renaming it to `path`.
 fn temp_beside(path: &Path) -> std::path::PathBuf {
     let name = path
         .file_name()
@@ -144,7 +144,7 @@ fn temp_beside(path: &Path) -> std::path::PathBuf {
     path.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
 }
 
-/// Fails now if [`write_json`] could not write `path` later (a missing or read-only
+/// Fails now if [`write_file`] could not write `path` later (a missing or read-only
 /// folder, a path that is a folder), so a long run does not end in a lost report.
 pub fn check_writable(path: &Path) -> Result<()> {
     let err = |source| Error::Write {
@@ -160,16 +160,21 @@ pub fn check_writable(path: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Writes `value` as JSON to `path` without ever leaving a half-written file:
-/// a temporary file beside it, then a rename.
+/// Writes `value` as JSON to `path` without ever leaving a half-written file.
 pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+    let text = serde_json::to_string_pretty(value)?;
+    write_file(path, &(text + "\n"))
+}
+
+/// Writes `text` to `path` through a temporary file beside it and a rename, so a
+/// reader never sees a half-written file.
+pub fn write_file(path: &Path, text: &str) -> Result<()> {
     let err = |source| Error::Write {
         path: path.display().to_string(),
         source,
     };
-    let text = serde_json::to_string_pretty(value)?;
     let tmp = temp_beside(path);
-    std::fs::write(&tmp, text + "\n").map_err(err)?;
+    std::fs::write(&tmp, text).map_err(err)?;
     std::fs::rename(&tmp, path).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
         err(e)

@@ -14,7 +14,7 @@ pub struct Copy;
 /// Blocks per SM for the grid-stride loop: several waves, so each thread does only a
 /// few iterations (a grid of one resident wave ran at 93% of cuMemcpyDtoD against 99%
 /// for this on the H100; docs/perf-notes.md).
-const BLOCKS_PER_SM: u32 = 256;
+pub const BLOCKS_PER_SM: u32 = 256;
 
 impl Experiment for Copy {
     fn name(&self) -> &'static str {

@@ -9,13 +9,13 @@ use rayon::prelude::*;
 use crate::buffers::{download, fill_uniform, poison};
 use crate::device::{DeviceInfo, Gpu};
 use crate::error::{Error, Result};
-use crate::harness::{Case, Experiment, Params, Prepared, Work};
+use crate::harness::{Case, Experiment, Gemm, Params, Prepared, Work};
 use crate::launch::{Arg, LaunchCfg, MAX_GRID_X, MAX_GRID_YZ};
 use crate::validate::Validation;
 
 pub struct Matmul;
 
-const VARIANTS: [(&str, &str); 3] = [
+pub const VARIANTS: [(&str, &str); 3] = [
     ("naive", "matmul_naive"),
     ("accidental", "matmul_accidental"),
     ("remapped", "matmul_remapped"),
@@ -55,6 +55,30 @@ fn lengths(m: usize, n: usize, k: usize) -> Result<(usize, usize, usize)> {
     ))
 }
 
+/// The launches of the three variants (in [`VARIANTS`] order) for an m x n product:
+/// one thread per element of C, in 32 x 32 blocks (1024 x 1 for the remapped kernel).
+pub fn launch_cfgs(m: usize, n: usize) -> Result<[LaunchCfg; 3]> {
+    let (gx, gy) = (n.div_ceil(TILE) as u64, m.div_ceil(TILE) as u64);
+    if gx > MAX_GRID_X || gy > MAX_GRID_YZ {
+        return Err(Error::TooLarge {
+            what: format!("a {m} x {n} product"),
+            why: format!("needs a {gx} x {gy} grid; CUDA allows {MAX_GRID_X} x {MAX_GRID_YZ}"),
+        });
+    }
+    let grid = (gx as u32, gy as u32, 1);
+    let square = LaunchCfg {
+        grid,
+        block: (TILE as u32, TILE as u32, 1),
+        shared_bytes: 0,
+    };
+    let flat = LaunchCfg {
+        grid,
+        block: ((TILE * TILE) as u32, 1, 1),
+        shared_bytes: 0,
+    };
+    Ok([square, square, flat])
+}
+
 impl Experiment for Matmul {
     fn name(&self) -> &'static str {
         "matmul"
@@ -86,25 +110,7 @@ impl Experiment for Matmul {
     fn launches(&self, p: &Params, _: &DeviceInfo) -> Result<Vec<LaunchCfg>> {
         let (m, n, k) = dims(p)?;
         lengths(m, n, k)?;
-        let (gx, gy) = (n.div_ceil(TILE) as u64, m.div_ceil(TILE) as u64);
-        if gx > MAX_GRID_X || gy > MAX_GRID_YZ {
-            return Err(Error::TooLarge {
-                what: format!("a {m} x {n} product"),
-                why: format!("needs a {gx} x {gy} grid; CUDA allows {MAX_GRID_X} x {MAX_GRID_YZ}"),
-            });
-        }
-        let grid = (gx as u32, gy as u32, 1);
-        let square = LaunchCfg {
-            grid,
-            block: (TILE as u32, TILE as u32, 1),
-            shared_bytes: 0,
-        };
-        let flat = LaunchCfg {
-            grid,
-            block: ((TILE * TILE) as u32, 1, 1),
-            shared_bytes: 0,
-        };
-        Ok(vec![square, square, flat])
+        Ok(launch_cfgs(m, n)?.to_vec())
     }
     fn prepare<'g>(&self, gpu: &'g Gpu, p: &Params) -> Result<Box<dyn Prepared + 'g>> {
         let (m, n, k) = dims(p)?;
@@ -155,12 +161,27 @@ struct Buffers {
 /// and a wrong element does not.
 pub fn check_product(
     c: &[f32],
-    (m, n, k): (usize, usize, usize),
+    dims: (usize, usize, usize),
     a: impl Fn(usize) -> f32 + Sync,
     b: impl Fn(usize) -> f32 + Sync,
     at: &[usize],
 ) -> Validation {
+    check_rounded_product(c, dims, a, b, at, 0.0)
+}
+
+/// [`check_product`] for a product whose inputs were first rounded to relative
+/// precision `r` (TF32: 2^-10): each term may be off by (2 r + r^2) |a_i b_i| more,
+/// so the bound grows by twice that, 2 (2 r + r^2) sum |a_i b_i|.
+pub fn check_rounded_product(
+    c: &[f32],
+    (m, n, k): (usize, usize, usize),
+    a: impl Fn(usize) -> f32 + Sync,
+    b: impl Fn(usize) -> f32 + Sync,
+    at: &[usize],
+    r: f64,
+) -> Validation {
     let u = f64::from(f32::EPSILON) / 2.0;
+    let widen = 2.0 * (2.0 * r + r * r);
     let bad: Vec<(usize, f32, f64)> = at
         .par_iter()
         .filter_map(|&idx| {
@@ -172,7 +193,7 @@ pub fn check_product(
                 mag += t.abs();
             }
             let got = f64::from(c[idx]);
-            let ok = (got - exact).abs() <= 2.0 * (k as f64 + 2.0) * u * mag;
+            let ok = (got - exact).abs() <= (2.0 * (k as f64 + 2.0) * u + widen) * mag;
             (!ok).then_some((idx, c[idx], exact))
         })
         .collect();
@@ -232,16 +253,30 @@ impl Prepared for Buffers {
         ];
         (self.cfgs[case], args)
     }
-    fn validate(&self, gpu: &Gpu, _case: usize) -> Result<Validation> {
+    fn validate(&self, gpu: &Gpu, case: usize) -> Result<Validation> {
+        self.validate_gemm(gpu, case, 0.0)
+    }
+    fn gemm(&self, _case: usize) -> Option<Gemm> {
+        Some(Gemm {
+            m: self.m,
+            n: self.n,
+            k: self.k,
+            a: self.a.as_device_ptr().as_raw(),
+            b: self.b.as_device_ptr().as_raw(),
+            c: self.c.as_device_ptr().as_raw(),
+        })
+    }
+    fn validate_gemm(&self, gpu: &Gpu, _case: usize, input_rounding: f64) -> Result<Validation> {
         let c = download(gpu, &self.c)?;
         let s = self.case_seed;
         let at = sample_entries(self.m * self.n, s);
-        Ok(check_product(
+        Ok(check_rounded_product(
             &c,
             (self.m, self.n, self.k),
             |i| uniform(s, i as u64),
             |i| uniform(s + 1, i as u64),
             &at,
+            input_rounding,
         ))
     }
     fn size_label(&self) -> Option<String> {
@@ -276,6 +311,27 @@ mod tests {
         assert!(!v.ok && v.detail.contains("C[5][7]"), "{}", v.detail);
         c[5 * n + 7] = f32::NAN;
         assert!(!check_product(&c, (m, n, k), |i| a[i], |i| b[i], &all).ok);
+    }
+
+    #[test]
+    fn rounded_inputs_widen_the_bound_just_enough() {
+        let (m, n, k) = (8, 8, 64);
+        let a: Vec<f32> = (0..m * k).map(|i| uniform(3, i as u64)).collect();
+        let b: Vec<f32> = (0..k * n).map(|i| uniform(4, i as u64)).collect();
+        // TF32 keeps 10 mantissa bits: truncate the inputs, then multiply in f32.
+        let tf32 = |x: f32| f32::from_bits(x.to_bits() & !0x1fff);
+        let (ta, tb): (Vec<f32>, Vec<f32>) = (
+            a.iter().map(|&x| tf32(x)).collect(),
+            b.iter().map(|&x| tf32(x)).collect(),
+        );
+        let c = reference(m, n, k, &ta, &tb);
+        let all: Vec<usize> = (0..m * n).collect();
+        let r = 2f64.powi(-10);
+        assert!(!check_product(&c, (m, n, k), |i| a[i], |i| b[i], &all).ok);
+        assert!(check_rounded_product(&c, (m, n, k), |i| a[i], |i| b[i], &all, r).ok);
+        let mut off = c.clone();
+        off[9] += 0.5;
+        assert!(!check_rounded_product(&off, (m, n, k), |i| a[i], |i| b[i], &all, r).ok);
     }
 
     #[test]

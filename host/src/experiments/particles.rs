@@ -16,9 +16,9 @@ pub struct Particles;
 /// The time step.
 pub const DT: f32 = 0.01;
 /// Floats per AoS particle.
-const FIELDS: usize = 6;
+pub const FIELDS: usize = 6;
 /// fma on both sides rounds alike; the tolerance only admits a twin that does not fuse.
-const TOL: Tolerance = Tolerance { rel: 1e-6, abs: 1e-6 };
+pub const TOL: Tolerance = Tolerance { rel: 1e-6, abs: 1e-6 };
 
 /// Floats in the AoS array.
 fn aos_len(n: usize) -> Result<usize> {

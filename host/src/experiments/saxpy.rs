@@ -16,13 +16,13 @@ pub struct Saxpy;
 
 /// The scalar a.
 pub const A: f32 = 1.5;
-const TOL: Tolerance = Tolerance { rel: 1e-6, abs: 1e-6 };
+pub const TOL: Tolerance = Tolerance { rel: 1e-6, abs: 1e-6 };
 /// Blocks per SM for the grid-stride loop: several waves, so each thread does only a
 /// few iterations (a grid of one resident wave ran at 93% of cuMemcpyDtoD against 99%
 /// for this on the H100; docs/perf-notes.md).
-const BLOCKS_PER_SM: u32 = 256;
+pub const BLOCKS_PER_SM: u32 = 256;
 
-const VARIANTS: [(&str, &str); 3] = [
+pub const VARIANTS: [(&str, &str); 3] = [
     ("f32", "saxpy_f32"),
     ("f32x4", "saxpy_f32x4"),
     ("f32x4-strided", "saxpy_f32x4_strided"),

@@ -14,7 +14,7 @@ use crate::validate::{Validation, exact};
 pub struct Transpose;
 
 /// (variant, kernel, whether the grid spans the output rather than the input)
-const VARIANTS: [(&str, &str, bool); 4] = [
+pub const VARIANTS: [(&str, &str, bool); 4] = [
     ("naive-write", "transpose_naive_write", false),
     ("naive-read", "transpose_naive_read", true),
     ("tiled", "transpose_tiled", false),
@@ -45,7 +45,7 @@ fn elements(rows: usize, cols: usize) -> Result<usize> {
 }
 
 /// A 2D grid of 32 x 32 tiles over a matrix of `rows` x `cols` (x along cols).
-fn grid(rows: usize, cols: usize) -> Result<LaunchCfg> {
+pub fn grid(rows: usize, cols: usize) -> Result<LaunchCfg> {
     let (gx, gy) = (cols.div_ceil(TILE) as u64, rows.div_ceil(TILE) as u64);
     if gx > MAX_GRID_X || gy > MAX_GRID_YZ {
         return Err(Error::TooLarge {

@@ -4,14 +4,23 @@
 //! threads, so `sync_threads()` is a real barrier and shared memory is per block.
 //! Every global and shared access goes through [`record_global`]/[`record_shared`],
 //! which, when the launch records, log it with the kernel source line it came from.
+//!
+//! A panic in one emulated thread (a failed bounds check, an assertion) aborts its
+//! block: threads waiting at the barrier are released and unwind quietly, and
+//! [`try_launch`] returns the first panic as a [`LaunchError`] instead of hanging.
+//!
 //! [`LaunchConfig::schedule`] can run a block's threads one at a time instead, in a
 //! fixed order, so a missing barrier shows deterministically ([`schedule`]).
 
+use core::fmt;
+use core::ops::Range;
 use core::panic::Location;
 use std::boxed::Box;
 use std::cell::RefCell;
 use std::collections::HashMap;
-use std::sync::{Barrier, Mutex};
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::string::{String, ToString};
+use std::sync::{Condvar, Mutex};
 use std::vec::Vec;
 
 pub mod schedule;
@@ -73,7 +82,8 @@ pub struct Access {
     pub thread: usize,
     /// The kernel source line that made the access.
     pub site: &'static Location<'static>,
-    /// How many accesses this thread made at this site before this one.
+    /// How many times this thread executed this site before (the loop iteration, for
+    /// an access in a loop): lanes of a warp with the same occurrence form one request.
     pub occurrence: usize,
     pub op: Op,
     pub space: Space,
@@ -100,20 +110,99 @@ pub struct ThreadCtx<'a> {
     pub block_dim: Dim3,
     pub grid_dim: Dim3,
     block: &'a BlockState,
+    config: &'a LaunchConfig,
     linear_block: usize,
     linear_thread: usize,
-    recording: bool,
-    occurrences: HashMap<(usize, u32, u32), usize>,
+    // Executions so far per site; a short list, as a kernel has a handful of sites.
+    occurrences: Vec<(&'static Location<'static>, usize)>,
     log: Vec<Access>,
 }
 
 struct BlockState {
-    barrier: Barrier,
+    barrier: BlockBarrier,
     // Set under a serial schedule: it replaces the barrier.
     turns: Option<schedule::Turns>,
     // Static arrays by name; u128 backing keeps 16-byte alignment.
     statics: Mutex<HashMap<&'static str, Box<[u128]>>>,
     dynamic: Mutex<Box<[u128]>>,
+}
+
+/// `__syncthreads()` for one emulated block.
+///
+/// Unlike `std::sync::Barrier` it can be aborted (a panicking thread releases the
+/// others instead of leaving them waiting forever), and a thread that returns from the
+/// kernel stops counting, as exited threads do on the GPU, so an early `return`
+/// before a barrier does not deadlock the emulator.
+struct BlockBarrier {
+    state: Mutex<BarrierState>,
+    released: Condvar,
+}
+
+struct BarrierState {
+    live: usize,
+    arrived: usize,
+    generation: u64,
+    aborted: bool,
+}
+
+/// The unwind payload of a thread released from an aborted barrier.
+struct Aborted;
+
+impl BlockBarrier {
+    fn new(threads: usize) -> Self {
+        BlockBarrier {
+            state: Mutex::new(BarrierState {
+                live: threads,
+                arrived: 0,
+                generation: 0,
+                aborted: false,
+            }),
+            released: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BarrierState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits for every live thread of the block; `Err` if the block was aborted.
+    fn wait(&self) -> Result<(), Aborted> {
+        let mut s = self.lock();
+        if s.aborted {
+            return Err(Aborted);
+        }
+        s.arrived += 1;
+        if s.arrived >= s.live {
+            s.arrived = 0;
+            s.generation += 1;
+            self.released.notify_all();
+            return Ok(());
+        }
+        let generation = s.generation;
+        while s.generation == generation && !s.aborted {
+            s = self.released.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+        if s.generation == generation {
+            return Err(Aborted);
+        }
+        Ok(())
+    }
+
+    /// A thread has returned from the kernel: the barrier stops waiting for it.
+    fn leave(&self) {
+        let mut s = self.lock();
+        s.live -= 1;
+        if s.arrived > 0 && s.arrived >= s.live {
+            s.arrived = 0;
+            s.generation += 1;
+            self.released.notify_all();
+        }
+    }
+
+    fn abort(&self) {
+        self.lock().aborted = true;
+        self.released.notify_all();
+    }
 }
 
 std::thread_local! {
@@ -141,11 +230,11 @@ pub fn sync_threads() {
         with_thread(|t| (t.block as *const BlockState, t.linear_thread));
     // SAFETY: see above.
     let block = unsafe { &*block };
-    match &block.turns {
-        Some(turns) => turns.barrier(rank),
-        None => {
-            block.barrier.wait();
-        }
+    if let Some(turns) = &block.turns {
+        turns.barrier(rank);
+    } else if block.barrier.wait().is_err() {
+        // Another thread of the block panicked: unwind without a second message.
+        resume_unwind(Box::new(Aborted));
     }
 }
 
@@ -183,42 +272,72 @@ pub fn dynamic_shared_array<T: crate::gpu::shared::SharedWord>(len: usize) -> cr
     })
 }
 
+/// Logs one access; returns true when the access must not touch memory
+/// ([`LaunchConfig::addresses_only`]).
+/// The widest access one instruction makes: `ld.global.v4.b32`, 16 bytes.
+const MAX_ACCESS: usize = 16;
+
 #[track_caller]
-fn record(space: Space, array: usize, addr: usize, bytes: usize, op: Op) {
+fn record(space: Space, array: usize, addr: usize, bytes: usize, align: usize, op: Op) -> bool {
     let site = Location::caller();
     with_thread(|t| {
-        if !t.recording {
-            return;
+        let config = t.config;
+        if space == Space::Global
+            && !config.bounds.is_empty()
+            && !config
+                .bounds
+                .iter()
+                .any(|r| r.start <= addr && addr.checked_add(bytes).is_some_and(|end| end <= r.end))
+        {
+            panic!("{site}: {op:?} of {bytes} bytes at {addr:#x} is outside every buffer of the launch");
         }
-        let key = (site.file().as_ptr() as usize, site.line(), site.column());
-        let n = t.occurrences.entry(key).or_insert(0);
-        let occurrence = *n;
-        *n += 1;
-        let access = Access {
-            block: t.linear_block,
-            thread: t.linear_thread,
-            site,
-            occurrence,
-            op,
-            space,
-            addr,
-            array,
-            bytes,
-        };
-        t.log.push(access);
+        if config.record {
+            // A value wider than one instruction can move (a 24-byte struct of f32s)
+            // is as many accesses as the GPU makes: one per aligned piece, each piece a
+            // warp-wide instruction of its own.
+            let piece = align.clamp(1, MAX_ACCESS).min(bytes.max(1));
+            for offset in (0..bytes.max(1)).step_by(piece) {
+                let occurrence = match t.occurrences.iter_mut().find(|(s, _)| *s == site) {
+                    Some((_, n)) => {
+                        *n += 1;
+                        *n - 1
+                    }
+                    None => {
+                        t.occurrences.push((site, 1));
+                        0
+                    }
+                };
+                if config.max_occurrences.is_none_or(|max| occurrence < max) {
+                    t.log.push(Access {
+                        block: t.linear_block,
+                        thread: t.linear_thread,
+                        site,
+                        occurrence,
+                        op,
+                        space,
+                        addr: addr + offset,
+                        array,
+                        bytes: piece.min(bytes),
+                    });
+                }
+            }
+        }
+        space == Space::Global && config.addresses_only
     })
 }
 
-/// Called by [`crate::gpu::Global`] accessors for every global access.
+/// Called by [`crate::gpu::Global`] accessors for every global access of a value of
+/// `bytes` bytes aligned to `align`. Returns true when the launch is addresses-only:
+/// the accessor must then not touch `addr`.
 #[track_caller]
-pub fn record_global(addr: usize, bytes: usize, op: Op) {
-    record(Space::Global, 0, addr, bytes, op)
+pub fn record_global(addr: usize, bytes: usize, align: usize, op: Op) -> bool {
+    record(Space::Global, 0, addr, bytes, align, op)
 }
 
 /// Called by [`crate::gpu::SharedArray`] accessors for every shared access.
 #[track_caller]
 pub fn record_shared(array: usize, offset: usize, bytes: usize, op: Op) {
-    record(Space::Shared, array, offset, bytes, op)
+    record(Space::Shared, array, offset, bytes, bytes, op);
 }
 
 /// How to run a launch.
@@ -231,8 +350,76 @@ pub struct LaunchConfig {
     pub record: bool,
     /// Run only these linear block indices (a sample); `None` runs the whole grid.
     pub blocks: Option<Vec<usize>>,
+    /// Record only each thread's first this-many executions of each access site
+    /// (a loop's first iterations), to bound the log; `None` records them all.
+    pub max_occurrences: Option<usize>,
+    /// The byte ranges of the launch's buffers: a global access outside all of them
+    /// panics (and fails the launch) instead of touching foreign memory. Empty: no check.
+    pub bounds: Vec<Range<usize>>,
+    /// Global loads read zeros and stores are dropped: only addresses are computed and
+    /// recorded, so the buffers may be virtual ranges larger than host memory.
+    /// Kernels whose addresses depend on loaded data are not emulated faithfully so.
+    pub addresses_only: bool,
     /// How each block's threads are interleaved (all at once unless set).
     pub schedule: Schedule,
+}
+
+/// Why an emulated launch failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LaunchError {
+    /// The grid or block has no threads, or a sampled block is outside the grid.
+    BadConfig(String),
+    /// An emulated thread panicked (the first one, if several did).
+    Panicked {
+        block: Dim3,
+        thread: Dim3,
+        message: String,
+    },
+    /// The OS refused to start an emulated thread.
+    Spawn(String),
+}
+
+impl fmt::Display for LaunchError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LaunchError::BadConfig(why) => write!(f, "bad emulated launch: {why}"),
+            LaunchError::Panicked {
+                block,
+                thread,
+                message,
+            } => write!(
+                f,
+                "emulated thread ({}, {}, {}) of block ({}, {}, {}) panicked: {message}",
+                thread.x, thread.y, thread.z, block.x, block.y, block.z
+            ),
+            LaunchError::Spawn(why) => write!(f, "cannot start an emulated GPU thread: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for LaunchError {}
+
+fn unflatten(i: usize, d: Dim3) -> Dim3 {
+    Dim3::new(
+        (i % d.x as usize) as u32,
+        (i / d.x as usize % d.y as usize) as u32,
+        (i / (d.x as usize * d.y as usize)) as u32,
+    )
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a panic with a non-string payload".to_string()
+    }
+}
+
+/// Like [`try_launch`], for tests: panics with the launch's error.
+pub fn launch(config: &LaunchConfig, kernel: impl Fn() + Sync) -> Vec<Access> {
+    try_launch(config, kernel).unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Runs `kernel` on every thread of the grid (or the sampled blocks) and returns
@@ -240,12 +427,13 @@ pub struct LaunchConfig {
 ///
 /// `kernel` is a closure that calls the kernel with its arguments; the emulated
 /// indices are visible to it through [`crate::gpu::thread`].
-pub fn launch(config: &LaunchConfig, kernel: impl Fn() + Sync) -> Vec<Access> {
+pub fn try_launch(config: &LaunchConfig, kernel: impl Fn() + Sync) -> Result<Vec<Access>, LaunchError> {
     let (grid, block) = (config.grid, config.block);
-    assert!(
-        grid.count() > 0 && block.count() > 0,
-        "empty launch: grid {grid:?} block {block:?}"
-    );
+    if grid.count() == 0 || block.count() == 0 {
+        return Err(LaunchError::BadConfig(std::format!(
+            "empty launch: grid {grid:?} block {block:?}"
+        )));
+    }
     let all: Vec<usize>;
     let blocks = match &config.blocks {
         Some(b) => b.as_slice(),
@@ -254,56 +442,78 @@ pub fn launch(config: &LaunchConfig, kernel: impl Fn() + Sync) -> Vec<Access> {
             &all
         }
     };
+    if let Some(&b) = blocks.iter().find(|&&b| b >= grid.count()) {
+        return Err(LaunchError::BadConfig(std::format!(
+            "block {b} is outside the grid of {} blocks",
+            grid.count()
+        )));
+    }
     let log = Mutex::new(Vec::new());
+    let failure: Mutex<Option<LaunchError>> = Mutex::new(None);
+    let fail = |e: LaunchError| {
+        failure.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
+    };
     for &b in blocks {
-        let block_idx = Dim3::new(
-            (b % grid.x as usize) as u32,
-            (b / grid.x as usize % grid.y as usize) as u32,
-            (b / (grid.x as usize * grid.y as usize)) as u32,
-        );
+        let block_idx = unflatten(b, grid);
         let state = BlockState {
-            barrier: Barrier::new(block.count()),
+            barrier: BlockBarrier::new(block.count()),
             turns: schedule::Turns::new(config.schedule, block.count()),
             statics: Mutex::new(HashMap::new()),
             dynamic: Mutex::new(std::vec![POISON; words_for(config.dynamic_shared_bytes)].into_boxed_slice()),
         };
         std::thread::scope(|s| {
             for t in 0..block.count() {
-                let (state, kernel, log) = (&state, &kernel, &log);
-                std::thread::Builder::new()
+                let (state, kernel, log, fail) = (&state, &kernel, &log, &fail);
+                let spawned = std::thread::Builder::new()
                     .stack_size(256 * 1024)
                     .spawn_scoped(s, move || {
-                        let thread_idx = Dim3::new(
-                            (t % block.x as usize) as u32,
-                            (t / block.x as usize % block.y as usize) as u32,
-                            (t / (block.x as usize * block.y as usize)) as u32,
-                        );
+                        let thread_idx = unflatten(t, block);
                         let ctx = ThreadCtx {
                             thread_idx,
                             block_idx,
                             block_dim: block,
                             grid_dim: grid,
                             block: state,
+                            config,
                             linear_block: b,
                             linear_thread: t,
-                            recording: config.record,
-                            occurrences: HashMap::new(),
+                            occurrences: Vec::new(),
                             log: Vec::new(),
                         };
-                        // SAFETY: the context is removed below, before `state` is dropped.
+                        // SAFETY: the context is removed below, before `state` and
+                        // `config` go out of scope; nothing else keeps it.
                         let ctx: ThreadCtx<'static> = unsafe { core::mem::transmute(ctx) };
                         CURRENT.with(|c| *c.borrow_mut() = Some(ctx));
                         let turn = state.turns.as_ref().map(|turns| turns.start(t));
-                        kernel();
+                        let outcome = catch_unwind(AssertUnwindSafe(kernel));
                         drop(turn);
                         let ctx = CURRENT.with(|c| c.borrow_mut().take());
+                        if let Err(payload) = outcome
+                            && !payload.is::<Aborted>()
+                        {
+                            fail(LaunchError::Panicked {
+                                block: block_idx,
+                                thread: thread_idx,
+                                message: panic_message(payload.as_ref()),
+                            });
+                            state.barrier.abort();
+                        }
+                        state.barrier.leave();
                         if let Some(ctx) = ctx {
                             log.lock().unwrap_or_else(|e| e.into_inner()).extend(ctx.log);
                         }
-                    })
-                    .expect("spawn an emulated GPU thread");
+                    });
+                if let Err(e) = spawned {
+                    // The threads already running would wait for this one forever.
+                    fail(LaunchError::Spawn(e.to_string()));
+                    state.barrier.abort();
+                    break;
+                }
             }
         });
+        if let Some(e) = failure.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            return Err(e);
+        }
     }
-    log.into_inner().unwrap_or_else(|e| e.into_inner())
+    Ok(log.into_inner().unwrap_or_else(|e| e.into_inner()))
 }

@@ -9,6 +9,10 @@ use core::marker::PhantomData;
 
 /// A type kernels move through global memory in one access.
 ///
+/// Implementors are plain data (numbers, and `#[repr(C)]` structs of them): every bit
+/// pattern, all zeros included, is a value. Device memory holds whatever was last
+/// written there, and the emulator's addresses-only mode reads zeros.
+///
 /// `load`/`store` default to a plain read/write; [`Float4`](super::Float4) overrides
 /// them with a 4-lane vector so LLVM emits one `ld.global.v4.f32` instead of splitting
 /// the 16-byte struct copy into two 8-byte loads.
@@ -87,7 +91,10 @@ impl<T: Element> Global<T> {
         // SAFETY: the caller guarantees `i` is in bounds.
         let p = unsafe { self.ptr.add(i) };
         #[cfg(not(target_arch = "nvptx64"))]
-        super::emu::record_global(p as usize, size_of::<T>(), super::emu::Op::Load);
+        if super::emu::record_global(p as usize, size_of::<T>(), align_of::<T>(), super::emu::Op::Load) {
+            // SAFETY: all-zero bytes are a value of every Element (see the trait).
+            return unsafe { core::mem::zeroed() };
+        }
         // SAFETY: as above; device allocations are aligned for any T we use.
         unsafe { T::load(p) }
     }
@@ -138,7 +145,9 @@ impl<T: Element> GlobalMut<T> {
         // SAFETY: the caller guarantees `i` is in bounds.
         let p = unsafe { self.ptr.add(i) };
         #[cfg(not(target_arch = "nvptx64"))]
-        super::emu::record_global(p as usize, size_of::<T>(), super::emu::Op::Store);
+        if super::emu::record_global(p as usize, size_of::<T>(), align_of::<T>(), super::emu::Op::Store) {
+            return;
+        }
         // SAFETY: as above.
         unsafe { T::store(p, value) }
     }

@@ -124,8 +124,13 @@ impl<T: SharedWord> SharedArray<T> {
             T::ld_shared(self.addr + (i as u32) * size_of::<T>() as u32)
         }
         #[cfg(not(target_arch = "nvptx64"))]
-        // SAFETY: as above.
+        // SAFETY: checked in bounds (the GPU would read or write a neighbour).
         unsafe {
+            assert!(
+                i < self.len,
+                "shared index {i} out of bounds (length {})",
+                self.len
+            );
             super::emu::record_shared(
                 self.ptr as usize,
                 i * size_of::<T>(),
@@ -149,8 +154,13 @@ impl<T: SharedWord> SharedArray<T> {
             T::st_shared(self.addr + (i as u32) * size_of::<T>() as u32, value)
         }
         #[cfg(not(target_arch = "nvptx64"))]
-        // SAFETY: as above.
+        // SAFETY: checked in bounds (the GPU would read or write a neighbour).
         unsafe {
+            assert!(
+                i < self.len,
+                "shared index {i} out of bounds (length {})",
+                self.len
+            );
             super::emu::record_shared(
                 self.ptr as usize,
                 i * size_of::<T>(),

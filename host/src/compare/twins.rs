@@ -1,0 +1,288 @@
+//! The CUDA C++ twins: one `cuda/NAME.cu` per experiment, embedded in the binary,
+//! compiled by NVRTC for the GPU at hand and loaded into the context that runs the
+//! Rust kernels.
+
+use cust::function::Function;
+use cust::module::Module;
+
+use super::nvrtc::{self, CompileError, Nvrtc};
+use crate::device::Gpu;
+use crate::error::{Error, Result};
+use crate::ptx::entry_points;
+
+/// The C++ source of one experiment's kernels.
+#[derive(Debug)]
+pub struct Twin {
+    pub experiment: &'static str,
+    /// Its file under `cuda/`.
+    pub file: &'static str,
+    pub source: &'static str,
+}
+
+macro_rules! twin {
+    ($name:literal) => {
+        Twin {
+            experiment: $name,
+            file: concat!($name, ".cu"),
+            source: include_str!(concat!("../../../cuda/", $name, ".cu")),
+        }
+    };
+}
+
+/// Every twin; [`crate::experiments::ALL`] and this list name the same experiments.
+pub static TWINS: &[Twin] = &[
+    twin!("copy"),
+    twin!("stride"),
+    twin!("offset"),
+    twin!("transpose"),
+    twin!("particles"),
+    twin!("saxpy"),
+    twin!("complex"),
+    twin!("matmul"),
+];
+
+/// The twin of `experiment`, if it has one.
+pub fn find(experiment: &str) -> Option<&'static Twin> {
+    TWINS.iter().find(|t| t.experiment == experiment)
+}
+
+/// The kernels a source declares as `extern "C" __global__ void NAME(`, in order.
+pub fn declared(source: &str) -> Vec<&str> {
+    const DECL: &str = "extern \"C\" __global__ void ";
+    source
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix(DECL))
+        .filter_map(|rest| rest.split_once('('))
+        .map(|(name, _)| name.trim())
+        .collect()
+}
+
+/// Why the twins cannot run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Unusable {
+    /// The toolkit is missing or does not fit this GPU or driver: not our fault,
+    /// the comparison shows the Rust side only.
+    Unavailable(String),
+    /// A twin is wrong (does not compile, lacks an entry point): a failure.
+    Broken(String),
+}
+
+impl std::fmt::Display for Unusable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unusable::Unavailable(s) | Unusable::Broken(s) => f.write_str(s),
+        }
+    }
+}
+
+/// Compiles `twin` to PTX for `arch` and checks that it defines every one of `kernels`.
+/// Like for like: the twins target the virtual architecture the Rust PTX was built
+/// for (`COALESCE_ARCH`), so both reach the driver's JIT as the same kind of PTX. An
+/// NVRTC that no longer accepts that architecture (CUDA 13 dropped sm_70) gets the
+/// device's own; the table's header says which was used.
+fn choose_arch(nvrtc: &Nvrtc, gpu: &Gpu) -> String {
+    let rust = nvrtc::arch_for_target(crate::ptx::ARCH);
+    match nvrtc.compile("probe.cu", "extern \"C\" __global__ void probe() {}", &rust) {
+        Ok(_) => rust,
+        Err(_) => nvrtc::arch_for(gpu.info.compute_capability),
+    }
+}
+
+pub fn compile(
+    nvrtc: &Nvrtc,
+    twin: &Twin,
+    arch: &str,
+    kernels: &[&str],
+) -> std::result::Result<String, Unusable> {
+    let ptx = nvrtc.compile(twin.file, twin.source, arch).map_err(|e| match e {
+        CompileError::Refused { .. } => Unusable::Unavailable(e.to_string()),
+        _ => Unusable::Broken(e.to_string()),
+    })?;
+    let entries = entry_points(&ptx);
+    if let Some(k) = kernels.iter().find(|k| !entries.contains(k)) {
+        return Err(Unusable::Broken(format!(
+            "cuda/{} does not define {k}, which the Rust {} launches",
+            twin.file, twin.experiment
+        )));
+    }
+    // The harness passes one argument list to both: the parameters must agree.
+    for k in kernels {
+        let (rust, cpp) = (params(crate::ptx::PTX, k), params(&ptx, k));
+        if rust != cpp {
+            return Err(Unusable::Broken(format!(
+                "cuda/{}: {k} takes {cpp:?} in C++ but {rust:?} in Rust",
+                twin.file
+            )));
+        }
+    }
+    Ok(ptx)
+}
+
+/// The PTX types of `entry`'s parameters (`.u64`, `.f32`, ...), or None if absent.
+pub fn params<'p>(ptx: &'p str, entry: &str) -> Option<Vec<&'p str>> {
+    let head = format!(".visible .entry {entry}(");
+    let start = ptx.find(&head)? + head.len();
+    let list = &ptx[start..start + ptx[start..].find(')')?];
+    Some(
+        list.split(',')
+            .filter_map(|p| p.split_whitespace().nth(1))
+            .collect(),
+    )
+}
+
+struct Loaded {
+    twin: &'static Twin,
+    ptx: String,
+    module: Module,
+}
+
+/// The compiled, loaded twins of some experiments. Drop before the [`Gpu`].
+pub struct Twins {
+    pub nvrtc: Nvrtc,
+    /// The `--gpu-architecture` they were compiled for.
+    pub arch: String,
+    loaded: Vec<Loaded>,
+}
+
+impl Twins {
+    /// Compiles and loads the twins of `experiments` (with their kernels) for `gpu`.
+    pub fn build(gpu: &Gpu, experiments: &[(&str, Vec<&str>)]) -> std::result::Result<Twins, Unusable> {
+        let nvrtc = Nvrtc::load().map_err(Unusable::Unavailable)?;
+        let arch = choose_arch(&nvrtc, gpu);
+        let mut loaded = Vec::new();
+        for (experiment, kernels) in experiments {
+            let twin = find(experiment)
+                .ok_or_else(|| Unusable::Broken(format!("{experiment} has no C++ twin under cuda/")))?;
+            let ptx = compile(&nvrtc, twin, &arch, kernels)?;
+            let module = Module::from_ptx(&ptx, &[]).map_err(|e| {
+                Unusable::Unavailable(format!(
+                    "the driver (CUDA {}.{}) could not load the PTX NVRTC {} made from cuda/{}: {e}; \
+                     a toolkit newer than the driver makes PTX it cannot read: point LD_LIBRARY_PATH \
+                     at a toolkit no newer than the driver",
+                    gpu.info.driver_version / 1000,
+                    gpu.info.driver_version % 1000 / 10,
+                    nvrtc.version_string(),
+                    twin.file
+                ))
+            })?;
+            loaded.push(Loaded { twin, ptx, module });
+        }
+        Ok(Twins { nvrtc, arch, loaded })
+    }
+
+    /// The twin of the Rust kernel `kernel`.
+    pub fn function(&self, kernel: &str) -> Result<Function<'_>> {
+        self.loaded
+            .iter()
+            .find(|l| entry_points(&l.ptx).contains(&kernel))
+            .and_then(|l| l.module.get_function(kernel).ok())
+            .ok_or_else(|| Error::MissingKernel {
+                kernel: format!("{kernel} (C++ twin)"),
+            })
+    }
+
+    /// Each loaded twin with the PTX NVRTC made of it.
+    pub fn ptx(&self) -> impl Iterator<Item = (&'static Twin, &str)> {
+        self.loaded.iter().map(|l| (l.twin, l.ptx.as_str()))
+    }
+
+    /// One line: which compiler, for which architecture, from where.
+    pub fn describe(&self) -> String {
+        format!(
+            "C++ twins: NVRTC {} ({}), PTX for {}, loaded into the Rust kernels' context",
+            self.nvrtc.version_string(),
+            self.nvrtc.found,
+            self.arch
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiments::ALL;
+
+    #[test]
+    fn every_experiment_has_a_twin_and_every_twin_an_experiment() {
+        let mut exps: Vec<&str> = ALL.iter().map(|e| e.name()).collect();
+        let mut twins: Vec<&str> = TWINS.iter().map(|t| t.experiment).collect();
+        exps.sort();
+        twins.sort();
+        assert_eq!(exps, twins);
+    }
+
+    #[test]
+    fn every_rust_kernel_has_a_twin_with_its_name() {
+        for e in ALL {
+            let twin = find(e.name()).unwrap();
+            let mut want = e.kernels();
+            let mut got = declared(twin.source);
+            want.sort();
+            got.sort();
+            assert_eq!(got, want, "cuda/{} against the Rust {}", twin.file, e.name());
+        }
+    }
+
+    #[test]
+    fn sources_are_embedded_with_their_entry_points() {
+        for t in TWINS {
+            assert_eq!(t.file, format!("{}.cu", t.experiment));
+            let on_disk = std::fs::read_to_string(
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("../cuda")
+                    .join(t.file),
+            )
+            .unwrap();
+            assert_eq!(t.source, on_disk, "{} is embedded as it is on disk", t.file);
+            for k in declared(t.source) {
+                assert!(
+                    t.source.contains(&format!("extern \"C\" __global__ void {k}(")),
+                    "{k}"
+                );
+            }
+        }
+    }
+
+    /// Where NVRTC is installed (CI installs it; no GPU needed), every twin compiles
+    /// and its PTX defines every kernel of its experiment.
+    #[test]
+    fn every_twin_compiles_where_nvrtc_is_installed() {
+        let Ok(nvrtc) = Nvrtc::load() else {
+            eprintln!("NVRTC not installed: skipping the compile check");
+            return;
+        };
+        for e in ALL {
+            let twin = find(e.name()).unwrap();
+            let ptx = compile(&nvrtc, twin, "compute_80", &e.kernels()).unwrap_or_else(|u| panic!("{u}"));
+            assert!(ptx.contains(".target sm_80"), "{}", twin.file);
+        }
+        // A twin whose signature differs from the Rust kernel's is refused.
+        let wrong = Twin {
+            experiment: "copy",
+            file: "wrong.cu",
+            source: "extern \"C\" __global__ void copy_f32(size_t n, float* dst) { dst[0] = n; }",
+        };
+        let e = compile(&nvrtc, &wrong, "compute_80", &["copy_f32"]).unwrap_err();
+        assert!(matches!(&e, Unusable::Broken(m) if m.contains("takes")), "{e}");
+    }
+
+    #[test]
+    fn parses_parameter_types() {
+        let ptx = ".visible .entry k(\n\t.param .u64 k_param_0,\n\t.param .f32 k_param_1,\n\t.param .u64 .ptr .align 1 k_param_2\n)\n{\n}\n.visible .entry e(\n)\n";
+        assert_eq!(params(ptx, "k"), Some(vec![".u64", ".f32", ".u64"]));
+        assert_eq!(params(ptx, "e"), Some(vec![]));
+        assert_eq!(params(ptx, "missing"), None);
+        // Every Rust kernel with a twin has a parameter list to compare against.
+        for e in ALL {
+            for k in e.kernels() {
+                assert!(params(crate::ptx::PTX, k).is_some_and(|p| !p.is_empty()), "{k}");
+            }
+        }
+    }
+
+    #[test]
+    fn parses_declarations() {
+        let src = "// x\nextern \"C\" __global__ void a(size_t n) {}\n  extern \"C\" __global__ void b (float* p);\nvoid c();\n";
+        assert_eq!(declared(src), ["a", "b"]);
+    }
+}

@@ -1,0 +1,263 @@
+//! From an emulated launch's access log to statistics per access site.
+//!
+//! The lanes of one warp (32 consecutive linear thread ids of a block, x fastest)
+//! executing a site for the i-th time form one request, as one warp-wide load or
+//! store instruction does on the GPU.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::ops::Range;
+
+use kernels::gpu::emu::{Access, Op, Space};
+use serde::Serialize;
+
+use super::model::{self, Lane, Model};
+
+/// Load or store.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    Load,
+    Store,
+}
+
+/// Global or shared memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Memory {
+    Global,
+    Shared,
+}
+
+/// How a request's addresses fall, in words a lesson uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Pattern {
+    /// As few sectors as the requested bytes need.
+    Coalesced,
+    /// Contiguous, but one sector more than needed: it straddles a sector boundary.
+    Misaligned,
+    /// Every lane reads the same address: one sector serves the warp.
+    Broadcast,
+    /// More sectors than needed, but lanes share some.
+    Strided,
+    /// Every distinct address in a sector of its own.
+    Scattered,
+    /// Shared memory: one pass.
+    ConflictFree,
+    /// Shared memory: more than one pass.
+    BankConflicts,
+}
+
+impl fmt::Display for Pattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Pattern::Coalesced => "coalesced",
+            Pattern::Misaligned => "misaligned",
+            Pattern::Broadcast => "broadcast",
+            Pattern::Strided => "strided",
+            Pattern::Scattered => "scattered",
+            Pattern::ConflictFree => "conflict-free",
+            Pattern::BankConflicts => "bank conflicts",
+        })
+    }
+}
+
+/// Everything measured about one access site (a load or store at one source location).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct SiteStats {
+    pub file: String,
+    pub line: u32,
+    pub column: u32,
+    pub op: Direction,
+    pub space: Memory,
+    /// Global: the kernel argument (buffer) the site accesses, where known.
+    pub buffer: Option<String>,
+    /// Warp requests (warp-wide executions of the site).
+    pub requests: u64,
+    /// Active lanes, summed over requests.
+    pub lanes: u64,
+    /// Global: distinct 32-byte sectors, summed over requests (whatever the model).
+    pub sectors: u64,
+    /// Global: distinct 128-byte lines, summed.
+    pub lines: u64,
+    /// Global: transactions under the chosen model (sectors for sm70), summed.
+    pub transactions: u64,
+    /// Global: bytes those transactions move, summed.
+    pub fetched_bytes: u64,
+    /// Distinct bytes the lanes asked for, summed.
+    pub useful_bytes: u64,
+    /// Shared: bank-conflict ways, summed over requests (1 per conflict-free request).
+    pub bank_ways: u64,
+    /// Shared: the worst request's ways.
+    pub bank_ways_max: u64,
+    /// The most common pattern among the requests.
+    pub pattern: Pattern,
+    /// The share of requests that have that pattern.
+    pub pattern_share: f64,
+}
+
+impl SiteStats {
+    fn per_request(&self, total: u64) -> f64 {
+        if self.requests == 0 {
+            0.0
+        } else {
+            total as f64 / self.requests as f64
+        }
+    }
+    pub fn sectors_per_request(&self) -> f64 {
+        self.per_request(self.sectors)
+    }
+    pub fn transactions_per_request(&self) -> f64 {
+        self.per_request(self.transactions)
+    }
+    pub fn lines_per_request(&self) -> f64 {
+        self.per_request(self.lines)
+    }
+    pub fn ways_per_request(&self) -> f64 {
+        self.per_request(self.bank_ways)
+    }
+    /// Useful over fetched bytes, in percent (global).
+    pub fn efficiency_pct(&self) -> f64 {
+        if self.fetched_bytes == 0 {
+            0.0
+        } else {
+            100.0 * self.useful_bytes as f64 / self.fetched_bytes as f64
+        }
+    }
+}
+
+/// The pattern of one global request.
+fn global_pattern(lanes: &[Lane], sectors: u64, useful: u64) -> Pattern {
+    let needed = useful.div_ceil(model::SECTOR);
+    let distinct = model::distinct_addresses(lanes);
+    if distinct == 1 && lanes.len() > 1 {
+        Pattern::Broadcast
+    } else if sectors <= needed {
+        Pattern::Coalesced
+    } else if sectors == needed + 1 && model::contiguous(lanes) {
+        Pattern::Misaligned
+    } else if sectors >= distinct as u64 {
+        Pattern::Scattered
+    } else {
+        Pattern::Strided
+    }
+}
+
+#[derive(Default)]
+struct Tally {
+    stats: Option<SiteStats>,
+    patterns: HashMap<Pattern, u64>,
+}
+
+/// Groups `log` into requests and sums them per site under `model`, ordered by
+/// source line, loads before stores within a line. `buffers` names the kernel's
+/// global buffers by address range.
+pub fn analyse(log: &[Access], model: Model, buffers: &[(String, Range<usize>)]) -> Vec<SiteStats> {
+    // Sites by identity; each kernel has a handful.
+    let mut site_ids: HashMap<(&str, u32, u32, Direction, Memory), usize> = HashMap::new();
+    let mut sites: Vec<(&str, u32, u32, Direction, Memory)> = Vec::new();
+    let mut keyed: Vec<(usize, usize, usize, usize, usize)> = Vec::with_capacity(log.len());
+    for (i, a) in log.iter().enumerate() {
+        let op = match a.op {
+            Op::Load => Direction::Load,
+            Op::Store => Direction::Store,
+        };
+        let space = match a.space {
+            Space::Global => Memory::Global,
+            Space::Shared => Memory::Shared,
+        };
+        let key = (a.site.file(), a.site.line(), a.site.column(), op, space);
+        let id = *site_ids.entry(key).or_insert_with(|| {
+            sites.push(key);
+            sites.len() - 1
+        });
+        keyed.push((id, a.block, a.warp(), a.occurrence, i));
+    }
+    keyed.sort_unstable();
+
+    let mut tallies: Vec<Tally> = sites.iter().map(|_| Tally::default()).collect();
+    let mut lanes: Vec<Lane> = Vec::with_capacity(32);
+    for group in keyed.chunk_by(|x, y| (x.0, x.1, x.2, x.3) == (y.0, y.1, y.2, y.3)) {
+        let id = group[0].0;
+        lanes.clear();
+        lanes.extend(group.iter().map(|k| {
+            let a = &log[k.4];
+            Lane {
+                lane: a.lane(),
+                addr: (a.array + a.addr) as u64,
+                bytes: a.bytes as u64,
+            }
+        }));
+        let (file, line, column, op, space) = sites[id];
+        let tally = &mut tallies[id];
+        let s = tally.stats.get_or_insert_with(|| SiteStats {
+            file: file.to_string(),
+            line,
+            column,
+            op,
+            space,
+            buffer: match space {
+                Memory::Global => buffers
+                    .iter()
+                    .find(|(_, r)| r.contains(&log[group[0].4].addr))
+                    .map(|(name, _)| name.clone()),
+                Memory::Shared => None,
+            },
+            requests: 0,
+            lanes: 0,
+            sectors: 0,
+            lines: 0,
+            transactions: 0,
+            fetched_bytes: 0,
+            useful_bytes: 0,
+            bank_ways: 0,
+            bank_ways_max: 0,
+            pattern: Pattern::Coalesced,
+            pattern_share: 0.0,
+        });
+        s.requests += 1;
+        s.lanes += lanes.len() as u64;
+        let useful = model::useful_bytes(&lanes);
+        s.useful_bytes += useful;
+        let pattern = match space {
+            Memory::Global => {
+                let sectors = model::sectors(&lanes);
+                let cost = model.cost(&lanes);
+                s.sectors += sectors;
+                s.lines += model::lines(&lanes);
+                s.transactions += cost.transactions;
+                s.fetched_bytes += cost.bytes;
+                global_pattern(&lanes, sectors, useful)
+            }
+            Memory::Shared => {
+                let ways = model::bank_ways(&lanes);
+                s.bank_ways += ways;
+                s.bank_ways_max = s.bank_ways_max.max(ways);
+                if ways <= 1 {
+                    Pattern::ConflictFree
+                } else {
+                    Pattern::BankConflicts
+                }
+            }
+        };
+        *tally.patterns.entry(pattern).or_insert(0) += 1;
+    }
+
+    let mut out: Vec<SiteStats> = tallies
+        .into_iter()
+        .filter_map(|t| {
+            let mut s = t.stats?;
+            // Most common; ties go to the pattern listed first.
+            let (pattern, count) = t
+                .patterns
+                .into_iter()
+                .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))?;
+            s.pattern = pattern;
+            s.pattern_share = count as f64 / s.requests as f64;
+            Some(s)
+        })
+        .collect();
+    out.sort_by(|a, b| (&a.file, a.line, a.op, a.column).cmp(&(&b.file, b.line, b.op, b.column)));
+    out
+}

@@ -1,0 +1,444 @@
+//! Predicted against measured: reads what Nsight Compute counted on a GPU and sets
+//! it beside what the emulator predicts for the same kernels.
+//!
+//! `scripts/gpu-run.sh ncu` profiles `coalesce run EXPERIMENT/VARIANT` once per variant
+//! with `ncu --csv --print-units base --metrics` [`METRICS`] and saves the output as
+//! `EXPERIMENT.VARIANT.csv` in one folder; [`read_dir`] reads that folder back.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::ExplainReport;
+use super::analyse::Direction;
+use crate::error::{Error, Result};
+
+/// Global sectors and requests (loads, stores), shared wavefronts, instructions and
+/// bank conflicts (loads, stores): what the comparison reads.
+pub const METRICS: [&str; 10] = [
+    GLD_SECTORS,
+    GLD_REQUESTS,
+    GST_SECTORS,
+    GST_REQUESTS,
+    SLD_WAVEFRONTS,
+    SLD_INSTRUCTIONS,
+    SST_WAVEFRONTS,
+    SST_INSTRUCTIONS,
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+    "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+];
+const GLD_SECTORS: &str = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum";
+const GLD_REQUESTS: &str = "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum";
+const GST_SECTORS: &str = "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum";
+const GST_REQUESTS: &str = "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum";
+const SLD_WAVEFRONTS: &str = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum";
+const SLD_INSTRUCTIONS: &str = "smsp__inst_executed_op_shared_ld.sum";
+const SST_WAVEFRONTS: &str = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum";
+const SST_INSTRUCTIONS: &str = "smsp__inst_executed_op_shared_st.sum";
+
+/// A prediction within this fraction of the measurement counts as a match.
+pub const TOLERANCE: f64 = 0.05;
+
+/// What ncu measured for one kernel in one variant's run, summed over its launches.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Measured {
+    /// `EXPERIMENT/VARIANT`.
+    pub variant: String,
+    pub kernel: String,
+    pub launches: usize,
+    pub metrics: BTreeMap<String, f64>,
+}
+
+/// Splits one CSV line into fields (quoted fields may hold commas and `""`).
+fn csv_fields(line: &str) -> Vec<String> {
+    let mut fields = Vec::new();
+    let mut field = String::new();
+    let mut quoted = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                field.push('"');
+                chars.next();
+            }
+            ('"', _) => quoted = !quoted,
+            (',', false) => fields.push(std::mem::take(&mut field)),
+            (c, _) => field.push(c),
+        }
+    }
+    fields.push(field);
+    fields
+}
+
+/// Parses ncu's `--csv` output (one row per launch and metric) into per-kernel sums.
+/// Lines before the header (`==PROF==` messages, the program's own output) are skipped.
+pub fn parse_csv(variant: &str, text: &str) -> std::result::Result<Vec<Measured>, String> {
+    let mut lines = text.lines().skip_while(|l| !l.starts_with("\"ID\""));
+    let header = csv_fields(lines.next().ok_or("no ncu CSV header (\"ID\",...) found")?);
+    let column = |name: &str| {
+        header
+            .iter()
+            .position(|h| h == name)
+            .ok_or_else(|| format!("the CSV header has no {name:?} column"))
+    };
+    let (id, kernel, metric, value) = (
+        column("ID")?,
+        column("Kernel Name")?,
+        column("Metric Name")?,
+        column("Metric Value")?,
+    );
+    let mut by_kernel: BTreeMap<String, (Vec<String>, BTreeMap<String, f64>)> = BTreeMap::new();
+    for line in lines.filter(|l| l.starts_with('"')) {
+        let f = csv_fields(line);
+        let get = |i: usize| f.get(i).map(String::as_str).unwrap_or("");
+        // Demangled names may carry a parameter list; ours are plain symbols.
+        let name = get(kernel).split('(').next().unwrap_or("").trim().to_string();
+        let raw = get(value).replace(',', "");
+        let v: f64 = raw.trim().parse().map_err(|_| {
+            format!(
+                "metric {} of {name}: {:?} is not a number",
+                get(metric),
+                get(value)
+            )
+        })?;
+        let entry = by_kernel.entry(name).or_default();
+        if !entry.0.iter().any(|x| x == get(id)) {
+            entry.0.push(get(id).to_string());
+        }
+        *entry.1.entry(get(metric).to_string()).or_insert(0.0) += v;
+    }
+    Ok(by_kernel
+        .into_iter()
+        .map(|(kernel, (ids, metrics))| Measured {
+            variant: variant.to_string(),
+            kernel,
+            launches: ids.len(),
+            metrics,
+        })
+        .collect())
+}
+
+/// What [`read_dir`] found: the measurements, and the files it could not use (one
+/// line each: a failed profile should not hide the others).
+pub struct Measurements {
+    pub measured: Vec<Measured>,
+    pub skipped: Vec<String>,
+}
+
+/// Reads every `EXPERIMENT.VARIANT.csv` in `dir`, in name order. An error only if
+/// the folder cannot be read or no file in it holds ncu results.
+pub fn read_dir(dir: &Path) -> Result<Measurements> {
+    let read_err = |source| Error::Read {
+        path: dir.display().to_string(),
+        source,
+    };
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .map_err(read_err)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "csv"))
+        .collect();
+    files.sort();
+    let mut found = Measurements {
+        measured: Vec::new(),
+        skipped: Vec::new(),
+    };
+    for path in files {
+        let name = path.display().to_string();
+        let stem = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let Some((experiment, variant)) = stem.split_once('.') else {
+            found
+                .skipped
+                .push(format!("{name}: expected a name EXPERIMENT.VARIANT.csv"));
+            continue;
+        };
+        let parsed = std::fs::read_to_string(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|text| parse_csv(&format!("{experiment}/{variant}"), &text));
+        match parsed {
+            Ok(m) => found.measured.extend(m),
+            Err(why) => found.skipped.push(format!("{name}: {why}")),
+        }
+    }
+    if found.measured.is_empty() {
+        return Err(Error::NcuCsv {
+            path: dir.display().to_string(),
+            why: found
+                .skipped
+                .first()
+                .cloned()
+                .unwrap_or_else(|| "no EXPERIMENT.VARIANT.csv files".into()),
+        });
+    }
+    Ok(found)
+}
+
+/// The distinct `EXPERIMENT/VARIANT`s measured, in order.
+pub fn variants(measured: &[Measured]) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for m in measured {
+        if !v.contains(&m.variant) {
+            v.push(m.variant.clone());
+        }
+    }
+    v
+}
+
+/// One predicted-against-measured line.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Comparison {
+    pub variant: String,
+    pub kernel: String,
+    /// `global load`, `global store`, `shared load`, `shared store`.
+    pub access: &'static str,
+    /// `sectors/req` (global) or `wavefronts/req` (shared).
+    pub unit: &'static str,
+    pub predicted: Option<f64>,
+    pub measured: Option<f64>,
+    /// Requests (global) or instructions (shared) ncu counted; `None` if the CSV
+    /// lacks the metric.
+    pub measured_requests: Option<f64>,
+}
+
+/// How a prediction fared.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Within [`TOLERANCE`].
+    Match,
+    Miss,
+    /// ncu did not report the metrics.
+    NotMeasured,
+}
+
+impl Comparison {
+    /// (predicted - measured) / measured.
+    pub fn deviation(&self) -> Option<f64> {
+        match (self.predicted, self.measured) {
+            (Some(p), Some(m)) if m > 0.0 => Some((p - m) / m),
+            _ => None,
+        }
+    }
+    pub fn verdict(&self) -> Verdict {
+        match (self.measured_requests, self.deviation()) {
+            (None, _) => Verdict::NotMeasured,
+            (Some(_), Some(d)) if d.abs() <= TOLERANCE => Verdict::Match,
+            _ => Verdict::Miss,
+        }
+    }
+}
+
+/// Kernels the harness launches around the measured one (input filling).
+const HELPER_KERNELS: [&str; 1] = ["fill_uniform"];
+
+fn prediction<'r>(report: &'r ExplainReport, m: &Measured) -> Option<&'r super::KernelReport> {
+    report
+        .kernels
+        .iter()
+        .find(|k| format!("{}/{}", k.experiment, k.variant) == m.variant && k.kernel == m.kernel)
+}
+
+/// Measured kernels with no prediction to set beside them (besides the helpers).
+pub fn unpaired(report: &ExplainReport, measured: &[Measured]) -> Vec<String> {
+    measured
+        .iter()
+        .filter(|m| !HELPER_KERNELS.contains(&m.kernel.as_str()) && prediction(report, m).is_none())
+        .map(|m| format!("{} ({})", m.variant, m.kernel))
+        .collect()
+}
+
+/// Pairs each measured kernel with its prediction (kernels the report lacks, such as
+/// the input-filling `fill_uniform`, are skipped: see [`unpaired`]).
+pub fn compare(report: &ExplainReport, measured: &[Measured]) -> Vec<Comparison> {
+    let classes: [(&str, &str, Direction, bool, &str, &str); 4] = [
+        (
+            "global load",
+            "sectors/req",
+            Direction::Load,
+            true,
+            GLD_SECTORS,
+            GLD_REQUESTS,
+        ),
+        (
+            "global store",
+            "sectors/req",
+            Direction::Store,
+            true,
+            GST_SECTORS,
+            GST_REQUESTS,
+        ),
+        (
+            "shared load",
+            "wavefronts/req",
+            Direction::Load,
+            false,
+            SLD_WAVEFRONTS,
+            SLD_INSTRUCTIONS,
+        ),
+        (
+            "shared store",
+            "wavefronts/req",
+            Direction::Store,
+            false,
+            SST_WAVEFRONTS,
+            SST_INSTRUCTIONS,
+        ),
+    ];
+    let mut out = Vec::new();
+    for m in measured {
+        let Some(k) = prediction(report, m) else {
+            continue;
+        };
+        for (access, unit, op, global, numerator, denominator) in classes {
+            let predicted = if global {
+                k.sectors_per_request(op)
+            } else {
+                k.ways_per_request(op)
+            };
+            let requests = m.metrics.get(denominator).copied();
+            let measured = match (m.metrics.get(numerator), requests) {
+                (Some(n), Some(r)) if r > 0.0 => Some(n / r),
+                _ => None,
+            };
+            // Nothing predicted and nothing counted: the kernel has no such access.
+            if predicted.is_none() && measured.is_none() {
+                continue;
+            }
+            out.push(Comparison {
+                variant: m.variant.clone(),
+                kernel: m.kernel.clone(),
+                access,
+                unit,
+                predicted,
+                measured,
+                measured_requests: requests,
+            });
+        }
+    }
+    out
+}
+
+/// The comparison table, with a verdict per line and a count of misses.
+pub fn render(rows: &[Comparison], report: &ExplainReport, found: &Measurements) -> String {
+    let mut table = vec![
+        [
+            "experiment/variant",
+            "kernel",
+            "access",
+            "unit",
+            "predicted",
+            "measured",
+            "ncu requests",
+            "deviation",
+            "",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    let opt = |x: Option<f64>| x.map(|v| format!("{v:.2}")).unwrap_or_else(|| "-".into());
+    for r in rows {
+        table.push(vec![
+            r.variant.clone(),
+            r.kernel.clone(),
+            r.access.into(),
+            r.unit.into(),
+            opt(r.predicted),
+            opt(r.measured),
+            r.measured_requests
+                .map(|n| format!("{n:.0}"))
+                .unwrap_or_else(|| "-".into()),
+            r.deviation()
+                .map(|d| format!("{:+.1}%", 100.0 * d))
+                .unwrap_or_else(|| "-".into()),
+            match r.verdict() {
+                Verdict::Match => "ok",
+                Verdict::Miss => "MISS",
+                Verdict::NotMeasured => "not measured",
+            }
+            .into(),
+        ]);
+    }
+    let count = |v: Verdict| rows.iter().filter(|r| r.verdict() == v).count();
+    let (matched, misses) = (count(Verdict::Match), count(Verdict::Miss));
+    let sampled = report
+        .kernels
+        .iter()
+        .filter(|k| k.sampled_blocks.is_some())
+        .count();
+    let mut out = format!(
+        "predicted (coalesce explain, model sm70, {sampled} of {} kernels from sampled blocks) against measured (Nsight Compute)\n",
+        report.kernels.len()
+    );
+    out.push_str(&super::render::columns(
+        &table,
+        &[false, false, false, false, true, true, true, true, false],
+        "",
+    ));
+    out.push_str(&format!(
+        "{matched} of {} within {:.0}%; {misses} miss(es); {} not measured\n",
+        matched + misses,
+        100.0 * TOLERANCE,
+        count(Verdict::NotMeasured)
+    ));
+    let lone = unpaired(report, &found.measured);
+    if !lone.is_empty() {
+        out.push_str(&format!("measured, but no prediction: {}\n", lone.join(", ")));
+    }
+    for problem in &found.skipped {
+        out.push_str(&format!("skipped {problem}\n"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAMPLE: &str = r#"==PROF== Connected to process 4242 (/gpu-bundle/coalesce)
+==PROF== Profiling "fill_uniform" - 0: 0%....50%....100% - 9 passes
+"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"
+"0","4242","coalesce","127.0.0.1","fill_uniform","1","7","(256, 1, 1)","(1056, 1, 1)","0","9.0","Command line profiler metrics","l1tex__t_requests_pipe_lsu_mem_global_op_st.sum","","32,768"
+"1","4242","coalesce","127.0.0.1","stride_read","1","7","(256, 1, 1)","(4096, 1, 1)","0","9.0","Command line profiler metrics","l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum","","32768"
+"1","4242","coalesce","127.0.0.1","stride_read","1","7","(256, 1, 1)","(4096, 1, 1)","0","9.0","Command line profiler metrics","l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum","sector","1048576"
+"2","4242","coalesce","127.0.0.1","stride_read","1","7","(256, 1, 1)","(4096, 1, 1)","0","9.0","Command line profiler metrics","l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum","","32768"
+"2","4242","coalesce","127.0.0.1","stride_read","1","7","(256, 1, 1)","(4096, 1, 1)","0","9.0","Command line profiler metrics","l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum","sector","1048576"
+"#;
+
+    #[test]
+    fn parses_ncu_csv_and_sums_launches() {
+        let m = parse_csv("stride/64", SAMPLE).unwrap();
+        assert_eq!(m.len(), 2);
+        let fill = &m[0];
+        assert_eq!((fill.kernel.as_str(), fill.launches), ("fill_uniform", 1));
+        assert_eq!(
+            fill.metrics[GST_REQUESTS], 32768.0,
+            "thousands separators are dropped"
+        );
+        let s = &m[1];
+        assert_eq!((s.kernel.as_str(), s.launches), ("stride_read", 2));
+        assert_eq!(s.metrics[GLD_SECTORS] / s.metrics[GLD_REQUESTS], 32.0);
+        assert_eq!(s.variant, "stride/64");
+    }
+
+    #[test]
+    fn rejects_text_without_a_header_or_with_bad_numbers() {
+        assert!(parse_csv("x/y", "==PROF== nothing\n").is_err());
+        let bad = SAMPLE.replace("\"1048576\"", "\"n/a\"");
+        assert!(parse_csv("x/y", &bad).unwrap_err().contains("not a number"));
+    }
+
+    #[test]
+    fn the_gpu_script_collects_every_metric_the_comparison_reads() {
+        let script = include_str!("../../../scripts/gpu-run.sh");
+        for m in METRICS {
+            assert!(script.contains(m), "scripts/gpu-run.sh does not collect {m}");
+        }
+    }
+
+    #[test]
+    fn csv_fields_handle_quotes_and_commas() {
+        assert_eq!(csv_fields(r#""a","b,c","d""e",f"#), ["a", "b,c", "d\"e", "f"]);
+    }
+}

@@ -1,0 +1,258 @@
+//! The human-readable `coalesce explain` output.
+
+use std::fmt::Write as _;
+
+use super::analyse::{Direction, Memory, SiteStats};
+use super::model::Model;
+use super::registry::Shape;
+use super::{ExplainReport, KernelReport};
+use crate::units::format_bytes;
+
+/// Left- or right-aligned columns, two spaces apart.
+pub fn columns(rows: &[Vec<String>], right: &[bool], indent: &str) -> String {
+    let n = rows.iter().map(Vec::len).max().unwrap_or(0);
+    let width: Vec<usize> = (0..n)
+        .map(|c| {
+            rows.iter()
+                .filter_map(|r| r.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for r in rows {
+        let mut line = String::from(indent);
+        for (c, cell) in r.iter().enumerate() {
+            if c > 0 {
+                line.push_str("  ");
+            }
+            let pad = width[c] - cell.chars().count();
+            if right.get(c).copied().unwrap_or(false) {
+                line.push_str(&" ".repeat(pad));
+                line.push_str(cell);
+            } else {
+                line.push_str(cell);
+                line.push_str(&" ".repeat(pad));
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// `[256, 1, 1]` -> `256`; `[32, 8, 1]` -> `32 x 8`.
+fn dims(d: [u32; 3]) -> String {
+    let used = if d[2] > 1 {
+        3
+    } else if d[1] > 1 {
+        2
+    } else {
+        1
+    };
+    d[..used]
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join(" x ")
+}
+
+/// A number with up to `decimals` decimals, trailing zeros dropped (`4`, `4.5`, `3.33`).
+fn num(x: f64, decimals: usize) -> String {
+    let s = format!("{x:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+/// `kernels/src/copy.rs` -> `copy.rs`; the kernels crate is the only source.
+fn short_file(file: &str) -> &str {
+    file.rsplit(['/', '\\']).next().unwrap_or(file)
+}
+
+/// The site column: `file:line`, with `:column` where two sites of one kernel would
+/// otherwise read the same.
+fn site_names(sites: &[SiteStats]) -> Vec<String> {
+    sites
+        .iter()
+        .map(|s| {
+            let twin = sites
+                .iter()
+                .filter(|t| t.file == s.file && t.line == s.line && t.op == s.op && t.space == s.space)
+                .count()
+                > 1;
+            let base = format!("{}:{}", short_file(&s.file), s.line);
+            if twin {
+                format!("{base}:{}", s.column)
+            } else {
+                base
+            }
+        })
+        .collect()
+}
+
+/// One kernel's header line.
+pub fn kernel_header(k: &KernelReport) -> String {
+    let emulated = match &k.sampled_blocks {
+        None => format!("whole grid emulated ({} blocks)", k.blocks_total),
+        Some(b) => format!(
+            "{} of {} blocks emulated (evenly spaced, first and last included)",
+            b.len(),
+            k.blocks_total
+        ),
+    };
+    let size = match k.shape {
+        Shape::Elements { .. } => format!(" ({} per array)", format_bytes(k.size_bytes)),
+        Shape::Matrix { .. } | Shape::Product { .. } => String::new(),
+    };
+    format!(
+        "{}/{}: {}, {}{size}, grid {} of {} threads; {emulated}",
+        k.experiment,
+        k.variant,
+        k.kernel,
+        k.shape,
+        dims(k.grid),
+        dims(k.block),
+    )
+}
+
+fn site_rows(k: &KernelReport, model: Model) -> Vec<Vec<String>> {
+    let per_req = match model {
+        Model::Sm70 => "sectors/req",
+        Model::Cc12 | Model::Cc10 => "trans/req",
+    };
+    let mut rows = vec![
+        [
+            "site",
+            "op",
+            "space",
+            "array",
+            "requests",
+            per_req,
+            "lines/req",
+            "useful/fetched B/req",
+            "banks",
+            "pattern",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    for (s, name) in k.sites.iter().zip(site_names(&k.sites)) {
+        let op = match s.op {
+            Direction::Load => "load",
+            Direction::Store => "store",
+        };
+        let useful = s.useful_bytes as f64 / s.requests.max(1) as f64;
+        let row = match s.space {
+            Memory::Global => {
+                let fetched = s.fetched_bytes as f64 / s.requests.max(1) as f64;
+                vec![
+                    name,
+                    op.into(),
+                    "global".into(),
+                    s.buffer.clone().unwrap_or_else(|| "?".into()),
+                    s.requests.to_string(),
+                    format!("{:.2}", s.transactions_per_request()),
+                    format!("{:.2}", s.lines_per_request()),
+                    format!(
+                        "{} / {} ({}%)",
+                        num(useful, 1),
+                        num(fetched, 1),
+                        num(s.efficiency_pct(), 1)
+                    ),
+                    "-".into(),
+                    pattern(s),
+                ]
+            }
+            Memory::Shared => {
+                let ways = s.ways_per_request();
+                let banks = if (ways - s.bank_ways_max as f64).abs() < 1e-9 {
+                    format!("{}-way", s.bank_ways_max)
+                } else {
+                    format!("{}-way (max {})", num(ways, 2), s.bank_ways_max)
+                };
+                vec![
+                    name,
+                    op.into(),
+                    "shared".into(),
+                    "-".into(),
+                    s.requests.to_string(),
+                    "-".into(),
+                    "-".into(),
+                    format!("{} / -", num(useful, 1)),
+                    banks,
+                    pattern(s),
+                ]
+            }
+        };
+        rows.push(row);
+    }
+    rows
+}
+
+fn pattern(s: &SiteStats) -> String {
+    if s.pattern_share >= 0.995 {
+        s.pattern.to_string()
+    } else {
+        format!("{} ({:.0}% of requests)", s.pattern, 100.0 * s.pattern_share)
+    }
+}
+
+/// The whole report.
+pub fn render(report: &ExplainReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "coalesce explain: each kernel's source run on the CPU emulator; every warp's accesses per source line"
+    );
+    let _ = writeln!(out, "model {}: {}", report.model.name(), report.model.about());
+    let _ = writeln!(out, "sizes: {}", report.sizes);
+    let _ = writeln!(
+        out,
+        "a request = one warp executing one access once; recorded: each thread's first {} executions of each site; \
+         shared memory: 32 banks of 4 bytes",
+        report.max_occurrences
+    );
+    for k in &report.kernels {
+        let _ = writeln!(out);
+        let _ = writeln!(out, "{}", kernel_header(k));
+        if k.sites.is_empty() {
+            let _ = writeln!(out, "  (no memory accesses in the emulated blocks)");
+            continue;
+        }
+        out.push_str(&columns(
+            &site_rows(k, report.model),
+            &[false, false, false, false, true, true, true, true, false, false],
+            "  ",
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_and_dims_read_naturally() {
+        assert_eq!(num(4.0, 2), "4");
+        assert_eq!(num(12.5, 1), "12.5");
+        assert_eq!(num(3.3333, 2), "3.33");
+        assert_eq!(dims([256, 1, 1]), "256");
+        assert_eq!(dims([32, 8, 1]), "32 x 8");
+        assert_eq!(dims([1, 1, 2]), "1 x 1 x 2");
+        assert_eq!(short_file("kernels/src/copy.rs"), "copy.rs");
+    }
+
+    #[test]
+    fn columns_align() {
+        let rows = vec![
+            vec!["a".to_string(), "1".to_string()],
+            vec!["long".to_string(), "100".to_string()],
+        ];
+        assert_eq!(columns(&rows, &[false, true], ""), "a       1\nlong  100\n");
+    }
+}

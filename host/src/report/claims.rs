@@ -1,0 +1,193 @@
+//! The seeds' claims, each beside what this GPU measured. One constant list: a claim
+//! names the rows it compares, so a claim about an experiment that did not run says
+//! "not run", and adding an experiment fills its claims in.
+
+use crate::harness::Row;
+
+/// How a claim is checked against the rows of a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Measure {
+    /// `row`'s rate as a percentage of `of`'s (rows named experiment, variant).
+    PctOf {
+        row: (&'static str, &'static str),
+        of: (&'static str, &'static str),
+    },
+    /// `row`'s effective bandwidth as % of copy and of peak.
+    PctOfCopy { row: (&'static str, &'static str) },
+    /// How many times faster `fast` runs than `slow`.
+    Speedup {
+        fast: (&'static str, &'static str),
+        slow: (&'static str, &'static str),
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Claim {
+    pub claim: &'static str,
+    /// What the seeds said, with where they measured it.
+    pub seeds: &'static str,
+    pub measure: Measure,
+    /// Said instead of "not run" when the measured row ran but the row it is
+    /// compared with comes from another command.
+    pub reference_from: Option<&'static str>,
+}
+
+/// The cuBLAS SGEMM row that `coalesce compare` adds to the matmul experiment.
+pub const CUBLAS: (&str, &str) = ("matmul", "cublas");
+
+pub const CLAIMS: &[Claim] = &[
+    Claim {
+        claim: "stride 2: a warp uses half of every line it fetches",
+        seeds: "50% of useful bytes",
+        measure: Measure::PctOf {
+            row: ("stride", "2"),
+            of: ("stride", "1"),
+        },
+        reference_from: None,
+    },
+    Claim {
+        claim: "stride 4: a quarter",
+        seeds: "25%",
+        measure: Measure::PctOf {
+            row: ("stride", "4"),
+            of: ("stride", "1"),
+        },
+        reference_from: None,
+    },
+    Claim {
+        claim: "stride 32: one useful f32 per 128-byte line",
+        seeds: "~3%",
+        measure: Measure::PctOf {
+            row: ("stride", "32"),
+            of: ("stride", "1"),
+        },
+        reference_from: None,
+    },
+    Claim {
+        claim: "particles: SoA coalesces where AoS does not",
+        seeds: "SoA faster than AoS",
+        measure: Measure::Speedup {
+            fast: ("particles", "soa"),
+            slow: ("particles", "aos"),
+        },
+        reference_from: None,
+    },
+    Claim {
+        claim: "saxpy float4, coalesced grid-stride walk",
+        seeds: "91% (RTX 4070)",
+        measure: Measure::PctOfCopy {
+            row: ("saxpy", "f32x4"),
+        },
+        reference_from: None,
+    },
+    Claim {
+        claim: "saxpy float4, strided walk: vector loads do not fix a bad pattern",
+        seeds: "25% (RTX 4070)",
+        measure: Measure::PctOfCopy {
+            row: ("saxpy", "f32x4-strided"),
+        },
+        reference_from: None,
+    },
+    Claim {
+        claim: "matmul naive, % of cuBLAS SGEMM",
+        seeds: "1.3%",
+        measure: Measure::PctOf {
+            row: ("matmul", "naive"),
+            of: CUBLAS,
+        },
+        reference_from: Some("`coalesce compare` (cuBLAS)"),
+    },
+    Claim {
+        claim: "matmul remapped, % of cuBLAS SGEMM",
+        seeds: "8.5%",
+        measure: Measure::PctOf {
+            row: ("matmul", "remapped"),
+            of: CUBLAS,
+        },
+        reference_from: Some("`coalesce compare` (cuBLAS)"),
+    },
+    Claim {
+        claim: "matmul: the two-line remap over naive",
+        seeds: "6.4x",
+        measure: Measure::Speedup {
+            fast: ("matmul", "remapped"),
+            slow: ("matmul", "naive"),
+        },
+        reference_from: None,
+    },
+];
+
+/// One line of the claims table.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Verdict {
+    pub claim: &'static str,
+    pub seeds: &'static str,
+    pub measured: String,
+}
+
+fn find<'a>(rows: &'a [Row], (experiment, variant): (&str, &str)) -> Option<&'a Row> {
+    rows.iter()
+        .find(|r| r.experiment == experiment && r.variant == variant)
+}
+
+/// GFLOP/s where both rows count FLOPs, else GB/s: what "faster" means for them.
+fn rates(a: &Row, b: &Row) -> (f64, f64, &'static str) {
+    match (a.gflop_per_s, b.gflop_per_s) {
+        (Some(x), Some(y)) => (x, y, "GFLOP/s"),
+        _ => (a.gb_per_s, b.gb_per_s, "GB/s"),
+    }
+}
+
+/// What the rows say about `claim`.
+pub fn measure(claim: &Claim, rows: &[Row]) -> String {
+    const NOT_RUN: &str = "not run";
+    match claim.measure {
+        Measure::PctOf { row, of } => match (find(rows, row), find(rows, of)) {
+            (Some(r), Some(o)) => {
+                let (x, y, _) = rates(r, o);
+                let copy = if r.flops.is_none() {
+                    format!(" ({:.1}% of copy)", r.pct_of_copy)
+                } else {
+                    String::new()
+                };
+                format!("{:.1}% of {} {}{copy}", 100.0 * x / y, o.experiment, o.variant)
+            }
+            (Some(_), None) => match claim.reference_from {
+                Some(source) => format!("needs {source}"),
+                None => format!("{} {} not run", of.0, of.1),
+            },
+            _ => NOT_RUN.into(),
+        },
+        Measure::PctOfCopy { row } => match find(rows, row) {
+            Some(r) => match r.pct_of_peak {
+                Some(p) => format!("{:.1}% of copy, {p:.1}% of peak", r.pct_of_copy),
+                None => format!("{:.1}% of copy", r.pct_of_copy),
+            },
+            None => NOT_RUN.into(),
+        },
+        Measure::Speedup { fast, slow } => match (find(rows, fast), find(rows, slow)) {
+            (Some(f), Some(s)) => {
+                let (x, y, unit) = rates(f, s);
+                format!(
+                    "{:.2}x ({} {x:.0} against {} {y:.0} {unit})",
+                    x / y,
+                    f.variant,
+                    s.variant
+                )
+            }
+            _ => NOT_RUN.into(),
+        },
+    }
+}
+
+/// Every claim with what the rows say about it.
+pub fn verdicts(rows: &[Row]) -> Vec<Verdict> {
+    CLAIMS
+        .iter()
+        .map(|c| Verdict {
+            claim: c.claim,
+            seeds: c.seeds,
+            measured: measure(c, rows),
+        })
+        .collect()
+}

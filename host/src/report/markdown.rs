@@ -1,0 +1,149 @@
+//! report.md: the device and date, the full table, the seeds' claims beside this
+//! GPU's numbers, and the plots.
+
+use std::fmt::Write as _;
+
+use super::Results;
+use super::claims;
+use super::plots::Plot;
+use crate::harness::Row;
+use crate::table::device_line;
+use crate::units::format_bytes;
+
+/// Escapes the characters that would break a Markdown table cell.
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+fn table(out: &mut String, header: &[&str], rows: impl IntoIterator<Item = Vec<String>>) {
+    let _ = writeln!(out, "| {} |", header.join(" | "));
+    let _ = writeln!(
+        out,
+        "|{}|",
+        header.iter().map(|_| "---").collect::<Vec<_>>().join("|")
+    );
+    for r in rows {
+        let cells: Vec<String> = r.iter().map(|c| cell(c)).collect();
+        let _ = writeln!(out, "| {} |", cells.join(" | "));
+    }
+}
+
+fn ms(ms: f64) -> String {
+    if ms < 1.0 {
+        format!("{:.1} us", ms * 1e3)
+    } else {
+        format!("{ms:.3} ms")
+    }
+}
+
+/// The cells of one result row, in [`RESULT_HEADER`] order.
+pub fn result_cells(r: &Row) -> Vec<String> {
+    vec![
+        r.experiment.clone(),
+        r.variant.clone(),
+        format!("`{}`", r.kernel),
+        r.size_label.clone().unwrap_or_else(|| format_bytes(r.size_bytes)),
+        ms(r.timing.median_ms),
+        ms(r.timing.min_ms),
+        ms(r.timing.max_ms),
+        format!("{:.1}", r.gb_per_s),
+        r.gflop_per_s
+            .map(|g| format!("{g:.1}"))
+            .unwrap_or_else(|| "-".into()),
+        format!("{:.1}", r.pct_of_copy),
+        r.pct_of_peak
+            .map(|p| format!("{p:.1}"))
+            .unwrap_or_else(|| "-".into()),
+        format!("{:.2}", r.speedup_over_slowest),
+        if r.validated {
+            "yes".into()
+        } else {
+            "**NO**".into()
+        },
+    ]
+}
+
+pub const RESULT_HEADER: [&str; 13] = [
+    "experiment",
+    "variant",
+    "kernel",
+    "size",
+    "median",
+    "min",
+    "max",
+    "GB/s",
+    "GFLOP/s",
+    "% of copy",
+    "% of peak",
+    "x slowest",
+    "valid",
+];
+
+pub fn render(results: &Results, plots: &[Plot]) -> String {
+    let report = &results.run;
+    let mut out = String::new();
+    let _ = writeln!(out, "# coalesce report\n");
+    let _ = writeln!(out, "- Device: {}", device_line(&report.device, &report.ptx_arch));
+    let _ = writeln!(out, "- Date: {}", results.date);
+    let _ = writeln!(
+        out,
+        "- Run: coalesce {}, {} experiment(s), {} kernel(s), took {:.0} s",
+        report.coalesce_version,
+        report.baselines.len(),
+        report.rows.len(),
+        results.elapsed_s
+    );
+    if let Some(r) = report.rows.first() {
+        let _ = writeln!(
+            out,
+            "- Timing: CUDA events around each launch, median of {} launches after a warm-up; \
+             GB/s counts useful bytes (each input read once, each output written once)",
+            r.timing.reps
+        );
+    }
+    for b in &report.baselines {
+        let _ = writeln!(
+            out,
+            "- Baseline for {}: cuMemcpyDtoD of {} = {:.0} GB/s (read + write)",
+            b.experiment,
+            format_bytes(b.baseline.bytes),
+            b.baseline.gb_per_s
+        );
+    }
+
+    let _ = writeln!(out, "\n## Results\n");
+    table(&mut out, &RESULT_HEADER, report.rows.iter().map(result_cells));
+    let failed: Vec<&Row> = report.rows.iter().filter(|r| !r.validated).collect();
+    if !failed.is_empty() {
+        let _ = writeln!(out, "\n**Not validated** (their numbers mean nothing):\n");
+        for r in failed {
+            let _ = writeln!(
+                out,
+                "- {}/{} (`{}`): {}",
+                r.experiment, r.variant, r.kernel, r.check
+            );
+        }
+    }
+
+    let _ = writeln!(out, "\n## The seeds' claims beside this GPU\n");
+    table(
+        &mut out,
+        &["claim", "the seeds", "this GPU"],
+        claims::verdicts(&report.rows)
+            .into_iter()
+            .map(|v| vec![v.claim.to_string(), v.seeds.to_string(), v.measured]),
+    );
+    let _ = writeln!(
+        out,
+        "\nStride claims compare each stride's bandwidth with stride 1's (the useful fraction of \
+         what the warp fetches); % of copy is over cuMemcpyDtoD of the same size in the same run."
+    );
+
+    if !plots.is_empty() {
+        let _ = writeln!(out, "\n## Plots\n");
+        for p in plots {
+            let _ = writeln!(out, "![{}]({})\n", p.title, p.file);
+        }
+    }
+    out
+}

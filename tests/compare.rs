@@ -1,0 +1,161 @@
+//! GPU tests of `coalesce compare`: every C++ twin against the CPU reference at
+//! awkward sizes, cuBLAS SGEMM against an f64 product, and a whole small
+//! comparison. They need an NVIDIA GPU and the CUDA toolkit's NVRTC and cuBLAS
+//! (`cargo test -- --ignored`, or the bundle's `tests`/`compare` stages).
+
+use cust::memory::CopyDestination;
+
+use coalesce::check::awkward;
+use coalesce::compare::cublas::{Cublas, Math};
+use coalesce::compare::twins::Twins;
+use coalesce::compare::{CompareReport, compare};
+use coalesce::device::Gpu;
+use coalesce::experiments::matmul::check_rounded_product;
+use coalesce::experiments::{ALL, select};
+use coalesce::harness::{Gemm, Plan, Reps, check_with, launch_case};
+
+fn gpu() -> Gpu {
+    Gpu::open(0).unwrap_or_else(|e| panic!("this test needs an NVIDIA GPU: {e}"))
+}
+
+fn all_twins(gpu: &Gpu) -> Twins {
+    let wanted: Vec<(&str, Vec<&str>)> = ALL.iter().map(|e| (e.name(), e.kernels())).collect();
+    Twins::build(gpu, &wanted).unwrap_or_else(|e| panic!("the C++ twins need NVRTC: {e}"))
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn every_twin_validates_at_awkward_sizes() {
+    let gpu = gpu();
+    let twins = all_twins(&gpu);
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for exp in ALL {
+        for params in awkward(exp.shape_rank(), 0xc0ffee) {
+            let mut p = exp.prepare(&gpu, &params).unwrap();
+            for i in 0..p.cases().len() {
+                let kernel = p.cases()[i].kernel;
+                let f = twins.function(kernel).unwrap();
+                let v = check_with(&gpu, p.as_mut(), i, kernel, |p| launch_case(&gpu, p, i, &f)).unwrap();
+                checked += 1;
+                if !v.ok {
+                    let at = params
+                        .shape
+                        .as_ref()
+                        .map(|s| format!("{s:?}"))
+                        .unwrap_or(params.size.to_string());
+                    failures.push(format!(
+                        "{}/{} at {at} (C++): {}",
+                        exp.name(),
+                        p.cases()[i].variant,
+                        v.detail
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {checked} failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+    assert!(checked >= ALL.len() * 4);
+}
+
+/// cuBLAS's C = A B for one shape, checked against the f64 reference the matmul
+/// experiment uses, with its bound widened for TF32's rounded inputs.
+fn sgemm_check(m: usize, n: usize, k: usize, math: Math, gpu: &Gpu, blas: &Cublas) -> Option<String> {
+    let a: Vec<f32> = (0..m * k).map(|i| kernels::fill::uniform(1, i as u64)).collect();
+    let b: Vec<f32> = (0..k * n).map(|i| kernels::fill::uniform(2, i as u64)).collect();
+    let (mut da, mut db, dc) = (
+        gpu.alloc::<f32>(m * k).unwrap(),
+        gpu.alloc::<f32>(k * n).unwrap(),
+        gpu.alloc::<f32>(m * n).unwrap(),
+    );
+    da.copy_from(&a[..]).unwrap();
+    db.copy_from(&b[..]).unwrap();
+    let g = Gemm {
+        m,
+        n,
+        k,
+        a: da.as_device_ptr().as_raw(),
+        b: db.as_device_ptr().as_raw(),
+        c: dc.as_device_ptr().as_raw(),
+    };
+    blas.sgemm(math, &g).unwrap();
+    gpu.sync("sgemm").unwrap();
+    let mut got = vec![0f32; m * n];
+    dc.copy_to(&mut got[..]).unwrap();
+    let all: Vec<usize> = (0..m * n).collect();
+    let v = check_rounded_product(&got, (m, n, k), |i| a[i], |i| b[i], &all, math.input_rounding());
+    (!v.ok).then(|| format!("{m}x{n}x{k} {}: {}", math.label(), v.detail))
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn cublas_sgemm_matches_an_f64_reference() {
+    let gpu = gpu();
+    let blas = Cublas::load(&gpu).unwrap_or_else(|e| panic!("{e}"));
+    let mut errors = Vec::new();
+    for (m, n, k) in [
+        (1, 1, 1),
+        (33, 65, 17),
+        (1000, 17, 33),
+        (17, 1000, 129),
+        (64, 48, 4096),
+    ] {
+        for math in [Math::Fp32, Math::Tf32] {
+            errors.extend(sgemm_check(m, n, k, math, &gpu, &blas));
+        }
+    }
+    drop(blas);
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn compare_validates_every_row_on_both_sides() {
+    let gpu = gpu();
+    let plan = Plan {
+        size: Some(4 * ((1 << 20) + 7)),
+        shape: None,
+        reps: Reps { warmup: 1, timed: 3 },
+        seed: 7,
+    };
+    let dump = std::env::temp_dir().join(format!("coalesce-ptx-{}", std::process::id()));
+    let report: CompareReport = compare(&gpu, &select(&[]).unwrap(), &plan, Some(&dump), |_| {}).unwrap();
+    assert!(report.cpp_available, "{}", report.cpp);
+    let kernels: usize = ALL.iter().map(|e| e.variants().len()).sum();
+    assert_eq!(report.rows.len(), kernels, "one row per case");
+    for r in &report.rows {
+        let cpp = r
+            .cpp
+            .as_ref()
+            .unwrap_or_else(|| panic!("{}/{} has no C++ side", r.experiment, r.variant));
+        assert!(
+            r.rust.validated,
+            "{}/{} Rust: {}",
+            r.experiment, r.variant, r.rust.check
+        );
+        assert!(cpp.validated, "{}/{} C++: {}", r.experiment, r.variant, cpp.check);
+        assert!(r.rust_over_cpp.is_some_and(|x| x.is_finite() && x > 0.0));
+    }
+    assert_eq!(report.failures(), 0);
+    // matmul brought cuBLAS in: both maths ran on its matrices and validated.
+    let maths: Vec<Math> = report.cublas_rows.iter().map(|c| c.math).collect();
+    assert_eq!(maths, [Math::Fp32, Math::Tf32], "{:?}", report.cublas);
+    assert!(
+        report
+            .rows
+            .iter()
+            .filter(|r| r.experiment == "matmul")
+            .all(|r| r.rust.pct_of_cublas.is_some())
+    );
+    for e in ALL {
+        let ptx = std::fs::read_to_string(dump.join(format!("{}.cpp.ptx", e.name()))).unwrap();
+        assert!(ptx.contains(".entry"), "{}", e.name());
+    }
+    assert!(dump.join("rust-kernels.ptx").is_file());
+    std::fs::remove_dir_all(&dump).unwrap();
+}

@@ -1,0 +1,259 @@
+//! `coalesce explain` on the CPU: the lessons' numbers come out of the kernels' own
+//! source. (The model rules themselves are unit-tested in `explain::model`.)
+
+use coalesce::experiments::select;
+use coalesce::explain::analyse::{Direction, Memory, Pattern, SiteStats};
+use coalesce::explain::model::Model;
+use coalesce::explain::{KernelReport, Options, explain};
+
+/// Explains `EXPERIMENT/VARIANT` at `size` bytes per array (None: the default).
+fn explain_at(word: &str, size: Option<u64>, shape: Option<Vec<usize>>, model: Model) -> KernelReport {
+    let selection = select(&[word.to_string()]).unwrap();
+    let opts = Options {
+        size,
+        shape,
+        model,
+        blocks: 8,
+    };
+    let mut report = explain(&selection, &opts, |_| {}).unwrap();
+    assert_eq!(report.kernels.len(), 1, "{word}");
+    report.kernels.remove(0)
+}
+
+fn explain_one(word: &str, size: u64, model: Model) -> KernelReport {
+    explain_at(word, Some(size), None, model)
+}
+
+fn site(k: &KernelReport, space: Memory, op: Direction) -> &SiteStats {
+    let mut matching = k.sites.iter().filter(|s| s.space == space && s.op == op);
+    let s = matching
+        .next()
+        .unwrap_or_else(|| panic!("{}: no {space:?} {op:?} site", k.kernel));
+    assert!(
+        matching.next().is_none(),
+        "{}: one {space:?} {op:?} site",
+        k.kernel
+    );
+    s
+}
+
+const DEFAULT: u64 = 256 << 20;
+
+#[test]
+fn stride_s_costs_min_4s_32_sectors_per_request() {
+    for s in kernels::stride::STRIDES {
+        let k = explain_one(&format!("stride/{s}"), DEFAULT, Model::Sm70);
+        assert!(k.sampled_blocks.is_some(), "the default size is sampled");
+        let load = site(&k, Memory::Global, Direction::Load);
+        assert_eq!(load.sectors_per_request(), (4 * s).min(32) as f64, "stride {s}");
+        assert!(load.file.ends_with("stride.rs"), "{}", load.file);
+        let store = site(&k, Memory::Global, Direction::Store);
+        assert_eq!(store.sectors_per_request(), 4.0, "the write stays coalesced");
+        assert_eq!(store.pattern, Pattern::Coalesced);
+        let want = if s == 1 {
+            Pattern::Coalesced
+        } else if s < 8 {
+            Pattern::Strided
+        } else {
+            Pattern::Scattered
+        };
+        assert_eq!(load.pattern, want, "stride {s}");
+        assert_eq!(load.efficiency_pct(), 100.0 / (s.min(8) as f64), "stride {s}");
+    }
+}
+
+#[test]
+fn small_sizes_emulate_the_whole_grid_and_count_the_partial_warp() {
+    // 1000 elements: 4 blocks of 256, the last warp has 8 active lanes.
+    let k = explain_one("copy/f32", 4000, Model::Sm70);
+    assert_eq!(k.sampled_blocks, None);
+    assert_eq!(k.blocks_emulated(), 4);
+    let load = site(&k, Memory::Global, Direction::Load);
+    assert_eq!(load.requests, 1000_u64.div_ceil(32));
+    assert_eq!(load.lanes, 1000);
+    assert_eq!(load.useful_bytes, 4000);
+    assert_eq!(load.sectors, 1000 / 8);
+}
+
+#[test]
+fn vector_copies_move_16_sectors_per_request() {
+    let k = explain_one("copy/f32x4", DEFAULT, Model::Sm70);
+    for op in [Direction::Load, Direction::Store] {
+        let s = site(&k, Memory::Global, op);
+        assert_eq!(s.sectors_per_request(), 16.0);
+        assert_eq!(s.efficiency_pct(), 100.0);
+    }
+}
+
+#[test]
+fn a_misaligned_read_costs_one_extra_sector() {
+    for (o, sectors, pattern) in [
+        (0, 4.0, Pattern::Coalesced),
+        (1, 5.0, Pattern::Misaligned),
+        (8, 4.0, Pattern::Coalesced),
+        (32, 4.0, Pattern::Coalesced),
+    ] {
+        let k = explain_one(&format!("offset/{o}"), DEFAULT, Model::Sm70);
+        let load = site(&k, Memory::Global, Direction::Load);
+        assert_eq!(
+            (load.sectors_per_request(), load.pattern),
+            (sectors, pattern),
+            "offset {o}"
+        );
+    }
+}
+
+#[test]
+fn the_compute_capability_1x_models_punish_misalignment() {
+    let load = |word: &str, model| {
+        let k = explain_one(word, 1 << 20, model);
+        let s = site(&k, Memory::Global, Direction::Load);
+        (
+            s.transactions_per_request(),
+            s.fetched_bytes as f64 / s.requests as f64,
+        )
+    };
+    // In sequence: one 64-byte segment per half-warp on both.
+    assert_eq!(load("offset/0", Model::Cc10), (2.0, 128.0));
+    assert_eq!(load("offset/0", Model::Cc12), (2.0, 128.0));
+    // Shifted one word: cc1.0 falls back to one transaction per thread; cc1.2 serves
+    // the first half-warp with a 128-byte segment, the second with 64 + 32 bytes.
+    assert_eq!(load("offset/1", Model::Cc10), (32.0, 32.0 * 32.0));
+    assert_eq!(load("offset/1", Model::Cc12), (3.0, 128.0 + 64.0 + 32.0));
+    // The sector counts do not depend on the model.
+    let k = explain_one("offset/1", 1 << 20, Model::Cc10);
+    assert_eq!(
+        site(&k, Memory::Global, Direction::Load).sectors_per_request(),
+        5.0
+    );
+}
+
+/// The one global site of `k` that accesses `buffer` with `op`.
+fn on<'k>(k: &'k KernelReport, buffer: &str, op: Direction) -> &'k SiteStats {
+    let mut matching = k
+        .sites
+        .iter()
+        .filter(|s| s.space == Memory::Global && s.op == op && s.buffer.as_deref() == Some(buffer));
+    let s = matching
+        .next()
+        .unwrap_or_else(|| panic!("{}: no {op:?} of {buffer}", k.kernel));
+    assert!(matching.next().is_none(), "{}: one {op:?} of {buffer}", k.kernel);
+    s
+}
+
+#[test]
+fn the_naive_transposes_scatter_the_side_that_walks_down_a_column() {
+    let w = explain_at("transpose/naive-write", None, None, Model::Sm70);
+    assert_eq!(on(&w, "src", Direction::Load).sectors_per_request(), 4.0);
+    assert_eq!(on(&w, "dst", Direction::Store).sectors_per_request(), 32.0);
+    let r = explain_at("transpose/naive-read", None, None, Model::Sm70);
+    assert_eq!(on(&r, "src", Direction::Load).sectors_per_request(), 32.0);
+    assert_eq!(on(&r, "dst", Direction::Store).sectors_per_request(), 4.0);
+}
+
+#[test]
+fn padding_the_tile_turns_a_32_way_column_read_into_a_1_way_one() {
+    for (variant, ways) in [("tiled", 32), ("tiled-padded", 1)] {
+        // A non-square shape: the tile logic, not the matrix, sets the conflicts.
+        let k = explain_at(
+            &format!("transpose/{variant}"),
+            None,
+            Some(vec![1024, 3072]),
+            Model::Sm70,
+        );
+        let read = site(&k, Memory::Shared, Direction::Load);
+        assert_eq!(
+            (read.ways_per_request(), read.bank_ways_max),
+            (ways as f64, ways),
+            "{variant}"
+        );
+        let write = site(&k, Memory::Shared, Direction::Store);
+        assert_eq!(
+            write.bank_ways_max, 1,
+            "{variant}: the row write is conflict-free"
+        );
+        assert_eq!(on(&k, "src", Direction::Load).sectors_per_request(), 4.0);
+        assert_eq!(on(&k, "dst", Direction::Store).sectors_per_request(), 4.0);
+    }
+}
+
+#[test]
+fn matmul_naive_scatters_a_and_the_remap_coalesces_it_behind_a_broadcast() {
+    // m x n x k = 256 x 320 x 64: not square, sampled, every warp full.
+    let shape = Some(vec![256, 320, 64]);
+    let naive = explain_at("matmul/naive", None, shape.clone(), Model::Sm70);
+    assert!(naive.sampled_blocks.is_some());
+    let a = on(&naive, "a", Direction::Load);
+    assert_eq!((a.sectors_per_request(), a.pattern), (32.0, Pattern::Scattered));
+    assert_eq!(on(&naive, "b", Direction::Load).pattern, Pattern::Broadcast);
+    assert_eq!(on(&naive, "c", Direction::Store).sectors_per_request(), 32.0);
+    for variant in ["accidental", "remapped"] {
+        let k = explain_at(&format!("matmul/{variant}"), None, shape.clone(), Model::Sm70);
+        let a = on(&k, "a", Direction::Load);
+        assert_eq!(
+            (a.sectors_per_request(), a.pattern),
+            (1.0, Pattern::Broadcast),
+            "{variant}"
+        );
+        let b = on(&k, "b", Direction::Load);
+        assert_eq!(
+            (b.sectors_per_request(), b.pattern),
+            (4.0, Pattern::Coalesced),
+            "{variant}"
+        );
+        assert_eq!(
+            on(&k, "c", Direction::Store).sectors_per_request(),
+            4.0,
+            "{variant}"
+        );
+    }
+}
+
+#[test]
+fn float4_saxpy_stays_coalesced_and_its_strided_walk_does_not() {
+    let f32 = explain_at("saxpy/f32", None, None, Model::Sm70);
+    assert_eq!(on(&f32, "x", Direction::Load).sectors_per_request(), 4.0);
+    let v = explain_at("saxpy/f32x4", None, None, Model::Sm70);
+    for (buffer, op) in [
+        ("x", Direction::Load),
+        ("y", Direction::Load),
+        ("y", Direction::Store),
+    ] {
+        let s = on(&v, buffer, op);
+        assert_eq!(
+            (s.sectors_per_request(), s.efficiency_pct()),
+            (16.0, 100.0),
+            "{buffer} {op:?}"
+        );
+    }
+    let strided = explain_at("saxpy/f32x4-strided", None, None, Model::Sm70);
+    let x = on(&strided, "x", Direction::Load);
+    assert_eq!((x.sectors_per_request(), x.efficiency_pct()), (32.0, 50.0));
+}
+
+#[test]
+fn aos_field_loads_touch_24_sectors_and_soa_loads_4() {
+    let aos = explain_at("particles/aos", None, None, Model::Sm70);
+    let (load, store) = (
+        on(&aos, "particles", Direction::Load),
+        on(&aos, "particles", Direction::Store),
+    );
+    // The 24-byte struct read is six 4-byte loads, each spanning 32 x 24 bytes.
+    assert_eq!(load.sectors_per_request(), 24.0);
+    assert_eq!(
+        load.requests,
+        2 * store.requests,
+        "six loads, three stores per particle"
+    );
+    let soa = explain_at("particles/soa", None, None, Model::Sm70);
+    assert!(soa.sites.len() == 9 && soa.sites.iter().all(|s| s.sectors_per_request() == 4.0));
+}
+
+#[test]
+fn interleaved_complex_reads_are_the_stride_2_trap() {
+    let k = explain_at("complex/interleaved", None, None, Model::Sm70);
+    let s = on(&k, "src", Direction::Load);
+    assert_eq!((s.sectors_per_request(), s.efficiency_pct()), (8.0, 50.0));
+    let k = explain_at("complex/split", None, None, Model::Sm70);
+    assert_eq!(on(&k, "src", Direction::Load).sectors_per_request(), 4.0);
+}

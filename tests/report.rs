@@ -1,0 +1,418 @@
+//! The report writer on a fixed set of results (no GPU): report.md's tables, the
+//! JSON round trip, and each SVG plot. The numbers are fixtures, not measurements.
+//! The last run's output stays in target/tmp/report-fixture/ for a look.
+
+use std::path::{Path, PathBuf};
+
+use coalesce::device::DeviceInfo;
+use coalesce::harness::{Baseline, Case, Row, Timing, Work, fill_speedups, row};
+use coalesce::report::{self, Results, claims};
+use coalesce::table::{ExperimentBaseline, Report};
+use coalesce::validate::Validation;
+
+const DEVICE: &str = "Fixture GPU 80GB";
+const COPY_GB_S: f64 = 3000.0;
+const ELEMENTS: u64 = 64 << 20;
+
+/// (experiment, variant, kernel, % of copy) for bandwidth rows.
+const BANDWIDTH: &[(&str, &str, &str, f64)] = &[
+    ("copy", "f32", "copy_f32", 79.1),
+    ("copy", "f32x4", "copy_f32x4", 93.0),
+    ("stride", "1", "stride_read", 79.7),
+    ("stride", "2", "stride_read", 62.6),
+    ("stride", "4", "stride_read", 41.5),
+    ("stride", "8", "stride_read", 23.0),
+    ("stride", "16", "stride_read", 12.0),
+    ("stride", "32", "stride_read", 11.0),
+    ("stride", "64", "stride_read", 8.8),
+    ("offset", "0", "offset_read", 78.9),
+    ("offset", "1", "offset_read", 77.2),
+    ("offset", "2", "offset_read", 77.4),
+    ("offset", "4", "offset_read", 77.6),
+    ("offset", "8", "offset_read", 78.1),
+    ("offset", "16", "offset_read", 78.4),
+    ("offset", "32", "offset_read", 78.8),
+    ("transpose", "naive-write", "transpose_naive_write", 14.2),
+    ("transpose", "naive-read", "transpose_naive_read", 61.3),
+    ("transpose", "tiled", "transpose_tiled", 57.4),
+    ("transpose", "tiled-padded", "transpose_tiled_padded", 92.5),
+    ("particles", "aos", "particles_aos", 75.5),
+    ("particles", "soa", "particles_soa", 94.5),
+    ("saxpy", "f32", "saxpy_f32", 92.1),
+    ("saxpy", "f32x4", "saxpy_f32x4", 91.3),
+    ("saxpy", "f32x4-strided", "saxpy_f32x4_strided", 39.4),
+    ("complex", "interleaved", "complex_real_interleaved", 51.7),
+    ("complex", "split", "complex_real_split", 93.6),
+];
+
+/// (variant, kernel, GFLOP/s) for the matmul rows, M = N = K = 4096.
+const MATMUL: &[(&str, &str, f64)] = &[
+    ("naive", "matmul_naive", 480.0),
+    ("accidental", "matmul_accidental", 2950.0),
+    ("remapped", "matmul_remapped", 6100.0),
+];
+
+fn device() -> DeviceInfo {
+    DeviceInfo {
+        ordinal: 0,
+        name: DEVICE.into(),
+        compute_capability: (9, 0),
+        sm_count: 132,
+        l2_bytes: 50 << 20,
+        total_memory_bytes: 80 << 30,
+        memory_clock_khz: 2_619_000,
+        bus_width_bits: 5120,
+        driver_version: 13000,
+    }
+}
+
+fn baseline() -> Baseline {
+    let bytes = ELEMENTS * 4;
+    Baseline {
+        bytes,
+        timing: Timing::from_samples(vec![2.0 * bytes as f64 / COPY_GB_S / 1e6]),
+        gb_per_s: COPY_GB_S,
+    }
+}
+
+fn make_row(experiment: &str, variant: &str, kernel: &'static str, work: Work, ms: f64) -> Row {
+    let case = Case {
+        variant: variant.into(),
+        kernel,
+        work,
+    };
+    let t = Timing {
+        median_ms: ms,
+        min_ms: ms * 0.98,
+        max_ms: ms * 1.05,
+        reps: 20,
+    };
+    let ok = Validation {
+        ok: true,
+        detail: "exact".into(),
+    };
+    row(experiment, &case, ELEMENTS * 4, t, &baseline(), &device(), ok)
+}
+
+/// Results of the experiments named in `only` (all when empty).
+fn fixture(only: &[&str]) -> Results {
+    let wanted = |e: &str| only.is_empty() || only.contains(&e);
+    let mut rows: Vec<Row> = BANDWIDTH
+        .iter()
+        .filter(|b| wanted(b.0))
+        .map(|&(e, v, k, pct)| {
+            let bytes = 2 * 4 * ELEMENTS;
+            let ms = bytes as f64 / (pct / 100.0 * COPY_GB_S * 1e9) * 1e3;
+            make_row(e, v, k, Work::Bytes(bytes), ms)
+        })
+        .collect();
+    if wanted("matmul") {
+        let n = 4096u64;
+        let work = Work::Flops {
+            flops: 2 * n * n * n,
+            bytes: 4 * 3 * n * n,
+        };
+        for &(v, k, g) in MATMUL {
+            let ms = work.flops().unwrap() as f64 / (g * 1e9) * 1e3;
+            rows.push(make_row("matmul", v, k, work, ms));
+        }
+    }
+    for r in &mut rows {
+        r.size_label = match r.experiment.as_str() {
+            "transpose" => Some("8192x8192".into()),
+            "matmul" => Some("4096x4096x4096".into()),
+            _ => None,
+        };
+    }
+    fill_speedups(&mut rows);
+    let mut experiments: Vec<String> = rows.iter().map(|r| r.experiment.clone()).collect();
+    experiments.dedup();
+    Results {
+        date: "2026-11-23 04:12 UTC".into(),
+        elapsed_s: 312.4,
+        run: Report {
+            coalesce_version: "0.1.0".into(),
+            device: device(),
+            ptx_arch: "sm_70".into(),
+            peak_gb_per_s: device().peak_gb_per_s(),
+            baselines: experiments
+                .into_iter()
+                .map(|experiment| ExperimentBaseline {
+                    experiment,
+                    baseline: baseline(),
+                })
+                .collect(),
+            rows,
+        },
+    }
+}
+
+/// A fresh directory under cargo's per-target temporary directory, or the system's
+/// where the test binary runs away from its build (the GPU bundle).
+fn out_dir(name: &str) -> PathBuf {
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let base = if target.is_dir() {
+        target.to_path_buf()
+    } else {
+        std::env::temp_dir().join(format!("coalesce-report-tests-{}", std::process::id()))
+    };
+    let dir = base.join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The Markdown table row that starts with these cells.
+fn md_row<'a>(md: &'a str, first: &[&str]) -> Option<&'a str> {
+    let prefix = format!("| {} |", first.join(" | "));
+    md.lines().find(|l| l.starts_with(&prefix))
+}
+
+#[test]
+fn writes_every_file_of_the_full_suite() {
+    let dir = out_dir("report-fixture");
+    let results = fixture(&[]);
+    let files = report::write(&dir, &results).unwrap();
+    let names: Vec<String> = files
+        .iter()
+        .map(|f| f.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "report.md",
+            "results.json",
+            "stride.svg",
+            "offset.svg",
+            "good-vs-bad.svg",
+            "transpose.svg",
+            "matmul.svg"
+        ]
+    );
+    for f in &files {
+        assert!(
+            std::fs::metadata(f).unwrap().len() > 500,
+            "{} is nearly empty",
+            f.display()
+        );
+    }
+}
+
+#[test]
+fn markdown_has_the_device_date_and_one_row_per_result() {
+    let dir = out_dir("report-md");
+    let results = fixture(&[]);
+    report::write(&dir, &results).unwrap();
+    let md = read(&dir.join("report.md"));
+    assert!(md.starts_with("# coalesce report\n"), "{md}");
+    assert!(
+        md.contains(&format!("- Device: {DEVICE} (device 0, sm_90")),
+        "{md}"
+    );
+    assert!(md.contains("- Date: 2026-11-23 04:12 UTC"));
+    assert!(md.contains("took 312 s"));
+    assert!(md.contains("| experiment | variant | kernel | size | median |"));
+    for r in &results.run.rows {
+        let line = md_row(&md, &[&r.experiment, &r.variant])
+            .unwrap_or_else(|| panic!("no row for {}/{}", r.experiment, r.variant));
+        assert!(line.contains(&format!("| {:.1} |", r.pct_of_copy)), "{line}");
+        assert!(line.ends_with("| yes |"), "{line}");
+    }
+    let transpose = md_row(&md, &["transpose", "naive-write"]).unwrap();
+    assert!(transpose.contains("`transpose_naive_write`") && transpose.contains("| 8192x8192 |"));
+    assert!(md_row(&md, &["copy", "f32"]).unwrap().contains("| 256.0 MiB |"));
+    let matmul = md_row(&md, &["matmul", "remapped"]).unwrap();
+    assert!(matmul.contains("| 6100.0 |"), "GFLOP/s column: {matmul}");
+    // A table row per result, per claim, plus headers and separators.
+    let table_lines = md.lines().filter(|l| l.starts_with('|')).count();
+    assert_eq!(table_lines, results.run.rows.len() + 2 + claims::CLAIMS.len() + 2);
+    for p in [
+        "stride.svg",
+        "offset.svg",
+        "good-vs-bad.svg",
+        "transpose.svg",
+        "matmul.svg",
+    ] {
+        assert!(md.contains(&format!("]({p})")), "report.md links {p}");
+    }
+}
+
+#[test]
+fn claims_sit_beside_the_measurements() {
+    let md = coalesce::report::markdown::render(&fixture(&[]), &[]);
+    let claim = |text: &str| md_row(&md, &[text]).unwrap_or_else(|| panic!("no claim row {text:?} in\n{md}"));
+    // stride 2 ran at 62.6% of copy, stride 1 at 79.7%: 78.5% of stride 1.
+    let s2 = claim("stride 2: a warp uses half of every line it fetches");
+    assert!(
+        s2.contains("| 50% of useful bytes |") && s2.contains("78.5% of stride 1 (62.6% of copy)"),
+        "{s2}"
+    );
+    assert!(claim("stride 32: one useful f32 per 128-byte line").contains("13.8% of stride 1"));
+    let soa = claim("particles: SoA coalesces where AoS does not");
+    assert!(soa.contains("1.25x (soa"), "{soa}");
+    let f4 = claim("saxpy float4, coalesced grid-stride walk");
+    assert!(
+        f4.contains("91% (RTX 4070)") && f4.contains("91.3% of copy") && f4.contains("% of peak"),
+        "{f4}"
+    );
+    assert!(
+        claim("saxpy float4, strided walk: vector loads do not fix a bad pattern").contains("39.4% of copy")
+    );
+    // cuBLAS comes from `coalesce compare`; the speed-up is measured here.
+    assert!(claim("matmul naive, % of cuBLAS SGEMM").contains("needs `coalesce compare` (cuBLAS)"));
+    let remap = claim("matmul: the two-line remap over naive");
+    assert!(
+        remap.contains("| 6.4x |") && remap.contains("12.71x (remapped 6100 against naive 480 GFLOP/s)"),
+        "{remap}"
+    );
+}
+
+#[test]
+fn claims_of_experiments_not_run_say_so() {
+    let md = coalesce::report::markdown::render(&fixture(&["copy", "stride"]), &[]);
+    let not_run = md
+        .lines()
+        .filter(|l| l.starts_with('|') && l.ends_with("| not run |"))
+        .count();
+    // Everything but the three stride claims.
+    assert_eq!(not_run, claims::CLAIMS.len() - 3, "{md}");
+}
+
+#[test]
+fn a_failed_check_is_flagged_in_the_report() {
+    let mut results = fixture(&["copy"]);
+    results.run.rows[1].validated = false;
+    results.run.rows[1].check = "exact: 3 of 67108864 differ".into();
+    let md = coalesce::report::markdown::render(&results, &[]);
+    assert!(md_row(&md, &["copy", "f32x4"]).unwrap().ends_with("| **NO** |"));
+    assert!(
+        md.contains("- copy/f32x4 (`copy_f32x4`): exact: 3 of 67108864 differ"),
+        "{md}"
+    );
+}
+
+#[test]
+fn results_json_round_trips_and_reads_as_a_run() {
+    let dir = out_dir("report-json");
+    let results = fixture(&[]);
+    report::write(&dir, &results).unwrap();
+    let text = read(&dir.join("results.json"));
+    let back: Results = serde_json::from_str(&text).unwrap();
+    assert_eq!(back, results);
+    // The same fields as `coalesce run --json`, so tools read either file.
+    let run: Report = serde_json::from_str(&text).unwrap();
+    assert_eq!(run, results.run);
+}
+
+/// `<circle` elements: plotters draws one per measured point (legends use lines).
+fn circles(svg: &str) -> usize {
+    svg.matches("<circle").count()
+}
+
+/// The text of every `<text>` element, trimmed (plotters puts it on its own line).
+fn texts(svg: &str) -> Vec<String> {
+    svg.split("<text")
+        .skip(1)
+        .filter_map(|t| {
+            let body = &t[t.find('>')? + 1..];
+            Some(body[..body.find("</text>")?].trim().to_string())
+        })
+        .collect()
+}
+
+fn has_text(svg: &str, text: &str) -> bool {
+    texts(svg).iter().any(|t| t == text)
+}
+
+#[test]
+fn each_plot_has_its_title_device_and_one_mark_per_result() {
+    let dir = out_dir("report-svg");
+    let results = fixture(&[]);
+    report::write(&dir, &results).unwrap();
+    let rows = &results.run.rows;
+    let count = |e: &str| rows.iter().filter(|r| r.experiment == e).count();
+    let svg = |f: &str| {
+        let s = read(&dir.join(f));
+        assert!(s.starts_with("<svg") && s.trim_end().ends_with("</svg>"), "{f}");
+        assert!(s.contains(DEVICE), "{f} names the device");
+        assert!(
+            s.contains("% of cuMemcpyDtoD") || s.contains("GFLOP/s"),
+            "{f} has a unit"
+        );
+        s
+    };
+
+    let stride = svg("stride.svg");
+    assert!(has_text(
+        &stride,
+        "Strided reads: effective bandwidth against stride"
+    ));
+    assert_eq!(circles(&stride), count("stride"));
+    assert!(has_text(
+        &stride,
+        "128-byte-line model: 1/s down to 1/32, scaled to measured stride 1 = 79.7%"
+    ));
+    assert!(stride.contains("32-byte-sector model: 1/s down to 1/8"));
+    assert!(stride.contains("log2 scale"));
+    for v in ["79.7", "62.6", "41.5", "23.0", "12.0", "11.0", "8.8"] {
+        assert!(has_text(&stride, v), "stride point {v} labelled");
+    }
+
+    let offset = svg("offset.svg");
+    assert!(offset.contains("Misaligned reads: effective bandwidth against offset"));
+    assert_eq!(circles(&offset), count("offset"));
+
+    let bars = svg("good-vs-bad.svg");
+    assert!(bars.contains("Good against bad access patterns"));
+    for (label, value) in [
+        ("transpose tiled-padded", "92.5%"),
+        ("transpose naive-write", "14.2%"),
+        ("particles soa", "94.5%"),
+        ("particles aos", "75.5%"),
+        ("stride 32", "11.0%"),
+        ("complex interleaved", "51.7%"),
+        ("saxpy f32x4-strided", "39.4%"),
+    ] {
+        assert!(has_text(&bars, label), "bar {label}");
+        assert!(has_text(&bars, value), "bar value {value}");
+    }
+    assert!(
+        !texts(&bars).iter().any(|t| t.starts_with("matmul")),
+        "matmul is not a bandwidth contrast"
+    );
+
+    let transpose = svg("transpose.svg");
+    assert!(transpose.contains("Transpose ladder"));
+    for r in rows.iter().filter(|r| r.experiment == "transpose") {
+        assert!(has_text(&transpose, &r.variant));
+        assert!(has_text(
+            &transpose,
+            &format!("{:.1}% ({:.0} GB/s)", r.pct_of_copy, r.gb_per_s)
+        ));
+    }
+
+    let matmul = svg("matmul.svg");
+    assert!(matmul.contains("Matrix multiply: GFLOP/s per variant"));
+    for (v, text) in [
+        ("naive", "480 GFLOP/s (1.0x naive)"),
+        ("accidental", "2950 GFLOP/s (6.1x naive)"),
+        ("remapped", "6100 GFLOP/s (12.7x naive)"),
+    ] {
+        assert!(has_text(&matmul, v) && has_text(&matmul, text), "{v}");
+    }
+}
+
+#[test]
+fn plots_of_experiments_not_run_are_left_out() {
+    let dir = out_dir("report-partial");
+    let files = report::write(&dir, &fixture(&["stride"])).unwrap();
+    let names: Vec<_> = files.iter().map(|f| f.file_name().unwrap().to_owned()).collect();
+    assert_eq!(
+        names,
+        ["report.md", "results.json", "stride.svg", "good-vs-bad.svg"]
+    );
+    assert!(!dir.join("matmul.svg").exists());
+}
