@@ -5,7 +5,7 @@
 extern "C" __global__ void complex_real_interleaved(size_t n, const float* src, float* dst) {
     size_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) {
-        dst[i] = src[2 * i];
+        dst[i] = __ldg(&src[2 * i]);
     }
 }
 
@@ -13,6 +13,6 @@ extern "C" __global__ void complex_real_interleaved(size_t n, const float* src, 
 extern "C" __global__ void complex_real_split(size_t n, const float* re, float* dst) {
     size_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) {
-        dst[i] = re[i];
+        dst[i] = __ldg(&re[i]);
     }
 }

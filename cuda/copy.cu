@@ -7,7 +7,7 @@
 extern "C" __global__ void copy_f32(size_t n, const float* src, float* dst) {
     size_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) {
-        dst[i] = src[i];
+        dst[i] = __ldg(&src[i]);
     }
 }
 
@@ -18,11 +18,11 @@ extern "C" __global__ void copy_f32x4(size_t n, const float* src, float* dst) {
     float4* dst4 = reinterpret_cast<float4*>(dst);
     size_t i = blockIdx.x * blockDim.x + threadIdx.x;
     while (i < n4) {
-        dst4[i] = src4[i];
+        dst4[i] = __ldg(&src4[i]);
         i += gridDim.x * blockDim.x;
     }
     size_t tail = n4 * 4 + (blockIdx.x * blockDim.x + threadIdx.x);
     if (tail < n) {
-        dst[tail] = src[tail];
+        dst[tail] = __ldg(&src[tail]);
     }
 }

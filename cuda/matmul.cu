@@ -11,7 +11,7 @@ __device__ __forceinline__ void dot_into(size_t m, size_t n, size_t k, const flo
     if (row < m && col < n) {
         float acc = 0.0f;
         for (size_t kk = 0; kk < k; ++kk) {
-            acc = fmaf(a[row * k + kk], b[kk * n + col], acc);
+            acc = fmaf(__ldg(&a[row * k + kk]), __ldg(&b[kk * n + col]), acc);
         }
         c[row * n + col] = acc;
     }

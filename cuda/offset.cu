@@ -5,6 +5,6 @@
 extern "C" __global__ void offset_read(size_t n, size_t o, const float* src, float* dst) {
     size_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) {
-        dst[i] = src[i + o];
+        dst[i] = __ldg(&src[i + o]);
     }
 }

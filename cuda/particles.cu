@@ -25,8 +25,8 @@ extern "C" __global__ void particles_soa(size_t n, float dt, float* x, float* y,
                                          const float* vx, const float* vy, const float* vz) {
     size_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) {
-        x[i] = fmaf(vx[i], dt, x[i]);
-        y[i] = fmaf(vy[i], dt, y[i]);
-        z[i] = fmaf(vz[i], dt, z[i]);
+        x[i] = fmaf(__ldg(&vx[i]), dt, x[i]);
+        y[i] = fmaf(__ldg(&vy[i]), dt, y[i]);
+        z[i] = fmaf(__ldg(&vz[i]), dt, z[i]);
     }
 }

@@ -6,7 +6,7 @@
 extern "C" __global__ void saxpy_f32(size_t n, float a, const float* x, float* y) {
     size_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) {
-        y[i] = fmaf(a, x[i], y[i]);
+        y[i] = fmaf(a, __ldg(&x[i]), y[i]);
     }
 }
 
@@ -14,7 +14,7 @@ extern "C" __global__ void saxpy_f32(size_t n, float a, const float* x, float* y
 __device__ __forceinline__ void scalar_tail(size_t n, float a, const float* x, float* y) {
     size_t i = n / 4 * 4 + (blockIdx.x * blockDim.x + threadIdx.x);
     if (i < n) {
-        y[i] = fmaf(a, x[i], y[i]);
+        y[i] = fmaf(a, __ldg(&x[i]), y[i]);
     }
 }
 
@@ -29,7 +29,7 @@ extern "C" __global__ void saxpy_f32x4(size_t n, float a, const float* x, float*
     float4* y4 = reinterpret_cast<float4*>(y);
     size_t i = blockIdx.x * blockDim.x + threadIdx.x;
     while (i < n / 4) {
-        y4[i] = axpy(x4[i], a, y4[i]);
+        y4[i] = axpy(__ldg(&x4[i]), a, y4[i]);
         i += gridDim.x * blockDim.x;
     }
     scalar_tail(n, a, x, y);
@@ -49,7 +49,7 @@ extern "C" __global__ void saxpy_f32x4_strided(size_t n, float a, const float* x
     while (j < STRIDED_ROWS * cols) {
         size_t i = (j % STRIDED_ROWS) * cols + j / STRIDED_ROWS;
         if (i < n4) {
-            y4[i] = axpy(x4[i], a, y4[i]);
+            y4[i] = axpy(__ldg(&x4[i]), a, y4[i]);
         }
         j += gridDim.x * blockDim.x;
     }

@@ -5,6 +5,6 @@
 extern "C" __global__ void stride_read(size_t n, size_t s, const float* src, float* dst) {
     size_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) {
-        dst[i] = src[i * s];
+        dst[i] = __ldg(&src[i * s]);
     }
 }

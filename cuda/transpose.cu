@@ -14,7 +14,7 @@ extern "C" __global__ void transpose_naive_write(size_t rows, size_t cols, const
     for (size_t k = 0; k < TILE / BLOCK_ROWS; ++k) {
         size_t yk = y + k * BLOCK_ROWS;
         if (x < cols && yk < rows) {
-            dst[x * rows + yk] = src[yk * cols + x];
+            dst[x * rows + yk] = __ldg(&src[yk * cols + x]);
         }
     }
 }
@@ -26,7 +26,7 @@ extern "C" __global__ void transpose_naive_read(size_t rows, size_t cols, const 
     for (size_t k = 0; k < TILE / BLOCK_ROWS; ++k) {
         size_t yk = y + k * BLOCK_ROWS;
         if (x < rows && yk < cols) {
-            dst[yk * rows + x] = src[x * cols + yk];
+            dst[yk * rows + x] = __ldg(&src[x * cols + yk]);
         }
     }
 }
@@ -41,7 +41,7 @@ __device__ __forceinline__ void through_tile(float (*tile)[PITCH], size_t rows, 
         size_t j = ty + k * BLOCK_ROWS;
         size_t x = bx + tx, y = by + j;
         if (x < cols && y < rows) {
-            tile[j][tx] = src[y * cols + x];
+            tile[j][tx] = __ldg(&src[y * cols + x]);
         }
     }
     __syncthreads();

@@ -68,16 +68,22 @@ for stage in "${stages[@]}"; do
       fi
       ;;
     report)
-      # report.md to read at once; it, results.json and the SVGs in report.tar.gz.
+      # The whole suite through the comparison with the C++ twins (NVRTC) and cuBLAS
+      # from /usr/local/cuda: report.md to read at once (its "Rust against CUDA C++"
+      # section and the claims are printed below); it, results.json and the SVGs
+      # (rust-vs-cpp.svg among them) in report.tar.gz. REPORT_ARGS adds options,
+      # e.g. REPORT_ARGS=--rust-only.
       rm -rf "$out/report"
       start=$(date +%s)
-      "$bundle/coalesce" report --out "$out/report" >"$out/report.log" 2>&1 || status=1
+      # shellcheck disable=SC2086
+      "$bundle/coalesce" report --out "$out/report" ${REPORT_ARGS:-} >"$out/report.log" 2>&1 || status=1
       echo "coalesce report: $(( $(date +%s) - start )) s wall" >>"$out/report.log"
       if [ -f "$out/report/report.md" ]; then
         cp "$out/report/report.md" "$out/report.md"
+        sed -n '/^## Rust against CUDA C++/,$p' "$out/report.md" | grep -v '^!\['
         tar -czf "$out/report.tar.gz" -C "$out" report && rm -rf "$out/report"
       fi
-      tail -n 30 "$out/report.log"
+      tail -n 3 "$out/report.log"
       ;;
     bench)
       # A quick criterion pass: small arrays, short warm-up and measurement.

@@ -277,9 +277,13 @@ fn report_without_a_gpu_is_one_clear_line() {
         return; // A GPU machine: `coalesce report` runs for real there (scripts/gpu-run.sh report).
     }
     let dir = std::env::temp_dir().join(format!("coalesce-cli-report-{}", std::process::id()));
-    let err = fails(&["report", "stride", "--out", dir.to_str().unwrap()], 1);
-    assert!(err.contains("no NVIDIA GPU available"), "{err}");
-    assert!(!dir.join("report.md").exists(), "no report without results");
+    for extra in [&[][..], &["--rust-only"]] {
+        let mut args = vec!["report", "stride", "--out", dir.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let err = fails(&args, 1);
+        assert!(err.contains("no NVIDIA GPU available"), "{err}");
+        assert!(!dir.join("report.md").exists(), "no report without results");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -289,6 +293,7 @@ fn report_help_names_its_options() {
         predicate::str::contains("--out <DIR>")
             .and(predicate::str::contains("--size"))
             .and(predicate::str::contains("--reps"))
-            .and(predicate::str::contains("--quiet")),
+            .and(predicate::str::contains("--quiet"))
+            .and(predicate::str::contains("--rust-only")),
     );
 }

@@ -13,6 +13,7 @@ use coalesce::device::Gpu;
 use coalesce::experiments::matmul::check_rounded_product;
 use coalesce::experiments::{ALL, select};
 use coalesce::harness::{Gemm, Plan, Reps, check_with, launch_case};
+use coalesce::report::Results;
 
 fn gpu() -> Gpu {
     Gpu::open(0).unwrap_or_else(|e| panic!("this test needs an NVIDIA GPU: {e}"))
@@ -158,4 +159,14 @@ fn compare_validates_every_row_on_both_sides() {
     }
     assert!(dump.join("rust-kernels.ptx").is_file());
     std::fs::remove_dir_all(&dump).unwrap();
+
+    // The report made from it: the comparison's table and plot, the cuBLAS claims filled.
+    let dir = std::env::temp_dir().join(format!("coalesce-report-compare-{}", std::process::id()));
+    let results = Results::of_comparison("now".into(), 0.0, report);
+    let files = coalesce::report::write(&dir, &results).unwrap();
+    assert!(files.iter().any(|f| f.ends_with("rust-vs-cpp.svg")), "{files:?}");
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(md.contains("## Rust against CUDA C++"), "{md}");
+    assert_eq!(md.matches("of cuBLAS SGEMM FP32 (").count(), 2, "{md}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

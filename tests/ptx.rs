@@ -41,18 +41,46 @@ fn copy_kernels_compile_to_plain_loads_and_stores() {
     );
     // f32x4: one 16-byte vector load/store in the loop plus the scalar tail.
     let v4 = body("copy_f32x4");
-    assert_eq!(count(v4, "ld.global.v4."), 1, "{v4}");
+    assert_eq!(count(v4, "ld.global.nc.v4."), 1, "{v4}");
     assert_eq!(count(v4, "st.global.v4."), 1, "{v4}");
     assert_eq!(count(v4, "ld.global."), 2, "{v4}");
     // No trap paths from bounds checks or panics.
     assert_eq!(count(PTX, "trap;"), 0, "a kernel can panic");
 }
 
-/// The instructions of a body (no directives, labels or comments).
+/// The instructions of a body (no directives, labels or comments). Inline-assembly
+/// blocks (`{ .reg ...; cvta...; ld.global.nc...; }`) count instruction by instruction.
 fn instructions(body: &str) -> impl Iterator<Item = &str> {
     body.lines()
         .map(str::trim)
-        .filter(|l| l.ends_with(';') && !l.starts_with('.') && !l.starts_with("//"))
+        .filter(|l| !l.starts_with("//"))
+        .flat_map(|l| l.trim_start_matches('{').trim_end_matches('}').split(';'))
+        .map(str::trim)
+        .filter(|i| !i.is_empty() && !i.starts_with('.') && !i.starts_with('$') && !i.starts_with("//"))
+}
+
+/// Reads of a `Global` (read-only for the whole kernel) take the read-only data path,
+/// `ld.global.nc`; reads of a `GlobalMut` (written in the kernel) must not.
+#[test]
+fn read_only_inputs_use_the_non_coherent_path() {
+    // (kernel, nc loads, plain loads)
+    let expected = [
+        ("copy_f32", 1, 0),
+        ("stride_read", 1, 0),
+        ("saxpy_f32", 1, 1),
+        ("particles_soa", 3, 3),
+        ("particles_aos", 0, 6),
+        ("matmul_remapped", 2, 0),
+    ];
+    for (kernel, nc, plain) in expected {
+        let b = body(kernel);
+        let loads: Vec<&str> = instructions(b).filter(|i| i.starts_with("ld.global.")).collect();
+        let n_nc = loads.iter().filter(|i| i.starts_with("ld.global.nc.")).count();
+        // Unrolled loops repeat loads; the ratio is what the types decide.
+        assert!(n_nc >= nc && loads.len() - n_nc >= plain, "{kernel}: {loads:?}");
+        assert_eq!(nc == 0, n_nc == 0, "{kernel}: {loads:?}");
+        assert_eq!(plain == 0, loads.len() == n_nc, "{kernel}: {loads:?}");
+    }
 }
 
 /// On the host the accessors record every access for `coalesce explain`; on the GPU
@@ -162,7 +190,11 @@ fn saxpy_float4_uses_16_byte_vector_accesses() {
     for k in ["saxpy_f32x4", "saxpy_f32x4_strided"] {
         let b = body(k);
         // x and y vector loads, one y vector store (the scalar tail has plain ones).
-        assert_eq!(count(b, "ld.global.v4."), 2, "{k}:\n{b}");
+        assert_eq!(
+            count(b, "ld.global.nc.v4.") + count(b, "ld.global.v4."),
+            2,
+            "{k}:\n{b}"
+        );
         assert_eq!(count(b, "st.global.v4."), 1, "{k}:\n{b}");
     }
     assert_eq!(count(body("saxpy_f32"), "ld.global.v4."), 0);

@@ -1,9 +1,12 @@
 //! The report writer on a fixed set of results (no GPU): report.md's tables, the
-//! JSON round trip, and each SVG plot. The numbers are fixtures, not measurements.
-//! The last run's output stays in target/tmp/report-fixture/ for a look.
+//! JSON round trip, and each SVG plot, with and without the comparison with the
+//! C++ twins. The numbers are fixtures, not measurements. The last run's output
+//! stays in target/tmp/report-fixture/ (and report-compare/) for a look.
 
 use std::path::{Path, PathBuf};
 
+use coalesce::compare::cublas::Math;
+use coalesce::compare::{CompareReport, CompareRow, CublasRow};
 use coalesce::device::DeviceInfo;
 use coalesce::harness::{Baseline, Case, Row, Timing, Work, fill_speedups, row};
 use coalesce::report::{self, Results, claims};
@@ -144,7 +147,110 @@ fn fixture(only: &[&str]) -> Results {
                 .collect(),
             rows,
         },
+        compare: None,
     }
+}
+
+/// Rust's speed over its C++ twin's, per kernel; 1.0 for those not named.
+const RATIOS: &[(&str, &str, f64)] = &[
+    ("copy", "f32x4", 1.02),
+    ("transpose", "tiled-padded", 0.80),
+    ("matmul", "remapped", 0.95),
+];
+
+/// cuBLAS SGEMM on the matmul matrices: (math, GFLOP/s).
+const SGEMM: &[(Math, f64)] = &[(Math::Fp32, 48_000.0), (Math::Tf32, 150_000.0)];
+
+fn ratio(r: &Row) -> f64 {
+    RATIOS
+        .iter()
+        .find(|x| x.0 == r.experiment && x.1 == r.variant)
+        .map_or(1.0, |x| x.2)
+}
+
+/// The Rust row as its C++ twin would have measured it, `over` times slower.
+fn twin(r: &Row, over: f64) -> Row {
+    let t = r.timing;
+    Row {
+        timing: Timing {
+            median_ms: t.median_ms * over,
+            min_ms: t.min_ms * over,
+            max_ms: t.max_ms * over,
+            reps: t.reps,
+        },
+        gb_per_s: r.gb_per_s / over,
+        gflop_per_s: r.gflop_per_s.map(|g| g / over),
+        pct_of_copy: r.pct_of_copy / over,
+        pct_of_peak: r.pct_of_peak.map(|p| p / over),
+        ..r.clone()
+    }
+}
+
+/// The comparison of `results`' kernels with C++ twins `RATIOS` slower or faster,
+/// and cuBLAS where matmul ran; `twins: false` is a machine without NVRTC.
+fn comparison(results: &Results, twins: bool) -> CompareReport {
+    let run = &results.run;
+    let matmul = run.rows.iter().any(|r| r.experiment == "matmul");
+    CompareReport {
+        coalesce_version: run.coalesce_version.clone(),
+        device: run.device.clone(),
+        rust_ptx_arch: run.ptx_arch.clone(),
+        cpp: if twins {
+            "C++ twins: NVRTC 13.0 (/usr/local/cuda/lib64/libnvrtc.so.13), PTX for compute_90".into()
+        } else {
+            UNAVAILABLE.into()
+        },
+        cpp_available: twins,
+        cpp_broken: false,
+        cublas: matmul.then(|| "cuBLAS 13.0.0 (/usr/local/cuda/lib64/libcublas.so.13)".into()),
+        baselines: run.baselines.clone(),
+        cublas_rows: SGEMM
+            .iter()
+            .filter(|_| matmul)
+            .map(|&(math, g)| {
+                let n = 4096usize;
+                CublasRow {
+                    experiment: "matmul".into(),
+                    math,
+                    m: n,
+                    n,
+                    k: n,
+                    timing: Timing::from_samples(vec![2.0 * (n as f64).powi(3) / (g * 1e9) * 1e3]),
+                    gflop_per_s: g,
+                    validated: true,
+                    check: "within 1e-4".into(),
+                }
+            })
+            .collect(),
+        rows: run
+            .rows
+            .iter()
+            .map(|r| {
+                let fp32 = matmul.then_some(SGEMM[0].1).filter(|_| r.flops.is_some());
+                CompareRow::new(r, twins.then(|| twin(r, ratio(r))).as_ref(), fp32)
+            })
+            .collect(),
+    }
+}
+
+const UNAVAILABLE: &str = "C++ twins: unavailable, Rust only: NVRTC (libnvrtc.so.13, .so.12) not found on \
+                           the loader path or in /usr/local/cuda/lib64; set LD_LIBRARY_PATH or CUDA_HOME";
+
+/// `fixture(only)` as `coalesce report` makes it: through the comparison.
+fn compared(only: &[&str], twins: bool) -> Results {
+    let plain = fixture(only);
+    let c = comparison(&plain, twins);
+    Results::of_comparison(plain.date, plain.elapsed_s, c)
+}
+
+/// The lines of report.md's section headed `title`, up to the next section.
+fn section<'a>(md: &'a str, title: &str) -> &'a str {
+    let start = md
+        .find(&format!("\n## {title}\n"))
+        .unwrap_or_else(|| panic!("no section {title:?} in\n{md}"));
+    let rest = &md[start + 1..];
+    let end = rest[3..].find("\n## ").map_or(rest.len(), |e| e + 4);
+    &rest[..end]
 }
 
 /// A fresh directory under cargo's per-target temporary directory, or the system's
@@ -214,6 +320,8 @@ fn markdown_has_the_device_date_and_one_row_per_result() {
     );
     assert!(md.contains("- Date: 2026-11-23 04:12 UTC"));
     assert!(md.contains("took 312 s"));
+    assert!(md.contains("\n- Rust against CUDA C++: not measured (`--rust-only`)\n"));
+    assert!(!md.contains("## Rust against CUDA C++"));
     assert!(md.contains("| experiment | variant | kernel | size | median |"));
     for r in &results.run.rows {
         let line = md_row(&md, &[&r.experiment, &r.variant])
@@ -261,8 +369,9 @@ fn claims_sit_beside_the_measurements() {
     assert!(
         claim("saxpy float4, strided walk: vector loads do not fix a bad pattern").contains("39.4% of copy")
     );
-    // cuBLAS comes from `coalesce compare`; the speed-up is measured here.
-    assert!(claim("matmul naive, % of cuBLAS SGEMM").contains("needs `coalesce compare` (cuBLAS)"));
+    // cuBLAS comes from the comparison, which `--rust-only` skips; the speed-up is
+    // measured here.
+    assert!(claim("matmul naive, % of cuBLAS SGEMM").contains(&format!("| {} |", claims::NO_COMPARISON)));
     let remap = claim("matmul: the two-line remap over naive");
     assert!(
         remap.contains("| 6.4x |") && remap.contains("12.71x (remapped 6100 against naive 480 GFLOP/s)"),
@@ -287,24 +396,41 @@ fn a_failed_check_is_flagged_in_the_report() {
     results.run.rows[1].validated = false;
     results.run.rows[1].check = "exact: 3 of 67108864 differ".into();
     let md = coalesce::report::markdown::render(&results, &[]);
-    assert!(md_row(&md, &["copy", "f32x4"]).unwrap().ends_with("| **NO** |"));
-    assert!(
-        md.contains("- copy/f32x4 (`copy_f32x4`): exact: 3 of 67108864 differ"),
-        "{md}"
+    assert_flagged(
+        &md,
+        &["copy", "f32x4"],
+        "| **NO** |",
+        "- copy/f32x4 (`copy_f32x4`): exact: 3 of 67108864 differ",
     );
+}
+
+/// Asserts that the row of `md` starting with `cells` ends with `ending` (the
+/// failed side's **NO**) and that the failure is `listed` under the table.
+fn assert_flagged(md: &str, cells: &[&str], ending: &str, listed: &str) {
+    let row = md_row(md, cells).unwrap_or_else(|| panic!("no row {cells:?} in\n{md}"));
+    assert!(row.ends_with(ending), "{row}");
+    assert!(md.contains(listed), "{listed:?} not listed in\n{md}");
+}
+
+/// Writes `results` into `dir`, reads results.json back as the same results and
+/// as a run (the same fields as `coalesce run --json`, so tools read either file);
+/// returns its text.
+fn round_trip(dir: &str, results: &Results) -> String {
+    let dir = out_dir(dir);
+    report::write(&dir, results).unwrap();
+    let text = read(&dir.join("results.json"));
+    let back: Results = serde_json::from_str(&text).unwrap();
+    assert_eq!(&back, results);
+    let run: Report = serde_json::from_str(&text).unwrap();
+    assert_eq!(run, results.run);
+    text
 }
 
 #[test]
 fn results_json_round_trips_and_reads_as_a_run() {
-    let dir = out_dir("report-json");
-    let results = fixture(&[]);
-    report::write(&dir, &results).unwrap();
-    let text = read(&dir.join("results.json"));
-    let back: Results = serde_json::from_str(&text).unwrap();
-    assert_eq!(back, results);
-    // The same fields as `coalesce run --json`, so tools read either file.
-    let run: Report = serde_json::from_str(&text).unwrap();
-    assert_eq!(run, results.run);
+    let text = round_trip("report-json", &fixture(&[]));
+    // A report made with --rust-only has no "compare" key.
+    assert!(!text.contains("\"compare\""));
 }
 
 /// `<circle` elements: plotters draws one per measured point (legends use lines).
@@ -325,6 +451,18 @@ fn texts(svg: &str) -> Vec<String> {
 
 fn has_text(svg: &str, text: &str) -> bool {
     texts(svg).iter().any(|t| t == text)
+}
+
+/// The x of the `<text>` element holding `text`.
+fn text_x(svg: &str, text: &str) -> Option<f64> {
+    svg.split("<text").skip(1).find_map(|t| {
+        let body = &t[t.find('>')? + 1..];
+        if body[..body.find("</text>")?].trim() != text {
+            return None;
+        }
+        let x = &t[t.find("x=\"")? + 3..];
+        x[..x.find('"')?].parse().ok()
+    })
 }
 
 #[test]
@@ -415,4 +553,163 @@ fn plots_of_experiments_not_run_are_left_out() {
         ["report.md", "results.json", "stride.svg", "good-vs-bad.svg"]
     );
     assert!(!dir.join("matmul.svg").exists());
+}
+
+#[test]
+fn the_rust_side_of_a_comparison_is_the_results_table() {
+    assert_eq!(compared(&[], true).run, fixture(&[]).run);
+}
+
+#[test]
+fn a_comparison_adds_its_table_and_cublas_lines() {
+    let results = compared(&[], true);
+    let md = coalesce::report::markdown::render(&results, &[]);
+    let cpp = section(&md, "Rust against CUDA C++");
+    assert!(
+        cpp.contains(
+            "\n- C++ twins: NVRTC 13.0 (/usr/local/cuda/lib64/libnvrtc.so.13), PTX for compute_90\n"
+        ),
+        "{cpp}"
+    );
+    assert!(
+        cpp.contains(
+            "\n- matmul: cuBLAS SGEMM FP32 4096x4096x4096 = 48000 GFLOP/s (median of 1), validated\n"
+        )
+    );
+    assert!(cpp.contains("\n- matmul: cuBLAS SGEMM TF32 4096x4096x4096 = 150000 GFLOP/s"));
+    assert!(cpp.contains(
+        "| experiment | variant | kernel | Rust | C++ | Rust/C++ | Rust % of copy | C++ % of copy | Rust valid | C++ valid |"
+    ));
+    let rows = &results.run.rows;
+    assert_eq!(
+        cpp.lines().filter(|l| l.starts_with('|')).count(),
+        rows.len() + 2,
+        "one row per kernel"
+    );
+    let copy = rows.iter().find(|r| r.kernel == "copy_f32x4").unwrap();
+    let want = format!(
+        "| copy | f32x4 | `copy_f32x4` | {:.1} GB/s | {:.1} GB/s | 1.020 | 93.0 | {:.1} | yes | yes |",
+        copy.gb_per_s,
+        copy.gb_per_s / 1.02,
+        93.0 / 1.02
+    );
+    assert!(cpp.lines().any(|l| l == want), "{want}\nnot in\n{cpp}");
+    let transpose = md_row(cpp, &["transpose", "tiled-padded"]).unwrap();
+    assert!(transpose.contains("| 0.800 | 92.5 | 115.6 |"), "{transpose}");
+    let matmul = md_row(cpp, &["matmul", "remapped"]).unwrap();
+    assert!(
+        matmul.contains("| 6100 GFLOP/s | 6421 GFLOP/s | 0.950 |"),
+        "{matmul}"
+    );
+    let n = rows.len();
+    assert!(
+        cpp.contains(&format!("{} of {n} kernels at 0.98x or better", n - 2)),
+        "{cpp}"
+    );
+}
+
+#[test]
+fn a_failed_twin_is_flagged_in_the_comparison() {
+    let mut results = compared(&["copy"], true);
+    let twin = results.compare.as_mut().unwrap().rows[0].cpp.as_mut().unwrap();
+    twin.validated = false;
+    twin.check = "exact: 5 of 67108864 differ".into();
+    assert_eq!(results.failures(), 1);
+    let md = coalesce::report::markdown::render(&results, &[]);
+    assert_flagged(
+        section(&md, "Rust against CUDA C++"),
+        &["copy", "f32"],
+        "| yes | **NO** |",
+        "- copy/f32 (`copy_f32`): exact: 5 of 67108864 differ",
+    );
+}
+
+#[test]
+fn cublas_claims_are_filled_from_the_measured_baseline() {
+    let md = coalesce::report::markdown::render(&compared(&[], true), &[]);
+    let claims = section(&md, "The seeds' claims beside this GPU");
+    let naive = md_row(claims, &["matmul naive, % of cuBLAS SGEMM"]).unwrap();
+    assert!(
+        naive.ends_with("| 1.3% | 1.0% of cuBLAS SGEMM FP32 (480 of 48000 GFLOP/s) |"),
+        "{naive}"
+    );
+    let remapped = md_row(claims, &["matmul remapped, % of cuBLAS SGEMM"]).unwrap();
+    assert!(
+        remapped.ends_with("| 8.5% | 12.7% of cuBLAS SGEMM FP32 (6100 of 48000 GFLOP/s) |"),
+        "{remapped}"
+    );
+    // Where cuBLAS could not be loaded, the claims say why.
+    let mut results = compared(&[], true);
+    let c = results.compare.as_mut().unwrap();
+    c.cublas_rows.clear();
+    c.cublas = Some("cuBLAS: unavailable: libcublas.so.13 not found".into());
+    let md = coalesce::report::markdown::render(&results, &[]);
+    let naive = md_row(&md, &["matmul naive, % of cuBLAS SGEMM"]).unwrap();
+    assert!(
+        naive.ends_with("| no cuBLAS SGEMM: cuBLAS: unavailable: libcublas.so.13 not found |"),
+        "{naive}"
+    );
+}
+
+#[test]
+fn without_nvrtc_the_report_says_so_in_one_line() {
+    let dir = out_dir("report-no-nvrtc");
+    let results = compared(&["copy", "stride"], false);
+    let files = report::write(&dir, &results).unwrap();
+    let md = read(&dir.join("report.md"));
+    let cpp = section(&md, "Rust against CUDA C++");
+    assert_eq!(cpp.trim(), format!("## Rust against CUDA C++\n\n- {UNAVAILABLE}"));
+    assert_eq!(md.matches("unavailable").count(), 1, "{md}");
+    // The Rust side is all there.
+    for r in &results.run.rows {
+        assert!(md_row(&md, &[&r.experiment, &r.variant]).is_some());
+    }
+    assert!(!files.iter().any(|f| f.ends_with("rust-vs-cpp.svg")));
+}
+
+#[test]
+fn the_comparison_plot_has_one_bar_per_kernel_around_one() {
+    const TITLE: &str = "Rust against CUDA C++: speed of each kernel over its C++ twin";
+    let dir = out_dir("report-compare");
+    let results = compared(&[], true);
+    let files = report::write(&dir, &results).unwrap();
+    assert_eq!(files.last().unwrap().file_name().unwrap(), "rust-vs-cpp.svg");
+    let md = read(&dir.join("report.md"));
+    assert!(md.contains(&format!("![{TITLE}](rust-vs-cpp.svg)")));
+    let svg = read(&dir.join("rust-vs-cpp.svg"));
+    assert!(has_text(&svg, TITLE));
+    assert!(has_text(&svg, DEVICE));
+    assert!(svg.contains("Rust / C++ (ratio of GB/s, GFLOP/s for matmul"));
+    assert!(has_text(&svg, "0.98x goal"));
+    let rows = &results.run.rows;
+    let width: f64 = 1100.0;
+    for r in rows {
+        let label = format!("{} {}", r.experiment, r.variant);
+        let x = text_x(&svg, &label).unwrap_or_else(|| panic!("no label {label}"));
+        assert!(
+            x > 100.0 && x < width / 2.0,
+            "{label} at x = {x}: left of the bars, on the canvas"
+        );
+    }
+    assert!(has_text(&svg, "0.800x") && has_text(&svg, "1.020x") && has_text(&svg, "0.950x"));
+    assert_eq!(
+        texts(&svg).iter().filter(|t| *t == "1.000x").count(),
+        rows.len() - 3
+    );
+    // One filled bar per kernel (green at or above the goal, red under), plus the
+    // legend's two swatches.
+    let green = svg.matches("fill=\"#228B22\"").count();
+    let red = svg.matches("fill=\"#C81E1E\"").count();
+    assert_eq!((green, red), (rows.len() - 2 + 1, 2 + 1));
+}
+
+#[test]
+fn results_json_holds_the_comparison_and_round_trips() {
+    let results = compared(&[], true);
+    let text = round_trip("report-compare-json", &results);
+    // `compare --json`'s fields under "compare".
+    let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let c: CompareReport = serde_json::from_value(value["compare"].clone()).unwrap();
+    assert_eq!(Some(&c), results.compare.as_ref());
+    assert_eq!(c.cublas_rows[0].gflop_per_s, 48_000.0);
 }

@@ -121,6 +121,9 @@ pub struct ReportArgs {
     /// Directory for report.md, results.json and the plots (made if missing).
     #[arg(long, value_name = "DIR", default_value = "coalesce-report")]
     pub out: PathBuf,
+    /// Skip the comparison with the CUDA C++ twins and cuBLAS: Rust kernels only.
+    #[arg(long)]
+    pub rust_only: bool,
 }
 
 #[derive(Debug, Args, Default)]
@@ -439,17 +442,27 @@ fn run(args: RunArgs, open: Opener) -> Result<Outcome> {
     Ok(outcome(&report))
 }
 
+/// Runs the comparison of the selected experiments, with a progress bar.
+fn run_comparison(
+    args: &SuiteArgs,
+    selection: &[Selection],
+    plan: &Plan,
+    dump_ptx: Option<&std::path::Path>,
+    open: Opener,
+) -> Result<crate::compare::CompareReport> {
+    let gpu = open(args.device)?;
+    let mut progress = Progress::new(steps(selection), args.quiet);
+    let report = crate::compare::compare(&gpu, selection, plan, dump_ptx, |msg| progress.step(msg))?;
+    progress.finish();
+    Ok(report)
+}
+
 fn compare(args: CompareArgs, open: Opener) -> Result<Outcome> {
     let (selection, plan) = plan(&args.suite)?;
     if let Some(path) = &args.json {
         table::check_writable(path)?;
     }
-    let gpu = open(args.suite.device)?;
-    let mut progress = Progress::new(steps(&selection), args.suite.quiet);
-    let report = crate::compare::compare(&gpu, &selection, &plan, args.dump_ptx.as_deref(), |msg| {
-        progress.step(msg)
-    })?;
-    progress.finish();
+    let report = run_comparison(&args.suite, &selection, &plan, args.dump_ptx.as_deref(), open)?;
     print!("{}", crate::compare::render(&report));
     if let Some(path) = &args.json {
         table::write_json(path, &report)?;
@@ -465,12 +478,25 @@ fn write_report(args: ReportArgs, open: Opener) -> Result<Outcome> {
     // A bad --out fails now, not after the whole suite has run.
     report::prepare_dir(&args.out)?;
     let start = Instant::now();
-    let run = run_suite(&args.suite, &selection, &plan, open)?;
-    print!("{}", table::render(&run));
-    let results = Results {
-        date: report::utc_date(SystemTime::now()),
-        elapsed_s: start.elapsed().as_secs_f64(),
-        run,
+    let results = if args.rust_only {
+        let run = run_suite(&args.suite, &selection, &plan, open)?;
+        print!("{}", table::render(&run));
+        Results {
+            date: report::utc_date(SystemTime::now()),
+            elapsed_s: start.elapsed().as_secs_f64(),
+            run,
+            compare: None,
+        }
+    } else {
+        // The comparison times the same Rust kernels through the same harness (and
+        // falls back to them alone where NVRTC is missing), so it replaces the run.
+        let c = run_comparison(&args.suite, &selection, &plan, None, open)?;
+        print!("{}", crate::compare::render(&c));
+        Results::of_comparison(
+            report::utc_date(SystemTime::now()),
+            start.elapsed().as_secs_f64(),
+            c,
+        )
     };
     let files = report::write(&args.out, &results)?;
     println!(
@@ -479,5 +505,8 @@ fn write_report(args: ReportArgs, open: Opener) -> Result<Outcome> {
         files.len(),
         results.elapsed_s
     );
-    Ok(outcome(&results.run))
+    Ok(match results.failures() {
+        0 => Outcome::Ok,
+        n => Outcome::Invalid(n),
+    })
 }

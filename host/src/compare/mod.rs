@@ -22,10 +22,10 @@ use crate::device::{DeviceInfo, Gpu};
 use crate::error::{Error, Result};
 use crate::experiments::Selection;
 use crate::harness::{
-    self, Baseline, Case, Plan, Timing, check_case, check_with, choose_params, launch_case, memcpy_baseline,
+    self, Plan, Row, Timing, check_case, check_with, choose_params, launch_case, memcpy_baseline,
     time_interleaved, time_launches,
 };
-use crate::table::{self, ExperimentBaseline};
+use crate::table::{self, ExperimentBaseline, Report};
 use crate::units::format_bytes;
 use crate::validate::Validation;
 
@@ -36,6 +36,9 @@ pub struct Side {
     pub gb_per_s: f64,
     pub gflop_per_s: Option<f64>,
     pub pct_of_copy: f64,
+    /// Effective bandwidth over the theoretical peak.
+    #[serde(default)]
+    pub pct_of_peak: Option<f64>,
     /// GFLOP/s over cuBLAS SGEMM (FP32) on the same matrices (matmul only).
     pub pct_of_cublas: Option<f64>,
     pub validated: bool,
@@ -43,16 +46,18 @@ pub struct Side {
 }
 
 impl Side {
-    fn new(case: &Case, timing: Timing, baseline: &Baseline, info: &DeviceInfo, check: Validation) -> Side {
-        let r = harness::row("", case, 0, timing, baseline, info, check);
+    /// One side of a kernel, from the row the harness made of its timing;
+    /// `sgemm_fp32` (cuBLAS GFLOP/s on the same matrices) gives its % of cuBLAS.
+    fn of(r: &Row, sgemm_fp32: Option<f64>) -> Side {
         Side {
-            timing,
+            timing: r.timing,
             gb_per_s: r.gb_per_s,
             gflop_per_s: r.gflop_per_s,
             pct_of_copy: r.pct_of_copy,
-            pct_of_cublas: None,
+            pct_of_peak: r.pct_of_peak,
+            pct_of_cublas: sgemm_fp32.zip(r.gflop_per_s).map(|(b, g)| 100.0 * g / b),
             validated: r.validated,
-            check: r.check,
+            check: r.check.clone(),
         }
     }
 
@@ -81,6 +86,26 @@ pub struct CompareRow {
     pub rust_over_cpp: Option<f64>,
 }
 
+impl CompareRow {
+    /// A kernel's row from the harness rows of its Rust side and, where its twin
+    /// ran, its C++ side; `sgemm_fp32` as for [`Side`].
+    pub fn new(rust: &Row, cpp: Option<&Row>, sgemm_fp32: Option<f64>) -> CompareRow {
+        let (rust_side, cpp) = (Side::of(rust, sgemm_fp32), cpp.map(|c| Side::of(c, sgemm_fp32)));
+        CompareRow {
+            experiment: rust.experiment.clone(),
+            variant: rust.variant.clone(),
+            kernel: rust.kernel.clone(),
+            size_bytes: rust.size_bytes,
+            size_label: rust.size_label.clone(),
+            useful_bytes: rust.useful_bytes,
+            flops: rust.flops,
+            rust_over_cpp: cpp.as_ref().map(|c| rust_side.rate() / c.rate()),
+            rust: rust_side,
+            cpp,
+        }
+    }
+}
+
 /// cuBLAS SGEMM on an experiment's matrices.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CublasRow {
@@ -93,6 +118,21 @@ pub struct CublasRow {
     pub gflop_per_s: f64,
     pub validated: bool,
     pub check: String,
+}
+
+impl CublasRow {
+    /// `cuBLAS SGEMM FP32 4096x4096x4096 = 48000 GFLOP/s (median of 20)`.
+    pub fn describe(&self) -> String {
+        format!(
+            "cuBLAS SGEMM {} {}x{}x{} = {:.0} GFLOP/s (median of {})",
+            self.math.label(),
+            self.m,
+            self.n,
+            self.k,
+            self.gflop_per_s,
+            self.timing.reps
+        )
+    }
 }
 
 /// Everything `coalesce compare` measured.
@@ -123,6 +163,54 @@ impl CompareReport {
             .filter(|r| !r.rust.validated || r.cpp.as_ref().is_some_and(|c| !c.validated))
             .count();
         rows + self.cublas_rows.iter().filter(|c| !c.validated).count() + usize::from(self.cpp_broken)
+    }
+
+    /// The Rust side alone, as `coalesce run` reports it: the same harness made
+    /// these numbers, so the report's results table reads them like a plain run.
+    pub fn rust_run(&self) -> Report {
+        let mut rows: Vec<Row> = self
+            .rows
+            .iter()
+            .map(|r| Row {
+                experiment: r.experiment.clone(),
+                variant: r.variant.clone(),
+                kernel: r.kernel.clone(),
+                size_bytes: r.size_bytes,
+                size_label: r.size_label.clone(),
+                useful_bytes: r.useful_bytes,
+                flops: r.flops,
+                timing: r.rust.timing,
+                gb_per_s: r.rust.gb_per_s,
+                gflop_per_s: r.rust.gflop_per_s,
+                pct_of_copy: r.rust.pct_of_copy,
+                pct_of_peak: r.rust.pct_of_peak,
+                speedup_over_slowest: 1.0,
+                validated: r.rust.validated,
+                check: r.rust.check.clone(),
+            })
+            .collect();
+        harness::fill_speedups(&mut rows);
+        Report {
+            coalesce_version: self.coalesce_version.clone(),
+            device: self.device.clone(),
+            ptx_arch: self.rust_ptx_arch.clone(),
+            peak_gb_per_s: self.device.peak_gb_per_s(),
+            baselines: self.baselines.clone(),
+            rows,
+        }
+    }
+
+    /// The C++ line and, where an experiment wanted cuBLAS, the cuBLAS line: what
+    /// was compiled and loaded, or why not.
+    pub fn toolkit(&self) -> impl Iterator<Item = &str> {
+        std::iter::once(self.cpp.as_str()).chain(self.cublas.as_deref())
+    }
+
+    /// cuBLAS SGEMM in plain FP32 on `experiment`'s matrices, where it ran.
+    pub fn sgemm_fp32(&self, experiment: &str) -> Option<&CublasRow> {
+        self.cublas_rows
+            .iter()
+            .find(|c| c.experiment == experiment && c.math == Math::Fp32)
     }
 }
 
@@ -292,25 +380,16 @@ pub fn compare(
         };
         let fp32 = sgemm.iter().find(|c| c.math == Math::Fp32).map(|c| c.gflop_per_s);
         for (case, timings, rust_check, cpp_check) in measured {
-            let side = |t: Timing, check: Validation| {
-                let mut s = Side::new(&case, t, &baseline, &gpu.info, check);
-                s.pct_of_cublas = fp32.zip(s.gflop_per_s).map(|(b, g)| 100.0 * g / b);
-                s
+            // Each side as `coalesce run` would report it.
+            let row = |t: Timing, check: Validation| {
+                let mut r = harness::row(exp.name(), &case, size, t, &baseline, &gpu.info, check);
+                r.size_label = label.clone();
+                r
             };
-            let rust = side(timings[0], rust_check);
-            let cpp = cpp_check.map(|c| side(timings[1], c));
-            report.rows.push(CompareRow {
-                experiment: exp.name().to_string(),
-                variant: case.variant.clone(),
-                kernel: case.kernel.to_string(),
-                size_bytes: size,
-                size_label: label.clone(),
-                useful_bytes: case.work.bytes(),
-                flops: case.work.flops(),
-                rust_over_cpp: cpp.as_ref().map(|c| rust.rate() / c.rate()),
-                rust,
-                cpp,
-            });
+            let cpp = cpp_check.map(|c| row(timings[1], c));
+            report
+                .rows
+                .push(CompareRow::new(&row(timings[0], rust_check), cpp.as_ref(), fp32));
         }
         report.cublas_rows.extend(sgemm);
         report.baselines.push(ExperimentBaseline {
@@ -321,7 +400,8 @@ pub fn compare(
     Ok(report)
 }
 
-fn rate(s: &Side) -> String {
+/// A side's rate with its unit: GFLOP/s where the work is FLOPs, else GB/s.
+pub fn rate(s: &Side) -> String {
     match s.gflop_per_s {
         Some(g) => format!("{g:.0} GFLOP/s"),
         None => format!("{:.1} GB/s", s.gb_per_s),
@@ -375,9 +455,8 @@ pub fn render(report: &CompareReport) -> String {
         "{}",
         table::device_line(&report.device, &report.rust_ptx_arch)
     );
-    let _ = writeln!(out, "{}", report.cpp);
-    if let Some(c) = &report.cublas {
-        let _ = writeln!(out, "{c}");
+    for line in report.toolkit() {
+        let _ = writeln!(out, "{line}");
     }
     for b in &report.baselines {
         let _ = writeln!(
@@ -392,14 +471,9 @@ pub fn render(report: &CompareReport) -> String {
     for c in &report.cublas_rows {
         let _ = writeln!(
             out,
-            "{:<10} baseline: cuBLAS SGEMM {} {}x{}x{} = {:.0} GFLOP/s (median of {}), {}",
+            "{:<10} baseline: {}, {}",
             c.experiment,
-            c.math.label(),
-            c.m,
-            c.n,
-            c.k,
-            c.gflop_per_s,
-            c.timing.reps,
+            c.describe(),
             if c.validated { "validated" } else { "NOT VALIDATED" }
         );
     }
@@ -479,7 +553,7 @@ pub fn render(report: &CompareReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::Work;
+    use crate::harness::{Baseline, Case, Work};
     use crate::units::gb_per_s;
 
     fn info() -> DeviceInfo {
@@ -496,7 +570,7 @@ mod tests {
         }
     }
 
-    fn side(ms: f64, ok: bool) -> Side {
+    fn row(ms: f64, ok: bool) -> Row {
         let case = Case {
             variant: "f32".into(),
             kernel: "copy_f32",
@@ -507,20 +581,28 @@ mod tests {
             timing: Timing::from_samples(vec![1.0]),
             gb_per_s: 4000.0,
         };
-        Side::new(
+        let check = Validation {
+            ok,
+            detail: "exact".into(),
+        };
+        harness::row(
+            "copy",
             &case,
+            1 << 30,
             Timing::from_samples(vec![ms]),
             &base,
             &info(),
-            Validation {
-                ok,
-                detail: "exact".into(),
-            },
+            check,
         )
     }
 
-    fn report(cpp: Option<Side>) -> CompareReport {
-        let rust = side(1.0, true);
+    fn side(ms: f64, ok: bool) -> Side {
+        Side::of(&row(ms, ok), None)
+    }
+
+    /// A one-kernel comparison; `cpp`: the twin's time and check, where it ran.
+    fn report(cpp: Option<(f64, bool)>) -> CompareReport {
+        let cpp = cpp.map(|(ms, ok)| row(ms, ok));
         CompareReport {
             coalesce_version: "0".into(),
             device: info(),
@@ -531,18 +613,7 @@ mod tests {
             cublas: None,
             baselines: Vec::new(),
             cublas_rows: Vec::new(),
-            rows: vec![CompareRow {
-                experiment: "copy".into(),
-                variant: "f32".into(),
-                kernel: "copy_f32".into(),
-                size_bytes: 1 << 30,
-                size_label: None,
-                useful_bytes: 2_000_000_000,
-                flops: None,
-                rust_over_cpp: cpp.as_ref().map(|c| rust.rate() / c.rate()),
-                rust,
-                cpp,
-            }],
+            rows: vec![CompareRow::new(&row(1.0, true), cpp.as_ref(), None)],
         }
     }
 
@@ -555,7 +626,7 @@ mod tests {
 
     #[test]
     fn table_shows_both_sides_and_the_ratio() {
-        let t = render(&report(Some(side(1.25, true))));
+        let t = render(&report(Some((1.25, true))));
         let row = t.lines().find(|l| l.starts_with("copy")).unwrap();
         for want in ["2000.0 GB/s", "1600.0 GB/s", "1.250", "50.0", "40.0", "yes/yes"] {
             assert!(row.contains(want), "{want:?} missing from {row}");
@@ -574,7 +645,7 @@ mod tests {
 
     #[test]
     fn a_failed_twin_counts_and_is_listed() {
-        let r = report(Some(side(1.0, false)));
+        let r = report(Some((1.0, false)));
         assert_eq!(r.failures(), 1);
         let t = render(&r);
         assert!(t.contains("NOT VALIDATED copy/f32 (C++ copy_f32): exact"), "{t}");
@@ -586,8 +657,25 @@ mod tests {
     }
 
     #[test]
+    fn the_rust_side_reads_as_a_run() {
+        let mut r = report(Some((1.25, true)));
+        let mut slow = r.rows[0].clone();
+        slow.variant = "slow".into();
+        slow.rust = side(2.0, false);
+        r.rows.push(slow);
+        let run = r.rust_run();
+        assert_eq!(run.rows.len(), 2);
+        assert_eq!(run.rows[0].gb_per_s, r.rows[0].rust.gb_per_s);
+        assert_eq!(run.rows[0].pct_of_peak, r.rows[0].rust.pct_of_peak);
+        assert!(run.rows[0].pct_of_peak.is_some());
+        assert!((run.rows[0].speedup_over_slowest - 2.0).abs() < 1e-9);
+        assert_eq!(run.failures(), 1);
+        assert_eq!(run.ptx_arch, "sm_70");
+    }
+
+    #[test]
     fn report_round_trips_through_json() {
-        let r = report(Some(side(1.1, true)));
+        let r = report(Some((1.1, true)));
         let back: CompareReport = serde_json::from_str(&serde_json::to_string(&r).unwrap()).unwrap();
         assert_eq!(back, r);
     }

@@ -2,6 +2,7 @@
 //! names the rows it compares, so a claim about an experiment that did not run says
 //! "not run", and adding an experiment fills its claims in.
 
+use crate::compare::CompareReport;
 use crate::harness::Row;
 
 /// How a claim is checked against the rows of a run.
@@ -12,6 +13,8 @@ pub enum Measure {
         row: (&'static str, &'static str),
         of: (&'static str, &'static str),
     },
+    /// `row`'s GFLOP/s as a percentage of cuBLAS SGEMM (FP32) on the same matrices.
+    PctOfCublas { row: (&'static str, &'static str) },
     /// `row`'s effective bandwidth as % of copy and of peak.
     PctOfCopy { row: (&'static str, &'static str) },
     /// How many times faster `fast` runs than `slow`.
@@ -27,13 +30,7 @@ pub struct Claim {
     /// What the seeds said, with where they measured it.
     pub seeds: &'static str,
     pub measure: Measure,
-    /// Said instead of "not run" when the measured row ran but the row it is
-    /// compared with comes from another command.
-    pub reference_from: Option<&'static str>,
 }
-
-/// The cuBLAS SGEMM row that `coalesce compare` adds to the matmul experiment.
-pub const CUBLAS: (&str, &str) = ("matmul", "cublas");
 
 pub const CLAIMS: &[Claim] = &[
     Claim {
@@ -43,7 +40,6 @@ pub const CLAIMS: &[Claim] = &[
             row: ("stride", "2"),
             of: ("stride", "1"),
         },
-        reference_from: None,
     },
     Claim {
         claim: "stride 4: a quarter",
@@ -52,7 +48,6 @@ pub const CLAIMS: &[Claim] = &[
             row: ("stride", "4"),
             of: ("stride", "1"),
         },
-        reference_from: None,
     },
     Claim {
         claim: "stride 32: one useful f32 per 128-byte line",
@@ -61,7 +56,6 @@ pub const CLAIMS: &[Claim] = &[
             row: ("stride", "32"),
             of: ("stride", "1"),
         },
-        reference_from: None,
     },
     Claim {
         claim: "particles: SoA coalesces where AoS does not",
@@ -70,7 +64,6 @@ pub const CLAIMS: &[Claim] = &[
             fast: ("particles", "soa"),
             slow: ("particles", "aos"),
         },
-        reference_from: None,
     },
     Claim {
         claim: "saxpy float4, coalesced grid-stride walk",
@@ -78,7 +71,6 @@ pub const CLAIMS: &[Claim] = &[
         measure: Measure::PctOfCopy {
             row: ("saxpy", "f32x4"),
         },
-        reference_from: None,
     },
     Claim {
         claim: "saxpy float4, strided walk: vector loads do not fix a bad pattern",
@@ -86,25 +78,20 @@ pub const CLAIMS: &[Claim] = &[
         measure: Measure::PctOfCopy {
             row: ("saxpy", "f32x4-strided"),
         },
-        reference_from: None,
     },
     Claim {
         claim: "matmul naive, % of cuBLAS SGEMM",
         seeds: "1.3%",
-        measure: Measure::PctOf {
+        measure: Measure::PctOfCublas {
             row: ("matmul", "naive"),
-            of: CUBLAS,
         },
-        reference_from: Some("`coalesce compare` (cuBLAS)"),
     },
     Claim {
         claim: "matmul remapped, % of cuBLAS SGEMM",
         seeds: "8.5%",
-        measure: Measure::PctOf {
+        measure: Measure::PctOfCublas {
             row: ("matmul", "remapped"),
-            of: CUBLAS,
         },
-        reference_from: Some("`coalesce compare` (cuBLAS)"),
     },
     Claim {
         claim: "matmul: the two-line remap over naive",
@@ -113,7 +100,6 @@ pub const CLAIMS: &[Claim] = &[
             fast: ("matmul", "remapped"),
             slow: ("matmul", "naive"),
         },
-        reference_from: None,
     },
 ];
 
@@ -138,8 +124,30 @@ fn rates(a: &Row, b: &Row) -> (f64, f64, &'static str) {
     }
 }
 
-/// What the rows say about `claim`.
-pub fn measure(claim: &Claim, rows: &[Row]) -> String {
+/// Said by the cuBLAS claims of a report made without the comparison.
+pub const NO_COMPARISON: &str = "needs cuBLAS: run `coalesce report` without `--rust-only`";
+
+/// `row` over the cuBLAS SGEMM FP32 that `comparison` measured on its matrices.
+fn pct_of_cublas(row: &Row, comparison: Option<&CompareReport>) -> String {
+    let Some(c) = comparison else {
+        return NO_COMPARISON.into();
+    };
+    match (c.sgemm_fp32(&row.experiment), row.gflop_per_s) {
+        (Some(s), Some(g)) => format!(
+            "{:.1}% of cuBLAS SGEMM FP32 ({g:.0} of {:.0} GFLOP/s{})",
+            100.0 * g / s.gflop_per_s,
+            s.gflop_per_s,
+            if s.validated { "" } else { ", cuBLAS NOT VALIDATED" }
+        ),
+        _ => match &c.cublas {
+            Some(line) => format!("no cuBLAS SGEMM: {line}"),
+            None => "no cuBLAS SGEMM in the comparison".into(),
+        },
+    }
+}
+
+/// What the rows (and the comparison's cuBLAS baseline, where it ran) say about `claim`.
+pub fn measure(claim: &Claim, rows: &[Row], comparison: Option<&CompareReport>) -> String {
     const NOT_RUN: &str = "not run";
     match claim.measure {
         Measure::PctOf { row, of } => match (find(rows, row), find(rows, of)) {
@@ -152,11 +160,12 @@ pub fn measure(claim: &Claim, rows: &[Row]) -> String {
                 };
                 format!("{:.1}% of {} {}{copy}", 100.0 * x / y, o.experiment, o.variant)
             }
-            (Some(_), None) => match claim.reference_from {
-                Some(source) => format!("needs {source}"),
-                None => format!("{} {} not run", of.0, of.1),
-            },
+            (Some(_), None) => format!("{} {} not run", of.0, of.1),
             _ => NOT_RUN.into(),
+        },
+        Measure::PctOfCublas { row } => match find(rows, row) {
+            Some(r) => pct_of_cublas(r, comparison),
+            None => NOT_RUN.into(),
         },
         Measure::PctOfCopy { row } => match find(rows, row) {
             Some(r) => match r.pct_of_peak {
@@ -180,14 +189,14 @@ pub fn measure(claim: &Claim, rows: &[Row]) -> String {
     }
 }
 
-/// Every claim with what the rows say about it.
-pub fn verdicts(rows: &[Row]) -> Vec<Verdict> {
+/// Every claim with what the rows (and the comparison, where it ran) say about it.
+pub fn verdicts(rows: &[Row], comparison: Option<&CompareReport>) -> Vec<Verdict> {
     CLAIMS
         .iter()
         .map(|c| Verdict {
             claim: c.claim,
             seeds: c.seeds,
-            measured: measure(c, rows),
+            measured: measure(c, rows, comparison),
         })
         .collect()
 }

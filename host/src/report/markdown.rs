@@ -1,11 +1,11 @@
-//! report.md: the device and date, the full table, the seeds' claims beside this
-//! GPU's numbers, and the plots.
+//! report.md: the device and date, the full table, Rust against CUDA C++, the
+//! seeds' claims beside this GPU's numbers, and the plots.
 
 use std::fmt::Write as _;
 
 use super::Results;
-use super::claims;
 use super::plots::Plot;
+use super::{claims, versus};
 use crate::harness::Row;
 use crate::table::device_line;
 use crate::units::format_bytes;
@@ -15,7 +15,7 @@ fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
 }
 
-fn table(out: &mut String, header: &[&str], rows: impl IntoIterator<Item = Vec<String>>) {
+pub(super) fn table(out: &mut String, header: &[&str], rows: impl IntoIterator<Item = Vec<String>>) {
     let _ = writeln!(out, "| {} |", header.join(" | "));
     let _ = writeln!(
         out,
@@ -110,6 +110,9 @@ pub fn render(results: &Results, plots: &[Plot]) -> String {
             b.baseline.gb_per_s
         );
     }
+    if results.compare.is_none() {
+        let _ = writeln!(out, "- Rust against CUDA C++: not measured (`--rust-only`)");
+    }
 
     let _ = writeln!(out, "\n## Results\n");
     table(&mut out, &RESULT_HEADER, report.rows.iter().map(result_cells));
@@ -125,11 +128,15 @@ pub fn render(results: &Results, plots: &[Plot]) -> String {
         }
     }
 
+    if let Some(c) = &results.compare {
+        versus::render(&mut out, c);
+    }
+
     let _ = writeln!(out, "\n## The seeds' claims beside this GPU\n");
     table(
         &mut out,
         &["claim", "the seeds", "this GPU"],
-        claims::verdicts(&report.rows)
+        claims::verdicts(&report.rows, results.compare.as_ref())
             .into_iter()
             .map(|v| vec![v.claim.to_string(), v.seeds.to_string(), v.measured]),
     );

@@ -1,21 +1,24 @@
 //! `coalesce report`: a run's results written as a directory a person would rather
-//! look at than read: report.md (device, date, the full table, the seeds' claims
-//! beside this GPU's numbers), results.json, and SVG plots.
+//! look at than read: report.md (device, date, the full table, Rust against CUDA
+//! C++, the seeds' claims beside this GPU's numbers), results.json, and SVG plots.
 
 pub mod claims;
 pub mod markdown;
 pub mod plots;
+pub mod versus;
 
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 
+use crate::compare::CompareReport;
 use crate::error::{Error, Result};
 use crate::table::{Report, write_file, write_json};
 
 /// What results.json holds: the run (the same fields `coalesce run --json` writes)
-/// with when it finished and how long it took.
+/// with when it finished and how long it took, and the comparison with the C++
+/// twins and cuBLAS (what `coalesce compare --json` writes) where it ran.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Results {
     /// When the run finished, e.g. `2026-11-23 04:12 UTC`.
@@ -24,6 +27,29 @@ pub struct Results {
     pub elapsed_s: f64,
     #[serde(flatten)]
     pub run: Report,
+    /// None with `--rust-only`; its `rows[].rust` are the numbers in `run`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compare: Option<CompareReport>,
+}
+
+impl Results {
+    /// A report of a comparison: its Rust side is the run.
+    pub fn of_comparison(date: String, elapsed_s: f64, compare: CompareReport) -> Results {
+        Results {
+            date,
+            elapsed_s,
+            run: compare.rust_run(),
+            compare: Some(compare),
+        }
+    }
+
+    /// Kernels (and cuBLAS lines, and broken twins) that failed validation.
+    pub fn failures(&self) -> usize {
+        match &self.compare {
+            Some(c) => c.failures(),
+            None => self.run.failures(),
+        }
+    }
 }
 
 /// Year, month, day of a count of days since 1970-01-01 (proleptic Gregorian).
@@ -74,7 +100,7 @@ pub fn prepare_dir(dir: &Path) -> Result<()> {
 /// returns the files written, report.md first.
 pub fn write(dir: &Path, results: &Results) -> Result<Vec<PathBuf>> {
     prepare_dir(dir)?;
-    let plots = plots::all(&results.run)?;
+    let plots = plots::all(results)?;
     let mut files = vec![dir.join("report.md"), dir.join("results.json")];
     for p in &plots {
         let path = dir.join(p.file);

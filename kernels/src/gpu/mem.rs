@@ -31,15 +31,53 @@ pub trait Element: Copy {
         // SAFETY: forwarded from the caller.
         unsafe { p.write(value) }
     }
+    /// A load from memory no thread writes during the kernel: [`Global::read`].
+    /// Defaults to [`Element::load`]; the 4- and 16-byte types override it on the GPU
+    /// with `ld.global.nc` (the read-only data path nvcc uses for `const __restrict__`).
+    ///
+    /// # Safety
+    /// As for `load`, and nothing writes `*p` while the kernel runs.
+    #[inline(always)]
+    unsafe fn load_read_only(p: *const Self) -> Self {
+        // SAFETY: forwarded from the caller.
+        unsafe { Self::load(p) }
+    }
 }
 
+/// `ld.global.nc` of one 4-byte word; the generic address is converted first, as
+/// LLVM does for its own global loads.
+#[cfg(target_arch = "nvptx64")]
+macro_rules! read_only_word {
+    ($($t:ty => $ptx:literal),*) => {$(
+        impl Element for $t {
+            #[inline(always)]
+            unsafe fn load_read_only(p: *const Self) -> Self {
+                let v: $t;
+                // SAFETY: the caller guarantees p is a valid, aligned, read-only global address.
+                unsafe {
+                    core::arch::asm!(
+                        concat!("{{ .reg .u64 g; cvta.to.global.u64 g, {p}; ld.global.nc.", $ptx, " {v}, [g]; }}"),
+                        p = in(reg64) p, v = out(reg32) v, options(pure, readonly, nostack, preserves_flags));
+                }
+                v
+            }
+        }
+    )*};
+}
+#[cfg(target_arch = "nvptx64")]
+read_only_word!(f32 => "f32", u32 => "u32", i32 => "s32");
+#[cfg(not(target_arch = "nvptx64"))]
 impl Element for f32 {}
-impl Element for f64 {}
+#[cfg(not(target_arch = "nvptx64"))]
 impl Element for u32 {}
+#[cfg(not(target_arch = "nvptx64"))]
 impl Element for i32 {}
+impl Element for f64 {}
 impl Element for u64 {}
 
-/// A read-only pointer to device (global) memory.
+/// A read-only pointer to device (global) memory: like a shared borrow `&[T]`, the
+/// data must not change while the kernel runs (no thread writes it, no `GlobalMut`
+/// aliases it), which is what lets its loads take the GPU's read-only data path.
 #[repr(transparent)]
 pub struct Global<T> {
     ptr: *const T,
@@ -67,6 +105,24 @@ impl<T> Clone for GlobalMut<T> {
 }
 impl<T> Copy for GlobalMut<T> {}
 
+/// Element `i` of `base` through `load`, reported to the emulator on the host.
+///
+/// # Safety
+/// `i` in bounds; `load`'s own contract holds for the element.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+unsafe fn load_at<T: Element>(base: *const T, i: usize, load: unsafe fn(*const T) -> T) -> T {
+    // SAFETY: the caller guarantees `i` is in bounds.
+    let p = unsafe { base.add(i) };
+    #[cfg(not(target_arch = "nvptx64"))]
+    if super::emu::record_global(p as usize, size_of::<T>(), align_of::<T>(), super::emu::Op::Load) {
+        // SAFETY: all-zero bytes are a value of every Element (see the trait).
+        return unsafe { core::mem::zeroed() };
+    }
+    // SAFETY: as above; device allocations are aligned for any T we use.
+    unsafe { load(p) }
+}
+
 impl<T: Element> Global<T> {
     /// Wraps a raw device pointer (the host side of a launch does this implicitly).
     pub const fn from_ptr(ptr: *const T) -> Self {
@@ -88,15 +144,8 @@ impl<T: Element> Global<T> {
     #[inline(always)]
     #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     pub unsafe fn read(self, i: usize) -> T {
-        // SAFETY: the caller guarantees `i` is in bounds.
-        let p = unsafe { self.ptr.add(i) };
-        #[cfg(not(target_arch = "nvptx64"))]
-        if super::emu::record_global(p as usize, size_of::<T>(), align_of::<T>(), super::emu::Op::Load) {
-            // SAFETY: all-zero bytes are a value of every Element (see the trait).
-            return unsafe { core::mem::zeroed() };
-        }
-        // SAFETY: as above; device allocations are aligned for any T we use.
-        unsafe { T::load(p) }
+        // SAFETY: the caller guarantees `i` is in bounds; a Global is read-only.
+        unsafe { load_at(self.ptr, i, T::load_read_only) }
     }
 
     /// Reinterprets the pointer as pointing to `U` (e.g. `f32` to [`Float4`](super::Float4)).
@@ -130,8 +179,9 @@ impl<T: Element> GlobalMut<T> {
     #[inline(always)]
     #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     pub unsafe fn read(self, i: usize) -> T {
-        // SAFETY: the caller guarantees `i` is in bounds.
-        unsafe { Global::from_ptr(self.ptr.cast_const()).read(i) }
+        // SAFETY: the caller guarantees `i` is in bounds. A plain (coherent) load:
+        // this buffer may be written during the kernel.
+        unsafe { load_at(self.ptr.cast_const(), i, T::load) }
     }
 
     /// Writes `value` to element `i`.

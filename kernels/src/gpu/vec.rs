@@ -44,4 +44,17 @@ impl super::mem::Element for Float4 {
         // SAFETY: as above.
         unsafe { p.cast::<core::simd::f32x4>().write(v) }
     }
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    unsafe fn load_read_only(p: *const Self) -> Self {
+        let (x, y, z, w): (f32, f32, f32, f32);
+        // SAFETY: p is a valid, 16-byte aligned, read-only global address (caller).
+        unsafe {
+            core::arch::asm!(
+                "{{ .reg .u64 g; cvta.to.global.u64 g, {p}; ld.global.nc.v4.f32 {{{x}, {y}, {z}, {w}}}, [g]; }}",
+                p = in(reg64) p, x = out(reg32) x, y = out(reg32) y, z = out(reg32) z, w = out(reg32) w,
+                options(pure, readonly, nostack, preserves_flags));
+        }
+        Self { x, y, z, w }
+    }
 }

@@ -69,6 +69,8 @@ pub struct BarChart<'a> {
     pub device: &'a str,
     /// Description of the value axis (with its unit).
     pub x_desc: &'a str,
+    /// Where bars start: 0, or e.g. 1.0 for ratios, whose bars then go left or right.
+    pub origin: f64,
     pub bars: Vec<Bar>,
     /// Colour key, drawn under the title.
     pub legend: Vec<(String, RGBColor)>,
@@ -235,7 +237,10 @@ pub fn bar_chart(c: &BarChart) -> Result<String> {
     let label_w = 30 + 10 * label_chars as u32;
     // The chart's margins (10 + 40) and the label area leave this much for bars.
     let plot_w = f64::from(WIDTH.saturating_sub(50 + label_w).max(100));
-    let (x_max, inside) = bar_layout(&c.bars, c.reference.as_ref().map(|r| r.0), plot_w);
+    let origin = c.origin;
+    let (x_min, x_max, inside) = bar_layout(&c.bars, origin, c.reference.as_ref().map(|r| r.0), plot_w);
+    // Enough decimals on the value axis for its ten ticks to differ.
+    let decimals = (-((x_max - x_min) / 10.0).log10().floor()).max(0.0) as usize;
 
     let mut svg = String::new();
     {
@@ -261,7 +266,7 @@ pub fn bar_chart(c: &BarChart) -> Result<String> {
             .margin_bottom(16)
             .x_label_area_size(60)
             .y_label_area_size(label_w)
-            .build_cartesian_2d(0.0..x_max, rows..TOP)
+            .build_cartesian_2d(x_min..x_max, rows..TOP)
             .map_err(plot_error)?;
         chart
             .configure_mesh()
@@ -269,7 +274,7 @@ pub fn bar_chart(c: &BarChart) -> Result<String> {
             .x_labels(10)
             .y_labels(0)
             .disable_y_mesh()
-            .x_label_formatter(&|x| format!("{x:.0}"))
+            .x_label_formatter(&|x| format!("{x:.decimals$}"))
             .axis_desc_style((FONT, 20))
             .label_style((FONT, 17))
             .light_line_style(WHITE.mix(0.0))
@@ -294,19 +299,29 @@ pub fn bar_chart(c: &BarChart) -> Result<String> {
                 ))
                 .map_err(plot_error)?;
         }
+        if origin > x_min {
+            // Bars leave a line inside the chart: draw it.
+            chart
+                .draw_series(LineSeries::new(
+                    vec![(origin, TOP), (origin, rows)],
+                    BLACK.stroke_width(1),
+                ))
+                .map_err(plot_error)?;
+        }
         let half = 0.36 * ROW;
         chart
-            .draw_series(
-                c.bars.iter().zip(&centres).map(|(b, &yc)| {
-                    Rectangle::new([(0.0, yc - half), (b.value, yc + half)], b.color.filled())
-                }),
-            )
+            .draw_series(c.bars.iter().zip(&centres).map(|(b, &yc)| {
+                let (left, right) = (origin.min(b.value), origin.max(b.value));
+                Rectangle::new([(left, yc - half), (right, yc + half)], b.color.filled())
+            }))
             .map_err(plot_error)?;
-        // Each value inside its bar's end where it fits (white), else just beyond it.
-        let outside = TextStyle::from((FONT, 17).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
-        let within = TextStyle::from((FONT, 17).into_font())
-            .color(&WHITE)
-            .pos(Pos::new(HPos::Right, VPos::Center));
+        // Each value inside its bar's end where it fits (white), else just beyond it,
+        // on the side the bar grows towards.
+        let text = |anchor, color: &'static RGBColor| {
+            TextStyle::from((FONT, 17).into_font())
+                .color(color)
+                .pos(Pos::new(anchor, VPos::Center))
+        };
         chart
             .draw_series(
                 c.bars
@@ -314,10 +329,12 @@ pub fn bar_chart(c: &BarChart) -> Result<String> {
                     .zip(&centres)
                     .zip(&inside)
                     .map(|((b, &yc), &inside)| {
-                        let (dx, style) = if inside {
-                            (-8, within.clone())
-                        } else {
-                            (8, outside.clone())
+                        let right = b.value >= origin;
+                        let (dx, style) = match (inside, right) {
+                            (true, true) => (-8, text(HPos::Right, &WHITE)),
+                            (true, false) => (8, text(HPos::Left, &WHITE)),
+                            (false, true) => (8, text(HPos::Left, &BLACK)),
+                            (false, false) => (-8, text(HPos::Right, &BLACK)),
                         };
                         EmptyElement::at((b.value, yc)) + Text::new(b.text.clone(), (dx, 0), style)
                     }),
@@ -326,7 +343,7 @@ pub fn bar_chart(c: &BarChart) -> Result<String> {
         // Row labels left of the axis, placed through the chart's own coordinate map.
         let label_style = TextStyle::from((FONT, 18).into_font()).pos(Pos::new(HPos::Right, VPos::Center));
         for (b, &yc) in c.bars.iter().zip(&centres) {
-            let (px, py) = chart.plotting_area().map_coordinate(&(0.0, yc));
+            let (px, py) = chart.plotting_area().map_coordinate(&(x_min, yc));
             root.draw(&Text::new(b.label.clone(), (px - 10, py), label_style.clone()))
                 .map_err(plot_error)?;
         }
@@ -340,35 +357,43 @@ fn text_px(text: &str) -> f64 {
     8.5 * text.chars().count() as f64 + 16.0
 }
 
-/// The value axis's end and, per bar, whether its text goes inside the bar: inside
-/// where the bar is wide enough, otherwise after its end, with room made for it.
-fn bar_layout(bars: &[Bar], reference: Option<f64>, plot_w: f64) -> (f64, Vec<bool>) {
-    let max = bars
-        .iter()
-        .map(|b| b.value)
-        .chain(reference)
-        .fold(0.0f64, f64::max);
-    if max <= 0.0 {
-        return (1.0, vec![false; bars.len()]);
+/// The value axis's ends and, per bar, whether its text goes inside the bar: inside
+/// where the bar is wide enough, otherwise beyond its end, with room made for it.
+/// The axis covers the origin, the bars and the reference, padded on each side
+/// that a bar or the reference reaches past the origin.
+fn bar_layout(bars: &[Bar], origin: f64, reference: Option<f64>, plot_w: f64) -> (f64, f64, Vec<bool>) {
+    let values = || bars.iter().map(|b| b.value).chain(reference).chain([origin]);
+    let lo = values().fold(f64::INFINITY, f64::min);
+    let hi = values().fold(f64::NEG_INFINITY, f64::max);
+    if hi <= lo {
+        return (origin, origin + 1.0, vec![false; bars.len()]);
     }
-    let mut x_max = max * 1.06;
+    let pad = 0.06 * (hi - lo);
+    let mut lo = if lo < origin { lo - pad } else { lo };
+    let mut hi = if hi > origin { hi + pad } else { hi };
     let mut inside = vec![false; bars.len()];
     // Widening the axis can push a text out of its bar, which may widen it again.
     for _ in 0..4 {
-        let mut needed = max * 1.06;
+        let (mut need_lo, mut need_hi) = (lo, hi);
         for (b, inside) in bars.iter().zip(inside.iter_mut()) {
             let w = text_px(&b.text);
-            *inside = b.value / x_max * plot_w >= w;
+            *inside = (b.value - origin).abs() / (hi - lo) * plot_w >= w;
             if !*inside && w < plot_w {
-                needed = needed.max(b.value * plot_w / (plot_w - w));
+                // The end's distance from the far edge, stretched so `w` fits beyond it.
+                let grow = plot_w / (plot_w - w);
+                if b.value >= origin {
+                    need_hi = need_hi.max(lo + (b.value - lo) * grow);
+                } else {
+                    need_lo = need_lo.min(hi - (hi - b.value) * grow);
+                }
             }
         }
-        if needed <= x_max {
+        if need_lo >= lo && need_hi <= hi {
             break;
         }
-        x_max = needed;
+        (lo, hi) = (need_lo, need_hi);
     }
-    (x_max, inside)
+    (lo, hi, inside)
 }
 
 #[cfg(test)]
@@ -388,14 +413,28 @@ mod tests {
     #[test]
     fn long_bars_hold_their_text_and_short_ones_get_room() {
         let bars = [bar(95.0, "95.0%"), bar(3.0, "3.0% (90 GB/s)")];
-        let (x_max, inside) = bar_layout(&bars, Some(100.0), 800.0);
+        let (x_min, x_max, inside) = bar_layout(&bars, 0.0, Some(100.0), 800.0);
         assert_eq!(inside, [true, false]);
+        assert_eq!(x_min, 0.0);
         assert!((x_max - 106.0).abs() < 1e-9, "{x_max}");
         // A long text beyond the longest bar widens the axis until it fits.
         let bars = [bar(100.0, &"x".repeat(90))];
-        let (x_max, inside) = bar_layout(&bars, None, 800.0);
+        let (_, x_max, inside) = bar_layout(&bars, 0.0, None, 800.0);
         assert_eq!(inside, [false]);
         assert!(100.0 / x_max * 800.0 + text_px(&bars[0].text) <= 800.0 + 1e-6);
+    }
+
+    #[test]
+    fn bars_from_an_origin_go_both_ways_with_room_for_their_text() {
+        let bars = [bar(0.8, "0.800x"), bar(1.01, "1.010x")];
+        let (lo, hi, inside) = bar_layout(&bars, 1.0, Some(0.98), 800.0);
+        assert!(lo < 0.8 && hi > 1.01, "{lo}..{hi}");
+        // The short bar's text sits right of its end, inside the axis.
+        assert_eq!(inside, [true, false]);
+        assert!((1.01 - lo) / (hi - lo) * 800.0 + text_px("1.010x") <= 800.0 + 1e-6);
+        // Every bar at or above the origin: the reference below it is still covered.
+        let (lo, _, _) = bar_layout(&[bar(1.01, "")], 1.0, Some(0.98), 800.0);
+        assert!(lo < 0.98, "{lo}");
     }
 
     #[test]

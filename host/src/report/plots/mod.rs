@@ -2,12 +2,13 @@
 //! did not run is left out.
 
 mod chart;
+mod versus;
 
 use chart::{Bar, BarChart, LineChart, Scale, Series};
 
+use super::Results;
 use crate::error::Result;
 use crate::harness::Row;
-use crate::table::Report;
 
 /// One drawn plot.
 #[derive(Clone, Debug, PartialEq)]
@@ -30,15 +31,20 @@ pub const CONTRASTS: &[(&str, &str, &str)] = &[
     ("complex", "split", "interleaved"),
 ];
 
-/// Every plot the rows allow, in the order the report shows them.
-pub fn all(report: &Report) -> Result<Vec<Plot>> {
-    let device = report.device.name.as_str();
-    let rows = &report.rows;
+/// Every plot the results allow, in the order the report shows them.
+pub fn all(results: &Results) -> Result<Vec<Plot>> {
+    let device = results.run.device.name.as_str();
+    let rows = &results.run.rows;
     let mut plots = Vec::new();
     for plot in [stride, offset, good_vs_bad, transpose, matmul] {
         if let Some(p) = plot(rows, device)? {
             plots.push(p);
         }
+    }
+    if let Some(c) = &results.compare
+        && let Some(p) = versus::rust_vs_cpp(c, device)?
+    {
+        plots.push(p);
     }
     Ok(plots)
 }
@@ -202,6 +208,7 @@ fn good_vs_bad(rows: &[Row], device: &str) -> Result<Option<Plot>> {
         title,
         device,
         x_desc: "effective bandwidth (% of cuMemcpyDtoD)",
+        origin: 0.0,
         bars,
         legend: vec![
             ("coalesced (good)".into(), chart::GREEN),
@@ -236,6 +243,7 @@ fn transpose(rows: &[Row], device: &str) -> Result<Option<Plot>> {
         title,
         device,
         x_desc: "effective bandwidth (% of cuMemcpyDtoD)",
+        origin: 0.0,
         bars,
         legend: Vec::new(),
         reference: Some((100.0, "cuMemcpyDtoD = 100%".into())),
@@ -281,6 +289,7 @@ fn matmul(rows: &[Row], device: &str) -> Result<Option<Plot>> {
         title,
         device,
         x_desc: "GFLOP/s (2 M N K / median time)",
+        origin: 0.0,
         bars,
         legend: Vec::new(),
         reference: None,

@@ -1,0 +1,90 @@
+//! report.md's "Rust against CUDA C++" section: each kernel beside its C++ twin,
+//! and the cuBLAS SGEMM lines, from the comparison `coalesce compare` runs.
+
+use std::fmt::Write as _;
+
+use super::markdown::table;
+use crate::compare::{CompareReport, CompareRow, rate};
+
+/// A kernel's speed over its twin's that counts as keeping up with C++.
+pub const GOAL: f64 = 0.98;
+
+pub const HEADER: [&str; 10] = [
+    "experiment",
+    "variant",
+    "kernel",
+    "Rust",
+    "C++",
+    "Rust/C++",
+    "Rust % of copy",
+    "C++ % of copy",
+    "Rust valid",
+    "C++ valid",
+];
+
+fn valid(ok: bool) -> String {
+    if ok { "yes".into() } else { "**NO**".into() }
+}
+
+/// The cells of one kernel's row, in [`HEADER`] order; None where its twin did not run.
+pub fn cells(r: &CompareRow) -> Option<Vec<String>> {
+    let cpp = r.cpp.as_ref()?;
+    Some(vec![
+        r.experiment.clone(),
+        r.variant.clone(),
+        format!("`{}`", r.kernel),
+        rate(&r.rust),
+        rate(cpp),
+        r.rust_over_cpp
+            .map(|x| format!("{x:.3}"))
+            .unwrap_or_else(|| "-".into()),
+        format!("{:.1}", r.rust.pct_of_copy),
+        format!("{:.1}", cpp.pct_of_copy),
+        valid(r.rust.validated),
+        valid(cpp.validated),
+    ])
+}
+
+/// Appends the section to `out`. Where NVRTC (or cuBLAS) could not be loaded the
+/// comparison's own line says so and the table is left out: the results table
+/// above already holds the Rust side.
+pub fn render(out: &mut String, c: &CompareReport) {
+    let _ = writeln!(out, "\n## Rust against CUDA C++\n");
+    for line in c.toolkit() {
+        let _ = writeln!(out, "- {line}");
+    }
+    for s in &c.cublas_rows {
+        let check = if s.validated {
+            "validated".to_string()
+        } else {
+            format!("**NOT VALIDATED**: {}", s.check)
+        };
+        let _ = writeln!(out, "- {}: {}, {check}", s.experiment, s.describe());
+    }
+    let rows: Vec<Vec<String>> = c.rows.iter().filter_map(cells).collect();
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(out);
+    table(out, &HEADER, rows);
+    let ratios: Vec<f64> = c.rows.iter().filter_map(|r| r.rust_over_cpp).collect();
+    let kept_up = ratios.iter().filter(|&&x| x >= GOAL).count();
+    let _ = writeln!(
+        out,
+        "\nRust and C++ launches interleaved on the same buffers, medians of the same run; \
+         Rust/C++ above 1: Rust is faster. {kept_up} of {} kernels at {GOAL}x or better.",
+        ratios.len()
+    );
+    let failed: Vec<&CompareRow> = c
+        .rows
+        .iter()
+        .filter(|r| r.cpp.as_ref().is_some_and(|s| !s.validated))
+        .collect();
+    if !failed.is_empty() {
+        let _ = writeln!(out, "\n**C++ twins not validated**:\n");
+        for r in failed {
+            let check = r.cpp.as_ref().map_or("", |s| s.check.as_str());
+            let _ = writeln!(out, "- {}/{} (`{}`): {check}", r.experiment, r.variant, r.kernel);
+        }
+    }
+}
