@@ -34,6 +34,22 @@ pub struct DeviceInfo {
 }
 
 impl DeviceInfo {
+    /// What an NVIDIA H100 80GB HBM3 (SXM) reports: the project's reference GPU, used
+    /// where none is at hand (explain's default grids, tests' fixtures).
+    pub fn h100() -> DeviceInfo {
+        DeviceInfo {
+            ordinal: 0,
+            name: "NVIDIA H100 80GB HBM3".into(),
+            compute_capability: (9, 0),
+            sm_count: 132,
+            l2_bytes: 50 << 20,
+            total_memory_bytes: 80 << 30,
+            memory_clock_khz: 2_619_000,
+            bus_width_bits: 5120,
+            driver_version: 13000,
+        }
+    }
+
     /// Theoretical DRAM bandwidth in GB/s: 2 transfers per clock (DDR) x clock x bus width / 8.
     pub fn peak_gb_per_s(&self) -> Option<f64> {
         let bytes_per_s = 2.0 * self.memory_clock_khz as f64 * 1e3 * self.bus_width_bits as f64 / 8.0;
@@ -240,17 +256,7 @@ mod tests {
     use super::*;
 
     fn h100() -> DeviceInfo {
-        DeviceInfo {
-            ordinal: 0,
-            name: "NVIDIA H100 80GB HBM3".into(),
-            compute_capability: (9, 0),
-            sm_count: 132,
-            l2_bytes: 50 << 20,
-            total_memory_bytes: 80 << 30,
-            memory_clock_khz: 2_619_000,
-            bus_width_bits: 5120,
-            driver_version: 13000,
-        }
+        DeviceInfo::h100()
     }
 
     #[test]

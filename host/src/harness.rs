@@ -543,15 +543,8 @@ mod tests {
 
     fn info() -> DeviceInfo {
         DeviceInfo {
-            ordinal: 0,
             name: "test".into(),
-            compute_capability: (9, 0),
-            sm_count: 132,
-            l2_bytes: 50 << 20,
-            total_memory_bytes: 80 << 30,
-            memory_clock_khz: 2_619_000,
-            bus_width_bits: 5120,
-            driver_version: 13000,
+            ..DeviceInfo::h100()
         }
     }
 

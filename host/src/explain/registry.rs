@@ -48,15 +48,9 @@ impl fmt::Display for Shape {
 /// Only grid sizes and default sizes depend on it, never a warp's addresses.
 pub fn reference_gpu() -> DeviceInfo {
     DeviceInfo {
-        ordinal: 0,
         name: "NVIDIA H100 80GB HBM3 (assumed by coalesce explain)".into(),
-        compute_capability: (9, 0),
-        sm_count: 132,
-        l2_bytes: 50 << 20,
-        total_memory_bytes: 80 << 30,
-        memory_clock_khz: 2_619_000,
-        bus_width_bits: 5120,
         driver_version: 0,
+        ..DeviceInfo::h100()
     }
 }
 
