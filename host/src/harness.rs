@@ -4,6 +4,7 @@
 
 use cust::event::{Event, EventFlags};
 use cust::function::Function;
+use cust::memory::AsyncCopyDestination;
 use serde::{Deserialize, Serialize};
 
 use crate::device::{DeviceInfo, Gpu};
@@ -300,22 +301,10 @@ pub struct Baseline {
 pub fn memcpy_baseline(gpu: &Gpu, bytes: u64, reps: Reps) -> Result<Baseline> {
     let n = (bytes / 4) as usize;
     let src = gpu.alloc::<f32>(n)?;
-    let dst = gpu.alloc::<f32>(n)?;
-    let stream = gpu.stream.as_inner();
+    let mut dst = gpu.alloc::<f32>(n)?;
     let timing = time_launches(gpu, reps, || {
         // SAFETY: both buffers hold n f32s and live until after the sync inside time_launches.
-        let r = unsafe {
-            cust::sys::cuMemcpyDtoDAsync_v2(
-                dst.as_device_ptr().as_raw(),
-                src.as_device_ptr().as_raw(),
-                n * 4,
-                stream,
-            )
-        };
-        match r {
-            cust::sys::cudaError_enum::CUDA_SUCCESS => Ok(()),
-            other => Err(Error::NoGpu(format!("cuMemcpyDtoDAsync failed: {other:?}"))),
-        }
+        unsafe { dst.async_copy_from(&src, &gpu.stream) }.map_err(Error::cuda("copying device to device"))
     })?;
     let moved = 2 * n as u64 * 4;
     Ok(Baseline {
