@@ -244,31 +244,37 @@ fn words_for(bytes: usize) -> usize {
     bytes.div_ceil(16)
 }
 
-/// Shared array `name` of the current block, created (filled with NaN bytes) on first use.
-pub fn shared_array<T: crate::gpu::shared::SharedWord>(
-    name: &'static str,
-    len: usize,
-) -> crate::gpu::SharedArray<T> {
+/// The storage of the current block's static shared array `name`: at least `bytes`
+/// bytes, 16-byte aligned, created (filled with NaN bytes) on first use and kept for
+/// the whole block. Untyped so that this module needs nothing from
+/// [`crate::gpu::shared`], which builds its `SharedArray`s on top of it.
+#[doc(hidden)]
+pub fn static_shared_storage(name: &'static str, bytes: usize) -> *mut u8 {
     with_thread(|t| {
         let mut statics = t.block.statics.lock().unwrap_or_else(|e| e.into_inner());
         let storage = statics
             .entry(name)
-            .or_insert_with(|| std::vec![POISON; words_for(len * size_of::<T>())].into_boxed_slice());
-        // SAFETY: the storage lives in the block state for the whole block.
-        unsafe { crate::gpu::SharedArray::from_host_ptr(storage.as_mut_ptr().cast(), len) }
+            .or_insert_with(|| std::vec![POISON; words_for(bytes)].into_boxed_slice());
+        // Names are PTX symbols, unique per crate, with a constant length; a longer
+        // second request means two arrays share a name, and would index past the storage.
+        assert!(
+            bytes <= storage.len() * 16,
+            "shared array {name} requested with two different sizes"
+        );
+        storage.as_mut_ptr().cast()
     })
 }
 
-/// The dynamic shared segment of the current block.
-pub fn dynamic_shared_array<T: crate::gpu::shared::SharedWord>(len: usize) -> crate::gpu::SharedArray<T> {
+/// The storage of the current block's dynamic shared segment, checked to hold `bytes`.
+#[doc(hidden)]
+pub fn dynamic_shared_storage(bytes: usize) -> *mut u8 {
     with_thread(|t| {
         let mut dynamic = t.block.dynamic.lock().unwrap_or_else(|e| e.into_inner());
         assert!(
-            len * size_of::<T>() <= dynamic.len() * 16,
+            bytes <= dynamic.len() * 16,
             "kernel asked for more dynamic shared memory than the launch provided"
         );
-        // SAFETY: as for static arrays.
-        unsafe { crate::gpu::SharedArray::from_host_ptr(dynamic.as_mut_ptr().cast(), len) }
+        dynamic.as_mut_ptr().cast()
     })
 }
 

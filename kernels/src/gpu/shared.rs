@@ -201,7 +201,7 @@ macro_rules! shared_array {
             }
         };
         #[cfg(not(target_arch = "nvptx64"))]
-        let array = $crate::gpu::emu::shared_array::<$t>(stringify!($name), $n);
+        let array = $crate::gpu::shared::emulated_shared_array::<$t>(stringify!($name), $n);
         array
     }};
 }
@@ -227,6 +227,19 @@ pub unsafe fn dynamic_shared_array<T: SharedWord>(len: usize) -> SharedArray<T> 
     }
     #[cfg(not(target_arch = "nvptx64"))]
     {
-        super::emu::dynamic_shared_array::<T>(len)
+        let ptr = super::emu::dynamic_shared_storage(len * size_of::<T>());
+        // SAFETY: the storage holds `len` elements (checked above) and lives as long as the block.
+        unsafe { SharedArray::from_host_ptr(ptr.cast(), len) }
     }
+}
+
+/// The emulator's half of [`shared_array!`](crate::shared_array): static array `name`
+/// of the current emulated block. It lives here rather than in [`super::emu`] so that
+/// `emu` needs nothing from this module (the dependency runs one way, shared -> emu).
+#[cfg(not(target_arch = "nvptx64"))]
+#[doc(hidden)]
+pub fn emulated_shared_array<T: SharedWord>(name: &'static str, len: usize) -> SharedArray<T> {
+    let ptr = super::emu::static_shared_storage(name, len * size_of::<T>());
+    // SAFETY: the storage holds `len` elements and lives as long as the block.
+    unsafe { SharedArray::from_host_ptr(ptr.cast(), len) }
 }
