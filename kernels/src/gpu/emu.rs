@@ -26,6 +26,80 @@ use std::vec::Vec;
 pub mod schedule;
 pub use schedule::Schedule;
 
+/// A kernel parameter as the host passes it: one 64-bit word.
+///
+/// Every kernel parameter is at most 8 bytes and travels in the low bytes of a `u64`,
+/// which is also what the host hands the CUDA driver, so one list of words launches a
+/// kernel on the GPU and on the emulator alike. `Global`/`GlobalMut` implement it in
+/// [`crate::gpu::mem`] (the word is the buffer's address), keeping this module free of
+/// imports from the rest of [`crate::gpu`].
+pub trait FromWord: Sized {
+    fn from_word(w: u64) -> Self;
+}
+
+// Truncating casts on purpose: the value sits in the word's low bytes.
+impl FromWord for u64 {
+    fn from_word(w: u64) -> Self {
+        w
+    }
+}
+impl FromWord for usize {
+    fn from_word(w: u64) -> Self {
+        w as usize
+    }
+}
+impl FromWord for u32 {
+    fn from_word(w: u64) -> Self {
+        w as u32
+    }
+}
+impl FromWord for i32 {
+    fn from_word(w: u64) -> Self {
+        w as u32 as i32
+    }
+}
+impl FromWord for i64 {
+    fn from_word(w: u64) -> Self {
+        w as i64
+    }
+}
+impl FromWord for f32 {
+    fn from_word(w: u64) -> Self {
+        f32::from_bits(w as u32)
+    }
+}
+impl FromWord for f64 {
+    fn from_word(w: u64) -> Self {
+        f64::from_bits(w)
+    }
+}
+
+/// One kernel the emulator can run by name: an entry of the table `kernels/build.rs`
+/// generates from the `kernel!` blocks (`kernels::HOST_KERNELS`), so the host needs no
+/// hand-written code per kernel.
+#[derive(Clone, Copy, Debug)]
+pub struct HostKernel {
+    /// The entry point's name, as in the PTX module.
+    pub name: &'static str,
+    /// Each parameter's type as written in the source, e.g. `["usize", "Global<f32>"]`.
+    pub params: &'static [&'static str],
+    /// Converts `words[i]` to parameter `i` with [`FromWord`] and calls the kernel.
+    /// Panics, naming the kernel, unless `words.len() == self.arity()`.
+    ///
+    /// # Safety
+    /// As for the kernel itself: call it inside an emulated launch ([`launch`]), with
+    /// the words a GPU launch would get, i.e. addresses of live host buffers large
+    /// enough for the kernel's accesses (or an addresses-only launch).
+    pub call: unsafe fn(&[u64]),
+}
+
+impl HostKernel {
+    /// How many words [`HostKernel::call`] takes: one per parameter.
+    pub fn arity(&self) -> usize {
+        self.params.len()
+    }
+}
+
 /// Grid and block extents, as in CUDA's `dim3`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct Dim3 {
