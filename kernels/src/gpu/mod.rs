@@ -24,6 +24,10 @@ pub use vec::Float4;
 /// On the GPU it becomes an exported `extern "ptx-kernel"` entry point named after
 /// the function; on the host it is a plain `unsafe fn` the emulator can call.
 /// Parameters must be plain `#[repr(C)]`/pointer-sized values.
+///
+/// `build.rs` lists every `kernel!` block of a top-level module file in
+/// [`HOST_KERNELS`](crate::HOST_KERNELS), so the host can run it on the emulator by
+/// name; each parameter type needs an [`emu::FromWord`] impl for that table to compile.
 #[macro_export]
 macro_rules! kernel {
     ($(#[$meta:meta])* pub fn $name:ident($($arg:ident : $ty:ty),* $(,)?) $body:block) => {
