@@ -13,8 +13,11 @@ use std::time::Duration;
 
 use coalesce::device::Gpu;
 use coalesce::error::Result;
+use coalesce::experiment::{Experiment, Work};
 use coalesce::experiments::ALL;
-use coalesce::harness::{self, Experiment, Plan, Prepared, Reps, Work};
+use coalesce::harness::{self, RunOptions};
+use coalesce::prepared::Prepared;
+use coalesce::timing::{Reps, time_batch};
 use coalesce::units::{format_bytes, parse_size};
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
 
@@ -44,44 +47,44 @@ fn throughput(work: Work) -> Throughput {
     }
 }
 
-fn bench_experiment(c: &mut Criterion, gpu: &Gpu, exp: &dyn Experiment, plan: &Plan) -> Result<()> {
+fn bench_experiment(c: &mut Criterion, gpu: &Gpu, exp: &'static Experiment, opts: &RunOptions) -> Result<()> {
     let (free, _) = gpu.memory()?;
-    let params = harness::choose_params(exp, plan, &gpu.info, free)?;
-    let mut prepared: Box<dyn Prepared + '_> = exp.prepare(gpu, &params)?;
-    let size = prepared
-        .size_label()
-        .unwrap_or_else(|| format!("{} per array", format_bytes(params.size)));
-    eprintln!("{}: {size}", exp.name());
-    let cases = prepared.cases().to_vec();
-    let mut group = c.benchmark_group(exp.name());
-    if cases.iter().any(|c| c.work.flops().is_some()) {
+    let problem = harness::choose_problem(exp, opts, &gpu.info, free)?;
+    let mut prepared = Prepared::new(gpu, exp, problem, opts.seed)?;
+    let size = match harness::baseline_bytes(&problem) {
+        Some(b) if problem.label().ends_with("elements") => format!("{} per array", format_bytes(b)),
+        _ => problem.label(),
+    };
+    eprintln!("{}: {size}", exp.name);
+    let work = prepared.work();
+    let mut group = c.benchmark_group(exp.name);
+    if work.flops().is_some() {
         // Compute-bound launches can take a large fraction of a second: fewer,
         // equal samples keep a run within minutes.
         group.sample_size(10).sampling_mode(SamplingMode::Flat);
     }
-    for (i, case) in cases.iter().enumerate() {
-        let f = gpu.function(case.kernel)?;
-        let name = format!("{}/{}", exp.name(), case.variant);
+    for (i, v) in exp.variants.iter().enumerate() {
+        let f = gpu.function(v.kernel)?;
+        let name = format!("{}/{}", exp.name, v.name);
         let mut checked = false;
-        group.throughput(throughput(case.work));
+        group.throughput(throughput(work));
         // Criterion calls this only for benchmarks its filter selects, so only
         // those are validated and timed.
-        group.bench_function(id(case.kernel, &case.variant), |b| {
+        group.bench_function(id(v.kernel, v.name), |b| {
             if !checked {
-                match harness::check_case(gpu, prepared.as_mut(), i, &f) {
-                    Ok(v) if v.ok => {}
-                    Ok(v) => fail(&format!("{name} did not validate"), v.detail),
+                match prepared.check(gpu, i, &f) {
+                    Ok(check) if check.ok => {}
+                    Ok(check) => fail(&format!("{name} did not validate"), check.detail),
                     Err(e) => fail(&name, e),
                 }
-                for _ in 0..plan.reps.warmup {
-                    harness::launch_case(gpu, prepared.as_ref(), i, &f).unwrap_or_else(|e| fail(&name, e));
+                for _ in 0..opts.reps.warmup {
+                    prepared.launch(gpu, i, &f).unwrap_or_else(|e| fail(&name, e));
                 }
                 checked = true;
             }
-            let p = prepared.as_ref();
+            let p = &prepared;
             b.iter_custom(|iters| {
-                let ms = harness::time_batch(gpu, iters, || harness::launch_case(gpu, p, i, &f))
-                    .unwrap_or_else(|e| fail(&name, e));
+                let ms = time_batch(gpu, iters, || p.launch(gpu, i, &f)).unwrap_or_else(|e| fail(&name, e));
                 Duration::from_secs_f64(ms * 1e-3)
             });
         });
@@ -116,15 +119,15 @@ fn main() -> ExitCode {
     let Some(gpu) = gpu else {
         return ExitCode::SUCCESS;
     };
-    let plan = Plan {
+    let opts = RunOptions {
         size,
         shape: None,
         reps: Reps::default(),
         seed: 0x5eed,
     };
     for exp in ALL {
-        if let Err(e) = bench_experiment(&mut c, &gpu, *exp, &plan) {
-            fail(exp.name(), e);
+        if let Err(e) = bench_experiment(&mut c, &gpu, exp, &opts) {
+            fail(exp.name, e);
         }
     }
     c.final_summary();

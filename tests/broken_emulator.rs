@@ -1,25 +1,17 @@
 //! Validation that can fail, shown to fail, on every commit and without a GPU: the
-//! deliberately wrong kernels of `tests/broken-kernels` run on the CPU emulator with
-//! the real kernels' launches and poisoned outputs, and the harness's own comparisons
-//! (`coalesce::validate`, `check_product`) reject each one while passing the real
+//! deliberately wrong kernels of `tests/broken-kernels` run on the CPU emulator in
+//! place of a real kernel, through the experiment's own declaration (launch, buffers,
+//! poisoned outputs) and reference, which reject each one while passing the real
 //! kernel on the same input.
 
-use coalesce::experiments::matmul::check_product;
-use coalesce::validate::{Validation, exact};
-use kernels::fill::uniform;
+use coalesce::device::DeviceInfo;
+use coalesce::experiment::Problem;
+use coalesce::experiments::named;
+use coalesce::explain::emulate::{EmuLaunch, validate_with};
+use coalesce::validate::Validation;
 use kernels::gpu::emu::{Dim3, LaunchConfig, Schedule, launch};
-use kernels::gpu::{Global, GlobalMut};
 
-fn input(len: usize, seed: u64) -> Vec<f32> {
-    (0..len).map(|i| uniform(seed, i as u64)).collect()
-}
-
-/// What the harness's `buffers::poison` writes: a NaN, so an unwritten element never matches.
-fn poisoned(len: usize) -> Vec<f32> {
-    vec![f32::from_bits(coalesce::buffers::POISON_BITS); len]
-}
-
-/// A launch; kernels' pointers travel into it as addresses (raw pointers are not Sync).
+/// A launch; nothing is passed in (the closures capture what they log).
 fn cfg(grid: impl Into<Dim3>, block: impl Into<Dim3>, schedule: Schedule) -> LaunchConfig {
     LaunchConfig {
         grid: grid.into(),
@@ -29,114 +21,83 @@ fn cfg(grid: impl Into<Dim3>, block: impl Into<Dim3>, schedule: Schedule) -> Lau
     }
 }
 
-type Copy = unsafe fn(usize, Global<f32>, GlobalMut<f32>);
-
-/// A copy kernel launched as the copy experiment launches `copy_f32` (one thread per
-/// element, blocks of `kernels::copy::BLOCK`), checked as the harness checks it.
-fn copy_validation(kernel: Copy, n: usize) -> Validation {
-    let src = input(n, 7);
-    let mut dst = poisoned(n);
-    let (s, d) = (src.as_ptr() as usize, dst.as_mut_ptr() as usize);
-    let block = kernels::copy::BLOCK;
-    let c = cfg(n.div_ceil(block as usize) as u32, block, Schedule::Concurrent);
-    launch(&c, || unsafe {
-        kernel(
-            n,
-            Global::from_ptr(s as *const f32),
-            GlobalMut::from_ptr(d as *mut f32),
-        )
-    });
-    exact(&dst, |i| src[i])
+/// `variant` of `exp` at `problem` on the emulator exactly as declared (its launch,
+/// buffers, poisoned outputs), running `broken` from `tests/broken-kernels` instead
+/// of the real kernel when given, judged by the experiment's own reference.
+fn validation(
+    exp: &str,
+    variant: &str,
+    problem: Problem,
+    broken: Option<&str>,
+    schedule: Schedule,
+) -> Validation {
+    let e = named(exp).expect("a known experiment");
+    let v = e.variant(variant).expect("a known variant");
+    let mut run = EmuLaunch::new(e, v, problem, &DeviceInfo::h100()).unwrap();
+    if let Some(name) = broken {
+        run = run.substitute(broken_kernels::host_kernel(name).expect("a broken kernel"));
+    }
+    validate_with(&run, 7, schedule).unwrap()
 }
 
 #[test]
 fn an_off_by_one_guard_fails_validation() {
     for n in [1, 31, 33, 1029] {
-        let good = copy_validation(kernels::copy::copy_f32, n);
+        let p = Problem::Elements { n };
+        let good = validation("copy", "f32", p, None, Schedule::Concurrent);
         assert!(good.ok, "copy_f32 n={n}: {}", good.detail);
-        let bad = copy_validation(broken_kernels::copy_f32_off_by_one, n);
+        let bad = validation(
+            "copy",
+            "f32",
+            p,
+            Some("copy_f32_off_by_one"),
+            Schedule::Concurrent,
+        );
         assert!(!bad.ok, "the off-by-one copy passed at n={n}");
         // Exactly the last element is left poisoned.
         assert!(
-            bad.detail
-                .starts_with(&format!("exact: 1 of {n} differ; first at [{}]: got NaN", n - 1)),
+            bad.detail.starts_with(&format!(
+                "dst: exact: 1 of {n} differ; first at [{}]: got NaN",
+                n - 1
+            )),
             "{}",
             bad.detail
         );
     }
 }
 
-type Matmul = unsafe fn(usize, usize, usize, Global<f32>, Global<f32>, GlobalMut<f32>);
-
-/// A kernel launched as the matmul experiment launches `matmul_remapped` (1D blocks
-/// of 1024 threads over 32 x 32 tiles of C), checked by the experiment's own
-/// `check_product` on every entry.
-fn matmul_validation(kernel: Matmul, (m, n, k): (usize, usize, usize)) -> Validation {
-    use kernels::matmul::TILE;
-    let (a, b) = (input(m * k, 1), input(k * n, 2));
-    let mut c = poisoned(m * n);
-    let (pa, pb, pc) = (a.as_ptr() as usize, b.as_ptr() as usize, c.as_mut_ptr() as usize);
-    let grid = (n.div_ceil(TILE) as u32, m.div_ceil(TILE) as u32);
-    launch(
-        &cfg(grid, (TILE * TILE) as u32, Schedule::Concurrent),
-        || unsafe {
-            kernel(
-                m,
-                n,
-                k,
-                Global::from_ptr(pa as *const f32),
-                Global::from_ptr(pb as *const f32),
-                GlobalMut::from_ptr(pc as *mut f32),
-            )
-        },
-    );
-    let all: Vec<usize> = (0..m * n).collect();
-    check_product(&c, (m, n, k), |i| a[i], |i| b[i], &all)
-}
-
 #[test]
 fn a_transposed_index_fails_validation() {
-    for shape in [(33, 65, 17), (17, 33, 40)] {
-        let good = matmul_validation(kernels::matmul::matmul_remapped, shape);
-        assert!(good.ok, "matmul_remapped {shape:?}: {}", good.detail);
-        let bad = matmul_validation(broken_kernels::matmul_remapped_a_transposed, shape);
-        assert!(!bad.ok, "reading A transposed passed at {shape:?}");
+    let run = |m, n, k, broken| {
+        let p = Problem::Product { m, n, k };
+        validation("matmul", "remapped", p, broken, Schedule::Concurrent)
+    };
+    for (m, n, k) in [(33, 65, 17), (17, 33, 40)] {
+        let good = run(m, n, k, None);
+        assert!(good.ok, "matmul_remapped {m}x{n}x{k}: {}", good.detail);
+        let bad = run(m, n, k, Some("matmul_remapped_a_transposed"));
+        assert!(!bad.ok, "reading A transposed passed at {m}x{n}x{k}");
         assert!(bad.detail.contains("entries differ"), "{}", bad.detail);
     }
     // With one row (or k = 1) A read either way is the same vector: a bug that only
     // non-degenerate shapes expose, which is why `coalesce check` uses awkward ones.
-    let degenerate = matmul_validation(broken_kernels::matmul_remapped_a_transposed, (1, 65, 17));
+    let degenerate = run(1, 65, 17, Some("matmul_remapped_a_transposed"));
     assert!(degenerate.ok, "{}", degenerate.detail);
-}
-
-type Transpose = unsafe fn(usize, usize, Global<f32>, GlobalMut<f32>);
-
-/// A kernel launched as the transpose experiment launches `transpose_tiled` (a 32 x 8
-/// block per 32 x 32 tile of the input), checked exactly.
-fn transpose_validation(kernel: Transpose, (rows, cols): (usize, usize), schedule: Schedule) -> Validation {
-    use kernels::transpose::{BLOCK_ROWS, TILE};
-    let src = input(rows * cols, 3);
-    let mut dst = poisoned(rows * cols);
-    let (s, d) = (src.as_ptr() as usize, dst.as_mut_ptr() as usize);
-    let grid = (cols.div_ceil(TILE) as u32, rows.div_ceil(TILE) as u32);
-    let c = cfg(grid, (TILE as u32, BLOCK_ROWS as u32), schedule);
-    launch(&c, || unsafe {
-        kernel(
-            rows,
-            cols,
-            Global::from_ptr(s as *const f32),
-            GlobalMut::from_ptr(d as *mut f32),
-        )
-    });
-    exact(&dst, |i| src[(i % rows) * cols + i / rows])
 }
 
 #[test]
 fn a_missing_barrier_fails_validation_under_both_serial_schedules() {
-    for shape in [(32, 32), (33, 65), (64, 17)] {
+    for (rows, cols) in [(32, 32), (33, 65), (64, 17)] {
+        let p = Problem::Matrix { rows, cols };
         for schedule in [Schedule::Forward, Schedule::Reverse] {
-            let bad = transpose_validation(broken_kernels::transpose_tiled_no_barrier, shape, schedule);
-            assert!(!bad.ok, "no barrier passed at {shape:?} under {schedule:?}");
+            let bad = validation(
+                "transpose",
+                "tiled",
+                p,
+                Some("transpose_tiled_no_barrier"),
+                schedule,
+            );
+            assert!(!bad.ok, "no barrier passed at {p} under {schedule:?}");
             // Reads before the write see the emulator's NaN-filled shared memory.
             assert!(bad.detail.contains("got NaN"), "{}", bad.detail);
         }
@@ -145,15 +106,12 @@ fn a_missing_barrier_fails_validation_under_both_serial_schedules() {
 
 #[test]
 fn the_real_tiled_transposes_pass_under_every_schedule() {
-    use kernels::transpose::{transpose_tiled, transpose_tiled_padded};
-    for shape in [(1, 1), (32, 32), (33, 65), (64, 17)] {
+    for (rows, cols) in [(1, 1), (32, 32), (33, 65), (64, 17)] {
+        let p = Problem::Matrix { rows, cols };
         for schedule in [Schedule::Concurrent, Schedule::Forward, Schedule::Reverse] {
-            for (name, k) in [
-                ("tiled", transpose_tiled as Transpose),
-                ("tiled_padded", transpose_tiled_padded),
-            ] {
-                let v = transpose_validation(k, shape, schedule);
-                assert!(v.ok, "{name} {shape:?} {schedule:?}: {}", v.detail);
+            for variant in ["tiled", "tiled-padded"] {
+                let v = validation("transpose", variant, p, None, schedule);
+                assert!(v.ok, "{variant} {p} {schedule:?}: {}", v.detail);
             }
         }
     }

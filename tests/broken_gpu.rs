@@ -10,12 +10,12 @@ use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use coalesce::check::{awkward, describe};
 use coalesce::cli::main_with;
 use coalesce::device::Gpu;
 use coalesce::error::Error;
-use coalesce::experiments::ALL;
-use coalesce::harness::{Experiment, Params, Prepared, check_case};
+use coalesce::experiment::{Kind, Problem};
+use coalesce::experiments::named;
+use coalesce::prepared::Prepared;
 use coalesce::ptx::BROKEN_PTX;
 use cust::module::Module;
 
@@ -23,23 +23,13 @@ fn gpu() -> Gpu {
     Gpu::open(0).unwrap_or_else(|e| panic!("this test needs an NVIDIA GPU: {e}"))
 }
 
-fn experiment(name: &str) -> &'static dyn Experiment {
-    *ALL.iter().find(|e| e.name() == name).expect("a known experiment")
+fn prepare(gpu: &Gpu, exp: &str, problem: Problem) -> Prepared {
+    let e = named(exp).expect("a known experiment");
+    Prepared::new(gpu, e, problem, 0xbad).expect("prepare")
 }
 
-fn case(p: &dyn Prepared, variant: &str) -> usize {
-    p.cases()
-        .iter()
-        .position(|c| c.variant == variant)
-        .expect("a known variant")
-}
-
-fn shaped(dims: &[usize]) -> Params {
-    Params {
-        size: 4,
-        shape: Some(dims.to_vec()),
-        seed: 0xbad,
-    }
+fn product(m: usize, n: usize, k: usize) -> Problem {
+    Problem::Product { m, n, k }
 }
 
 /// Validates `variant` of `exp` at `params` with its real kernel and with `wrong`
@@ -50,19 +40,19 @@ fn real_then_wrong(
     broken: &Module,
     exp: &str,
     variant: &str,
-    params: &Params,
+    problem: Problem,
     wrong: &str,
 ) -> (bool, String) {
-    let mut p = experiment(exp).prepare(gpu, params).expect("prepare");
-    let i = case(p.as_ref(), variant);
-    let real = gpu.function(p.cases()[i].kernel).unwrap();
-    let v = check_case(gpu, p.as_mut(), i, &real).expect("the real kernel runs");
-    assert!(v.ok, "{exp}/{variant} {params:?}: {}", v.detail);
+    let mut p = prepare(gpu, exp, problem);
+    let i = p.position(variant).expect("a known variant");
+    let real = gpu.function(p.variants()[i].kernel).unwrap();
+    let v = p.check(gpu, i, &real).expect("the real kernel runs");
+    assert!(v.ok, "{exp}/{variant} {problem}: {}", v.detail);
     let f = broken.get_function(wrong).expect("the broken PTX has it");
-    let v = check_case(gpu, p.as_mut(), i, &f).expect("the wrong kernel runs");
+    let v = p.check(gpu, i, &f).expect("the wrong kernel runs");
     println!(
         "{wrong} as {exp}/{variant} at {}: ok={} {}",
-        describe(params),
+        problem.label(),
         v.ok,
         v.detail
     );
@@ -74,9 +64,11 @@ fn real_then_wrong(
 fn an_off_by_one_guard_is_reported_not_validated() {
     let gpu = gpu();
     let broken = Module::from_ptx(BROKEN_PTX, &[]).unwrap();
-    for params in awkward(0, 0xbad) {
-        let n = params.size / 4;
-        let (ok, detail) = real_then_wrong(&gpu, &broken, "copy", "f32", &params, "copy_f32_off_by_one");
+    for problem in Kind::Elements.awkward() {
+        let Problem::Elements { n } = problem else {
+            unreachable!()
+        };
+        let (ok, detail) = real_then_wrong(&gpu, &broken, "copy", "f32", problem, "copy_f32_off_by_one");
         assert!(!ok, "n={n}: {detail}");
         assert!(
             detail.starts_with(&format!("exact: 1 of {n} differ; first at [{}]", n - 1)),
@@ -90,13 +82,13 @@ fn an_off_by_one_guard_is_reported_not_validated() {
 fn a_transposed_index_is_reported_not_validated() {
     let gpu = gpu();
     let broken = Module::from_ptx(BROKEN_PTX, &[]).unwrap();
-    for dims in [[33, 65, 17], [1000, 17, 33], [17, 33, 1000]] {
+    for dims in [product(33, 65, 17), product(1000, 17, 33), product(17, 33, 1000)] {
         let (ok, detail) = real_then_wrong(
             &gpu,
             &broken,
             "matmul",
             "remapped",
-            &shaped(&dims),
+            dims,
             "matmul_remapped_a_transposed",
         );
         assert!(!ok, "{dims:?}: {detail}");
@@ -112,7 +104,10 @@ fn a_missing_barrier_is_reported_not_validated() {
     // Over thousands of tiles it shows: at least one of a few launches must fail.
     let gpu = gpu();
     let broken = Module::from_ptx(BROKEN_PTX, &[]).unwrap();
-    let params = shaped(&[2048, 2048]);
+    let params = Problem::Matrix {
+        rows: 2048,
+        cols: 2048,
+    };
     let failed = (0..3)
         .filter(|_| {
             !real_then_wrong(
@@ -120,7 +115,7 @@ fn a_missing_barrier_is_reported_not_validated() {
                 &broken,
                 "transpose",
                 "tiled",
-                &params,
+                params,
                 "transpose_tiled_no_barrier",
             )
             .0
@@ -139,10 +134,10 @@ fn a_missing_barrier_is_reported_not_validated() {
 fn racecheck_target_the_unsynchronised_tile() {
     let gpu = gpu();
     let broken = Module::from_ptx(BROKEN_PTX, &[]).unwrap();
-    let mut p = experiment("transpose").prepare(&gpu, &shaped(&[64, 64])).unwrap();
-    let i = case(p.as_ref(), "tiled");
+    let mut p = prepare(&gpu, "transpose", Problem::Matrix { rows: 64, cols: 64 });
+    let i = p.position("tiled").unwrap();
     let f = broken.get_function("transpose_tiled_no_barrier").unwrap();
-    check_case(&gpu, p.as_mut(), i, &f).expect("the launch runs");
+    p.check(&gpu, i, &f).expect("the launch runs");
 }
 
 /// Opens the GPU with `kernel` answered by `replacement` from the broken PTX.
@@ -244,11 +239,9 @@ fn fault_child() {
     let broken = Module::from_ptx(BROKEN_PTX, &[]).unwrap();
     let wild = broken.get_function("copy_f32_wild").unwrap();
     let real = gpu.function("copy_f32").unwrap();
-    let mut p = experiment("copy")
-        .prepare(&gpu, &Params::sized(4 * 4095, 1))
-        .unwrap();
-    let i = case(p.as_ref(), "f32");
-    let e = check_case(&gpu, p.as_mut(), i, &wild).expect_err("a fault is an error");
+    let mut p = prepare(&gpu, "copy", Problem::Elements { n: 4095 });
+    let i = p.position("f32").unwrap();
+    let e = p.check(&gpu, i, &wild).expect_err("a fault is an error");
     println!("the fault: {e}");
     assert!(
         matches!(&e, Error::Cuda { what, source } if what == "running copy_f32" && coalesce::device::is_sticky(*source)),
@@ -256,7 +249,7 @@ fn fault_child() {
     );
     assert!(e.to_string().contains("illegal"), "{e}");
     // Everything after it is refused with the first error, not submitted.
-    let later = check_case(&gpu, p.as_mut(), i, &real).expect_err("the context is unusable");
+    let later = p.check(&gpu, i, &real).expect_err("the context is unusable");
     assert!(matches!(later, Error::Poisoned { .. }), "{later:?}");
     assert!(later.to_string().contains("running copy_f32"), "{later}");
     assert!(matches!(gpu.memory(), Err(Error::Poisoned { .. })));

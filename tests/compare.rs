@@ -5,23 +5,24 @@
 
 use cust::memory::CopyDestination;
 
-use coalesce::check::awkward;
+use coalesce::compare::CompareReport;
 use coalesce::compare::cublas::{Cublas, Math};
+use coalesce::compare::run::compare;
 use coalesce::compare::twins::Twins;
-use coalesce::compare::{CompareReport, compare};
 use coalesce::device::Gpu;
-use coalesce::experiments::matmul::check_rounded_product;
 use coalesce::experiments::{ALL, select};
-use coalesce::harness::{Gemm, Plan, Reps, check_with, launch_case};
+use coalesce::harness::RunOptions;
+use coalesce::prepared::{Gemm, Prepared};
 use coalesce::report::Results;
+use coalesce::timing::Reps;
+use coalesce::validate::check_rounded_product;
 
 fn gpu() -> Gpu {
     Gpu::open(0).unwrap_or_else(|e| panic!("this test needs an NVIDIA GPU: {e}"))
 }
 
 fn all_twins(gpu: &Gpu) -> Twins {
-    let wanted: Vec<(&str, Vec<&str>)> = ALL.iter().map(|e| (e.name(), e.kernels())).collect();
-    Twins::build(gpu, &wanted).unwrap_or_else(|e| panic!("the C++ twins need NVRTC: {e}"))
+    Twins::build(gpu, ALL).unwrap_or_else(|e| panic!("the C++ twins need NVRTC: {e}"))
 }
 
 #[test]
@@ -32,24 +33,21 @@ fn every_twin_validates_at_awkward_sizes() {
     let mut failures = Vec::new();
     let mut checked = 0;
     for exp in ALL {
-        for params in awkward(exp.shape_rank(), 0xc0ffee) {
-            let mut p = exp.prepare(&gpu, &params).unwrap();
-            for i in 0..p.cases().len() {
-                let kernel = p.cases()[i].kernel;
-                let f = twins.function(kernel).unwrap();
-                let v = check_with(&gpu, p.as_mut(), i, kernel, |p| launch_case(&gpu, p, i, &f)).unwrap();
+        for problem in exp.kind.awkward() {
+            let mut p = Prepared::new(&gpu, exp, problem, 0xc0ffee).unwrap();
+            for (i, v) in exp.variants.iter().enumerate() {
+                let f = twins.function(v.twin).unwrap();
+                let check = p
+                    .check_with(&gpu, i, v.twin, 0.0, |p| p.launch(&gpu, i, &f))
+                    .unwrap();
                 checked += 1;
-                if !v.ok {
-                    let at = params
-                        .shape
-                        .as_ref()
-                        .map(|s| format!("{s:?}"))
-                        .unwrap_or(params.size.to_string());
+                if !check.ok {
                     failures.push(format!(
-                        "{}/{} at {at} (C++): {}",
-                        exp.name(),
-                        p.cases()[i].variant,
-                        v.detail
+                        "{}/{} at {} (C++): {}",
+                        exp.name,
+                        v.name,
+                        problem.label(),
+                        check.detail
                     ));
                 }
             }
@@ -118,7 +116,7 @@ fn cublas_sgemm_matches_an_f64_reference() {
 #[ignore = "needs an NVIDIA GPU"]
 fn compare_validates_every_row_on_both_sides() {
     let gpu = gpu();
-    let plan = Plan {
+    let plan = RunOptions {
         size: Some(4 * ((1 << 20) + 7)),
         shape: None,
         reps: Reps { warmup: 1, timed: 3 },
@@ -127,7 +125,7 @@ fn compare_validates_every_row_on_both_sides() {
     let dump = std::env::temp_dir().join(format!("coalesce-ptx-{}", std::process::id()));
     let report: CompareReport = compare(&gpu, &select(&[]).unwrap(), &plan, Some(&dump), |_| {}).unwrap();
     assert!(report.cpp_available, "{}", report.cpp);
-    let kernels: usize = ALL.iter().map(|e| e.variants().len()).sum();
+    let kernels: usize = ALL.iter().map(|e| e.variants.len()).sum();
     assert_eq!(report.rows.len(), kernels, "one row per case");
     for r in &report.rows {
         let cpp = r
@@ -154,8 +152,8 @@ fn compare_validates_every_row_on_both_sides() {
             .all(|r| r.rust.pct_of_cublas.is_some())
     );
     for e in ALL {
-        let ptx = std::fs::read_to_string(dump.join(format!("{}.cpp.ptx", e.name()))).unwrap();
-        assert!(ptx.contains(".entry"), "{}", e.name());
+        let ptx = std::fs::read_to_string(dump.join(format!("{}.cpp.ptx", e.name))).unwrap();
+        assert!(ptx.contains(".entry"), "{}", e.name);
     }
     assert!(dump.join("rust-kernels.ptx").is_file());
     std::fs::remove_dir_all(&dump).unwrap();

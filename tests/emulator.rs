@@ -1,15 +1,16 @@
 //! Kernel bodies tested on every commit without a GPU: the same Rust source run on
 //! the CPU emulator (`kernels::gpu::emu`) must equal the CPU reference. Every
-//! experiment's kernels come from one table, `coalesce::explain::registry::REGISTRY`.
+//! experiment runs from its one declaration (`coalesce::experiments::ALL`), its
+//! kernels found by name in the table `kernel!` generates (`kernels::HOST_KERNELS`).
 
 use std::time::{Duration, Instant};
 
-use coalesce::experiments::ALL;
-use coalesce::explain::emulate::{self, Buffer, Plan};
-use coalesce::explain::registry::{REGISTRY, find};
-use coalesce::launch::LaunchCfg;
+use coalesce::device::DeviceInfo;
+use coalesce::experiment::{Arg, Problem};
+use coalesce::experiments::{ALL, named};
+use coalesce::explain::emulate::{self, EmuLaunch};
 use kernels::fill::uniform;
-use kernels::gpu::emu::{Dim3, LaunchConfig, LaunchError, launch, try_launch};
+use kernels::gpu::emu::{Dim3, FromWord, HostKernel, LaunchConfig, LaunchError, launch, try_launch};
 use kernels::gpu::{Global, GlobalMut, thread};
 
 fn input(len: usize, seed: u64) -> Vec<f32> {
@@ -26,41 +27,58 @@ fn assert_bits_eq(got: &[f32], want: impl Fn(usize) -> f32, what: &str) {
     }
 }
 
-#[test]
-fn every_experiment_has_an_emulation_with_the_same_variants_and_kernels() {
-    assert_eq!(REGISTRY.len(), ALL.len());
-    for e in ALL {
-        let emu = find(e.name()).unwrap_or_else(|| panic!("no emulation for {}", e.name()));
-        assert_eq!(emu.variants(), e.variants(), "{}", e.name());
-        let shape = emu.awkward()[0];
-        let mut kernels: Vec<&str> = emu
-            .variants()
-            .iter()
-            .map(|v| emu.plan(v, shape, 1).unwrap().kernel)
-            .collect();
-        kernels.dedup();
-        assert_eq!(kernels, e.kernels(), "{}", e.name());
+/// A GPU with no SMs: grid-stride kernels get one block, so their loops iterate.
+fn no_sms() -> DeviceInfo {
+    DeviceInfo {
+        sm_count: 0,
+        ..DeviceInfo::h100()
     }
 }
 
-/// The kernel-body test: every variant of every experiment at every awkward size
-/// (not multiples of 4, 32 or a block; non-square matrices), the whole grid, every
-/// buffer compared with the CPU reference.
+#[test]
+fn every_declared_kernel_is_in_the_emulator_table_with_the_declared_parameters() {
+    for e in ALL {
+        for v in e.variants {
+            let k = kernels::host_kernel(v.kernel).unwrap_or_else(|| {
+                panic!(
+                    "{}/{}: {} is not in kernels::HOST_KERNELS",
+                    e.name, v.name, v.kernel
+                )
+            });
+            assert_eq!(k.arity(), v.args.len(), "{}/{}: {:?}", e.name, v.name, k.params);
+            for (arg, ty) in v.args.iter().zip(k.params) {
+                let fits = match arg {
+                    Arg::Buffer(_) => ty.starts_with("Global"),
+                    Arg::Dim(_) | Arg::Param => *ty == "usize",
+                    Arg::F32(_) => *ty == "f32",
+                };
+                assert!(fits, "{}/{}: {arg:?} passed as {ty}", e.name, v.name);
+            }
+        }
+    }
+    // The table and the PTX list the same kernels.
+    let mut table: Vec<&str> = kernels::HOST_KERNELS.iter().map(|k| k.name).collect();
+    let mut ptx = coalesce::ptx::entry_points(coalesce::ptx::PTX);
+    table.sort();
+    ptx.sort();
+    assert_eq!(table, ptx);
+}
+
+/// The kernel-body test: every variant of every experiment at every awkward size the
+/// emulator runs (not multiples of 4, 32 or a block; non-square matrices), the whole
+/// grid, every buffer judged by the experiment's own reference.
 #[test]
 fn every_kernel_matches_its_reference_at_awkward_sizes() {
     let mut runs = 0;
-    for emu in REGISTRY {
-        for shape in emu.awkward() {
-            for variant in emu.variants() {
-                // No SMs: grid-stride kernels get one block, so their loops iterate.
-                let plan = emu.plan(&variant, shape, 0).unwrap();
-                let check = emulate::validate(&plan, 7 + runs).unwrap();
+    for e in ALL {
+        for problem in e.kind.awkward().into_iter().filter(Problem::emulated) {
+            for v in e.variants {
+                let run = EmuLaunch::new(e, v, problem, &no_sms()).unwrap();
+                let check = emulate::validate(&run, 7 + runs).unwrap();
                 assert!(
                     check.ok,
-                    "{}/{variant} ({}) at {shape}: {}",
-                    emu.experiment(),
-                    plan.kernel,
-                    check.detail
+                    "{}/{} ({}) at {problem}: {}",
+                    e.name, v.name, v.kernel, check.detail
                 );
                 runs += 1;
             }
@@ -71,26 +89,32 @@ fn every_kernel_matches_its_reference_at_awkward_sizes() {
 
 #[test]
 fn validation_catches_a_kernel_that_writes_nothing_or_the_wrong_thing() {
-    let n = 100;
-    let cfg = LaunchCfg::one_per_element(n, 32).unwrap();
-    let plan = |call: emulate::Call| {
-        Plan::new(
-            "copy_f32",
-            cfg,
-            vec![Buffer::input("src", n), Buffer::output("dst", n)],
-            call,
-            |init: &[Vec<f32>]| vec![init[0].clone(), init[0].clone()],
-            emulate::Check::Exact,
-        )
+    static IDLE: HostKernel = HostKernel {
+        name: "idle",
+        params: &["usize", "Global<f32>", "GlobalMut<f32>"],
+        call: |_| {},
     };
-    let idle = plan(Box::new(|_: &[usize]| {}));
-    let v = emulate::validate(&idle, 1).unwrap();
-    assert!(!v.ok && v.detail.starts_with("dst:"), "{}", v.detail);
     // Reads in[i + 1]: wrong values, and the last thread reads past the buffer.
-    let shifted = plan(Box::new(move |b: &[usize]| unsafe {
-        kernels::offset::offset_read(n, 1, emulate::global(b[0]), emulate::global_mut(b[1]))
-    }));
-    let e = emulate::validate(&shifted, 1).unwrap_err().to_string();
+    static SHIFTED: HostKernel = HostKernel {
+        name: "shifted",
+        params: &["usize", "Global<f32>", "GlobalMut<f32>"],
+        call: |w| unsafe {
+            kernels::offset::offset_read(
+                w[0] as usize,
+                1,
+                FromWord::from_word(w[1]),
+                FromWord::from_word(w[2]),
+            )
+        },
+    };
+    let copy = named("copy").unwrap();
+    let f32 = copy.variant("f32").unwrap();
+    let run = || EmuLaunch::new(copy, f32, Problem::Elements { n: 100 }, &no_sms()).unwrap();
+    let v = emulate::validate(&run().substitute(&IDLE), 1).unwrap();
+    assert!(!v.ok && v.detail.starts_with("dst:"), "{}", v.detail);
+    let e = emulate::validate(&run().substitute(&SHIFTED), 1)
+        .unwrap_err()
+        .to_string();
     assert!(
         e.contains("outside every buffer") && e.contains("offset.rs"),
         "{e}"

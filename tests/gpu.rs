@@ -1,7 +1,7 @@
 //! GPU tests: every kernel of every experiment validated at awkward sizes.
 //! Run on a machine with an NVIDIA GPU: `cargo test -- --ignored`.
 
-use coalesce::check::{awkward, render, run_checks};
+use coalesce::check::{render, run_checks};
 use coalesce::device::Gpu;
 use coalesce::experiments::{ALL, select};
 
@@ -18,16 +18,17 @@ fn every_kernel_validates_at_awkward_sizes() {
     assert!(failures.is_empty(), "{}", render(&rows));
     // Every variant of every experiment was checked at every awkward problem.
     for exp in ALL {
-        for v in exp.variants() {
+        for v in exp.variants {
             let n = rows
                 .iter()
-                .filter(|r| r.experiment == exp.name() && r.variant == v)
+                .filter(|r| r.experiment == exp.name && r.variant == v.name)
                 .count();
             assert_eq!(
                 n,
-                awkward(exp.shape_rank(), 0).len(),
-                "{}/{v} checked {n} times",
-                exp.name()
+                exp.kind.awkward().len(),
+                "{}/{} checked {n} times",
+                exp.name,
+                v.name
             );
         }
     }

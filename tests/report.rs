@@ -8,9 +8,11 @@ use std::path::{Path, PathBuf};
 use coalesce::compare::cublas::Math;
 use coalesce::compare::{CompareReport, CompareRow, CublasRow};
 use coalesce::device::DeviceInfo;
-use coalesce::harness::{Baseline, Case, Row, Timing, Work, fill_speedups, row};
+use coalesce::experiment::{Problem, Work};
+use coalesce::harness::{Case, Row, fill_speedups, row};
 use coalesce::report::{self, Results, claims};
 use coalesce::table::{ExperimentBaseline, Report};
+use coalesce::timing::{Baseline, Timing};
 use coalesce::validate::Validation;
 
 const DEVICE: &str = "Fixture GPU 80GB";
@@ -73,8 +75,10 @@ fn baseline() -> Baseline {
 
 fn make_row(experiment: &str, variant: &str, kernel: &'static str, work: Work, ms: f64) -> Row {
     let case = Case {
+        experiment: experiment.into(),
         variant: variant.into(),
-        kernel,
+        kernel: kernel.into(),
+        problem: Problem::Elements { n: ELEMENTS as usize },
         work,
     };
     let t = Timing {
@@ -87,7 +91,7 @@ fn make_row(experiment: &str, variant: &str, kernel: &'static str, work: Work, m
         ok: true,
         detail: "exact".into(),
     };
-    row(experiment, &case, ELEMENTS * 4, t, &baseline(), &device(), ok)
+    row(&case, t, &baseline(), &device(), ok)
 }
 
 /// Results of the experiments named in `only` (all when empty).

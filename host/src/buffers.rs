@@ -6,7 +6,7 @@ use cust::memory::{CopyDestination, DeviceBuffer};
 use crate::args;
 use crate::device::Gpu;
 use crate::error::{Error, Result};
-use crate::launch::LaunchCfg;
+use crate::launch::Launch;
 
 /// A quiet NaN with a recognisable payload: never equal to anything, so an output
 /// element the kernel did not write fails validation.
@@ -15,7 +15,7 @@ pub const POISON_BITS: u32 = 0x7fc0_bad0;
 /// Fills `buf` with `kernels::fill::uniform(seed, i)`, computed on the GPU.
 pub fn fill_uniform(gpu: &Gpu, buf: &DeviceBuffer<f32>, seed: u64) -> Result<()> {
     let f = gpu.function("fill_uniform")?;
-    let cfg = LaunchCfg::grid_stride(buf.len(), kernels::fill::BLOCK, gpu.info.sm_count, 8);
+    let cfg = Launch::grid_stride(buf.len(), kernels::fill::BLOCK, gpu.info.sm_count, 8);
     gpu.launch(&f, cfg, &args![buf.len(), seed, buf.as_device_ptr()])
 }
 

@@ -11,11 +11,12 @@ use crate::device::Gpu;
 use crate::error::Result;
 use crate::experiments::{self, ALL, Selection};
 use crate::explain::{self, model::Model, ncu};
-use crate::harness::{self, Plan, Reps};
+use crate::harness::{self, RunOptions};
 use crate::progress::Progress;
 use crate::ptx;
 use crate::report::{self, Results};
 use crate::table::{self, ExperimentBaseline, Report};
+use crate::timing::Reps;
 use crate::units::parse_size;
 
 #[derive(Debug, Parser)]
@@ -261,24 +262,13 @@ pub fn execute_on(cli: Cli, open: Opener) -> Result<Outcome> {
 /// The text of `coalesce list --names`: every EXPERIMENT/VARIANT, one per line.
 pub fn list_names() -> String {
     ALL.iter()
-        .flat_map(|e| {
-            e.variants()
-                .into_iter()
-                .map(move |v| format!("{}/{v}\n", e.name()))
-        })
+        .flat_map(|e| e.variants.iter().map(move |v| format!("{}/{}\n", e.name, v.name)))
         .collect()
 }
 
 /// Variants in a selection: one progress step each.
 fn variant_count(selection: &[Selection]) -> u64 {
-    selection
-        .iter()
-        .map(|s| {
-            s.variants
-                .as_ref()
-                .map_or(s.experiment.variants().len(), Vec::len) as u64
-        })
-        .sum()
+    selection.iter().map(|s| s.count() as u64).sum()
 }
 
 /// Emulates `selection` with a progress bar.
@@ -323,8 +313,12 @@ fn explain_command(args: ExplainArgs) -> Result<Outcome> {
 pub fn list() -> String {
     let mut out = String::new();
     for e in ALL {
-        out.push_str(&format!("{:<10} {}\n", e.name(), e.about()));
-        out.push_str(&format!("{:<10}   variants: {}\n", "", e.variants().join(", ")));
+        out.push_str(&format!("{:<10} {}\n", e.name, e.about));
+        out.push_str(&format!(
+            "{:<10}   variants: {}\n",
+            "",
+            e.variant_names().join(", ")
+        ));
     }
     out
 }
@@ -332,7 +326,7 @@ pub fn list() -> String {
 fn info(device: u32, open: Opener) -> Result<Outcome> {
     println!("kernels: PTX for {} ({} bytes)", ptx::ARCH, ptx::PTX.len());
     println!("entry points: {}", ptx::entry_points(ptx::PTX).join(", "));
-    for line in crate::compare::toolkit_lines() {
+    for line in crate::compare::libs::toolkit_lines() {
         println!("{line}");
     }
     let gpu = open(device)?;
@@ -345,7 +339,7 @@ fn info(device: u32, open: Opener) -> Result<Outcome> {
     );
     println!(
         "default size per array: {}",
-        crate::units::format_bytes(harness::default_size(&gpu.info))
+        crate::units::format_bytes(crate::experiment::DefaultSize::BeyondL2.bytes(&gpu.info))
     );
     Ok(Outcome::Ok)
 }
@@ -365,11 +359,11 @@ fn check_shape(selection: &[Selection], shape: Option<&[usize]>) -> Result<()> {
 }
 
 /// Checks everything the user typed, before anything touches the GPU or the disk.
-fn plan(args: &SuiteArgs) -> Result<(Vec<Selection>, Plan)> {
+fn plan(args: &SuiteArgs) -> Result<(Vec<Selection>, RunOptions)> {
     let selection = experiments::select(&args.experiments)?;
     let shape = args.shape.clone().map(|s| s.0);
     check_shape(&selection, shape.as_deref())?;
-    let plan = Plan {
+    let plan = RunOptions {
         size: args.size,
         shape,
         reps: Reps {
@@ -383,19 +377,11 @@ fn plan(args: &SuiteArgs) -> Result<(Vec<Selection>, Plan)> {
 
 /// One progress step per experiment (its setup) and one per variant.
 fn steps(selection: &[Selection]) -> u64 {
-    selection
-        .iter()
-        .map(|s| {
-            1 + s
-                .variants
-                .as_ref()
-                .map_or(s.experiment.variants().len(), Vec::len) as u64
-        })
-        .sum()
+    selection.iter().map(|s| 1 + s.count() as u64).sum()
 }
 
 /// Runs the selected experiments through the harness, with a progress bar.
-fn run_suite(args: &SuiteArgs, selection: &[Selection], plan: &Plan, open: Opener) -> Result<Report> {
+fn run_suite(args: &SuiteArgs, selection: &[Selection], plan: &RunOptions, open: Opener) -> Result<Report> {
     let gpu = open(args.device)?;
     let mut progress = Progress::new(steps(selection), args.quiet);
     let mut report = Report {
@@ -407,15 +393,14 @@ fn run_suite(args: &SuiteArgs, selection: &[Selection], plan: &Plan, open: Opene
         rows: Vec::new(),
     };
     for s in selection {
-        let (baseline, rows) =
-            harness::run_experiment(&gpu, s.experiment, s.variants.as_deref(), plan, |msg| {
-                progress.step(msg)
-            })?;
+        let measured = harness::measure(&gpu, s, plan, None, |_| Ok(()), |msg| progress.step(msg))?;
         report.baselines.push(ExperimentBaseline {
-            experiment: s.experiment.name().to_string(),
-            baseline,
+            experiment: s.experiment.name.to_string(),
+            baseline: measured.baseline,
         });
-        report.rows.extend(rows);
+        report
+            .rows
+            .extend(measured.rows.into_iter().map(|(rust, _)| rust));
     }
     progress.finish();
     Ok(report)
@@ -446,13 +431,13 @@ fn run(args: RunArgs, open: Opener) -> Result<Outcome> {
 fn run_comparison(
     args: &SuiteArgs,
     selection: &[Selection],
-    plan: &Plan,
+    plan: &RunOptions,
     dump_ptx: Option<&std::path::Path>,
     open: Opener,
 ) -> Result<crate::compare::CompareReport> {
     let gpu = open(args.device)?;
     let mut progress = Progress::new(steps(selection), args.quiet);
-    let report = crate::compare::compare(&gpu, selection, plan, dump_ptx, |msg| progress.step(msg))?;
+    let report = crate::compare::run::compare(&gpu, selection, plan, dump_ptx, |msg| progress.step(msg))?;
     progress.finish();
     Ok(report)
 }
@@ -463,7 +448,7 @@ fn compare(args: CompareArgs, open: Opener) -> Result<Outcome> {
         table::check_writable(path)?;
     }
     let report = run_comparison(&args.suite, &selection, &plan, args.dump_ptx.as_deref(), open)?;
-    print!("{}", crate::compare::render(&report));
+    print!("{}", crate::compare::render::render(&report));
     if let Some(path) = &args.json {
         table::write_json(path, &report)?;
     }
@@ -491,7 +476,7 @@ fn write_report(args: ReportArgs, open: Opener) -> Result<Outcome> {
         // The comparison times the same Rust kernels through the same harness (and
         // falls back to them alone where NVRTC is missing), so it replaces the run.
         let c = run_comparison(&args.suite, &selection, &plan, None, open)?;
-        print!("{}", crate::compare::render(&c));
+        print!("{}", crate::compare::render::render(&c));
         Results::of_comparison(
             report::utc_date(SystemTime::now()),
             start.elapsed().as_secs_f64(),

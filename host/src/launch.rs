@@ -8,47 +8,48 @@ use cust::memory::{DeviceCopy, DevicePointer};
 use crate::device::Gpu;
 use crate::error::{Error, Result};
 
-/// One kernel argument. Every parameter our kernels take is at most 8 bytes and
-/// is stored in the low bytes of a `u64` (little-endian), which is what the driver
-/// reads for a 4- or 8-byte parameter.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Arg(u64);
+/// A kernel parameter as the driver reads it: every parameter our kernels take is at
+/// most 8 bytes and travels in the low bytes of a `u64` (little-endian), which is
+/// also what the emulator's kernel table reads.
+pub trait Word {
+    fn word(self) -> u64;
+}
 
-impl From<usize> for Arg {
-    fn from(v: usize) -> Self {
-        Arg(v as u64)
+impl Word for usize {
+    fn word(self) -> u64 {
+        self as u64
     }
 }
-impl From<u64> for Arg {
-    fn from(v: u64) -> Self {
-        Arg(v)
+impl Word for u64 {
+    fn word(self) -> u64 {
+        self
     }
 }
-impl From<u32> for Arg {
-    fn from(v: u32) -> Self {
-        Arg(v as u64)
+impl Word for u32 {
+    fn word(self) -> u64 {
+        u64::from(self)
     }
 }
-impl From<f32> for Arg {
-    fn from(v: f32) -> Self {
-        Arg(v.to_bits() as u64)
+impl Word for f32 {
+    fn word(self) -> u64 {
+        u64::from(self.to_bits())
     }
 }
-impl<T: DeviceCopy> From<DevicePointer<T>> for Arg {
-    fn from(p: DevicePointer<T>) -> Self {
-        Arg(p.as_raw())
+impl<T: DeviceCopy> Word for DevicePointer<T> {
+    fn word(self) -> u64 {
+        self.as_raw()
     }
 }
 
 /// Builds an argument list: `args![n, x.as_device_ptr(), 2.0f32]`.
 #[macro_export]
 macro_rules! args {
-    ($($a:expr),* $(,)?) => { [$($crate::launch::Arg::from($a)),*] };
+    ($($a:expr),* $(,)?) => { [$($crate::launch::Word::word($a)),*] };
 }
 
 /// Grid, block and dynamic shared memory of one launch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LaunchCfg {
+pub struct Launch {
     pub grid: (u32, u32, u32),
     pub block: (u32, u32, u32),
     pub shared_bytes: u32,
@@ -62,9 +63,9 @@ pub const MAX_GRID_YZ: u64 = 65_535;
 /// in 32 bits (as nvcc does for `int` indices), so every index must fit in a u32.
 pub const MAX_THREADS_X: u64 = 1 << 32;
 
-impl LaunchCfg {
+impl Launch {
     /// One thread per element: ceil(n / block) blocks of `block` threads.
-    pub fn one_per_element(n: usize, block: u32) -> Result<LaunchCfg> {
+    pub fn one_per_element(n: usize, block: u32) -> Result<Launch> {
         let blocks = (n as u64).div_ceil(block as u64);
         if blocks.saturating_mul(block as u64) > MAX_THREADS_X {
             return Err(Error::TooLarge {
@@ -82,7 +83,7 @@ impl LaunchCfg {
                 ),
             });
         }
-        Ok(LaunchCfg {
+        Ok(Launch {
             grid: (blocks.max(1) as u32, 1, 1),
             block: (block, 1, 1),
             shared_bytes: 0,
@@ -91,10 +92,10 @@ impl LaunchCfg {
 
     /// A grid-stride launch: enough blocks to fill every SM `blocks_per_sm` times,
     /// but no more than the work needs.
-    pub fn grid_stride(work_items: usize, block: u32, sm_count: u32, blocks_per_sm: u32) -> LaunchCfg {
+    pub fn grid_stride(work_items: usize, block: u32, sm_count: u32, blocks_per_sm: u32) -> Launch {
         let needed = (work_items as u64).div_ceil(block as u64).max(1);
         let full = sm_count as u64 * blocks_per_sm as u64;
-        LaunchCfg {
+        Launch {
             grid: (needed.min(full).max(1) as u32, 1, 1),
             block: (block, 1, 1),
             shared_bytes: 0,
@@ -105,9 +106,9 @@ impl LaunchCfg {
 impl Gpu {
     /// Enqueues `f` on the stream. Errors at launch (bad configuration) come back
     /// here; faults while running come back from the next [`Gpu::sync`].
-    pub fn launch(&self, f: &Function<'_>, cfg: LaunchCfg, args: &[Arg]) -> Result<()> {
+    pub fn launch(&self, f: &Function<'_>, cfg: Launch, words: &[u64]) -> Result<()> {
         self.usable()?;
-        let params: Vec<*mut c_void> = args.iter().map(|a| &a.0 as *const u64 as *mut c_void).collect();
+        let params: Vec<*mut c_void> = words.iter().map(|w| w as *const u64 as *mut c_void).collect();
         // SAFETY: each pointer refers to an 8-byte value alive for the call; the driver
         // copies the parameters before cuLaunchKernel returns. `Stream::launch` is what
         // cust's own `launch!` macro expands to.
@@ -126,26 +127,26 @@ mod tests {
     #[test]
     fn args_pack_into_low_bytes() {
         let a = args![3usize, 1.5f32, 7u32];
-        assert_eq!(a[0], Arg(3));
-        assert_eq!(a[1].0 as u32, 1.5f32.to_bits());
-        assert_eq!(a[2], Arg(7));
+        assert_eq!(a[0], 3);
+        assert_eq!(a[1] as u32, 1.5f32.to_bits());
+        assert_eq!(a[2], 7);
     }
 
     #[test]
     fn one_per_element_covers_n() {
-        let c = LaunchCfg::one_per_element(1000, 256).unwrap();
+        let c = Launch::one_per_element(1000, 256).unwrap();
         assert_eq!(c.grid.0, 4);
-        assert_eq!(LaunchCfg::one_per_element(1, 256).unwrap().grid.0, 1);
-        assert!(LaunchCfg::one_per_element(usize::MAX / 2, 32).is_err());
+        assert_eq!(Launch::one_per_element(1, 256).unwrap().grid.0, 1);
+        assert!(Launch::one_per_element(usize::MAX / 2, 32).is_err());
     }
 
     #[test]
     fn one_per_element_stays_within_32_bit_thread_indices() {
         // 2^32 elements: the last thread's index is u32::MAX, still representable.
-        let c = LaunchCfg::one_per_element(1 << 32, 256).unwrap();
+        let c = Launch::one_per_element(1 << 32, 256).unwrap();
         assert_eq!(c.grid.0 as u64 * 256, MAX_THREADS_X);
         // One more element would need index 2^32, which wraps to 0 in the kernel.
-        let e = LaunchCfg::one_per_element((1 << 32) + 1, 256).unwrap_err();
+        let e = Launch::one_per_element((1 << 32) + 1, 256).unwrap_err();
         assert_eq!(e.exit_code(), 2);
         assert_eq!(
             e.to_string(),
@@ -155,7 +156,7 @@ mod tests {
 
     #[test]
     fn grid_stride_caps_at_the_gpu() {
-        assert_eq!(LaunchCfg::grid_stride(1 << 30, 256, 132, 8).grid.0, 1056);
-        assert_eq!(LaunchCfg::grid_stride(100, 256, 132, 8).grid.0, 1);
+        assert_eq!(Launch::grid_stride(1 << 30, 256, 132, 8).grid.0, 1056);
+        assert_eq!(Launch::grid_stride(100, 256, 132, 8).grid.0, 1);
     }
 }

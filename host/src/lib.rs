@@ -2,27 +2,34 @@
 //! cust, validate each result against a CPU reference, and measure effective
 //! bandwidth next to the device's peak and a device-to-device copy.
 //!
-//! The pieces: [`device`] opens a GPU, [`launch`] passes arguments, [`harness`]
-//! turns each experiment's declared work into timed, validated [`harness::Row`]s,
-//! [`experiments`] holds one module per experiment, [`table`] prints and saves rows,
-//! [`report`] writes them as Markdown, JSON and SVG plots. [`explain`] runs the same
-//! kernels on the CPU emulator and predicts how each warp's accesses coalesce, per
-//! source line.
+//! The pieces: [`experiment`] says what an experiment is, as data, and
+//! [`experiments`] declares each one once. Backends run any declaration: [`prepared`]
+//! on the GPU (the Rust PTX, or the C++ twins of [`compare`]), and
+//! [`explain::emulate`] on the CPU emulator; [`reference`] judges every result the
+//! same way. [`harness`] turns the declared work into timed, validated
+//! [`harness::Row`]s ([`timing`] times them), [`table`] prints and saves rows,
+//! [`report`] writes them as Markdown, JSON and SVG plots, and [`explain`] predicts
+//! how each warp's accesses coalesce, per source line.
 
 pub mod buffers;
 pub mod check;
 pub mod cli;
+pub mod columns;
 pub mod compare;
 pub mod device;
 pub mod error;
+pub mod experiment;
 pub mod experiments;
 pub mod explain;
 pub mod harness;
 pub mod launch;
+pub mod prepared;
 pub mod progress;
 pub mod ptx;
+pub mod reference;
 pub mod report;
 pub mod table;
+pub mod timing;
 pub mod units;
 pub mod validate;
 

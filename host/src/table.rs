@@ -5,10 +5,12 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::columns::{Layout, columns, numbers_from};
 use crate::device::DeviceInfo;
 use crate::error::{Error, Result};
-use crate::harness::{Baseline, Row};
-use crate::units::format_bytes;
+use crate::harness::Row;
+use crate::timing::Baseline;
+use crate::units::{format_bytes, format_ms};
 
 /// Everything one run measured, with the device it ran on.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -52,14 +54,6 @@ pub fn device_line(d: &DeviceInfo, ptx_arch: &str) -> String {
     )
 }
 
-fn time(ms: f64) -> String {
-    if ms < 1.0 {
-        format!("{:.1} us", ms * 1e3)
-    } else {
-        format!("{ms:.3} ms")
-    }
-}
-
 /// The human table.
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
@@ -85,17 +79,17 @@ pub fn render(report: &Report) -> String {
         "x slowest",
         "valid",
     ];
-    let mut cells: Vec<[String; 9]> = vec![header.map(String::from)];
+    let mut cells: Vec<Vec<String>> = vec![header.map(String::from).to_vec()];
     for r in &report.rows {
         let rate = match r.gflop_per_s {
             Some(g) => format!("{g:.0} GFLOP/s"),
             None => format!("{:.1}", r.gb_per_s),
         };
-        cells.push([
+        cells.push(vec![
             r.experiment.clone(),
             r.variant.clone(),
             format_bytes(r.size_bytes),
-            time(r.timing.median_ms),
+            format_ms(r.timing.median_ms),
             rate,
             format!("{:.1}", r.pct_of_copy),
             r.pct_of_peak
@@ -105,26 +99,14 @@ pub fn render(report: &Report) -> String {
             if r.validated { "yes".into() } else { "NO".into() },
         ]);
     }
-    let widths: Vec<usize> = (0..9)
-        .map(|c| cells.iter().map(|row| row[c].chars().count()).max().unwrap_or(0))
-        .collect();
-    for (i, row) in cells.iter().enumerate() {
-        let line: Vec<String> = row
-            .iter()
-            .enumerate()
-            .map(|(c, s)| {
-                if c < 2 {
-                    format!("{s:<w$}", w = widths[c])
-                } else {
-                    format!("{s:>w$}", w = widths[c])
-                }
-            })
-            .collect();
-        let _ = writeln!(out, "{}", line.join("  ").trim_end());
-        if i == 0 {
-            let _ = writeln!(out, "{}", "-".repeat(widths.iter().sum::<usize>() + 2 * 8));
-        }
-    }
+    out.push_str(&columns(
+        &cells,
+        Layout {
+            right: &numbers_from(2, header.len()),
+            rule: true,
+            ..Layout::default()
+        },
+    ));
     for r in report.rows.iter().filter(|r| !r.validated) {
         let _ = writeln!(
             out,
@@ -184,7 +166,9 @@ pub fn write_file(path: &Path, text: &str) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::{Timing, Work, row};
+    use crate::experiment::{Problem, Work};
+    use crate::harness::row;
+    use crate::timing::Timing;
     use crate::validate::Validation;
 
     fn report() -> Report {
@@ -199,14 +183,14 @@ mod tests {
             gb_per_s: 3000.0,
         };
         let case = crate::harness::Case {
+            experiment: "copy".into(),
             variant: "f32".into(),
-            kernel: "copy_f32",
+            kernel: "copy_f32".into(),
+            problem: Problem::Elements { n: 64 << 20 },
             work: Work::Bytes(512 << 20),
         };
         let good = row(
-            "copy",
             &case,
-            256 << 20,
             t,
             &baseline,
             &device,

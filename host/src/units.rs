@@ -81,6 +81,15 @@ pub fn gb_per_s(bytes: u64, ms: f64) -> f64 {
     bytes as f64 / (ms * 1e-3) / 1e9
 }
 
+/// A duration for people: `283.7 us` under a millisecond, else `2.543 ms`.
+pub fn format_ms(ms: f64) -> String {
+    if ms < 1.0 {
+        format!("{:.1} us", ms * 1e3)
+    } else {
+        format!("{ms:.3} ms")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,5 +1,7 @@
-//! Comparing a kernel's output with its CPU reference.
+//! Comparing a kernel's output with its CPU reference: bit for bit, within a
+//! tolerance, or (a matrix product) within an error bound that grows with k.
 
+use kernels::fill::mix64;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
@@ -78,9 +80,147 @@ pub fn all(checks: impl IntoIterator<Item = Validation>) -> Validation {
     }
 }
 
+/// Products with at most this many entries are checked in full; larger ones on a sample.
+const FULL_CHECK: usize = 1 << 16;
+/// Sampled entries of a large product, each a full dot product.
+pub const SAMPLES: usize = 4096;
+
+/// Checks `c` (m x n) against A B computed in f64 at the entries `at`: each entry
+/// must be within 2 (k + 2) u sum |a_i b_i| of the exact dot product (u = 2^-24),
+/// twice the classical bound for k-term f32 summation, so any reduction order passes
+/// and a wrong element does not.
+pub fn check_product(
+    c: &[f32],
+    dims: (usize, usize, usize),
+    a: impl Fn(usize) -> f32 + Sync,
+    b: impl Fn(usize) -> f32 + Sync,
+    at: &[usize],
+) -> Validation {
+    check_rounded_product(c, dims, a, b, at, 0.0)
+}
+
+/// [`check_product`] for a product whose inputs were first rounded to relative
+/// precision `r` (TF32: 2^-10): each term may be off by (2 r + r^2) |a_i b_i| more,
+/// so the bound grows by twice that, 2 (2 r + r^2) sum |a_i b_i|.
+pub fn check_rounded_product(
+    c: &[f32],
+    (m, n, k): (usize, usize, usize),
+    a: impl Fn(usize) -> f32 + Sync,
+    b: impl Fn(usize) -> f32 + Sync,
+    at: &[usize],
+    r: f64,
+) -> Validation {
+    let u = f64::from(f32::EPSILON) / 2.0;
+    let widen = 2.0 * (2.0 * r + r * r);
+    let bad: Vec<(usize, f32, f64)> = at
+        .par_iter()
+        .filter_map(|&idx| {
+            let (row, col) = (idx / n, idx % n);
+            let (mut exact, mut mag) = (0f64, 0f64);
+            for kk in 0..k {
+                let t = f64::from(a(row * k + kk)) * f64::from(b(kk * n + col));
+                exact += t;
+                mag += t.abs();
+            }
+            let got = f64::from(c[idx]);
+            let ok = (got - exact).abs() <= (2.0 * (k as f64 + 2.0) * u + widen) * mag;
+            (!ok).then_some((idx, c[idx], exact))
+        })
+        .collect();
+    let scope = if at.len() == m * n {
+        "all".to_string()
+    } else {
+        format!("{} sampled", at.len())
+    };
+    match bad.iter().min_by_key(|b| b.0) {
+        None => Validation {
+            ok: true,
+            detail: format!("f64 reference, error bound scaled with k={k}: {scope} entries match"),
+        },
+        Some(&(idx, got, want)) => Validation {
+            ok: false,
+            detail: format!(
+                "f64 reference: {} of {scope} entries differ; first C[{}][{}]: got {got}, expected {want}",
+                bad.len(),
+                idx / n,
+                idx % n
+            ),
+        },
+    }
+}
+
+/// The entries to check: all of a small product, else `SAMPLES` spread by a hash
+/// (always including the first and last, where guards go wrong).
+pub fn sample_entries(total: usize, seed: u64) -> Vec<usize> {
+    if total <= FULL_CHECK {
+        return (0..total).collect();
+    }
+    let mut at: Vec<usize> = (0..SAMPLES as u64 - 2)
+        .map(|i| (mix64(seed ^ i) % total as u64) as usize)
+        .collect();
+    at.extend([0, total - 1]);
+    at
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kernels::fill::uniform;
+
+    fn reference(m: usize, n: usize, k: usize, a: &[f32], b: &[f32]) -> Vec<f32> {
+        let mut c = vec![0f32; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                c[i * n + j] = (0..k).fold(0f32, |acc, kk| a[i * k + kk].mul_add(b[kk * n + j], acc));
+            }
+        }
+        c
+    }
+
+    #[test]
+    fn f32_product_passes_and_a_wrong_entry_fails() {
+        let (m, n, k) = (33, 65, 17);
+        let a: Vec<f32> = (0..m * k).map(|i| uniform(1, i as u64)).collect();
+        let b: Vec<f32> = (0..k * n).map(|i| uniform(2, i as u64)).collect();
+        let mut c = reference(m, n, k, &a, &b);
+        let all: Vec<usize> = (0..m * n).collect();
+        assert!(check_product(&c, (m, n, k), |i| a[i], |i| b[i], &all).ok);
+        c[5 * n + 7] += 1e-3;
+        let v = check_product(&c, (m, n, k), |i| a[i], |i| b[i], &all);
+        assert!(!v.ok && v.detail.contains("C[5][7]"), "{}", v.detail);
+        c[5 * n + 7] = f32::NAN;
+        assert!(!check_product(&c, (m, n, k), |i| a[i], |i| b[i], &all).ok);
+    }
+
+    #[test]
+    fn rounded_inputs_widen_the_bound_just_enough() {
+        let (m, n, k) = (8, 8, 64);
+        let a: Vec<f32> = (0..m * k).map(|i| uniform(3, i as u64)).collect();
+        let b: Vec<f32> = (0..k * n).map(|i| uniform(4, i as u64)).collect();
+        // TF32 keeps 10 mantissa bits: truncate the inputs, then multiply in f32.
+        let tf32 = |x: f32| f32::from_bits(x.to_bits() & !0x1fff);
+        let (ta, tb): (Vec<f32>, Vec<f32>) = (
+            a.iter().map(|&x| tf32(x)).collect(),
+            b.iter().map(|&x| tf32(x)).collect(),
+        );
+        let c = reference(m, n, k, &ta, &tb);
+        let all: Vec<usize> = (0..m * n).collect();
+        let r = 2f64.powi(-10);
+        assert!(!check_product(&c, (m, n, k), |i| a[i], |i| b[i], &all).ok);
+        assert!(check_rounded_product(&c, (m, n, k), |i| a[i], |i| b[i], &all, r).ok);
+        let mut off = c.clone();
+        off[9] += 0.5;
+        assert!(!check_rounded_product(&off, (m, n, k), |i| a[i], |i| b[i], &all, r).ok);
+    }
+
+    #[test]
+    fn samples_large_products_and_checks_small_ones_fully() {
+        assert_eq!(sample_entries(1000, 0).len(), 1000);
+        let s = sample_entries(4096 * 4096, 7);
+        assert_eq!(s.len(), SAMPLES);
+        assert!(s.contains(&0) && s.contains(&(4096 * 4096 - 1)));
+        assert!(s.iter().all(|&i| i < 4096 * 4096));
+    }
 
     #[test]
     fn exact_catches_a_poisoned_element() {

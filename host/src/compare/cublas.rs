@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::libs::{self, Found, Lib};
 use crate::device::Gpu;
 use crate::error::{Error, Result};
-use crate::harness::Gemm;
+use crate::prepared::Gemm;
 
 const LIB: Lib = Lib {
     label: "cuBLAS",

@@ -1,6 +1,6 @@
-//! The CUDA C++ twins: one `cuda/NAME.cu` per experiment, embedded in the binary,
-//! compiled by NVRTC for the GPU at hand and loaded into the context that runs the
-//! Rust kernels.
+//! The CUDA C++ twins: one `cuda/NAME.cu` per experiment, named by its declaration
+//! ([`crate::experiment::Experiment::twin`]) and embedded in the binary, compiled by
+//! NVRTC for the GPU at hand and loaded into the context that runs the Rust kernels.
 
 use cust::function::Function;
 use cust::module::Module;
@@ -8,43 +8,8 @@ use cust::module::Module;
 use super::nvrtc::{self, CompileError, Nvrtc};
 use crate::device::Gpu;
 use crate::error::{Error, Result};
+use crate::experiment::{Experiment, Twin};
 use crate::ptx::entry_points;
-
-/// The C++ source of one experiment's kernels.
-#[derive(Debug)]
-pub struct Twin {
-    pub experiment: &'static str,
-    /// Its file under `cuda/`.
-    pub file: &'static str,
-    pub source: &'static str,
-}
-
-macro_rules! twin {
-    ($name:literal) => {
-        Twin {
-            experiment: $name,
-            file: concat!($name, ".cu"),
-            source: include_str!(concat!("../../../cuda/", $name, ".cu")),
-        }
-    };
-}
-
-/// Every twin; [`crate::experiments::ALL`] and this list name the same experiments.
-pub static TWINS: &[Twin] = &[
-    twin!("copy"),
-    twin!("stride"),
-    twin!("offset"),
-    twin!("transpose"),
-    twin!("particles"),
-    twin!("saxpy"),
-    twin!("complex"),
-    twin!("matmul"),
-];
-
-/// The twin of `experiment`, if it has one.
-pub fn find(experiment: &str) -> Option<&'static Twin> {
-    TWINS.iter().find(|t| t.experiment == experiment)
-}
 
 /// The kernels a source declares as `extern "C" __global__ void NAME(`, in order.
 pub fn declared(source: &str) -> Vec<&str> {
@@ -75,7 +40,6 @@ impl std::fmt::Display for Unusable {
     }
 }
 
-/// Compiles `twin` to PTX for `arch` and checks that it defines every one of `kernels`.
 /// Like for like: the twins target the virtual architecture the Rust PTX was built
 /// for (`COALESCE_ARCH`), so both reach the driver's JIT as the same kind of PTX. An
 /// NVRTC that no longer accepts that architecture (CUDA 13 dropped sm_70) gets the
@@ -88,30 +52,28 @@ fn choose_arch(nvrtc: &Nvrtc, gpu: &Gpu) -> String {
     }
 }
 
-pub fn compile(
-    nvrtc: &Nvrtc,
-    twin: &Twin,
-    arch: &str,
-    kernels: &[&str],
-) -> std::result::Result<String, Unusable> {
+/// Compiles `experiment`'s twin to PTX for `arch` and checks that it defines every
+/// variant's twin entry point with the Rust kernel's parameter types.
+pub fn compile(nvrtc: &Nvrtc, experiment: &Experiment, arch: &str) -> std::result::Result<String, Unusable> {
+    let twin = &experiment.twin;
     let ptx = nvrtc.compile(twin.file, twin.source, arch).map_err(|e| match e {
         CompileError::Refused { .. } => Unusable::Unavailable(e.to_string()),
         _ => Unusable::Broken(e.to_string()),
     })?;
     let entries = entry_points(&ptx);
-    if let Some(k) = kernels.iter().find(|k| !entries.contains(k)) {
-        return Err(Unusable::Broken(format!(
-            "cuda/{} does not define {k}, which the Rust {} launches",
-            twin.file, twin.experiment
-        )));
-    }
-    // The harness passes one argument list to both: the parameters must agree.
-    for k in kernels {
-        let (rust, cpp) = (params(crate::ptx::PTX, k), params(&ptx, k));
+    for v in experiment.variants {
+        if !entries.contains(&v.twin) {
+            return Err(Unusable::Broken(format!(
+                "cuda/{} does not define {}, the twin of the Rust {}/{}",
+                twin.file, v.twin, experiment.name, v.name
+            )));
+        }
+        // The harness passes one argument list to both: the parameters must agree.
+        let (rust, cpp) = (params(crate::ptx::PTX, v.kernel), params(&ptx, v.twin));
         if rust != cpp {
             return Err(Unusable::Broken(format!(
-                "cuda/{}: {k} takes {cpp:?} in C++ but {rust:?} in Rust",
-                twin.file
+                "cuda/{}: {} takes {cpp:?} in C++ but {} takes {rust:?} in Rust",
+                twin.file, v.twin, v.kernel
             )));
         }
     }
@@ -132,6 +94,7 @@ pub fn params<'p>(ptx: &'p str, entry: &str) -> Option<Vec<&'p str>> {
 
 struct Loaded {
     twin: &'static Twin,
+    experiment: &'static str,
     ptx: String,
     module: Module,
 }
@@ -145,15 +108,14 @@ pub struct Twins {
 }
 
 impl Twins {
-    /// Compiles and loads the twins of `experiments` (with their kernels) for `gpu`.
-    pub fn build(gpu: &Gpu, experiments: &[(&str, Vec<&str>)]) -> std::result::Result<Twins, Unusable> {
+    /// Compiles and loads the twins of `experiments` for `gpu`.
+    pub fn build(gpu: &Gpu, experiments: &[&'static Experiment]) -> std::result::Result<Twins, Unusable> {
         let nvrtc = Nvrtc::load().map_err(Unusable::Unavailable)?;
         let arch = choose_arch(&nvrtc, gpu);
         let mut loaded = Vec::new();
-        for (experiment, kernels) in experiments {
-            let twin = find(experiment)
-                .ok_or_else(|| Unusable::Broken(format!("{experiment} has no C++ twin under cuda/")))?;
-            let ptx = compile(&nvrtc, twin, &arch, kernels)?;
+        for experiment in experiments {
+            let twin = &experiment.twin;
+            let ptx = compile(&nvrtc, experiment, &arch)?;
             let module = Module::from_ptx(&ptx, &[]).map_err(|e| {
                 Unusable::Unavailable(format!(
                     "the driver (CUDA {}.{}) could not load the PTX NVRTC {} made from cuda/{}: {e}; \
@@ -165,12 +127,17 @@ impl Twins {
                     twin.file
                 ))
             })?;
-            loaded.push(Loaded { twin, ptx, module });
+            loaded.push(Loaded {
+                twin,
+                experiment: experiment.name,
+                ptx,
+                module,
+            });
         }
         Ok(Twins { nvrtc, arch, loaded })
     }
 
-    /// The twin of the Rust kernel `kernel`.
+    /// The C++ kernel with entry point `kernel`.
     pub fn function(&self, kernel: &str) -> Result<Function<'_>> {
         self.loaded
             .iter()
@@ -181,9 +148,9 @@ impl Twins {
             })
     }
 
-    /// Each loaded twin with the PTX NVRTC made of it.
-    pub fn ptx(&self) -> impl Iterator<Item = (&'static Twin, &str)> {
-        self.loaded.iter().map(|l| (l.twin, l.ptx.as_str()))
+    /// Each loaded twin's experiment and file, with the PTX NVRTC made of it.
+    pub fn ptx(&self) -> impl Iterator<Item = (&'static str, &'static Twin, &str)> {
+        self.loaded.iter().map(|l| (l.experiment, l.twin, l.ptx.as_str()))
     }
 
     /// One line: which compiler, for which architecture, from where.
@@ -203,30 +170,21 @@ mod tests {
     use crate::experiments::ALL;
 
     #[test]
-    fn every_experiment_has_a_twin_and_every_twin_an_experiment() {
-        let mut exps: Vec<&str> = ALL.iter().map(|e| e.name()).collect();
-        let mut twins: Vec<&str> = TWINS.iter().map(|t| t.experiment).collect();
-        exps.sort();
-        twins.sort();
-        assert_eq!(exps, twins);
-    }
-
-    #[test]
-    fn every_rust_kernel_has_a_twin_with_its_name() {
+    fn every_variant_has_a_twin_and_every_twin_a_variant() {
         for e in ALL {
-            let twin = find(e.name()).unwrap();
-            let mut want = e.kernels();
-            let mut got = declared(twin.source);
+            let mut want = e.twins();
+            let mut got = declared(e.twin.source);
             want.sort();
             got.sort();
-            assert_eq!(got, want, "cuda/{} against the Rust {}", twin.file, e.name());
+            assert_eq!(got, want, "cuda/{} against {}'s variants", e.twin.file, e.name);
         }
     }
 
     #[test]
     fn sources_are_embedded_with_their_entry_points() {
-        for t in TWINS {
-            assert_eq!(t.file, format!("{}.cu", t.experiment));
+        for e in ALL {
+            let t = &e.twin;
+            assert_eq!(t.file, format!("{}.cu", e.name));
             let on_disk = std::fs::read_to_string(
                 std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
                     .join("../cuda")
@@ -252,17 +210,19 @@ mod tests {
             return;
         };
         for e in ALL {
-            let twin = find(e.name()).unwrap();
-            let ptx = compile(&nvrtc, twin, "compute_80", &e.kernels()).unwrap_or_else(|u| panic!("{u}"));
-            assert!(ptx.contains(".target sm_80"), "{}", twin.file);
+            let ptx = compile(&nvrtc, e, "compute_80").unwrap_or_else(|u| panic!("{u}"));
+            assert!(ptx.contains(".target sm_80"), "{}", e.twin.file);
         }
         // A twin whose signature differs from the Rust kernel's is refused.
-        let wrong = Twin {
-            experiment: "copy",
-            file: "wrong.cu",
-            source: "extern \"C\" __global__ void copy_f32(size_t n, float* dst) { dst[0] = n; }",
+        let wrong = Experiment {
+            twin: Twin {
+                file: "wrong.cu",
+                source: "extern \"C\" __global__ void copy_f32(size_t n, float* dst) { dst[0] = n; }\n\
+                         extern \"C\" __global__ void copy_f32x4(size_t n, const float* src, float* dst) {}",
+            },
+            ..crate::experiments::copy::EXPERIMENT
         };
-        let e = compile(&nvrtc, &wrong, "compute_80", &["copy_f32"]).unwrap_err();
+        let e = compile(&nvrtc, &wrong, "compute_80").unwrap_err();
         assert!(matches!(&e, Unusable::Broken(m) if m.contains("takes")), "{e}");
     }
 

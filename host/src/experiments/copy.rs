@@ -2,63 +2,40 @@
 
 use kernels::copy::BLOCK;
 
-use super::gather::{Gather, Variant};
-use crate::buffers::f32_elements;
-use crate::device::{DeviceInfo, Gpu};
-use crate::error::Result;
-use crate::harness::{Experiment, Params, Prepared};
-use crate::launch::LaunchCfg;
-
-pub struct Copy;
+use crate::experiment::{
+    Arg, Buffer, Check, DefaultSize, Dim, Experiment, Kind, Reference, Variant, Work,
+};
+use crate::launch::Launch;
+use crate::twin;
 
 /// Blocks per SM for the grid-stride loop: several waves, so each thread does only a
 /// few iterations (a grid of one resident wave ran at 93% of cuMemcpyDtoD against 99%
 /// for this on the H100; docs/perf-notes.md).
 pub const BLOCKS_PER_SM: u32 = 256;
 
-impl Experiment for Copy {
-    fn name(&self) -> &'static str {
-        "copy"
-    }
-    fn about(&self) -> &'static str {
-        "out[i] = in[i]: the practical bandwidth ceiling, next to the driver's cuMemcpyDtoD"
-    }
-    fn variants(&self) -> Vec<String> {
-        vec!["f32".into(), "f32x4".into()]
-    }
-    fn kernels(&self) -> Vec<&'static str> {
-        vec!["copy_f32", "copy_f32x4"]
-    }
-    fn device_bytes(&self, p: &Params) -> Option<u64> {
-        p.size.checked_mul(2)
-    }
-    fn launches(&self, p: &Params, info: &DeviceInfo) -> Result<Vec<LaunchCfg>> {
-        let n = f32_elements(p.size)?;
-        Ok(vec![
-            LaunchCfg::one_per_element(n, BLOCK)?,
-            LaunchCfg::grid_stride(n / 4, BLOCK, info.sm_count, BLOCKS_PER_SM),
-        ])
-    }
-    fn prepare<'g>(&self, gpu: &'g Gpu, p: &Params) -> Result<Box<dyn Prepared + 'g>> {
-        let n = f32_elements(p.size)?;
-        let cfgs = self.launches(p, &gpu.info)?;
-        let same = |i: usize, _: usize| i;
-        let variants = vec![
-            Variant {
-                name: "f32".into(),
-                kernel: "copy_f32",
-                param: None,
-                cfg: cfgs[0],
-                source: same,
-            },
-            Variant {
-                name: "f32x4".into(),
-                kernel: "copy_f32x4",
-                param: None,
-                cfg: cfgs[1],
-                source: same,
-            },
-        ];
-        Ok(Box::new(Gather::new(gpu, n, n, p.seed, variants)?))
-    }
-}
+const ARGS: &[Arg] = &[Arg::Dim(Dim::Len), Arg::Buffer(0), Arg::Buffer(1)];
+
+pub static EXPERIMENT: Experiment = Experiment {
+    name: "copy",
+    about: "out[i] = in[i]: the practical bandwidth ceiling, next to the driver's cuMemcpyDtoD",
+    kind: Kind::Elements,
+    default_size: DefaultSize::BeyondL2,
+    variants: &[
+        Variant::new("f32", "copy_f32", ARGS, |p, _| {
+            Launch::one_per_element(p.dim(Dim::Len), BLOCK)
+        }),
+        Variant::new("f32x4", "copy_f32x4", ARGS, |p, d| {
+            Ok(Launch::grid_stride(p.dim(Dim::Len) / 4, BLOCK, d.sm_count, BLOCKS_PER_SM))
+        }),
+    ],
+    buffers: |p| {
+        let n = p.dim(Dim::Len);
+        Some(vec![Buffer::input("src", n), Buffer::output("dst", n)])
+    },
+    work: |p| Work::Bytes(8 * p.dim(Dim::Len) as u64),
+    reference: Reference::Elementwise {
+        check: Check::Exact,
+        expected: |_, _, input, _, i| input.get(0, i),
+    },
+    twin: twin!("copy.cu"),
+};

@@ -1,51 +1,70 @@
-//! The experiments, one module each; [`ALL`] is the registry every command reads.
+//! The experiments, one declaration each ([`crate::experiment::Experiment`]);
+//! [`ALL`] is the registry every command, backend, bench and test reads.
 
 use crate::error::{Error, Result};
-use crate::harness::Experiment;
+use crate::experiment::Experiment;
 
-pub mod complex;
-pub mod copy;
-pub mod gather;
-pub mod matmul;
-pub mod offset;
-pub mod particles;
-pub mod saxpy;
-pub mod stride;
-pub mod transpose;
+/// Declares each experiment's module and lists it in [`ALL`], in suite order: adding
+/// an experiment is one line here.
+macro_rules! registry {
+    ($($name:ident),* $(,)?) => {
+        $(pub mod $name;)*
+        /// Every experiment, in the order the suite runs them.
+        pub static ALL: &[&Experiment] = &[$(&$name::EXPERIMENT),*];
+    };
+}
 
-/// Every experiment, in the order the suite runs them.
-pub static ALL: &[&dyn Experiment] = &[
-    &copy::Copy,
-    &stride::Stride,
-    &offset::Offset,
-    &transpose::Transpose,
-    &particles::Particles,
-    &saxpy::Saxpy,
-    &complex::Complex,
-    &matmul::Matmul,
-];
+registry![copy, stride, offset, transpose, particles, saxpy, complex, matmul];
 
 /// The names of all experiments, comma-separated (for messages).
 pub fn known() -> String {
-    ALL.iter().map(|e| e.name()).collect::<Vec<_>>().join(", ")
+    ALL.iter().map(|e| e.name).collect::<Vec<_>>().join(", ")
+}
+
+/// The experiment called `name`.
+pub fn named(name: &str) -> Option<&'static Experiment> {
+    ALL.iter().copied().find(|e| e.name == name)
 }
 
 /// One experiment and, optionally, the variants of it to run.
+#[derive(Debug)]
 pub struct Selection {
-    pub experiment: &'static dyn Experiment,
+    pub experiment: &'static Experiment,
     pub variants: Option<Vec<String>>,
+}
+
+impl Selection {
+    /// The whole experiment.
+    pub fn all(experiment: &'static Experiment) -> Selection {
+        Selection {
+            experiment,
+            variants: None,
+        }
+    }
+
+    /// Whether variant `name` is selected.
+    pub fn includes(&self, name: &str) -> bool {
+        self.variants.as_ref().is_none_or(|v| v.iter().any(|x| x == name))
+    }
+
+    /// How many variants run.
+    pub fn count(&self) -> usize {
+        self.variants
+            .as_ref()
+            .map_or(self.experiment.variants.len(), Vec::len)
+    }
 }
 
 /// Parses `EXPERIMENT` or `EXPERIMENT/VARIANT` words; none means the whole suite.
 pub fn select(words: &[String]) -> Result<Vec<Selection>> {
+    select_from(ALL, words)
+}
+
+/// [`select`] over any list of experiments (a test's own, say).
+pub fn select_from(all: &[&'static Experiment], words: &[String]) -> Result<Vec<Selection>> {
+    let known = || all.iter().map(|e| e.name).collect::<Vec<_>>().join(", ");
     if words.is_empty() {
-        return Ok(ALL
-            .iter()
-            .map(|&experiment| Selection {
-                experiment,
-                variants: None,
-            })
-            .collect());
+        return Ok(all.iter().map(|&e| Selection::all(e)).collect());
     }
     let mut out: Vec<Selection> = Vec::new();
     for word in words {
@@ -53,23 +72,23 @@ pub fn select(words: &[String]) -> Result<Vec<Selection>> {
             Some((n, v)) => (n, Some(v)),
             None => (word.as_str(), None),
         };
-        let experiment = *ALL
+        let experiment = *all
             .iter()
-            .find(|e| e.name() == name)
+            .find(|e| e.name == name)
             .ok_or_else(|| Error::UnknownExperiment {
                 name: name.to_string(),
                 known: known(),
             })?;
         if let Some(v) = variant
-            && !experiment.variants().iter().any(|k| k == v)
+            && experiment.variant(v).is_none()
         {
             return Err(Error::UnknownVariant {
                 experiment: name.to_string(),
                 variant: v.to_string(),
-                known: experiment.variants().join(", "),
+                known: experiment.variant_names().join(", "),
             });
         }
-        match out.iter_mut().find(|s| s.experiment.name() == name) {
+        match out.iter_mut().find(|s| s.experiment.name == name) {
             Some(s) => match (&mut s.variants, variant) {
                 (Some(vs), Some(v)) if !vs.iter().any(|x| x == v) => vs.push(v.to_string()),
                 (vs, None) => *vs = None,
@@ -100,12 +119,12 @@ mod tests {
     #[test]
     fn selects_experiments_and_variants() {
         let s = select(&words(&["stride/4", "copy", "stride/2"])).unwrap();
-        assert_eq!(s[0].experiment.name(), "stride");
+        assert_eq!(s[0].experiment.name, "stride");
         assert_eq!(
             s[0].variants.as_deref(),
             Some(&["4".to_string(), "2".to_string()][..])
         );
-        assert_eq!(s[1].experiment.name(), "copy");
+        assert_eq!(s[1].experiment.name, "copy");
         assert!(s[1].variants.is_none());
     }
 
@@ -122,15 +141,16 @@ mod tests {
 
     #[test]
     fn names_and_kernels_are_unique() {
-        let mut names: Vec<_> = ALL.iter().map(|e| e.name()).collect();
+        let mut names: Vec<_> = ALL.iter().map(|e| e.name).collect();
+        names.sort();
         names.dedup();
         assert_eq!(names.len(), ALL.len());
         for e in ALL {
-            assert!(
-                !e.variants().is_empty() && !e.kernels().is_empty(),
-                "{}",
-                e.name()
-            );
+            assert!(!e.variants.is_empty(), "{}", e.name);
+            let mut v = e.variant_names();
+            v.sort();
+            v.dedup();
+            assert_eq!(v.len(), e.variants.len(), "{}: duplicate variant names", e.name);
         }
     }
 
@@ -142,7 +162,7 @@ mod tests {
                 assert!(
                     entries.contains(&k),
                     "{} launches {k}, which the PTX lacks",
-                    e.name()
+                    e.name
                 );
             }
         }
@@ -160,8 +180,8 @@ mod tests {
     /// (or, given unlimited memory, a launch within CUDA's and the kernels' limits),
     /// never a panic. Debug builds panic on arithmetic overflow, so this also proves
     /// the size arithmetic is checked.
-    fn extremes() -> Vec<crate::harness::Plan> {
-        let plan = |size: Option<u64>, shape: Option<Vec<usize>>| crate::harness::Plan {
+    fn extremes() -> Vec<crate::harness::RunOptions> {
+        let plan = |size: Option<u64>, shape: Option<Vec<usize>>| crate::harness::RunOptions {
             size,
             shape,
             reps: Default::default(),
@@ -193,21 +213,21 @@ mod tests {
 
     #[test]
     fn extreme_sizes_and_shapes_are_clean_errors_for_every_experiment() {
-        use crate::harness::{Params, choose_params};
-        use crate::launch::{MAX_GRID_X, MAX_GRID_YZ};
+        use crate::harness::choose_problem;
+        use crate::launch::{Launch, MAX_GRID_X, MAX_GRID_YZ};
         let info = h100();
         // (The 32-bit thread index limit belongs to one-per-element launches and is
         // tested with them; matmul and transpose index in usize.)
-        let within_limits = |c: &crate::launch::LaunchCfg| {
+        let within_limits = |c: &Launch| {
             (1..=MAX_GRID_X).contains(&(c.grid.0 as u64))
                 && (1..=MAX_GRID_YZ).contains(&(c.grid.1 as u64))
                 && (1..=MAX_GRID_YZ).contains(&(c.grid.2 as u64))
         };
         for e in ALL {
             for plan in extremes() {
-                let what = format!("{} {:?} {:?}", e.name(), plan.size, plan.shape);
+                let what = format!("{} {:?} {:?}", e.name, plan.size, plan.shape);
                 for free in [80 << 30, u64::MAX] {
-                    match choose_params(*e, &plan, &info, free) {
+                    match choose_problem(e, &plan, &info, free) {
                         Ok(p) => {
                             let cfgs = e.launches(&p, &info).expect(&what);
                             assert!(cfgs.iter().all(within_limits), "{what}: {cfgs:?}");
@@ -220,15 +240,13 @@ mod tests {
                     }
                 }
                 // The experiment's own checks, without the memory gate in front.
-                let p = Params {
-                    size: plan.size.unwrap_or(4),
-                    shape: plan.shape.clone().filter(|s| s.len() == e.shape_rank()),
-                    seed: 1,
-                };
-                let _ = e.device_bytes(&p);
-                if let Ok(cfgs) = e.launches(&p, &info) {
-                    assert!(cfgs.iter().all(within_limits), "{what}: {cfgs:?}");
-                    assert_eq!(cfgs.len(), e.variants().len(), "{what}");
+                let shape = plan.shape.as_deref().filter(|s| s.len() == e.shape_rank());
+                if let Ok(p) = e.kind.problem(plan.size.unwrap_or(4), shape) {
+                    let _ = e.device_bytes(&p);
+                    if let Ok(cfgs) = e.launches(&p, &info) {
+                        assert!(cfgs.iter().all(within_limits), "{what}: {cfgs:?}");
+                        assert_eq!(cfgs.len(), e.variants.len(), "{what}");
+                    }
                 }
             }
         }
@@ -236,15 +254,15 @@ mod tests {
 
     #[test]
     fn sizes_beyond_free_memory_say_what_is_needed_and_free() {
-        use crate::harness::{Plan, choose_params};
-        let plan = |size: Option<u64>, shape: Option<Vec<usize>>| Plan {
+        use crate::harness::{RunOptions, choose_problem};
+        let plan = |size: Option<u64>, shape: Option<Vec<usize>>| RunOptions {
             size,
             shape,
             reps: Default::default(),
             seed: 1,
         };
         let copy = ALL[0];
-        let e = choose_params(copy, &plan(Some(16 << 40), None), &h100(), 80 << 30).unwrap_err();
+        let e = choose_problem(copy, &plan(Some(16 << 40), None), &h100(), 80 << 30).unwrap_err();
         assert_eq!(e.exit_code(), 1);
         // 16 TiB x 2 arrays + the baseline's 2.
         assert_eq!(
@@ -252,34 +270,35 @@ mod tests {
             "copy needs 64.0 TiB of device memory at this size but only 80.0 GiB is free; pass a smaller --size or --shape"
         );
         // Sizes whose byte counts overflow u64.
-        let e = choose_params(copy, &plan(Some(9_000_000 << 40), None), &h100(), 80 << 30).unwrap_err();
+        let e = choose_problem(copy, &plan(Some(9_000_000 << 40), None), &h100(), 80 << 30).unwrap_err();
         assert!(e.to_string().starts_with("copy needs more than 16 EiB"), "{e}");
-        let transpose = *ALL.iter().find(|e| e.name() == "transpose").unwrap();
+        let transpose = named("transpose").unwrap();
         let shape = vec![4_000_000_000, 4_000_000_000];
-        let e = choose_params(transpose, &plan(None, Some(shape)), &h100(), 80 << 30).unwrap_err();
+        let e = choose_problem(transpose, &plan(None, Some(shape)), &h100(), 80 << 30).unwrap_err();
         assert_eq!(
             e.to_string(),
             "transpose needs more than 16 EiB of device memory at this size but only 80.0 GiB is free; pass a smaller --size or --shape"
         );
         // The default size shrinks to fit instead.
-        let p = choose_params(copy, &plan(None, None), &h100(), 1 << 30).unwrap();
-        assert!(4 * p.size <= (1 << 30) / 10 * 9, "{}", p.size);
+        let p = choose_problem(copy, &plan(None, None), &h100(), 1 << 30).unwrap();
+        let n = p.largest_array().unwrap() as u64;
+        assert!(4 * 4 * n <= (1 << 30) / 10 * 9, "{n}");
     }
 
     #[test]
     fn sizes_beyond_32_bit_thread_indices_are_refused_before_allocating() {
-        use crate::harness::{Plan, choose_params};
+        use crate::harness::{RunOptions, choose_problem};
         // 17 GiB per array fits an 80 GB GPU (4 x 17 GiB with the baseline) but is
         // 4.5 billion elements: one thread each overflows the kernels' u32 index.
-        let plan = Plan {
+        let plan = RunOptions {
             size: Some(17 << 30),
             shape: None,
             reps: Default::default(),
             seed: 1,
         };
         for name in ["copy", "offset", "saxpy"] {
-            let e = *ALL.iter().find(|e| e.name() == name).unwrap();
-            let err = choose_params(e, &plan, &h100(), 79 << 30).unwrap_err();
+            let e = named(name).unwrap();
+            let err = choose_problem(e, &plan, &h100(), 79 << 30).unwrap_err();
             assert_eq!(err.exit_code(), 2, "{name}");
             assert_eq!(
                 err.to_string(),
@@ -288,21 +307,21 @@ mod tests {
             );
         }
         // A 1 x 2^33 transpose: its naive-read grid has 2^28 rows of tiles.
-        let transpose = *ALL.iter().find(|e| e.name() == "transpose").unwrap();
-        let plan = Plan {
+        let transpose = named("transpose").unwrap();
+        let plan = RunOptions {
             size: None,
             shape: Some(vec![1, 1 << 33]),
             ..plan
         };
-        let err = choose_params(transpose, &plan, &h100(), u64::MAX).unwrap_err();
+        let err = choose_problem(transpose, &plan, &h100(), u64::MAX).unwrap_err();
         assert_eq!(err.exit_code(), 2);
         assert!(err.to_string().contains("CUDA allows"), "{err}");
         // A column of 4 million: 16 MB, but 125000 rows of tiles (gridDim.y <= 65535).
-        let plan = Plan {
+        let plan = RunOptions {
             shape: Some(vec![4_000_000, 1]),
             ..plan
         };
-        let err = choose_params(transpose, &plan, &h100(), 79 << 30).unwrap_err();
+        let err = choose_problem(transpose, &plan, &h100(), 79 << 30).unwrap_err();
         assert_eq!(
             err.to_string(),
             "a 4000000 x 1 matrix is too large: needs a 1 x 125000 grid of tiles; CUDA allows 2147483647 x 65535"

@@ -1,62 +1,46 @@
 //! offset: out[i] = in[i + o] for o = 0..32 elements. Misalignment adds one sector per warp.
 
-use kernels::offset::{BLOCK, OFFSETS};
+use kernels::offset::BLOCK;
 
-use super::gather::{Gather, Variant};
-use crate::buffers::f32_elements;
-use crate::device::{DeviceInfo, Gpu};
-use crate::error::{Error, Result};
-use crate::harness::{Experiment, Params, Prepared};
-use crate::launch::LaunchCfg;
+use crate::experiment::{
+    Arg, Buffer, Check, DefaultSize, Dim, Experiment, Kind, Reference, Variant, Work,
+};
+use crate::launch::Launch;
+use crate::twin;
 
-pub struct Offset;
+const ARGS: &[Arg] = &[Arg::Dim(Dim::Len), Arg::Param, Arg::Buffer(0), Arg::Buffer(1)];
 
-/// The input holds n + the largest offset elements.
-const PAD: usize = OFFSETS[OFFSETS.len() - 1];
-
-fn src_len(n: usize) -> Result<usize> {
-    n.checked_add(PAD).ok_or_else(|| Error::TooLarge {
-        what: format!("{n} elements"),
-        why: "overflows usize".into(),
+const fn shifted(name: &'static str, o: usize) -> Variant {
+    Variant::new(name, "offset_read", ARGS, |p, _| {
+        Launch::one_per_element(p.dim(Dim::Len), BLOCK)
     })
+    .with_param(o)
 }
 
-impl Experiment for Offset {
-    fn name(&self) -> &'static str {
-        "offset"
-    }
-    fn about(&self) -> &'static str {
-        "out[i] = in[i+o]: a misaligned warp touches one extra sector, which costs little"
-    }
-    fn variants(&self) -> Vec<String> {
-        OFFSETS.iter().map(|o| o.to_string()).collect()
-    }
-    fn kernels(&self) -> Vec<&'static str> {
-        vec!["offset_read"]
-    }
-    fn device_bytes(&self, p: &Params) -> Option<u64> {
-        let size = p.size;
-        size.checked_mul(2)?.checked_add(4 * PAD as u64)
-    }
-    fn launches(&self, p: &Params, _: &DeviceInfo) -> Result<Vec<LaunchCfg>> {
-        let n = f32_elements(p.size)?;
-        src_len(n)?;
-        Ok(vec![LaunchCfg::one_per_element(n, BLOCK)?; OFFSETS.len()])
-    }
-    fn prepare<'g>(&self, gpu: &'g Gpu, p: &Params) -> Result<Box<dyn Prepared + 'g>> {
-        let n = f32_elements(p.size)?;
-        let cfgs = self.launches(p, &gpu.info)?;
-        let variants = OFFSETS
-            .iter()
-            .zip(cfgs)
-            .map(|(&o, cfg)| Variant {
-                name: o.to_string(),
-                kernel: "offset_read",
-                param: Some(o),
-                cfg,
-                source: |i, o| i + o,
-            })
-            .collect();
-        Ok(Box::new(Gather::new(gpu, n, src_len(n)?, p.seed, variants)?))
-    }
-}
+pub static EXPERIMENT: Experiment = Experiment {
+    name: "offset",
+    about: "out[i] = in[i+o]: a misaligned warp touches one extra sector, which costs little",
+    kind: Kind::Elements,
+    default_size: DefaultSize::BeyondL2,
+    variants: &[
+        shifted("0", 0),
+        shifted("1", 1),
+        shifted("2", 2),
+        shifted("4", 4),
+        shifted("8", 8),
+        shifted("16", 16),
+        shifted("32", 32),
+    ],
+    buffers: |p| {
+        let n = p.dim(Dim::Len);
+        // The input holds n + the largest offset elements, shared by every variant.
+        let pad = EXPERIMENT.variants.iter().map(|v| v.param).max()?;
+        Some(vec![Buffer::input("src", n.checked_add(pad)?), Buffer::output("dst", n)])
+    },
+    work: |p| Work::Bytes(8 * p.dim(Dim::Len) as u64),
+    reference: Reference::Elementwise {
+        check: Check::Exact,
+        expected: |_, o, input, _, i| input.get(0, i + o),
+    },
+    twin: twin!("offset.cu"),
+};

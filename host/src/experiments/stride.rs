@@ -1,75 +1,60 @@
 //! stride: out[i] = in[i * s] for s = 1..64. Same useful bytes for every s; only
 //! the spread of each warp's loads changes.
 
-use kernels::stride::{BLOCK, STRIDES};
+use kernels::stride::BLOCK;
 
-use super::gather::{Gather, Variant};
-use crate::buffers::f32_elements;
-use crate::device::{DeviceInfo, Gpu};
-use crate::error::{Error, Result};
-use crate::harness::{Experiment, Params, Prepared};
-use crate::launch::LaunchCfg;
+use crate::experiment::{
+    Arg, Buffer, Check, DefaultSize, Dim, Experiment, Kind, Reference, Variant, Work,
+};
+use crate::launch::Launch;
+use crate::twin;
 
-pub struct Stride;
+const ARGS: &[Arg] = &[Arg::Dim(Dim::Len), Arg::Param, Arg::Buffer(0), Arg::Buffer(1)];
 
-/// Input elements for `n` outputs read at the largest stride: (n - 1) * 64 + 1.
-pub fn input_len(n: usize) -> Option<usize> {
-    let max = *STRIDES.iter().max()?;
-    (n.checked_sub(1)?).checked_mul(max)?.checked_add(1)
-}
-
-fn src_len(n: usize) -> Result<usize> {
-    input_len(n).ok_or_else(|| Error::TooLarge {
-        what: format!("{n} elements"),
-        why: "the stride-64 input overflows usize".into(),
+const fn strided(name: &'static str, s: usize) -> Variant {
+    Variant::new(name, "stride_read", ARGS, |p, _| {
+        Launch::one_per_element(p.dim(Dim::Len), BLOCK)
     })
+    .with_param(s)
 }
 
-impl Experiment for Stride {
-    fn name(&self) -> &'static str {
-        "stride"
-    }
-    fn about(&self) -> &'static str {
-        "out[i] = in[i*s]: bandwidth falls as each warp request touches more 32-byte sectors"
-    }
-    fn variants(&self) -> Vec<String> {
-        STRIDES.iter().map(|s| s.to_string()).collect()
-    }
-    fn kernels(&self) -> Vec<&'static str> {
-        vec!["stride_read"]
-    }
-    fn device_bytes(&self, p: &Params) -> Option<u64> {
-        let size = p.size;
-        let n = usize::try_from(size / 4).ok()?;
-        let input = input_len(n.max(1))? as u64;
-        input.checked_mul(4)?.checked_add(size)
-    }
-    fn launches(&self, p: &Params, _: &DeviceInfo) -> Result<Vec<LaunchCfg>> {
-        let n = f32_elements(p.size)?;
-        src_len(n)?;
-        Ok(vec![LaunchCfg::one_per_element(n, BLOCK)?; STRIDES.len()])
-    }
-    fn prepare<'g>(&self, gpu: &'g Gpu, p: &Params) -> Result<Box<dyn Prepared + 'g>> {
-        let n = f32_elements(p.size)?;
-        let cfgs = self.launches(p, &gpu.info)?;
-        let variants = STRIDES
-            .iter()
-            .zip(cfgs)
-            .map(|(&s, cfg)| Variant {
-                name: s.to_string(),
-                kernel: "stride_read",
-                param: Some(s),
-                cfg,
-                source: |i, s| i * s,
-            })
-            .collect();
-        Ok(Box::new(Gather::new(gpu, n, src_len(n)?, p.seed, variants)?))
-    }
+pub static EXPERIMENT: Experiment = Experiment {
+    name: "stride",
+    about: "out[i] = in[i*s]: bandwidth falls as each warp request touches more 32-byte sectors",
+    kind: Kind::Elements,
+    default_size: DefaultSize::BeyondL2,
+    variants: &[
+        strided("1", 1),
+        strided("2", 2),
+        strided("4", 4),
+        strided("8", 8),
+        strided("16", 16),
+        strided("32", 32),
+        strided("64", 64),
+    ],
+    buffers: |p| {
+        let n = p.dim(Dim::Len);
+        Some(vec![Buffer::input("src", input_len(n)?), Buffer::output("dst", n)])
+    },
+    work: |p| Work::Bytes(8 * p.dim(Dim::Len) as u64),
+    reference: Reference::Elementwise {
+        check: Check::Exact,
+        expected: |_, s, input, _, i| input.get(0, i * s),
+    },
+    twin: twin!("stride.cu"),
+};
+
+/// Input elements for `n` outputs read at the largest stride: (n - 1) * 64 + 1, one
+/// input shared by every variant.
+pub fn input_len(n: usize) -> Option<usize> {
+    let max = EXPERIMENT.variants.iter().map(|v| v.param).max()?;
+    (n.checked_sub(1)?).checked_mul(max)?.checked_add(1)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::experiment::Problem;
 
     #[test]
     fn input_covers_the_largest_stride() {
@@ -81,10 +66,16 @@ mod tests {
 
     #[test]
     fn footprint_counts_input_and_output() {
-        assert_eq!(
-            Stride.device_bytes(&Params::sized(4 * 100, 0)),
-            Some(4 * (99 * 64 + 1) + 400)
-        );
-        assert_eq!(Stride.device_bytes(&Params::sized(u64::MAX, 0)), None);
+        let p = Problem::Elements { n: 100 };
+        assert_eq!(EXPERIMENT.device_bytes(&p), Some(4 * (99 * 64 + 1) + 400));
+        let huge = Problem::Elements { n: usize::MAX / 4 };
+        assert_eq!(EXPERIMENT.device_bytes(&huge), None);
+    }
+
+    #[test]
+    fn variant_names_are_their_strides() {
+        for v in EXPERIMENT.variants {
+            assert_eq!(v.name, v.param.to_string());
+        }
     }
 }

@@ -8,160 +8,73 @@
 
 use std::ops::Range;
 
-use kernels::fill::uniform;
-use kernels::gpu::emu::{self, Access, Dim3, LaunchConfig};
-use kernels::gpu::{Element, Global, GlobalMut};
+use kernels::gpu::emu::{self, Access, Dim3, HostKernel, LaunchConfig};
 
 use crate::buffers::POISON_BITS;
+use crate::device::DeviceInfo;
 use crate::error::{Error, Result};
-use crate::launch::LaunchCfg;
-use crate::validate::{self, Tolerance, Validation};
+use crate::experiment::{Buffer, Experiment, Inputs, Problem, Role, Variant};
+use crate::reference::{Scope, judge};
+use crate::validate::Validation;
 
-/// How a kernel uses a buffer.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Role {
-    /// Read only: filled with random data, must come back unchanged.
-    Input,
-    /// Written: poisoned with NaN first, so an element the kernel skips fails.
-    Output,
-    /// Read and written in place: random data, updated.
-    InOut,
-}
-
-/// One kernel argument buffer, counted in f32 elements (structs are f32s in a row).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Buffer {
-    pub name: &'static str,
-    pub len: usize,
-    pub role: Role,
-}
-
-impl Buffer {
-    pub fn input(name: &'static str, len: usize) -> Self {
-        Buffer {
-            name,
-            len,
-            role: Role::Input,
-        }
-    }
-    pub fn output(name: &'static str, len: usize) -> Self {
-        Buffer {
-            name,
-            len,
-            role: Role::Output,
-        }
-    }
-    pub fn in_out(name: &'static str, len: usize) -> Self {
-        Buffer {
-            name,
-            len,
-            role: Role::InOut,
-        }
-    }
-}
-
-/// How outputs must match a reference.
-#[derive(Clone, Copy, Debug)]
-pub enum Check {
-    /// Bit for bit (data movement).
-    Exact,
-    /// Within a tolerance (arithmetic).
-    Close(Tolerance),
-}
-
-/// Calls the kernel with the buffers' base addresses, in [`Plan::buffers`] order.
-/// (Addresses, not pointers: the closure is shared by every emulated thread.)
-pub type Call = Box<dyn Fn(&[usize]) + Sync>;
-
-/// Judges a run: given every buffer's initial and final contents, is the result right?
-pub type Verify = Box<dyn Fn(&[Vec<f32>], &[Vec<f32>]) -> Validation + Sync>;
-
-/// A [`Verify`] from a reference that computes every buffer's expected final contents
-/// from the initial ones: inputs must come back bit for bit, outputs per `check`.
-pub fn expect(
-    buffers: &[Buffer],
-    reference: impl Fn(&[Vec<f32>]) -> Vec<Vec<f32>> + Sync + 'static,
-    check: Check,
-) -> Verify {
-    let buffers = buffers.to_vec();
-    Box::new(move |initial, finals| {
-        let want = reference(initial);
-        validate::all(buffers.iter().zip(finals).zip(&want).map(|((b, got), want)| {
-            let mut v = if got.len() != want.len() {
-                Validation {
-                    ok: false,
-                    detail: format!(
-                        "the reference has {} elements, the buffer {}",
-                        want.len(),
-                        got.len()
-                    ),
-                }
-            } else {
-                match (b.role, check) {
-                    (Role::Input, _) | (_, Check::Exact) => validate::exact(got, |i| want[i]),
-                    (_, Check::Close(tol)) => validate::close(got, |i| want[i], tol),
-                }
-            };
-            v.detail = format!("{}: {}", b.name, v.detail);
-            v
-        }))
-    })
-}
-
-/// One launch of one kernel at one problem size, ready to emulate.
-pub struct Plan {
-    pub kernel: &'static str,
+/// One launch of one declared variant at one problem size, ready to emulate: the
+/// grid and block of its GPU launch rule, the experiment's buffers, and the Rust
+/// kernel found by its entry-point name in the table `kernel!` generates.
+pub struct EmuLaunch {
+    pub experiment: &'static Experiment,
+    pub variant: &'static Variant,
+    pub problem: Problem,
+    /// The host function that runs; the variant's own kernel unless substituted.
+    pub kernel: &'static HostKernel,
     pub grid: Dim3,
     pub block: Dim3,
     pub dynamic_shared_bytes: usize,
     pub buffers: Vec<Buffer>,
-    pub call: Call,
-    pub verify: Verify,
 }
 
-impl Plan {
-    /// A plan with the grid and block of a GPU launch configuration, checked against
-    /// a reference (see [`expect`]).
+impl EmuLaunch {
+    /// `variant` of `experiment` at `problem`, launched as on a GPU like `info`
+    /// (its SM count sizes grid-stride grids; 0 gives them a single block, so their
+    /// loops run many iterations).
     pub fn new(
-        kernel: &'static str,
-        cfg: LaunchCfg,
-        buffers: Vec<Buffer>,
-        call: Call,
-        reference: impl Fn(&[Vec<f32>]) -> Vec<Vec<f32>> + Sync + 'static,
-        check: Check,
-    ) -> Self {
-        let verify = expect(&buffers, reference, check);
-        Plan::verified(kernel, cfg, buffers, call, verify)
-    }
-
-    /// A plan with its own verdict on the result.
-    pub fn verified(
-        kernel: &'static str,
-        cfg: LaunchCfg,
-        buffers: Vec<Buffer>,
-        call: Call,
-        verify: Verify,
-    ) -> Self {
-        Plan {
+        experiment: &'static Experiment,
+        variant: &'static Variant,
+        problem: Problem,
+        info: &DeviceInfo,
+    ) -> Result<EmuLaunch> {
+        let kernel = kernels::host_kernel(variant.kernel).ok_or_else(|| Error::Emulation {
+            kernel: variant.kernel.to_string(),
+            why: "no such kernel in kernels::HOST_KERNELS (is it declared with kernel!?)".into(),
+        })?;
+        let launch = (variant.launch)(&problem, info)?;
+        Ok(EmuLaunch {
+            experiment,
+            variant,
+            problem,
             kernel,
-            grid: Dim3::from(cfg.grid),
-            block: Dim3::from(cfg.block),
-            dynamic_shared_bytes: cfg.shared_bytes as usize,
-            buffers,
-            call,
-            verify,
-        }
+            grid: Dim3::from(launch.grid),
+            block: Dim3::from(launch.block),
+            dynamic_shared_bytes: launch.shared_bytes as usize,
+            buffers: experiment.buffers_at(&problem)?,
+        })
     }
-}
 
-/// A read-only kernel argument at `addr` (for [`Call`] closures).
-pub fn global<T: Element>(addr: usize) -> Global<T> {
-    Global::from_ptr(addr as *const T)
-}
+    /// The same launch running another kernel with the same parameters (a
+    /// deliberately broken one, in the tests).
+    pub fn substitute(self, kernel: &'static HostKernel) -> EmuLaunch {
+        EmuLaunch { kernel, ..self }
+    }
 
-/// A writable kernel argument at `addr`.
-pub fn global_mut<T: Element>(addr: usize) -> GlobalMut<T> {
-    GlobalMut::from_ptr(addr as *mut T)
+    /// Runs the kernel in the current emulated thread with buffer i at `addresses[i]`.
+    fn call(&self, addresses: &[usize]) {
+        let addresses: Vec<u64> = addresses.iter().map(|&a| a as u64).collect();
+        let words = self.experiment.words(self.variant, &self.problem, &addresses);
+        // SAFETY: the words are the declared arguments, with every buffer either a
+        // live host allocation of its declared length or (addresses only) a virtual
+        // range the emulator never dereferences; the emulator's bounds fail any
+        // access outside them.
+        unsafe { (self.kernel.call)(&words) }
+    }
 }
 
 /// 256-byte aligned f32 storage, as `cuMemAlloc` returns, so a host run sees the
@@ -201,43 +114,57 @@ fn emulation_error(kernel: &str) -> impl FnOnce(emu::LaunchError) -> Error + '_ 
     }
 }
 
-/// The buffers' initial contents: inputs from the shared RNG (one stream per
-/// buffer), outputs poisoned.
-pub fn initial_contents(plan: &Plan, seed: u64) -> Vec<Vec<f32>> {
-    plan.buffers
+/// The buffers' initial contents: what the GPU's reset fills ([`Inputs`]) for the
+/// buffers the kernel reads, poison for those it only writes.
+pub fn initial_contents(launch: &EmuLaunch, inputs: &Inputs) -> Vec<Vec<f32>> {
+    launch
+        .buffers
         .iter()
         .enumerate()
         .map(|(b, buf)| match buf.role {
             Role::Output => vec![f32::from_bits(POISON_BITS); buf.len],
-            Role::Input | Role::InOut => {
-                let stream = seed.wrapping_add(b as u64);
-                (0..buf.len).map(|i| uniform(stream, i as u64)).collect()
-            }
+            Role::Input | Role::InOut => (0..buf.len).map(|i| inputs.get(b, i)).collect(),
         })
         .collect()
 }
 
-/// Runs the whole grid on host buffers and compares every buffer with the reference.
-/// Any global access outside the buffers fails the launch (an error, not a crash).
-pub fn validate(plan: &Plan, seed: u64) -> Result<Validation> {
-    let initial = initial_contents(plan, seed);
+/// Runs the whole grid on host buffers and judges every buffer the kernel is passed
+/// by the experiment's reference. Any global access outside the buffers fails the
+/// launch (an error, not a crash).
+pub fn validate(launch: &EmuLaunch, seed: u64) -> Result<Validation> {
+    validate_with(launch, seed, emu::Schedule::default())
+}
+
+/// [`validate`] with the emulated threads of a block run in `schedule`'s order.
+pub fn validate_with(launch: &EmuLaunch, seed: u64, schedule: emu::Schedule) -> Result<Validation> {
+    let inputs = Inputs { seed };
+    let initial = initial_contents(launch, &inputs);
     let mut memory: Vec<HostBuffer> = initial.iter().map(|d| HostBuffer::from(d)).collect();
     let addrs: Vec<usize> = memory.iter_mut().map(HostBuffer::addr).collect();
     let config = LaunchConfig {
-        grid: plan.grid,
-        block: plan.block,
-        dynamic_shared_bytes: plan.dynamic_shared_bytes,
-        bounds: plan
+        grid: launch.grid,
+        block: launch.block,
+        dynamic_shared_bytes: launch.dynamic_shared_bytes,
+        bounds: launch
             .buffers
             .iter()
             .zip(&addrs)
             .map(|(b, &a)| a..a + 4 * b.len)
             .collect(),
+        schedule,
         ..Default::default()
     };
-    emu::try_launch(&config, || (plan.call)(&addrs)).map_err(emulation_error(plan.kernel))?;
+    emu::try_launch(&config, || launch.call(&addrs)).map_err(emulation_error(launch.kernel.name))?;
     let finals: Vec<Vec<f32>> = memory.iter().map(HostBuffer::to_vec).collect();
-    Ok((plan.verify)(&initial, &finals))
+    judge(
+        launch.experiment,
+        launch.variant,
+        &launch.problem,
+        &inputs,
+        |b| Ok(finals[b].clone()),
+        Scope::Everything,
+        0.0,
+    )
 }
 
 /// Where virtual buffers start: far from anything, never dereferenced.
@@ -293,18 +220,18 @@ pub struct Recorded {
 
 /// Emulates `blocks` (all when `None`) recording the first `max_occurrences`
 /// executions of each access site by each thread, without touching memory.
-pub fn record(plan: &Plan, blocks: Option<Vec<usize>>, max_occurrences: usize) -> Result<Recorded> {
-    let addrs = virtual_layout(&plan.buffers)?;
-    let regions: Vec<(String, Range<usize>)> = plan
+pub fn record(launch: &EmuLaunch, blocks: Option<Vec<usize>>, max_occurrences: usize) -> Result<Recorded> {
+    let addrs = virtual_layout(&launch.buffers)?;
+    let regions: Vec<(String, Range<usize>)> = launch
         .buffers
         .iter()
         .zip(&addrs)
         .map(|(b, &a)| (b.name.to_string(), a..a + 4 * b.len))
         .collect();
     let config = LaunchConfig {
-        grid: plan.grid,
-        block: plan.block,
-        dynamic_shared_bytes: plan.dynamic_shared_bytes,
+        grid: launch.grid,
+        block: launch.block,
+        dynamic_shared_bytes: launch.dynamic_shared_bytes,
         record: true,
         blocks: blocks.clone(),
         max_occurrences: Some(max_occurrences),
@@ -312,7 +239,8 @@ pub fn record(plan: &Plan, blocks: Option<Vec<usize>>, max_occurrences: usize) -
         addresses_only: true,
         ..Default::default()
     };
-    let accesses = emu::try_launch(&config, || (plan.call)(&addrs)).map_err(emulation_error(plan.kernel))?;
+    let accesses =
+        emu::try_launch(&config, || launch.call(&addrs)).map_err(emulation_error(launch.kernel.name))?;
     Ok(Recorded {
         accesses,
         blocks,

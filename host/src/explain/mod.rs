@@ -2,26 +2,26 @@
 //! warp's memory requests turned into sectors per request, useful bytes and bank
 //! conflicts, per source line. No GPU needed.
 //!
-//! [`registry`] knows how to launch each experiment's kernels, [`emulate`] runs them
-//! (addresses only, a sample of blocks), [`analyse`] groups the access log into warp
-//! requests under a [`model::Model`], [`render`] prints, [`ncu`] compares with what
-//! Nsight Compute measured on a GPU.
+//! [`emulate`] runs any declared experiment's kernels (addresses only, a sample of
+//! blocks), [`analyse`] groups the access log into warp requests under a
+//! [`model::Model`], [`render`] prints, [`ncu`] compares with what Nsight Compute
+//! measured on a GPU.
 
 pub mod analyse;
 pub mod emulate;
 pub mod model;
 pub mod ncu;
-pub mod registry;
 pub mod render;
 
 use serde::Serialize;
 
-use crate::error::{Error, Result};
+use crate::device::DeviceInfo;
+use crate::error::Result;
+use crate::experiment::{Experiment, Problem, Variant};
 use crate::experiments::Selection;
-use crate::harness::{Experiment, Params};
 use analyse::{Memory, SiteStats};
+use emulate::EmuLaunch;
 use model::Model;
-use registry::{Emulation, Shape, reference_gpu};
 
 /// Each thread's first this-many executions of an access site are recorded: loops
 /// repeat their pattern, and the log stays small at any problem size.
@@ -46,7 +46,8 @@ pub struct KernelReport {
     pub experiment: String,
     pub variant: String,
     pub kernel: String,
-    pub shape: Shape,
+    #[serde(rename = "shape")]
+    pub problem: Problem,
     pub size_bytes: u64,
     pub grid: [u32; 3],
     pub block: [u32; 3],
@@ -97,41 +98,49 @@ pub struct ExplainReport {
     pub kernels: Vec<KernelReport>,
 }
 
-/// The problem `experiment` runs at under `opts`, as `coalesce run` would pick it on
-/// the reference GPU (no shrinking to fit: nothing is allocated).
-pub fn params(experiment: &dyn Experiment, opts: &Options) -> Params {
-    Params {
-        size: opts
-            .size
-            .unwrap_or_else(|| experiment.default_size(&reference_gpu())),
-        shape: opts
-            .shape
-            .clone()
-            .filter(|s| s.len() == experiment.shape_rank() && experiment.shape_rank() > 0),
-        seed: 0,
+/// The GPU `coalesce explain` sizes problems and grid-stride grids for when the user
+/// gives no size: an H100 80GB HBM3 (132 SMs, 50 MiB L2), the project's reference.
+/// Only grid sizes and default sizes depend on it, never a warp's addresses.
+pub fn reference_gpu() -> DeviceInfo {
+    DeviceInfo {
+        name: "NVIDIA H100 80GB HBM3 (assumed by coalesce explain)".into(),
+        driver_version: 0,
+        ..DeviceInfo::h100()
     }
 }
 
-/// Emulates and analyses one variant at `params`.
+/// The problem `experiment` runs at under `opts`, as `coalesce run` would pick it on
+/// the reference GPU (no shrinking to fit: nothing is allocated).
+pub fn problem(experiment: &Experiment, opts: &Options) -> Result<Problem> {
+    let size = opts
+        .size
+        .unwrap_or_else(|| experiment.default_size.bytes(&reference_gpu()));
+    let shape = opts
+        .shape
+        .as_deref()
+        .filter(|s| s.len() == experiment.shape_rank() && experiment.shape_rank() > 0);
+    experiment.kind.problem(size, shape)
+}
+
+/// Emulates and analyses one variant at `problem`.
 pub fn explain_variant(
-    emulation: &dyn Emulation,
-    variant: &str,
-    params: &Params,
+    experiment: &'static Experiment,
+    variant: &'static Variant,
+    problem: Problem,
     opts: &Options,
 ) -> Result<KernelReport> {
-    let shape = emulation.shape(params)?;
-    let plan = emulation.plan(variant, shape, reference_gpu().sm_count)?;
-    let total = plan.grid.count();
+    let launch = EmuLaunch::new(experiment, variant, problem, &reference_gpu())?;
+    let total = launch.grid.count();
     let sample = emulate::sample_blocks(total, opts.blocks);
-    let recorded = emulate::record(&plan, sample, MAX_OCCURRENCES)?;
+    let recorded = emulate::record(&launch, sample, MAX_OCCURRENCES)?;
     Ok(KernelReport {
-        experiment: emulation.experiment().to_string(),
-        variant: variant.to_string(),
-        kernel: plan.kernel.to_string(),
-        shape,
-        size_bytes: params.size,
-        grid: [plan.grid.x, plan.grid.y, plan.grid.z],
-        block: [plan.block.x, plan.block.y, plan.block.z],
+        experiment: experiment.name.to_string(),
+        variant: variant.name.to_string(),
+        kernel: variant.kernel.to_string(),
+        problem,
+        size_bytes: crate::harness::baseline_bytes(&problem).unwrap_or(0),
+        grid: [launch.grid.x, launch.grid.y, launch.grid.z],
+        block: [launch.block.x, launch.block.y, launch.block.z],
         blocks_total: total,
         sampled_blocks: recorded.blocks,
         sites: analyse::analyse(&recorded.accesses, opts.model, &recorded.regions),
@@ -146,18 +155,11 @@ pub fn explain(
 ) -> Result<ExplainReport> {
     let mut kernels = Vec::new();
     for s in selection {
-        let name = s.experiment.name();
-        let emulation = registry::find(name).ok_or_else(|| Error::Emulation {
-            kernel: name.to_string(),
-            why: "no emulator entry for this experiment".into(),
-        })?;
-        let params = params(s.experiment, opts);
-        for variant in emulation.variants() {
-            if s.variants.as_ref().is_some_and(|v| !v.contains(&variant)) {
-                continue;
-            }
-            progress(&format!("{name}/{variant}"));
-            kernels.push(explain_variant(emulation, &variant, &params, opts)?);
+        let exp = s.experiment;
+        let problem = problem(exp, opts)?;
+        for variant in exp.variants.iter().filter(|v| s.includes(v.name)) {
+            progress(&format!("{}/{}", exp.name, variant.name));
+            kernels.push(explain_variant(exp, variant, problem, opts)?);
         }
     }
     let gpu = reference_gpu();

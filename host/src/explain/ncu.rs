@@ -371,10 +371,12 @@ pub fn render(rows: &[Comparison], report: &ExplainReport, found: &Measurements)
         "predicted (coalesce explain, model sm70, {sampled} of {} kernels from sampled blocks) against measured (Nsight Compute)\n",
         report.kernels.len()
     );
-    out.push_str(&super::render::columns(
+    out.push_str(&crate::columns::columns(
         &table,
-        &[false, false, false, false, true, true, true, true, false],
-        "",
+        crate::columns::Layout {
+            right: &[false, false, false, false, true, true, true, true, false],
+            ..Default::default()
+        },
     ));
     out.push_str(&format!(
         "{matched} of {} within {:.0}%; {misses} miss(es); {} not measured\n",

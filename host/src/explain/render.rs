@@ -4,43 +4,10 @@ use std::fmt::Write as _;
 
 use super::analyse::{Direction, Memory, SiteStats};
 use super::model::Model;
-use super::registry::Shape;
 use super::{ExplainReport, KernelReport};
+use crate::columns::{Layout, columns};
+use crate::experiment::Problem;
 use crate::units::format_bytes;
-
-/// Left- or right-aligned columns, two spaces apart.
-pub fn columns(rows: &[Vec<String>], right: &[bool], indent: &str) -> String {
-    let n = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let width: Vec<usize> = (0..n)
-        .map(|c| {
-            rows.iter()
-                .filter_map(|r| r.get(c))
-                .map(|s| s.chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut out = String::new();
-    for r in rows {
-        let mut line = String::from(indent);
-        for (c, cell) in r.iter().enumerate() {
-            if c > 0 {
-                line.push_str("  ");
-            }
-            let pad = width[c] - cell.chars().count();
-            if right.get(c).copied().unwrap_or(false) {
-                line.push_str(&" ".repeat(pad));
-                line.push_str(cell);
-            } else {
-                line.push_str(cell);
-                line.push_str(&" ".repeat(pad));
-            }
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
-}
 
 /// `[256, 1, 1]` -> `256`; `[32, 8, 1]` -> `32 x 8`.
 fn dims(d: [u32; 3]) -> String {
@@ -104,16 +71,16 @@ pub fn kernel_header(k: &KernelReport) -> String {
             k.blocks_total
         ),
     };
-    let size = match k.shape {
-        Shape::Elements { .. } => format!(" ({} per array)", format_bytes(k.size_bytes)),
-        Shape::Matrix { .. } | Shape::Product { .. } => String::new(),
+    let size = match k.problem {
+        Problem::Elements { .. } => format!(" ({} per array)", format_bytes(k.size_bytes)),
+        Problem::Matrix { .. } | Problem::Product { .. } => String::new(),
     };
     format!(
         "{}/{}: {}, {}{size}, grid {} of {} threads; {emulated}",
         k.experiment,
         k.variant,
         k.kernel,
-        k.shape,
+        k.problem,
         dims(k.grid),
         dims(k.block),
     )
@@ -225,8 +192,11 @@ pub fn render(report: &ExplainReport) -> String {
         }
         out.push_str(&columns(
             &site_rows(k, report.model),
-            &[false, false, false, false, true, true, true, true, false, false],
-            "  ",
+            Layout {
+                right: &[false, false, false, false, true, true, true, true, false, false],
+                indent: "  ",
+                rule: false,
+            },
         ));
     }
     out
@@ -245,14 +215,5 @@ mod tests {
         assert_eq!(dims([32, 8, 1]), "32 x 8");
         assert_eq!(dims([1, 1, 2]), "1 x 1 x 2");
         assert_eq!(short_file("kernels/src/copy.rs"), "copy.rs");
-    }
-
-    #[test]
-    fn columns_align() {
-        let rows = vec![
-            vec!["a".to_string(), "1".to_string()],
-            vec!["long".to_string(), "100".to_string()],
-        ];
-        assert_eq!(columns(&rows, &[false, true], ""), "a       1\nlong  100\n");
     }
 }

@@ -8,7 +8,7 @@ use super::plots::Plot;
 use super::{claims, versus};
 use crate::harness::Row;
 use crate::table::device_line;
-use crate::units::format_bytes;
+use crate::units::{format_bytes, format_ms};
 
 /// Escapes the characters that would break a Markdown table cell.
 fn cell(s: &str) -> String {
@@ -28,14 +28,6 @@ pub(super) fn table(out: &mut String, header: &[&str], rows: impl IntoIterator<I
     }
 }
 
-fn ms(ms: f64) -> String {
-    if ms < 1.0 {
-        format!("{:.1} us", ms * 1e3)
-    } else {
-        format!("{ms:.3} ms")
-    }
-}
-
 /// The cells of one result row, in [`RESULT_HEADER`] order.
 pub fn result_cells(r: &Row) -> Vec<String> {
     vec![
@@ -43,9 +35,9 @@ pub fn result_cells(r: &Row) -> Vec<String> {
         r.variant.clone(),
         format!("`{}`", r.kernel),
         r.size_label.clone().unwrap_or_else(|| format_bytes(r.size_bytes)),
-        ms(r.timing.median_ms),
-        ms(r.timing.min_ms),
-        ms(r.timing.max_ms),
+        format_ms(r.timing.median_ms),
+        format_ms(r.timing.min_ms),
+        format_ms(r.timing.max_ms),
         format!("{:.1}", r.gb_per_s),
         r.gflop_per_s
             .map(|g| format!("{g:.1}"))

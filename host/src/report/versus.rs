@@ -4,7 +4,8 @@
 use std::fmt::Write as _;
 
 use super::markdown::table;
-use crate::compare::{CompareReport, CompareRow, rate};
+use crate::compare::render::rate;
+use crate::compare::{CompareReport, CompareRow};
 
 /// A kernel's speed over its twin's that counts as keeping up with C++.
 pub const GOAL: f64 = 0.98;

@@ -1,0 +1,133 @@
+//! Running a comparison: the twins compiled for the selected experiments, then every
+//! experiment through the one harness ([`harness::measure`]) with the twin timed beside
+//! each Rust kernel, and cuBLAS on a product's own buffers.
+
+use std::path::Path;
+
+use super::cublas::{Cublas, Math};
+use super::twins::{Twins, Unusable};
+use super::{CompareReport, CompareRow, CublasRow};
+use crate::device::Gpu;
+use crate::error::{Error, Result};
+use crate::experiments::Selection;
+use crate::harness::{self, RunOptions};
+use crate::table::ExperimentBaseline;
+use crate::timing::time_launches;
+
+/// Compiles the selected experiments' twins; on failure, the reason, never an error.
+fn build_twins(gpu: &Gpu, selection: &[Selection]) -> std::result::Result<Twins, Unusable> {
+    let wanted: Vec<_> = selection.iter().map(|s| s.experiment).collect();
+    Twins::build(gpu, &wanted)
+}
+
+/// Writes each twin's PTX as `EXPERIMENT.cpp.ptx` and the Rust PTX as
+/// `rust-kernels.ptx` into `dir`, for diffing the two compilers' output.
+fn dump_ptx(dir: &Path, twins: Option<&Twins>) -> Result<()> {
+    let write = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).map_err(|source| Error::Write {
+            path: path.display().to_string(),
+            source,
+        })
+    };
+    std::fs::create_dir_all(dir).map_err(|source| Error::Write {
+        path: dir.display().to_string(),
+        source,
+    })?;
+    write("rust-kernels.ptx", crate::ptx::PTX)?;
+    for (experiment, _, ptx) in twins.into_iter().flat_map(Twins::ptx) {
+        write(&format!("{experiment}.cpp.ptx"), ptx)?;
+    }
+    Ok(())
+}
+
+/// Runs the comparison. `dump` writes the PTX of both sides first.
+pub fn compare(
+    gpu: &Gpu,
+    selection: &[Selection],
+    opts: &RunOptions,
+    dump: Option<&Path>,
+    mut progress: impl FnMut(&str),
+) -> Result<CompareReport> {
+    let twins = build_twins(gpu, selection);
+    if let Some(dir) = dump {
+        dump_ptx(dir, twins.as_ref().ok())?;
+    }
+    let (cpp, cpp_broken) = match &twins {
+        Ok(t) => (t.describe(), false),
+        Err(Unusable::Unavailable(why)) => (format!("C++ twins: unavailable, Rust only: {why}"), false),
+        Err(Unusable::Broken(why)) => (format!("C++ twins: BROKEN, Rust only: {why}"), true),
+    };
+    let mut report = CompareReport {
+        coalesce_version: env!("CARGO_PKG_VERSION").to_string(),
+        device: gpu.info.clone(),
+        rust_ptx_arch: crate::ptx::ARCH.to_string(),
+        cpp_available: twins.is_ok(),
+        cpp,
+        cpp_broken,
+        cublas: None,
+        baselines: Vec::new(),
+        cublas_rows: Vec::new(),
+        rows: Vec::new(),
+    };
+    let lookup = |name: &str| twins.as_ref().map_err(|_| unreachable_twin(name))?.function(name);
+    // Loaded on first use: only products need it, and a handle costs time and memory.
+    let mut cublas: Option<std::result::Result<Cublas, String>> = None;
+    for s in selection {
+        let exp = s.experiment;
+        let mut sgemm = Vec::new();
+        let measured = harness::measure(
+            gpu,
+            s,
+            opts,
+            twins.is_ok().then_some(&lookup as harness::TwinLookup),
+            |p| {
+                let Some(g) = p.gemm() else { return Ok(()) };
+                let lib = cublas.get_or_insert_with(|| Cublas::load(gpu));
+                report.cublas = Some(match lib {
+                    Ok(c) => format!("cuBLAS {} ({})", c.version_string(), c.found),
+                    Err(why) => format!("cuBLAS: unavailable: {why}"),
+                });
+                let Ok(c) = lib else { return Ok(()) };
+                for math in [Math::Fp32, Math::Tf32] {
+                    // Reset, compute, validate, as every kernel is checked, against the
+                    // same reference with the bound widened for TF32's rounded inputs.
+                    let what = format!("cuBLAS SGEMM {}", math.label());
+                    let check = p.check_with(gpu, 0, &what, math.input_rounding(), |_| c.sgemm(math, &g))?;
+                    let timing = time_launches(gpu, opts.reps, || c.sgemm(math, &g))?;
+                    let flops = 2.0 * g.m as f64 * g.n as f64 * g.k as f64;
+                    sgemm.push(CublasRow {
+                        experiment: exp.name.to_string(),
+                        math,
+                        m: g.m,
+                        n: g.n,
+                        k: g.k,
+                        timing,
+                        gflop_per_s: flops / (timing.median_ms * 1e-3) / 1e9,
+                        validated: check.ok,
+                        check: check.detail,
+                    });
+                }
+                Ok(())
+            },
+            &mut progress,
+        )?;
+        let fp32 = sgemm.iter().find(|c| c.math == Math::Fp32).map(|c| c.gflop_per_s);
+        for (rust, cpp) in &measured.rows {
+            report.rows.push(CompareRow::new(rust, cpp.as_ref(), fp32));
+        }
+        report.cublas_rows.extend(sgemm);
+        report.baselines.push(ExperimentBaseline {
+            experiment: exp.name.to_string(),
+            baseline: measured.baseline,
+        });
+    }
+    Ok(report)
+}
+
+/// Never reached: the lookup is only handed to the harness when the twins loaded.
+fn unreachable_twin(name: &str) -> Error {
+    Error::MissingKernel {
+        kernel: format!("{name} (C++ twin)"),
+    }
+}

@@ -1,0 +1,556 @@
+//! What an experiment is, as data: the one declaration every backend runs.
+//!
+//! BabelStream's `benchmark.h` is the model: one constant table says *what* each
+//! kernel moves, and the drivers never know which kernel they run. An
+//! [`Experiment`] names its variants (each a Rust entry point, its C++ twin's entry
+//! point, a launch rule and an argument list), its buffers with their roles, its
+//! useful work and its CPU reference. The GPU ([`crate::prepared`]), the C++ twins
+//! ([`crate::compare`]) and the CPU emulator ([`crate::explain::emulate`]) all run
+//! the same declaration with no code of their own per experiment.
+
+use std::fmt;
+
+use kernels::fill::uniform;
+use serde::{Deserialize, Serialize};
+
+use crate::device::DeviceInfo;
+use crate::error::{Error, Result};
+use crate::launch::Launch;
+use crate::validate::Tolerance;
+
+/// An experiment: a family of kernels doing the same work with different access
+/// patterns, declared once.
+pub struct Experiment {
+    pub name: &'static str,
+    /// One sentence: what it shows.
+    pub about: &'static str,
+    /// What its problem size is made of.
+    pub kind: Kind,
+    /// Its problem when the user gives no `--size` or `--shape`.
+    pub default_size: DefaultSize,
+    /// In table order.
+    pub variants: &'static [Variant],
+    /// The buffers at a problem size, in the order [`Arg::Buffer`] counts them;
+    /// `None` when a length overflows.
+    pub buffers: fn(&Problem) -> Option<Vec<Buffer>>,
+    /// Useful work of one launch (every variant does the same work).
+    pub work: fn(&Problem) -> Work,
+    /// What every output must hold.
+    pub reference: Reference,
+    /// The CUDA C++ twins: `cuda/FILE`, embedded.
+    pub twin: Twin,
+}
+
+/// One kernel of an experiment.
+pub struct Variant {
+    /// Name within the experiment (`f32x4`, `4`, ...), as in `EXPERIMENT/VARIANT`.
+    pub name: &'static str,
+    /// The Rust kernel's PTX entry point.
+    pub kernel: &'static str,
+    /// The C++ twin's entry point (the same name in `cuda/`).
+    pub twin: &'static str,
+    /// The kernel's parameters, in order.
+    pub args: &'static [Arg],
+    /// Grid, block and shared memory at a problem size on a device.
+    pub launch: fn(&Problem, &DeviceInfo) -> Result<Launch>,
+    /// The variant's own scalar (a stride, an offset), passed by [`Arg::Param`] and
+    /// seen by the reference.
+    pub param: usize,
+}
+
+impl Variant {
+    /// A variant whose C++ twin has the same entry-point name.
+    pub const fn new(
+        name: &'static str,
+        kernel: &'static str,
+        args: &'static [Arg],
+        launch: fn(&Problem, &DeviceInfo) -> Result<Launch>,
+    ) -> Variant {
+        Variant {
+            name,
+            kernel,
+            twin: kernel,
+            args,
+            launch,
+            param: 0,
+        }
+    }
+
+    /// The same variant with a parameter.
+    pub const fn with_param(self, param: usize) -> Variant {
+        Variant { param, ..self }
+    }
+
+    /// The buffers its arguments pass, in argument order.
+    pub fn buffers(&self) -> impl Iterator<Item = usize> + '_ {
+        self.args.iter().filter_map(|a| match a {
+            Arg::Buffer(b) => Some(*b),
+            _ => None,
+        })
+    }
+}
+
+/// One kernel parameter, as declared.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Arg {
+    /// A dimension of the problem (`usize`).
+    Dim(Dim),
+    /// The variant's [`Variant::param`] (`usize`).
+    Param,
+    /// A constant (`f32`).
+    F32(f32),
+    /// The device address of buffer i.
+    Buffer(usize),
+}
+
+/// A dimension of a [`Problem`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dim {
+    /// Elements per array (an elements problem).
+    Len,
+    /// A matrix's rows and columns.
+    Rows,
+    Cols,
+    /// C (m x n) = A (m x k) B (k x n).
+    M,
+    N,
+    K,
+}
+
+/// What a problem size is made of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// n elements per array (`--size` bytes per array).
+    Elements,
+    /// One rows x cols matrix (`--shape RxC`).
+    Matrix,
+    /// A product m x n x k (`--shape MxNxK`).
+    Product,
+}
+
+impl Kind {
+    /// How many numbers `--shape` takes (0: none).
+    pub fn shape_rank(self) -> usize {
+        match self {
+            Kind::Elements => 0,
+            Kind::Matrix => 2,
+            Kind::Product => 3,
+        }
+    }
+
+    /// The problem for `size` bytes per array (per matrix: square), or `shape`.
+    pub fn problem(self, size: u64, shape: Option<&[usize]>) -> Result<Problem> {
+        let side = |power: f64| {
+            let side = ((size / 4) as f64).powf(power).floor() as usize;
+            if side == 0 {
+                return Err(Error::Zero {
+                    what: "--size (one f32 matrix element)",
+                });
+            }
+            Ok(side)
+        };
+        match (self, shape) {
+            (Kind::Elements, _) => Ok(Problem::Elements {
+                n: crate::buffers::f32_elements(size)?,
+            }),
+            (Kind::Matrix, Some(&[rows, cols])) => Ok(Problem::Matrix { rows, cols }),
+            (Kind::Matrix, _) => {
+                let s = side(0.5)?;
+                Ok(Problem::Matrix { rows: s, cols: s })
+            }
+            (Kind::Product, Some(&[m, n, k])) => Ok(Problem::Product { m, n, k }),
+            (Kind::Product, _) => {
+                // The largest square matrices of `size` bytes each.
+                let s = side(0.5)?;
+                Ok(Problem::Product { m: s, n: s, k: s })
+            }
+        }
+    }
+
+    /// Problems that are not multiples of a warp, a block, a vector or a tile, and
+    /// not square: where kernels' guards and tails are tested. The one list for the
+    /// GPU check and the emulator (which leaves out what [`Problem::emulated`] says is
+    /// too large for CPU threads).
+    pub fn awkward(self) -> Vec<Problem> {
+        match self {
+            Kind::Elements => AWKWARD_N.iter().map(|&n| Problem::Elements { n }).collect(),
+            Kind::Matrix => AWKWARD_2D
+                .iter()
+                .map(|&[rows, cols]| Problem::Matrix { rows, cols })
+                .collect(),
+            Kind::Product => AWKWARD_3D
+                .iter()
+                .map(|&[m, n, k]| Problem::Product { m, n, k })
+                .collect(),
+        }
+    }
+}
+
+/// Element counts that are not multiples of 4, 32 or a block.
+pub const AWKWARD_N: [usize; 7] = [1, 31, 33, 255, 1029, 4095, (1 << 20) + 7];
+/// Matrices that are neither square nor multiples of a tile.
+pub const AWKWARD_2D: [[usize; 2]; 4] = [[1, 1], [33, 65], [1000, 17], [17, 1000]];
+/// Products likewise (m x n x k).
+pub const AWKWARD_3D: [[usize; 3]; 4] = [[1, 1, 1], [33, 65, 17], [1000, 17, 33], [17, 33, 1000]];
+
+/// A problem size, as an experiment measures it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Problem {
+    /// n elements per array.
+    Elements { n: usize },
+    /// A rows x cols matrix.
+    Matrix { rows: usize, cols: usize },
+    /// C (m x n) = A (m x k) B (k x n).
+    Product { m: usize, n: usize, k: usize },
+}
+
+impl Problem {
+    /// The value of a dimension; a dimension the problem lacks is a declaration bug.
+    pub fn dim(&self, d: Dim) -> usize {
+        match (*self, d) {
+            (Problem::Elements { n }, Dim::Len) => n,
+            (Problem::Matrix { rows, .. }, Dim::Rows) => rows,
+            (Problem::Matrix { cols, .. }, Dim::Cols) => cols,
+            (Problem::Product { m, .. }, Dim::M) => m,
+            (Problem::Product { n, .. }, Dim::N) => n,
+            (Problem::Product { k, .. }, Dim::K) => k,
+            (p, d) => panic!("a {p:?} problem has no {d:?} dimension"),
+        }
+    }
+
+    /// Elements of the largest array: what the copy baseline moves.
+    pub fn largest_array(&self) -> Option<usize> {
+        match *self {
+            Problem::Elements { n } => Some(n),
+            Problem::Matrix { rows, cols } => rows.checked_mul(cols),
+            Problem::Product { m, n, k } => m
+                .checked_mul(k)?
+                .max(k.checked_mul(n)?)
+                .max(m.checked_mul(n)?)
+                .into(),
+        }
+    }
+
+    /// How the table and `check` show it: `33x65`, `4095 elements`.
+    pub fn label(&self) -> String {
+        match *self {
+            Problem::Elements { n } => format!("{n} elements"),
+            Problem::Matrix { rows, cols } => format!("{rows}x{cols}"),
+            Problem::Product { m, n, k } => format!("{m}x{n}x{k}"),
+        }
+    }
+
+    /// Whether the CPU emulator runs it whole in the tests (a million OS threads is
+    /// the GPU's job).
+    pub fn emulated(&self) -> bool {
+        self.largest_array().is_some_and(|n| n <= 1 << 16)
+    }
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Problem::Elements { n } => write!(f, "n = {n}"),
+            Problem::Matrix { rows, cols } => write!(f, "{rows} x {cols}"),
+            Problem::Product { m, n, k } => write!(f, "m = {m}, n = {n}, k = {k}"),
+        }
+    }
+}
+
+/// The default problem: bytes per array (per matrix), or a multiple of the L2.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DefaultSize {
+    /// 8 x the GPU's L2, at least 256 MiB, so DRAM is measured rather than cache.
+    BeyondL2,
+    /// A conventional size of the experiment's own (an 8192 x 8192 transpose).
+    Bytes(u64),
+}
+
+impl DefaultSize {
+    pub fn bytes(self, info: &DeviceInfo) -> u64 {
+        match self {
+            DefaultSize::BeyondL2 => (8 * info.l2_bytes).max(256 << 20).next_multiple_of(1 << 20),
+            DefaultSize::Bytes(b) => b,
+        }
+    }
+}
+
+/// How a kernel uses a buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Read only: filled with random data, must come back unchanged.
+    Input,
+    /// Written: poisoned with NaN first, so an element the kernel skips fails.
+    Output,
+    /// Read and written in place: random data, updated.
+    InOut,
+}
+
+/// One buffer, counted in f32 elements (structs are f32s in a row).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Buffer {
+    pub name: &'static str,
+    pub len: usize,
+    pub role: Role,
+}
+
+impl Buffer {
+    pub fn input(name: &'static str, len: usize) -> Self {
+        Buffer {
+            name,
+            len,
+            role: Role::Input,
+        }
+    }
+    pub fn output(name: &'static str, len: usize) -> Self {
+        Buffer {
+            name,
+            len,
+            role: Role::Output,
+        }
+    }
+    pub fn in_out(name: &'static str, len: usize) -> Self {
+        Buffer {
+            name,
+            len,
+            role: Role::InOut,
+        }
+    }
+}
+
+/// The useful work one launch does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Work {
+    /// Bytes the algorithm must move: each input read once plus each output written once.
+    Bytes(u64),
+    /// Floating-point operations, and the bytes the algorithm must move.
+    Flops { flops: u64, bytes: u64 },
+}
+
+impl Work {
+    pub fn bytes(self) -> u64 {
+        match self {
+            Work::Bytes(b) | Work::Flops { bytes: b, .. } => b,
+        }
+    }
+    pub fn flops(self) -> Option<u64> {
+        match self {
+            Work::Bytes(_) => None,
+            Work::Flops { flops, .. } => Some(flops),
+        }
+    }
+}
+
+/// The initial contents of every buffer that is read, as a function: buffer b's
+/// element i is `kernels::fill::uniform(stream(seed, b), i)`, which the GPU fills and
+/// the CPU recomputes, so a reference never needs the inputs copied back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Inputs {
+    pub seed: u64,
+}
+
+impl Inputs {
+    /// The random stream of buffer `b`.
+    pub fn stream(&self, b: usize) -> u64 {
+        kernels::fill::mix64(self.seed ^ (b as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15))
+    }
+    /// Element i of buffer b before the launch.
+    pub fn get(&self, b: usize, i: usize) -> f32 {
+        uniform(self.stream(b), i as u64)
+    }
+}
+
+/// What the outputs of a launch must hold.
+#[derive(Clone, Copy)]
+pub enum Reference {
+    /// Every written element (of an output or in-out buffer) is computed from the
+    /// inputs: `expected(problem, variant param, inputs, buffer, i)`, compared bit for
+    /// bit (data movement) or within a tolerance (arithmetic).
+    Elementwise {
+        check: Check,
+        expected: fn(&Problem, usize, &Inputs, usize, usize) -> f32,
+    },
+    /// C = A B on buffers a, b, c of a [`Kind::Product`]: each entry within an error
+    /// bound that grows with k, against an f64 dot product (all entries of small
+    /// products, a sample of large ones). cuBLAS can compute the same product.
+    Product { a: usize, b: usize, c: usize },
+}
+
+/// How elementwise outputs must match.
+#[derive(Clone, Copy, Debug)]
+pub enum Check {
+    /// Bit for bit.
+    Exact,
+    /// Within a tolerance.
+    Close(Tolerance),
+}
+
+/// The CUDA C++ source of an experiment's twins.
+#[derive(Debug)]
+pub struct Twin {
+    /// Its file under `cuda/`.
+    pub file: &'static str,
+    pub source: &'static str,
+}
+
+/// `twin!("copy.cu")`: the file under `cuda/`, embedded in the binary.
+#[macro_export]
+macro_rules! twin {
+    ($file:literal) => {
+        $crate::experiment::Twin {
+            file: $file,
+            source: include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../cuda/", $file)),
+        }
+    };
+}
+
+impl Experiment {
+    /// How many numbers `--shape` takes (0: none).
+    pub fn shape_rank(&self) -> usize {
+        self.kind.shape_rank()
+    }
+
+    /// The variant called `name`.
+    pub fn variant(&self, name: &str) -> Option<&'static Variant> {
+        self.variants.iter().find(|v| v.name == name)
+    }
+
+    /// Variant names, in table order.
+    pub fn variant_names(&self) -> Vec<&'static str> {
+        self.variants.iter().map(|v| v.name).collect()
+    }
+
+    /// The PTX entry points it launches, each once.
+    pub fn kernels(&self) -> Vec<&'static str> {
+        let mut k: Vec<&'static str> = Vec::new();
+        for v in self.variants {
+            if !k.contains(&v.kernel) {
+                k.push(v.kernel);
+            }
+        }
+        k
+    }
+
+    /// The C++ twins' entry points, each once.
+    pub fn twins(&self) -> Vec<&'static str> {
+        let mut k: Vec<&'static str> = Vec::new();
+        for v in self.variants {
+            if !k.contains(&v.twin) {
+                k.push(v.twin);
+            }
+        }
+        k
+    }
+
+    /// The buffers at `p`, or a clean error when a length overflows.
+    pub fn buffers_at(&self, p: &Problem) -> Result<Vec<Buffer>> {
+        (self.buffers)(p).ok_or_else(|| Error::TooLarge {
+            what: format!("{} at {p}", self.name),
+            why: "a buffer's length overflows usize".into(),
+        })
+    }
+
+    /// Device memory for the buffers at `p` (None if it overflows).
+    pub fn device_bytes(&self, p: &Problem) -> Option<u64> {
+        (self.buffers)(p)?
+            .iter()
+            .try_fold(0u64, |sum, b| sum.checked_add((b.len as u64).checked_mul(4)?))
+    }
+
+    /// Every variant's launch at `p`, in variant order, checked without a GPU: CUDA's
+    /// grid limits, the kernels' 32-bit thread index, lengths that overflow.
+    pub fn launches(&self, p: &Problem, info: &DeviceInfo) -> Result<Vec<Launch>> {
+        self.buffers_at(p)?;
+        self.variants.iter().map(|v| (v.launch)(p, info)).collect()
+    }
+
+    /// A variant's arguments as 64-bit words (what the driver and the emulator read),
+    /// with buffer i at `addresses[i]`.
+    pub fn words(&self, v: &Variant, p: &Problem, addresses: &[u64]) -> Vec<u64> {
+        v.args
+            .iter()
+            .map(|a| match *a {
+                Arg::Dim(d) => p.dim(d) as u64,
+                Arg::Param => v.param as u64,
+                Arg::F32(x) => u64::from(x.to_bits()),
+                Arg::Buffer(b) => addresses[b],
+            })
+            .collect()
+    }
+}
+
+impl fmt::Debug for Experiment {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Experiment")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn problems_from_sizes_and_shapes() {
+        assert_eq!(
+            Kind::Elements.problem(4096, None).unwrap(),
+            Problem::Elements { n: 1024 }
+        );
+        assert_eq!(
+            Kind::Matrix.problem(8192 * 8192 * 4, None).unwrap(),
+            Problem::Matrix {
+                rows: 8192,
+                cols: 8192
+            }
+        );
+        assert_eq!(
+            Kind::Matrix.problem(4, Some(&[33, 65])).unwrap(),
+            Problem::Matrix { rows: 33, cols: 65 }
+        );
+        assert_eq!(
+            Kind::Product.problem(4096 * 4096 * 4, None).unwrap(),
+            Problem::Product {
+                m: 4096,
+                n: 4096,
+                k: 4096
+            }
+        );
+        assert!(Kind::Elements.problem(3, None).is_err());
+        assert!(Kind::Matrix.problem(3, None).is_err());
+    }
+
+    #[test]
+    fn the_largest_array_sizes_the_baseline() {
+        let p = Problem::Product { m: 2, n: 3, k: 5 };
+        assert_eq!(p.largest_array(), Some(15));
+        assert_eq!(
+            Problem::Matrix {
+                rows: usize::MAX,
+                cols: 2
+            }
+            .largest_array(),
+            None
+        );
+        assert_eq!(p.label(), "2x3x5");
+    }
+
+    #[test]
+    fn input_streams_differ_per_buffer_and_seed() {
+        let a = Inputs { seed: 1 };
+        assert_ne!(a.stream(0), a.stream(1));
+        assert_ne!(a.stream(0), Inputs { seed: 2 }.stream(0));
+        assert_eq!(a.get(3, 7), uniform(a.stream(3), 7));
+    }
+
+    #[test]
+    fn awkward_problems_are_awkward() {
+        for p in Kind::Elements.awkward() {
+            let n = p.dim(Dim::Len);
+            assert!(n == 1 || n % 4 != 0, "{n}");
+        }
+        assert!(Kind::Elements.awkward().iter().any(|p| !p.emulated()));
+        assert!(Kind::Product.awkward().iter().all(Problem::emulated));
+    }
+}

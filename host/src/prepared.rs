@@ -1,0 +1,159 @@
+//! The GPU backend: any declared [`Experiment`] with its buffers allocated at one
+//! problem size. It fills inputs, poisons outputs, launches a variant's kernel (or
+//! any function with the same parameters: a C++ twin, a deliberately broken kernel)
+//! on those buffers, and judges the result by the experiment's reference.
+
+use cust::function::Function;
+use cust::memory::DeviceBuffer;
+
+use crate::buffers::{download, fill_uniform, poison};
+use crate::device::Gpu;
+use crate::error::Result;
+use crate::experiment::{Buffer, Experiment, Inputs, Problem, Reference, Role, Variant, Work};
+use crate::launch::Launch;
+use crate::reference::{Scope, judge};
+use crate::validate::Validation;
+
+/// Row-major C (m x n) = A (m x k) B (k x n), f32, on device buffers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Gemm {
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub a: u64,
+    pub b: u64,
+    pub c: u64,
+}
+
+/// An experiment's buffers on the GPU at one problem size.
+pub struct Prepared {
+    pub experiment: &'static Experiment,
+    pub problem: Problem,
+    buffers: Vec<Buffer>,
+    memory: Vec<DeviceBuffer<f32>>,
+    launches: Vec<Launch>,
+    seed: u64,
+    /// What the last [`Prepared::reset`] filled the inputs with.
+    inputs: Inputs,
+}
+
+impl Prepared {
+    /// Allocates every buffer of `experiment` at `problem`; `seed` seeds the inputs.
+    pub fn new(gpu: &Gpu, experiment: &'static Experiment, problem: Problem, seed: u64) -> Result<Prepared> {
+        let launches = experiment.launches(&problem, &gpu.info)?;
+        let buffers = experiment.buffers_at(&problem)?;
+        let memory = buffers
+            .iter()
+            .map(|b| gpu.alloc(b.len))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Prepared {
+            experiment,
+            problem,
+            buffers,
+            memory,
+            launches,
+            seed,
+            inputs: Inputs { seed },
+        })
+    }
+
+    pub fn variants(&self) -> &'static [Variant] {
+        self.experiment.variants
+    }
+
+    /// The index of the variant called `name`.
+    pub fn position(&self, name: &str) -> Option<usize> {
+        self.variants().iter().position(|v| v.name == name)
+    }
+
+    /// Useful work of one launch.
+    pub fn work(&self) -> Work {
+        (self.experiment.work)(&self.problem)
+    }
+
+    /// Fills the buffers variant `i` reads with fresh random data (a stream per
+    /// case) and poisons those it only writes, so an element it skips fails.
+    pub fn reset(&mut self, gpu: &Gpu, i: usize) -> Result<()> {
+        self.inputs = Inputs {
+            seed: self.seed.wrapping_add(i as u64),
+        };
+        let v = &self.variants()[i];
+        for b in v.buffers() {
+            match self.buffers[b].role {
+                Role::Output => poison(gpu, &mut self.memory[b])?,
+                Role::Input | Role::InOut => fill_uniform(gpu, &self.memory[b], self.inputs.stream(b))?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Grid, block, shared memory and argument words of variant `i`.
+    pub fn launch_spec(&self, i: usize) -> (Launch, Vec<u64>) {
+        let addresses: Vec<u64> = self.memory.iter().map(|m| m.as_device_ptr().as_raw()).collect();
+        let words = self
+            .experiment
+            .words(&self.variants()[i], &self.problem, &addresses);
+        (self.launches[i], words)
+    }
+
+    /// Enqueues one launch of variant `i` running `f` (its kernel, or a twin of it).
+    pub fn launch(&self, gpu: &Gpu, i: usize, f: &Function<'_>) -> Result<()> {
+        let (cfg, words) = self.launch_spec(i);
+        gpu.launch(f, cfg, &words)
+    }
+
+    /// Copies variant `i`'s outputs back and judges them; `rounding` as in
+    /// [`crate::reference::judge`].
+    pub fn validate(&self, gpu: &Gpu, i: usize, rounding: f64) -> Result<Validation> {
+        judge(
+            self.experiment,
+            &self.variants()[i],
+            &self.problem,
+            &self.inputs,
+            |b| download(gpu, &self.memory[b]),
+            Scope::Written,
+            rounding,
+        )
+    }
+
+    /// Resets variant `i`, computes its output with `launch` (a kernel, a twin, a
+    /// library call), waits and validates: the check every measured launch gets.
+    pub fn check_with(
+        &mut self,
+        gpu: &Gpu,
+        i: usize,
+        what: &str,
+        rounding: f64,
+        launch: impl FnOnce(&Prepared) -> Result<()>,
+    ) -> Result<Validation> {
+        self.reset(gpu, i)?;
+        launch(self)?;
+        gpu.sync(&format!("running {what}"))?;
+        self.validate(gpu, i, rounding)
+    }
+
+    /// [`Prepared::check_with`] running `f` on variant `i`'s launch.
+    pub fn check(&mut self, gpu: &Gpu, i: usize, f: &Function<'_>) -> Result<Validation> {
+        let kernel = self.variants()[i].kernel;
+        self.check_with(gpu, i, kernel, 0.0, |p| p.launch(gpu, i, f))
+    }
+
+    /// The operands when the experiment computes a row-major SGEMM C = A B, so a
+    /// library (cuBLAS) can compute the same product on the same buffers.
+    pub fn gemm(&self) -> Option<Gemm> {
+        let (Reference::Product { a, b, c }, Problem::Product { m, n, k }) =
+            (self.experiment.reference, self.problem)
+        else {
+            return None;
+        };
+        let at = |i: usize| self.memory[i].as_device_ptr().as_raw();
+        Some(Gemm {
+            m,
+            n,
+            k,
+            a: at(a),
+            b: at(b),
+            c: at(c),
+        })
+    }
+}

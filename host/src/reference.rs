@@ -1,0 +1,78 @@
+//! Judging one launch against its experiment's [`Reference`]: the one check every
+//! backend applies (the GPU with Rust or C++ kernels, cuBLAS, the CPU emulator).
+
+use crate::error::Result;
+use crate::experiment::{Check, Experiment, Inputs, Problem, Reference, Role, Variant};
+use crate::validate::{self, Validation, check_rounded_product, exact, sample_entries};
+
+/// Which buffers a judgement reads back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// What the kernel writes (outputs, in-out buffers): on the GPU, where copying
+    /// gigabytes of inputs back would cost more than the run.
+    Written,
+    /// Every buffer the kernel is passed: inputs must come back bit for bit too
+    /// (the emulator, where nothing is large).
+    Everything,
+}
+
+/// Compares what `fetch(buffer)` returns with the reference for `variant` at
+/// `problem`, whose read buffers held `inputs` before the launch. `rounding` widens a
+/// product's bound for inputs rounded to that relative precision (TF32: 2^-10; 0 for
+/// plain f32).
+pub fn judge(
+    experiment: &Experiment,
+    variant: &Variant,
+    problem: &Problem,
+    inputs: &Inputs,
+    mut fetch: impl FnMut(usize) -> Result<Vec<f32>>,
+    scope: Scope,
+    rounding: f64,
+) -> Result<Validation> {
+    let buffers = experiment.buffers_at(problem)?;
+    let mut passed: Vec<usize> = Vec::new();
+    for b in variant.buffers() {
+        if !passed.contains(&b) {
+            passed.push(b);
+        }
+    }
+    let judged: Vec<usize> = passed
+        .into_iter()
+        .filter(|&b| scope == Scope::Everything || buffers[b].role != Role::Input)
+        .collect();
+    let named = judged.len() > 1;
+    let mut checks = Vec::with_capacity(judged.len());
+    for b in judged {
+        let got = fetch(b)?;
+        let mut v = match (buffers[b].role, experiment.reference) {
+            (Role::Input, _) => exact(&got, |i| inputs.get(b, i)),
+            (_, Reference::Elementwise { check, expected }) => {
+                let want = |i| expected(problem, variant.param, inputs, b, i);
+                match check {
+                    Check::Exact => exact(&got, want),
+                    Check::Close(tol) => validate::close(&got, want, tol),
+                }
+            }
+            (_, Reference::Product { a, b: bb, .. }) => {
+                let dims = match *problem {
+                    Problem::Product { m, n, k } => (m, n, k),
+                    other => panic!("{}: a product reference on a {other:?} problem", experiment.name),
+                };
+                let at = sample_entries(dims.0 * dims.1, inputs.seed);
+                check_rounded_product(
+                    &got,
+                    dims,
+                    |i| inputs.get(a, i),
+                    |i| inputs.get(bb, i),
+                    &at,
+                    rounding,
+                )
+            }
+        };
+        if named {
+            v.detail = format!("{}: {}", buffers[b].name, v.detail);
+        }
+        checks.push(v);
+    }
+    Ok(validate::all(checks))
+}
