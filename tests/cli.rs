@@ -36,7 +36,7 @@ fn list_needs_no_gpu() {
 fn unknown_experiment_lists_the_known_ones() {
     let err = fails(&["run", "nonsense"], 2);
     assert!(
-        err.contains("known experiments: copy, stride, offset, transpose, particles, saxpy, complex, matmul"),
+        err.contains(&format!("known experiments: {}", coalesce::experiments::known())),
         "{err}"
     );
 }

@@ -710,3 +710,31 @@ fn results_json_holds_the_comparison_and_round_trips() {
     assert_eq!(Some(&c), results.compare.as_ref());
     assert_eq!(c.cublas_rows[0].gflop_per_s, 48_000.0);
 }
+
+/// A claim or a plot contrast that names a variant no experiment declares would
+/// silently read "not run": every name they use must select.
+#[test]
+fn claims_and_contrasts_name_declared_variants() {
+    use coalesce::experiments::select;
+    use coalesce::report::claims::{CLAIMS, Measure};
+    use coalesce::report::plots::CONTRASTS;
+    let mut named: Vec<(&str, &str)> = Vec::new();
+    for c in CLAIMS {
+        match c.measure {
+            Measure::PctOf { row, of } => named.extend([row, of]),
+            Measure::PctOfCublas { row } | Measure::PctOfCopy { row } => named.push(row),
+            Measure::Speedup { fast, slow } => named.extend([fast, slow]),
+        }
+    }
+    for &(e, good, bad) in CONTRASTS {
+        named.extend([(e, good), (e, bad)]);
+    }
+    named.extend(coalesce::report::plots::NAMED_VARIANTS);
+    for (e, v) in named {
+        let word = format!("{e}/{v}");
+        assert!(
+            select(&[word.clone()]).is_ok(),
+            "{word} is named by the report but not declared"
+        );
+    }
+}

@@ -85,7 +85,7 @@ pub struct ExplainArgs {
     pub size: Option<u64>,
     /// Matrix shape, as for `run`: ROWSxCOLS for transpose, MxNxK for matmul.
     #[arg(long, value_parser = shape_arg)]
-    pub shape: Option<Shape>,
+    pub shape: Option<ShapeArg>,
     /// The coalescing rules: sm70 (Volta and later) or the compute capability 1.x
     /// half-warp rules, for teaching.
     #[arg(long, value_enum, default_value_t = Model::Sm70)]
@@ -149,7 +149,7 @@ pub struct SuiteArgs {
     pub size: Option<u64>,
     /// Matrix shape: ROWSxCOLS for transpose, MxNxK for matmul (overrides --size for them).
     #[arg(long, value_parser = shape_arg)]
-    pub shape: Option<Shape>,
+    pub shape: Option<ShapeArg>,
     /// Timed launches per variant; the table shows their median.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub reps: u32,
@@ -173,10 +173,12 @@ fn size_arg(s: &str) -> std::result::Result<u64, String> {
 
 /// A parsed `--shape` (a newtype: clap treats a bare `Vec` as a list of values).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Shape(pub Vec<usize>);
+pub struct ShapeArg(pub Vec<usize>);
 
-fn shape_arg(s: &str) -> std::result::Result<Shape, String> {
-    crate::units::parse_shape(s).map(Shape).map_err(|e| e.to_string())
+fn shape_arg(s: &str) -> std::result::Result<ShapeArg, String> {
+    crate::units::parse_shape(s)
+        .map(ShapeArg)
+        .map_err(|e| e.to_string())
 }
 
 /// What a command ended with, for the exit code.
@@ -326,7 +328,7 @@ pub fn list() -> String {
 fn info(device: u32, open: Opener) -> Result<Outcome> {
     println!("kernels: PTX for {} ({} bytes)", ptx::ARCH, ptx::PTX.len());
     println!("entry points: {}", ptx::entry_points(ptx::PTX).join(", "));
-    for line in crate::compare::libs::toolkit_lines() {
+    for line in crate::compare::toolkit::toolkit_lines() {
         println!("{line}");
     }
     let gpu = open(device)?;

@@ -167,25 +167,6 @@ pub fn guarded<T>(label: &str, what: &str, f: impl FnOnce() -> T) -> Result<T, S
     })
 }
 
-/// The NVRTC and cuBLAS lines of `coalesce info`: found where, or why not.
-pub fn toolkit_lines() -> Vec<String> {
-    let nvrtc = match super::nvrtc::Nvrtc::load() {
-        Ok(n) => format!("NVRTC: {} ({})", n.version_string(), n.found),
-        Err(e) => format!("NVRTC: unavailable: {e}"),
-    };
-    let cublas_lib = Lib {
-        label: "cuBLAS",
-        stem: "cublas",
-        // SAFETY: only tries to open the library.
-        present: || unsafe { cudarc::cublas::sys::is_culib_present() },
-    };
-    let cublas = match locate(&cublas_lib, &toolkit_dirs()) {
-        Ok(found) => format!("cuBLAS: {found}"),
-        Err(e) => format!("cuBLAS: unavailable: {e}"),
-    };
-    vec![nvrtc, cublas]
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -13,6 +13,7 @@ pub mod libs;
 pub mod nvrtc;
 pub mod render;
 pub mod run;
+pub mod toolkit;
 pub mod twins;
 
 use serde::{Deserialize, Serialize};

@@ -111,7 +111,7 @@ pub struct Verdict {
     pub measured: String,
 }
 
-fn find<'a>(rows: &'a [Row], (experiment, variant): (&str, &str)) -> Option<&'a Row> {
+fn row_of<'a>(rows: &'a [Row], (experiment, variant): (&str, &str)) -> Option<&'a Row> {
     rows.iter()
         .find(|r| r.experiment == experiment && r.variant == variant)
 }
@@ -150,7 +150,7 @@ fn pct_of_cublas(row: &Row, comparison: Option<&CompareReport>) -> String {
 pub fn measure(claim: &Claim, rows: &[Row], comparison: Option<&CompareReport>) -> String {
     const NOT_RUN: &str = "not run";
     match claim.measure {
-        Measure::PctOf { row, of } => match (find(rows, row), find(rows, of)) {
+        Measure::PctOf { row, of } => match (row_of(rows, row), row_of(rows, of)) {
             (Some(r), Some(o)) => {
                 let (x, y, _) = rates(r, o);
                 let copy = if r.flops.is_none() {
@@ -163,18 +163,18 @@ pub fn measure(claim: &Claim, rows: &[Row], comparison: Option<&CompareReport>) 
             (Some(_), None) => format!("{} {} not run", of.0, of.1),
             _ => NOT_RUN.into(),
         },
-        Measure::PctOfCublas { row } => match find(rows, row) {
+        Measure::PctOfCublas { row } => match row_of(rows, row) {
             Some(r) => pct_of_cublas(r, comparison),
             None => NOT_RUN.into(),
         },
-        Measure::PctOfCopy { row } => match find(rows, row) {
+        Measure::PctOfCopy { row } => match row_of(rows, row) {
             Some(r) => match r.pct_of_peak {
                 Some(p) => format!("{:.1}% of copy, {p:.1}% of peak", r.pct_of_copy),
                 None => format!("{:.1}% of copy", r.pct_of_copy),
             },
             None => NOT_RUN.into(),
         },
-        Measure::Speedup { fast, slow } => match (find(rows, fast), find(rows, slow)) {
+        Measure::Speedup { fast, slow } => match (row_of(rows, fast), row_of(rows, slow)) {
             (Some(f), Some(s)) => {
                 let (x, y, unit) = rates(f, s);
                 format!(

@@ -4,6 +4,7 @@
 
 pub mod claims;
 pub mod markdown;
+mod md;
 pub mod plots;
 pub mod versus;
 
