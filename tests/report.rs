@@ -733,7 +733,7 @@ fn claims_and_contrasts_name_declared_variants() {
     for (e, v) in named {
         let word = format!("{e}/{v}");
         assert!(
-            select(&[word.clone()]).is_ok(),
+            select(std::slice::from_ref(&word)).is_ok(),
             "{word} is named by the report but not declared"
         );
     }
