@@ -125,6 +125,11 @@ pub struct ReportArgs {
     /// Skip the comparison with the CUDA C++ twins and cuBLAS: Rust kernels only.
     #[arg(long)]
     pub rust_only: bool,
+    /// Render saved results instead of running (no GPU needed): a results.json from
+    /// `report`, or a file from `run --json` or `compare --json`. Repeat it with
+    /// one file per GPU to compare the GPUs side by side.
+    #[arg(long, value_name = "FILE")]
+    pub from: Vec<PathBuf>,
 }
 
 #[derive(Debug, Args, Default)]
@@ -207,10 +212,7 @@ where
             return 0;
         }
         Err(e) => {
-            // One line, not clap's usage block: the message already says what is wrong.
-            let text = e.to_string();
-            let first = text.lines().next().unwrap_or("invalid arguments");
-            eprintln!("{first} (see --help)");
+            eprintln!("{}", one_line(&e.to_string()));
             return 2;
         }
     };
@@ -227,6 +229,63 @@ where
     }
 }
 
+/// clap's error as one line, not its usage block: the message, with the possible
+/// values and "a similar argument exists" tips it gives on later lines.
+fn one_line(text: &str) -> String {
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let mut out = lines.next().unwrap_or("error: invalid arguments").to_string();
+    for l in lines {
+        if l.starts_with("[possible values") {
+            out = format!("{out} {l}");
+        } else if l.starts_with("tip:") {
+            out = format!("{out}; {l}");
+        }
+    }
+    format!("{out} (see --help)")
+}
+
+/// The commands, for "did you mean" when a first word is neither one nor an experiment.
+const COMMANDS: [&str; 7] = ["run", "report", "compare", "explain", "info", "list", "check"];
+
+/// Edit distance (insertions, deletions, substitutions, adjacent swaps).
+fn distance(a: &str, b: &str) -> usize {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for j in 0..=b.len() {
+        d[0][j] = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            d[i][j] = (d[i - 1][j] + 1).min(d[i][j - 1] + 1).min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d[i][j] = d[i][j].min(d[i - 2][j - 2] + 1);
+            }
+        }
+    }
+    d[a.len()][b.len()]
+}
+
+/// `coalesce lsit` reads as `run lsit`: when the word is no experiment but is close to
+/// a command, say so.
+fn suggest_command(words: &[String], e: crate::Error) -> crate::Error {
+    match (&e, words.first()) {
+        (crate::Error::UnknownExperiment { name, known }, Some(first)) if first == name => {
+            match COMMANDS.iter().find(|c| distance(c, name) <= 2) {
+                Some(c) => crate::Error::UnknownExperiment {
+                    name: name.clone(),
+                    known: format!("{known}; did you mean the command `{c}`?"),
+                },
+                None => e,
+            }
+        }
+        _ => e,
+    }
+}
+
 pub fn execute(cli: Cli) -> Result<Outcome> {
     execute_on(cli, &Gpu::open)
 }
@@ -234,7 +293,10 @@ pub fn execute(cli: Cli) -> Result<Outcome> {
 /// Runs a parsed command, opening the GPU with `open`.
 pub fn execute_on(cli: Cli, open: Opener) -> Result<Outcome> {
     match cli.command {
-        None => run(cli.run, open),
+        None => {
+            let words = cli.run.suite.experiments.clone();
+            run(cli.run, open).map_err(|e| suggest_command(&words, e))
+        }
         Some(Command::Run(args)) => run(args, open),
         Some(Command::Report(args)) => write_report(args, open),
         Some(Command::Compare(args)) => compare(args, open),
@@ -282,6 +344,10 @@ fn emulate(selection: &[Selection], opts: &explain::Options, quiet: bool) -> Res
 }
 
 fn explain_command(args: ExplainArgs) -> Result<Outcome> {
+    // A --json path that cannot be written fails now, not after the analysis.
+    if let Some(path) = &args.json {
+        table::check_writable(path)?;
+    }
     let mut opts = explain::Options {
         size: args.size,
         shape: args.shape.map(|s| s.0),
@@ -387,6 +453,7 @@ fn run_suite(args: &SuiteArgs, selection: &[Selection], plan: &RunOptions, open:
     let gpu = open(args.device)?;
     let mut progress = Progress::new(steps(selection), args.quiet);
     let mut report = Report {
+        schema: crate::table::SCHEMA,
         coalesce_version: env!("CARGO_PKG_VERSION").to_string(),
         device: gpu.info.clone(),
         ptx_arch: ptx::ARCH.to_string(),
@@ -460,10 +527,39 @@ fn compare(args: CompareArgs, open: Opener) -> Result<Outcome> {
     })
 }
 
+/// `report --from`: saved results rendered, nothing run.
+fn report_from(args: &ReportArgs) -> Result<Outcome> {
+    let s = &args.suite;
+    if !s.experiments.is_empty() || s.size.is_some() || s.shape.is_some() || args.rust_only {
+        return Err(crate::Error::BadResults {
+            path: "--from".into(),
+            why: "renders saved results as they are; it takes no experiments, --size, --shape or --rust-only"
+                .into(),
+        });
+    }
+    report::check_dir(&args.out)?;
+    let all = report::gpus::load_all(&args.from)?;
+    let files = report::write_from(&args.out, &all)?;
+    println!(
+        "report: {} ({} files, from {} results file(s))",
+        files[0].display(),
+        files.len(),
+        all.len()
+    );
+    Ok(match all.iter().map(Results::failures).sum() {
+        0 => Outcome::Ok,
+        n => Outcome::Invalid(n),
+    })
+}
+
 fn write_report(args: ReportArgs, open: Opener) -> Result<Outcome> {
+    if !args.from.is_empty() {
+        return report_from(&args);
+    }
     let (selection, plan) = plan(&args.suite)?;
-    // A bad --out fails now, not after the whole suite has run.
-    report::prepare_dir(&args.out)?;
+    // A bad --out fails now, not after the whole suite has run; nothing is made
+    // until there is something to write.
+    report::check_dir(&args.out)?;
     let start = Instant::now();
     let results = if args.rust_only {
         let run = run_suite(&args.suite, &selection, &plan, open)?;

@@ -96,13 +96,39 @@ pub fn is_sticky(e: CudaError) -> bool {
     )
 }
 
+/// Whether the NVIDIA driver (`libcuda.so.1`) was found when the program started,
+/// and the system loader's reason when it was not (host/build.rs's driver loader).
+pub fn driver() -> std::result::Result<(), String> {
+    unsafe extern "C" {
+        fn coalesce_cuda_driver_loaded() -> std::ffi::c_int;
+        fn coalesce_cuda_load_error() -> *const std::ffi::c_char;
+    }
+    // SAFETY: both only read what the loader's constructor wrote before main.
+    unsafe {
+        if coalesce_cuda_driver_loaded() != 0 {
+            return Ok(());
+        }
+        let why = coalesce_cuda_load_error();
+        Err(if why.is_null() {
+            "libcuda.so.1 could not be loaded".into()
+        } else {
+            std::ffi::CStr::from_ptr(why).to_string_lossy().into_owned()
+        })
+    }
+}
+
+/// What still works without a GPU, for the no-GPU message.
+const WITHOUT_A_GPU: &str =
+    "without a GPU, `coalesce list`, `coalesce explain` and `coalesce report --from FILE` still work";
+
 /// Turns the driver's "no device"/"no driver" answers into one clear error.
 fn no_gpu(e: CudaError) -> Error {
-    let hint = if ptx::LINKED_CUDA_STUB {
-        " (this build found no NVIDIA driver and linked a stub libcuda; rebuild on a machine with the driver)"
-    } else {
-        ""
-    };
+    if let Err(why) = driver() {
+        return Error::NoGpu(format!(
+            "no NVIDIA driver on this machine ({why}); {WITHOUT_A_GPU}"
+        ));
+    }
+    let hint = format!("; {WITHOUT_A_GPU}");
     match e {
         CudaError::NoDevice | CudaError::InvalidDevice => {
             Error::NoGpu(format!("no CUDA-capable device is detected{hint}"))

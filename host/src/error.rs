@@ -73,6 +73,9 @@ pub enum Error {
     #[error("{path}: not Nsight Compute CSV output as scripts/gpu-run.sh ncu writes it: {why}")]
     NcuCsv { path: String, why: String },
 
+    #[error("{path}: {why}")]
+    BadResults { path: String, why: String },
+
     #[error("emulating {kernel} failed: {why}")]
     Emulation { kernel: String, why: String },
 
@@ -97,7 +100,8 @@ impl Error {
             | Error::BadShape { .. }
             | Error::TooLarge { .. }
             | Error::UnknownExperiment { .. }
-            | Error::UnknownVariant { .. } => 2,
+            | Error::UnknownVariant { .. }
+            | Error::BadResults { .. } => 2,
             _ => 1,
         }
     }

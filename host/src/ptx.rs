@@ -11,24 +11,6 @@ pub const BROKEN_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/broken_kern
 /// The `-C target-cpu` the PTX was built for (`COALESCE_ARCH`, default sm_70).
 pub const ARCH: &str = env!("COALESCE_PTX_ARCH");
 
-/// Whether this build linked the stub libcuda because no NVIDIA driver was found.
-pub const LINKED_CUDA_STUB: bool = const_str_eq(env!("COALESCE_CUDA_STUB"), "1");
-
-const fn const_str_eq(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
-}
-
 /// The kernel entry points (`.entry NAME(`) declared in a PTX module, in order.
 pub fn entry_points(ptx: &str) -> Vec<&str> {
     ptx.lines()

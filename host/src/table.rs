@@ -12,9 +12,20 @@ use crate::harness::Row;
 use crate::timing::Baseline;
 use crate::units::{format_bytes, format_ms};
 
+/// The version of the JSON that `run --json`, `compare --json` and `report` write:
+/// 2 added this field (files without it are version 1, which reads the same).
+pub const SCHEMA: u32 = 2;
+
+/// The version of a file written before versions were.
+pub fn schema_1() -> u32 {
+    1
+}
+
 /// Everything one run measured, with the device it ran on.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Report {
+    #[serde(default = "schema_1")]
+    pub schema: u32,
     pub coalesce_version: String,
     pub device: DeviceInfo,
     pub ptx_arch: String,
@@ -206,6 +217,7 @@ mod tests {
             ..good.clone()
         };
         Report {
+            schema: crate::table::SCHEMA,
             coalesce_version: "test".into(),
             device,
             ptx_arch: "sm_70".into(),

@@ -31,7 +31,11 @@ pub fn parse_size(input: &str) -> Result<u64> {
     }
     let bytes = bytes.round() as u64;
     if bytes == 0 {
-        return Err(Error::Zero { what: "--size" });
+        return Err(if value > 0.0 {
+            bad("less than one byte")
+        } else {
+            Error::Zero { what: "--size" }
+        });
     }
     Ok(bytes)
 }
@@ -46,9 +50,17 @@ pub fn parse_shape(input: &str) -> Result<Vec<usize>> {
         .trim()
         .split(['x', 'X'])
         .map(|d| {
-            d.trim()
-                .parse::<usize>()
-                .map_err(|_| bad("each dimension must be a whole number"))
+            let d = d.trim();
+            d.parse::<usize>().map_err(|_| {
+                if !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()) {
+                    bad(&format!(
+                        "{d} is larger than any dimension this machine can index ({})",
+                        usize::MAX
+                    ))
+                } else {
+                    bad("each dimension must be a whole number")
+                }
+            })
         })
         .collect::<Result<Vec<_>>>()?;
     if !(2..=3).contains(&dims.len()) {

@@ -133,6 +133,9 @@ impl CublasRow {
 /// Everything `coalesce compare` measured.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CompareReport {
+    /// [`crate::table::SCHEMA`] when written.
+    #[serde(default = "crate::table::schema_1")]
+    pub schema: u32,
     pub coalesce_version: String,
     pub device: DeviceInfo,
     /// The `-C target-cpu` of the Rust PTX.
@@ -186,6 +189,7 @@ impl CompareReport {
             .collect();
         harness::fill_speedups(&mut rows);
         Report {
+            schema: crate::table::SCHEMA,
             coalesce_version: self.coalesce_version.clone(),
             device: self.device.clone(),
             ptx_arch: self.rust_ptx_arch.clone(),

@@ -173,6 +173,7 @@ mod tests {
     fn report(cpp: Option<(f64, bool)>) -> CompareReport {
         let cpp = cpp.map(|(ms, ok)| row(ms, ok));
         CompareReport {
+            schema: crate::table::SCHEMA,
             coalesce_version: "0".into(),
             device: info(),
             rust_ptx_arch: "sm_70".into(),

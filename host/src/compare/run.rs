@@ -59,6 +59,7 @@ pub fn compare(
         Err(Unusable::Broken(why)) => (format!("C++ twins: BROKEN, Rust only: {why}"), true),
     };
     let mut report = CompareReport {
+        schema: crate::table::SCHEMA,
         coalesce_version: env!("CARGO_PKG_VERSION").to_string(),
         device: gpu.info.clone(),
         rust_ptx_arch: crate::ptx::ARCH.to_string(),

@@ -3,6 +3,7 @@
 //! C++, the seeds' claims beside this GPU's numbers), results.json, and SVG plots.
 
 pub mod claims;
+pub mod gpus;
 pub mod markdown;
 mod md;
 pub mod plots;
@@ -97,6 +98,37 @@ pub fn prepare_dir(dir: &Path) -> Result<()> {
     std::fs::remove_file(&probe).map_err(err)
 }
 
+/// Fails now if `dir` could not be made and written later: the nearest folder that
+/// exists on its path must be a writable folder. Nothing is created.
+pub fn check_dir(dir: &Path) -> Result<()> {
+    let err = |source| Error::Write {
+        path: dir.display().to_string(),
+        source,
+    };
+    let mut at = Some(dir);
+    while let Some(p) = at {
+        if p.as_os_str().is_empty() {
+            at = Some(Path::new("."));
+            continue;
+        }
+        match std::fs::metadata(p) {
+            Ok(m) if !m.is_dir() => return Err(err(std::io::ErrorKind::NotADirectory.into())),
+            Ok(m) if m.permissions().readonly() => {
+                return Err(err(std::io::ErrorKind::PermissionDenied.into()));
+            }
+            Ok(_) => {
+                // Permission bits do not tell everything (root, read-only mounts): try.
+                let probe = p.join(format!(".coalesce-write-test.{}", std::process::id()));
+                std::fs::write(&probe, b"").map_err(err)?;
+                return std::fs::remove_file(&probe).map_err(err);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => at = p.parent(),
+            Err(e) => return Err(err(e)),
+        }
+    }
+    Ok(())
+}
+
 /// Writes report.md, results.json and every plot the results allow into `dir`;
 /// returns the files written, report.md first.
 pub fn write(dir: &Path, results: &Results) -> Result<Vec<PathBuf>> {
@@ -110,6 +142,28 @@ pub fn write(dir: &Path, results: &Results) -> Result<Vec<PathBuf>> {
     }
     write_json(&files[1], results)?;
     write_file(&files[0], &markdown::render(results, &plots))?;
+    Ok(files)
+}
+
+/// Renders saved results without a GPU: one file gives its report as `coalesce
+/// report` wrote it; several (one per GPU) give an across-GPU report.md with a plot,
+/// and each GPU's own report in a folder named after it. Returns the files written.
+pub fn write_from(dir: &Path, all: &[Results]) -> Result<Vec<PathBuf>> {
+    if let [one] = all {
+        return write(dir, one);
+    }
+    prepare_dir(dir)?;
+    let plot = gpus::plot(all)?;
+    let mut files = vec![dir.join("report.md")];
+    if let Some(p) = &plot {
+        let path = dir.join(p.file);
+        write_file(&path, &p.svg)?;
+        files.push(path);
+    }
+    for r in all {
+        files.extend(write(&dir.join(gpus::slug(r)), r)?);
+    }
+    write_file(&files[0], &gpus::render(all, plot.as_ref()))?;
     Ok(files)
 }
 

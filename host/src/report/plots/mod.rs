@@ -1,7 +1,7 @@
 //! The report's plots, each drawn from the rows of a run; a plot whose experiment
 //! did not run is left out.
 
-mod chart;
+pub(super) mod chart;
 mod versus;
 
 use chart::{Bar, BarChart, LineChart, Scale, Series};

@@ -1,0 +1,213 @@
+//! `coalesce report --from FILE...`: reports rendered from saved results, with no GPU;
+//! with files from several GPUs, the same kernels side by side on each.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use super::Results;
+use super::md::table;
+use super::plots::Plot;
+use super::plots::chart::{self, Bar, BarChart};
+use crate::compare::CompareReport;
+use crate::error::{Error, Result};
+use crate::table::SCHEMA;
+use plotters::style::RGBColor;
+
+/// Reads a results file: `report`'s results.json, or what `run --json` or
+/// `compare --json` wrote. Anything else, or a file from a newer coalesce, is a
+/// one-line error.
+pub fn load(path: &Path) -> Result<Results> {
+    let shown = path.display().to_string();
+    let bad = |why: String| Error::BadResults {
+        path: shown.clone(),
+        why,
+    };
+    let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
+        path: shown.clone(),
+        source,
+    })?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| bad(format!("not coalesce results (not JSON: {e})")))?;
+    let Some(fields) = value.as_object().filter(|o| o.contains_key("coalesce_version")) else {
+        return Err(bad(
+            "not coalesce results (no coalesce_version; write them with `coalesce report`, `run --json` or `compare --json`)".into(),
+        ));
+    };
+    let schema = fields.get("schema").and_then(|s| s.as_u64()).unwrap_or(1);
+    if schema > u64::from(SCHEMA) {
+        return Err(bad(format!(
+            "written by a newer coalesce (schema {schema}; this one reads up to {SCHEMA}): upgrade coalesce to read it"
+        )));
+    }
+    let parsed = if fields.contains_key("rust_ptx_arch") {
+        serde_json::from_value::<CompareReport>(value)
+            .map(|c| Results::of_comparison("unknown".into(), 0.0, c))
+    } else if fields.contains_key("date") {
+        serde_json::from_value::<Results>(value)
+    } else {
+        serde_json::from_value(value).map(|run| Results {
+            date: "unknown".into(),
+            elapsed_s: 0.0,
+            run,
+            compare: None,
+        })
+    };
+    parsed.map_err(|e| bad(format!("not coalesce results ({e})")))
+}
+
+/// Loads every file; two files from one GPU are refused (which would be compared?).
+pub fn load_all(paths: &[PathBuf]) -> Result<Vec<Results>> {
+    let mut all: Vec<(PathBuf, Results)> = Vec::new();
+    for p in paths {
+        let r = load(p)?;
+        if let Some((first, _)) = all.iter().find(|(_, x)| same_device(x, &r)) {
+            return Err(Error::BadResults {
+                path: p.display().to_string(),
+                why: format!(
+                    "comes from the same GPU as {} ({}); give one results file per GPU",
+                    first.display(),
+                    r.run.device.name
+                ),
+            });
+        }
+        all.push((p.clone(), r));
+    }
+    Ok(all.into_iter().map(|(_, r)| r).collect())
+}
+
+fn same_device(a: &Results, b: &Results) -> bool {
+    let (a, b) = (&a.run.device, &b.run.device);
+    a.name == b.name && a.ordinal == b.ordinal && a.total_memory_bytes == b.total_memory_bytes
+}
+
+/// A folder name for one GPU's own report: `nvidia-h100-80gb-hbm3`.
+pub fn slug(results: &Results) -> String {
+    let mut s: String = results
+        .run
+        .device
+        .name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    while s.contains("--") {
+        s = s.replace("--", "-");
+    }
+    s.trim_matches('-').to_string()
+}
+
+/// Every (experiment, variant) of any file, in the order they first appear.
+fn kernels(all: &[Results]) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for r in all.iter().flat_map(|x| &x.run.rows) {
+        let k = (r.experiment.clone(), r.variant.clone());
+        if !out.contains(&k) {
+            out.push(k);
+        }
+    }
+    out
+}
+
+/// The across-GPU report.md: each kernel as % of copy (GFLOP/s for products) on each
+/// GPU, then links to each GPU's own report.
+pub fn render(all: &[Results], plot: Option<&Plot>) -> String {
+    let mut out = String::new();
+    let names: Vec<&str> = all.iter().map(|r| r.run.device.name.as_str()).collect();
+    let _ = writeln!(out, "# coalesce report: {} GPUs\n", all.len());
+    for (r, name) in all.iter().zip(&names) {
+        let _ = writeln!(
+            out,
+            "- {name}: measured {}, coalesce {}; [its full report]({}/report.md)",
+            r.date,
+            r.run.coalesce_version,
+            slug(r)
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\nEach kernel's effective bandwidth as % of cuMemcpyDtoD measured in the same run \
+         on the same GPU (matrix products: GFLOP/s), so the columns compare how close each \
+         GPU gets to its own ceiling.\n"
+    );
+    let mut header = vec!["experiment".to_string(), "variant".to_string()];
+    header.extend(names.iter().map(|n| format!("{n}: % of copy")));
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    let rows = kernels(all).into_iter().map(|(e, v)| {
+        let mut cells = vec![e.clone(), v.clone()];
+        for r in all {
+            let cell = match r.run.rows.iter().find(|x| x.experiment == e && x.variant == v) {
+                None => "not run".into(),
+                Some(x) if !x.validated => "NOT VALIDATED".into(),
+                Some(x) => match x.gflop_per_s {
+                    Some(g) => format!("{g:.0} GFLOP/s"),
+                    None => format!("{:.1} ({:.0} GB/s)", x.pct_of_copy, x.gb_per_s),
+                },
+            };
+            cells.push(cell);
+        }
+        cells
+    });
+    table(&mut out, &header, rows);
+    if let Some(p) = plot {
+        let _ = writeln!(out, "\n![{}]({})", p.title, p.file);
+    }
+    out
+}
+
+pub const TITLE: &str = "Each bandwidth kernel as % of the copy ceiling, on each GPU";
+
+const COLORS: [RGBColor; 4] = [chart::BLUE, chart::ORANGE, chart::GREEN, chart::RED];
+
+/// One bar per GPU for each bandwidth kernel (products are left out: FLOP/s is not
+/// a fraction of copy).
+pub fn plot(all: &[Results]) -> Result<Option<Plot>> {
+    let mut bars = Vec::new();
+    for (e, v) in kernels(all) {
+        for (i, r) in all.iter().enumerate() {
+            let Some(x) = r.run.rows.iter().find(|x| x.experiment == e && x.variant == v) else {
+                continue;
+            };
+            if x.gflop_per_s.is_some() || !x.validated {
+                continue;
+            }
+            bars.push(Bar {
+                label: if i == 0 { format!("{e} {v}") } else { String::new() },
+                value: x.pct_of_copy,
+                text: format!("{:.0}%", x.pct_of_copy),
+                color: COLORS[i % COLORS.len()],
+                gap_before: i == 0,
+            });
+        }
+    }
+    if bars.is_empty() {
+        return Ok(None);
+    }
+    let devices = all
+        .iter()
+        .map(|r| r.run.device.name.as_str())
+        .collect::<Vec<_>>()
+        .join(" / ");
+    let svg = chart::bar_chart(&BarChart {
+        title: TITLE,
+        device: &devices,
+        x_desc: "% of cuMemcpyDtoD of the same size, same run, same GPU",
+        origin: 0.0,
+        bars,
+        legend: all
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (r.run.device.name.clone(), COLORS[i % COLORS.len()]))
+            .collect(),
+        reference: Some((95.0, "95% target".into())),
+    })?;
+    Ok(Some(Plot {
+        file: "gpus.svg",
+        title: TITLE.into(),
+        svg,
+    }))
+}
