@@ -65,3 +65,137 @@ extern "C" __global__ void transpose_tiled_padded(size_t rows, size_t cols, cons
     __shared__ float tile[TILE][TILE + 1];
     through_tile<TILE + 1>(tile, rows, cols, src, dst);
 }
+
+// Tuned candidates for the copy ceiling: the padded tile with more bytes in flight.
+
+constexpr size_t TILES_PER_BLOCK = 4;
+constexpr size_t TILE64 = 64;
+
+// This thread's TILE / BLOCK_ROWS elements of the tile at (bx, by) (0 outside the matrix).
+__device__ __forceinline__ void load_tile_rows(float (&v)[TILE / BLOCK_ROWS], size_t bx, size_t by,
+                                               size_t rows, size_t cols, const float* __restrict__ src) {
+    for (size_t k = 0; k < TILE / BLOCK_ROWS; ++k) {
+        size_t x = bx + threadIdx.x, y = by + threadIdx.y + k * BLOCK_ROWS;
+        v[k] = (x < cols && y < rows) ? __ldg(&src[y * cols + x]) : 0.0f;
+    }
+}
+
+// Padded 32 x 32 tile, four tiles per block down a column of tiles: the next tile's
+// loads are issued before the current tile's stores.
+extern "C" __global__ void transpose_padded_4tiles(size_t rows, size_t cols, const float* __restrict__ src,
+                                                   float* __restrict__ dst) {
+    __shared__ float tile[TILE][TILE + 1];
+    size_t tx = threadIdx.x, ty = threadIdx.y;
+    size_t bx = blockIdx.x * TILE;
+    size_t first = blockIdx.y * TILE * TILES_PER_BLOCK;
+    float v[TILE / BLOCK_ROWS];
+    load_tile_rows(v, bx, first, rows, cols, src);
+    for (size_t t = 0; t < TILES_PER_BLOCK; ++t) {
+        size_t by = first + t * TILE;
+        if (by >= rows) {
+            break;
+        }
+        for (size_t k = 0; k < TILE / BLOCK_ROWS; ++k) {
+            tile[ty + k * BLOCK_ROWS][tx] = v[k];
+        }
+        __syncthreads();
+        if (t + 1 < TILES_PER_BLOCK) {
+            load_tile_rows(v, bx, by + TILE, rows, cols, src);
+        }
+        for (size_t k = 0; k < TILE / BLOCK_ROWS; ++k) {
+            size_t j = ty + k * BLOCK_ROWS;
+            size_t x = by + tx, y = bx + j;
+            if (x < rows && y < cols) {
+                dst[y * rows + x] = tile[tx][j];
+            }
+        }
+        __syncthreads();
+    }
+}
+
+// Padded 64 x 64 tile, 32 x 8 threads: 16 elements per thread, all loaded first.
+extern "C" __global__ void transpose_padded_64(size_t rows, size_t cols, const float* __restrict__ src,
+                                               float* __restrict__ dst) {
+    constexpr size_t K = TILE64 / BLOCK_ROWS, C = TILE64 / TILE;
+    __shared__ float tile[TILE64][TILE64 + 1];
+    size_t tx = threadIdx.x, ty = threadIdx.y;
+    size_t bx = blockIdx.x * TILE64, by = blockIdx.y * TILE64;
+    float v[K][C];
+    for (size_t k = 0; k < K; ++k) {
+        for (size_t c = 0; c < C; ++c) {
+            size_t x = bx + tx + c * TILE, y = by + ty + k * BLOCK_ROWS;
+            v[k][c] = (x < cols && y < rows) ? __ldg(&src[y * cols + x]) : 0.0f;
+        }
+    }
+    for (size_t k = 0; k < K; ++k) {
+        for (size_t c = 0; c < C; ++c) {
+            tile[ty + k * BLOCK_ROWS][tx + c * TILE] = v[k][c];
+        }
+    }
+    __syncthreads();
+    for (size_t k = 0; k < K; ++k) {
+        for (size_t c = 0; c < C; ++c) {
+            size_t i = tx + c * TILE, j = ty + k * BLOCK_ROWS;
+            size_t x = by + i, y = bx + j;
+            if (x < rows && y < cols) {
+                dst[y * rows + x] = tile[i][j];
+            }
+        }
+    }
+}
+
+constexpr size_t VEC_THREADS_X = 8, VEC_THREADS_Y = 32;
+
+// Padded 64 x 64 tile, 8 x 32 threads, float4 global accesses (4 loads and 4 stores
+// per thread) where rows are 16-byte aligned, four floats otherwise.
+extern "C" __global__ void transpose_padded_64_f32x4(size_t rows, size_t cols, const float* __restrict__ src,
+                                                     float* __restrict__ dst) {
+    constexpr size_t ROW4 = TILE64 / 4;
+    constexpr size_t PASSES = TILE64 * ROW4 / (VEC_THREADS_X * VEC_THREADS_Y);
+    __shared__ float tile[TILE64][TILE64 + 1];
+    size_t tx = threadIdx.x, ty = threadIdx.y;
+    size_t bx = blockIdx.x * TILE64, by = blockIdx.y * TILE64;
+    const float4* src4 = reinterpret_cast<const float4*>(src);
+    float4* dst4 = reinterpret_cast<float4*>(dst);
+    // Pass p covers tile rows (p / 2) * 32 + ty, float4 columns (p % 2) * 8 + tx.
+    float4 v[PASSES];
+    for (size_t p = 0; p < PASSES; ++p) {
+        size_t j = (p / 2) * VEC_THREADS_Y + ty, c = (p % 2) * VEC_THREADS_X + tx;
+        size_t x = bx + 4 * c, y = by + j;
+        v[p] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        if (y < rows && x < cols) {
+            if (cols % 4 == 0) {
+                v[p] = __ldg(&src4[(y * cols + x) / 4]);
+            } else {
+                const float* row = &src[y * cols];
+                v[p] = make_float4(__ldg(&row[x]), x + 1 < cols ? __ldg(&row[x + 1]) : 0.0f,
+                                   x + 2 < cols ? __ldg(&row[x + 2]) : 0.0f, x + 3 < cols ? __ldg(&row[x + 3]) : 0.0f);
+            }
+        }
+    }
+    for (size_t p = 0; p < PASSES; ++p) {
+        size_t j = (p / 2) * VEC_THREADS_Y + ty, c = (p % 2) * VEC_THREADS_X + tx;
+        tile[j][4 * c] = v[p].x;
+        tile[j][4 * c + 1] = v[p].y;
+        tile[j][4 * c + 2] = v[p].z;
+        tile[j][4 * c + 3] = v[p].w;
+    }
+    __syncthreads();
+    // Pass p: output row r (input column bx + r), float4 c of it (input rows by + 4c ..).
+    for (size_t p = 0; p < PASSES; ++p) {
+        size_t r = (p / 2) * VEC_THREADS_Y + ty, c = (p % 2) * VEC_THREADS_X + tx;
+        size_t x = by + 4 * c, y = bx + r;
+        if (y < cols && x < rows) {
+            if (rows % 4 == 0) {
+                dst4[(y * rows + x) / 4] =
+                    make_float4(tile[4 * c][r], tile[4 * c + 1][r], tile[4 * c + 2][r], tile[4 * c + 3][r]);
+            } else {
+                for (size_t q = 0; q < 4; ++q) {
+                    if (x + q < rows) {
+                        dst[y * rows + x + q] = tile[4 * c + q][r];
+                    }
+                }
+            }
+        }
+    }
+}

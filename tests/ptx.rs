@@ -70,6 +70,8 @@ fn read_only_inputs_use_the_non_coherent_path() {
         ("saxpy_f32", 1, 1),
         ("particles_soa", 3, 3),
         ("particles_aos", 0, 6),
+        ("particles_soa_f32x4", 3, 3),
+        ("transpose_padded_64_f32x4", 4, 0),
         ("matmul_remapped", 2, 0),
     ];
     for (kernel, nc, plain) in expected {
@@ -89,7 +91,7 @@ fn read_only_inputs_use_the_non_coherent_path() {
 #[test]
 fn accessors_add_no_instructions_on_the_gpu() {
     // (kernel, scalar loads, scalar stores, v4 loads, v4 stores)
-    let expected: [(&str, usize, usize, usize, usize); 7] = [
+    let expected: &[(&str, usize, usize, usize, usize)] = &[
         ("copy_f32", 1, 1, 0, 0),
         ("stride_read", 1, 1, 0, 0),
         ("offset_read", 1, 1, 0, 0),
@@ -98,8 +100,13 @@ fn accessors_add_no_instructions_on_the_gpu() {
         // The float4 loop, then the scalar tail.
         ("copy_f32x4", 1, 1, 1, 1),
         ("saxpy_f32x4", 2, 1, 2, 1),
+        ("complex_real_split_f32x4", 1, 1, 1, 1),
+        // The float4 loop (a vector load, or four gathers), then the scalar tail.
+        ("stride_read_f32x4", 5, 1, 1, 1),
+        ("offset_read_f32x4", 5, 1, 1, 1),
+        ("particles_soa_f32x4", 6, 3, 6, 3),
     ];
-    for (kernel, ld, st, ld4, st4) in expected {
+    for &(kernel, ld, st, ld4, st4) in expected {
         let b = body(kernel);
         let ops: Vec<&str> = instructions(b)
             .filter(|i| i.starts_with("ld.") || i.starts_with("st.") || i.starts_with("atom"))
@@ -198,6 +205,63 @@ fn saxpy_float4_uses_16_byte_vector_accesses() {
         assert_eq!(count(b, "st.global.v4."), 1, "{k}:\n{b}");
     }
     assert_eq!(count(body("saxpy_f32"), "ld.global.v4."), 0);
+}
+
+/// The tuned kernels (issue 15) move 16 bytes per access in their loops: one vector
+/// load per input array (read-only ones on the `.nc` path) and one vector store per output.
+#[test]
+fn tuned_kernels_use_16_byte_vector_accesses() {
+    // (kernel, nc v4 loads, plain v4 loads, v4 stores)
+    for (k, nc4, ld4, st4) in [
+        ("copy_f32x4", 1, 0, 1),
+        ("stride_read_f32x4", 1, 0, 1),
+        ("offset_read_f32x4", 1, 0, 1),
+        ("complex_real_split_f32x4", 1, 0, 1),
+        ("particles_soa_f32x4", 3, 3, 3),
+    ] {
+        let b = body(k);
+        assert_eq!(count(b, "ld.global.nc.v4."), nc4, "{k}:\n{b}");
+        assert_eq!(count(b, "ld.global.v4."), ld4, "{k}:\n{b}");
+        assert_eq!(count(b, "st.global.v4."), st4, "{k}:\n{b}");
+    }
+}
+
+/// The tuned transposes: their tiles in shared memory, their barriers, every global
+/// load on the read-only path, and float4 global accesses in the vector one.
+#[test]
+fn tuned_transposes_keep_their_tiles_and_vectors() {
+    // (kernel, tile bytes, barriers, nc loads at least)
+    for (k, bytes, bars, nc) in [
+        ("transpose_padded_4tiles", 32 * 33 * 4, 2, 4),
+        ("transpose_padded_64", 64 * 65 * 4, 1, 16),
+        ("transpose_padded_64_f32x4", 64 * 65 * 4, 1, 4),
+    ] {
+        let b = body(k);
+        assert_eq!(count(b, "bar.sync"), bars, "{k}:\n{b}");
+        assert!(count(b, "ld.global.nc.") >= nc, "{k}:\n{b}");
+        assert_eq!(
+            count(b, "ld.global.f32") + count(b, "ld.global.b32"),
+            0,
+            "{k}:\n{b}"
+        );
+        assert!(
+            b.contains("st.shared.f32") && b.contains("ld.shared.f32"),
+            "{k}:\n{b}"
+        );
+        assert!(
+            PTX.contains(&format!("[{bytes}];")),
+            "{k}: a {bytes}-byte shared array is declared"
+        );
+    }
+    // 16 elements per thread, loads unrolled: 16 of them before the barrier.
+    let b = body("transpose_padded_64");
+    let before = &b[..b.find("bar.sync").unwrap()];
+    assert_eq!(count(before, "ld.global.nc.f32"), 16, "{b}");
+    // Four float4 loads (aligned rows) before the barrier, float4 stores after it.
+    let b = body("transpose_padded_64_f32x4");
+    let (before, after) = b.split_at(b.find("bar.sync").unwrap());
+    assert_eq!(count(before, "ld.global.nc.v4.f32"), 4, "{b}");
+    assert!(count(after, "st.global.v4.") >= 1, "{b}");
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! structs (AoS) or as a struct of arrays (SoA).
 
 use crate::gpu::math::fma;
-use crate::gpu::{Element, Global, GlobalMut, thread};
+use crate::gpu::{Element, Float4, Global, GlobalMut, thread};
 
 /// Threads per block.
 pub const BLOCK: u32 = 256;
@@ -63,6 +63,50 @@ kernel! {
                 x.write(i, step(x.read(i), vx.read(i), dt));
                 y.write(i, step(y.read(i), vy.read(i), dt));
                 z.write(i, step(z.read(i), vz.read(i), dt));
+            }
+        }
+    }
+}
+
+kernel! {
+    /// SoA, tuned: 16-byte loads and stores of four particles' coordinates per array
+    /// in a grid-stride loop over a grid sized to the GPU, so each thread keeps 96
+    /// bytes in flight instead of 24 and a warp moves 512 consecutive bytes of one
+    /// array per instruction. `vel.axpy(dt, pos)` is `step` lane by lane (the same
+    /// fused multiply-add). The last n % 4 particles are moved one each by the first threads.
+    #[allow(clippy::too_many_arguments)]
+    pub fn particles_soa_f32x4(
+        n: usize,
+        dt: f32,
+        x: GlobalMut<f32>,
+        y: GlobalMut<f32>,
+        z: GlobalMut<f32>,
+        vx: Global<f32>,
+        vy: Global<f32>,
+        vz: Global<f32>,
+    ) {
+        let n4 = n / 4;
+        // SAFETY: device allocations are 256-byte aligned, so f32 data is Float4-aligned.
+        let (x4, y4, z4) = unsafe { (x.cast::<Float4>(), y.cast::<Float4>(), z.cast::<Float4>()) };
+        // SAFETY: as above.
+        let (vx4, vy4, vz4) = unsafe { (vx.cast::<Float4>(), vy.cast::<Float4>(), vz.cast::<Float4>()) };
+        let mut i = thread::index_1d();
+        while i < n4 {
+            // SAFETY: i < n / 4, in bounds of all six arrays.
+            unsafe {
+                x4.write(i, vx4.read(i).axpy(dt, x4.read(i)));
+                y4.write(i, vy4.read(i).axpy(dt, y4.read(i)));
+                z4.write(i, vz4.read(i).axpy(dt, z4.read(i)));
+            }
+            i += thread::grid_size_1d();
+        }
+        let tail = n4 * 4 + thread::index_1d();
+        if tail < n {
+            // SAFETY: tail < n, the length of all six arrays.
+            unsafe {
+                x.write(tail, step(x.read(tail), vx.read(tail), dt));
+                y.write(tail, step(y.read(tail), vy.read(tail), dt));
+                z.write(tail, step(z.read(tail), vz.read(tail), dt));
             }
         }
     }

@@ -3,7 +3,7 @@
 //! block of 32 x 8 threads, each thread handling 4 rows of the tile.
 
 use crate::gpu::thread::{block_idx_x, block_idx_y, sync_threads, thread_idx_x, thread_idx_y};
-use crate::gpu::{Global, GlobalMut, SharedArray};
+use crate::gpu::{Float4, Global, GlobalMut, SharedArray};
 
 /// Tile edge: one warp spans a tile row.
 pub const TILE: usize = 32;
@@ -94,5 +94,192 @@ kernel! {
         let tile = shared_array![COALESCE_TRANSPOSE_TILE_PADDED: [f32; TILE * (TILE + 1)]];
         // SAFETY: the tile holds TILE x (TILE + 1) floats at pitch TILE + 1.
         unsafe { through_tile(tile, TILE + 1, rows, cols, src, dst) }
+    }
+}
+
+// Tuned candidates for the copy ceiling (issue 15): the padded tile of
+// `transpose_tiled_padded`, with more bytes in flight per thread and per block.
+
+/// Tiles one block of [`transpose_padded_4tiles`] transposes, down a column of tiles.
+pub const TILES_PER_BLOCK: usize = 4;
+/// Edge of the large tile of [`transpose_padded_64`] and [`transpose_padded_64_f32x4`].
+pub const TILE64: usize = 64;
+/// Threads along x of [`transpose_padded_64_f32x4`]: 8 float4s span 32 floats, so a
+/// warp covers 4 rows of 128 bytes.
+pub const VEC_THREADS_X: usize = 8;
+/// Threads along y of [`transpose_padded_64_f32x4`].
+pub const VEC_THREADS_Y: usize = 32;
+
+kernel! {
+    /// Padded 32 x 32 tile, 32 x 8 threads, four tiles per block down a column of tiles:
+    /// each thread loads its 4 elements of the next tile into registers before it
+    /// writes the current tile out, so 16 bytes of loads stay in flight while it stores,
+    /// and each block moves 4x the bytes (fewer block launches per byte). Both global
+    /// accesses coalesced as in `transpose_tiled_padded`. Grid: (ceil(cols/32), ceil(rows/128)).
+    pub fn transpose_padded_4tiles(rows: usize, cols: usize, src: Global<f32>, dst: GlobalMut<f32>) {
+        const PITCH: usize = TILE + 1;
+        const K: usize = TILE / BLOCK_ROWS;
+        let tile = shared_array![COALESCE_TRANSPOSE_PADDED_4TILES: [f32; TILE * (TILE + 1)]];
+        let (tx, ty) = (thread_idx_x() as usize, thread_idx_y() as usize);
+        let bx = block_idx_x() as usize * TILE;
+        let first = block_idx_y() as usize * TILE * TILES_PER_BLOCK;
+        // This thread's K elements of the tile whose rows start at by (0 outside the matrix).
+        let load = |by: usize| {
+            let mut v = [0.0f32; K];
+            for (k, v) in v.iter_mut().enumerate() {
+                let (x, y) = (bx + tx, by + ty + k * BLOCK_ROWS);
+                if x < cols && y < rows {
+                    // SAFETY: x < cols and y < rows.
+                    *v = unsafe { src.read(y * cols + x) };
+                }
+            }
+            v
+        };
+        let mut v = load(first);
+        for t in 0..TILES_PER_BLOCK {
+            let by = first + t * TILE;
+            // Uniform across the block: every thread leaves together, barriers stay matched.
+            if by >= rows {
+                break;
+            }
+            for (k, &v) in v.iter().enumerate() {
+                // SAFETY: ty + k * BLOCK_ROWS < TILE and tx < TILE < PITCH: in the tile.
+                unsafe { tile.write((ty + k * BLOCK_ROWS) * PITCH + tx, v) };
+            }
+            sync_threads();
+            // The next tile's loads go out before this tile's stores.
+            if t + 1 < TILES_PER_BLOCK {
+                v = load(by + TILE);
+            }
+            for k in 0..K {
+                let j = ty + k * BLOCK_ROWS;
+                let (x, y) = (by + tx, bx + j);
+                if x < rows && y < cols {
+                    // SAFETY: in bounds of dst and of the tile; written before the barrier.
+                    unsafe { dst.write(y * rows + x, tile.read(tx * PITCH + j)) };
+                }
+            }
+            // Every read of this tile is done before the next tile overwrites it.
+            sync_threads();
+        }
+    }
+}
+
+kernel! {
+    /// Padded 64 x 64 tile (pitch 65), 32 x 8 threads: each thread loads 16 elements
+    /// (two columns 32 apart, eight rows) before the barrier, so 64 bytes per thread and
+    /// 16 KiB per block are in flight, 4x the 32 x 32 tile's. A warp still reads and
+    /// writes 128 consecutive bytes per access; a tile column's 32 lanes fall in 32
+    /// banks. Grid: (ceil(cols/64), ceil(rows/64)).
+    pub fn transpose_padded_64(rows: usize, cols: usize, src: Global<f32>, dst: GlobalMut<f32>) {
+        const PITCH: usize = TILE64 + 1;
+        const K: usize = TILE64 / BLOCK_ROWS;
+        const C: usize = TILE64 / TILE;
+        let tile = shared_array![COALESCE_TRANSPOSE_PADDED_64: [f32; TILE64 * (TILE64 + 1)]];
+        let (tx, ty) = (thread_idx_x() as usize, thread_idx_y() as usize);
+        let (bx, by) = (block_idx_x() as usize * TILE64, block_idx_y() as usize * TILE64);
+        // Every load first, then every shared store: 16 loads in flight per thread.
+        let mut v = [[0.0f32; C]; K];
+        for (k, row) in v.iter_mut().enumerate() {
+            for (c, v) in row.iter_mut().enumerate() {
+                let (x, y) = (bx + tx + c * TILE, by + ty + k * BLOCK_ROWS);
+                if x < cols && y < rows {
+                    // SAFETY: x < cols and y < rows.
+                    *v = unsafe { src.read(y * cols + x) };
+                }
+            }
+        }
+        for (k, row) in v.iter().enumerate() {
+            for (c, &v) in row.iter().enumerate() {
+                // SAFETY: row ty + 8 k < 64, column tx + 32 c < 64 < PITCH: in the tile.
+                unsafe { tile.write((ty + k * BLOCK_ROWS) * PITCH + tx + c * TILE, v) };
+            }
+        }
+        sync_threads();
+        for k in 0..K {
+            for c in 0..C {
+                let (i, j) = (tx + c * TILE, ty + k * BLOCK_ROWS);
+                let (x, y) = (by + i, bx + j);
+                if x < rows && y < cols {
+                    // SAFETY: in bounds of dst and of the tile; written before the barrier.
+                    unsafe { dst.write(y * rows + x, tile.read(i * PITCH + j)) };
+                }
+            }
+        }
+    }
+}
+
+kernel! {
+    /// Padded 64 x 64 tile (pitch 65), 8 x 32 threads, 16-byte global accesses: each
+    /// thread loads 4 Float4s (16 elements, all before the barrier) and stores 4, so a
+    /// warp reads 4 rows x 128 consecutive bytes per instruction with a quarter of the
+    /// instructions; 8 float4s x 4 rows per warp keeps shared stores and column reads
+    /// conflict-free. Float4 loads need cols % 4 == 0 and stores rows % 4 == 0 (16-byte
+    /// aligned rows); otherwise that side takes four 4-byte accesses.
+    /// Grid: (ceil(cols/64), ceil(rows/64)).
+    pub fn transpose_padded_64_f32x4(rows: usize, cols: usize, src: Global<f32>, dst: GlobalMut<f32>) {
+        const PITCH: usize = TILE64 + 1;
+        // Float4s per tile row, and passes of VEC_THREADS_Y rows x 8 float4s.
+        const ROW4: usize = TILE64 / 4;
+        const PASSES: usize = TILE64 * ROW4 / (VEC_THREADS_X * VEC_THREADS_Y);
+        let tile = shared_array![COALESCE_TRANSPOSE_PADDED_64_F32X4: [f32; TILE64 * (TILE64 + 1)]];
+        let (tx, ty) = (thread_idx_x() as usize, thread_idx_y() as usize);
+        let (bx, by) = (block_idx_x() as usize * TILE64, block_idx_y() as usize * TILE64);
+        // SAFETY: device allocations are 256-byte aligned; only used where rows are
+        // 16-byte aligned (cols % 4 == 0 for src, rows % 4 == 0 for dst).
+        let (src4, dst4) = unsafe { (src.cast::<Float4>(), dst.cast::<Float4>()) };
+        // Pass p covers tile rows (p / 2) * 32 + ty, float4 columns (p % 2) * 8 + tx.
+        let at = |p: usize| ((p / 2) * VEC_THREADS_Y + ty, (p % 2) * VEC_THREADS_X + tx);
+        let mut v = [Float4::default(); PASSES];
+        for (p, v) in v.iter_mut().enumerate() {
+            let (j, c) = at(p);
+            let (x, y) = (bx + 4 * c, by + j);
+            if y < rows && x < cols {
+                if cols.is_multiple_of(4) {
+                    // SAFETY: x is a multiple of 4 below cols, a multiple of 4: x + 3 < cols.
+                    *v = unsafe { src4.read((y * cols + x) / 4) };
+                } else {
+                    let e = |q: usize| if x + q < cols {
+                        // SAFETY: x + q < cols and y < rows.
+                        unsafe { src.read(y * cols + x + q) }
+                    } else {
+                        0.0
+                    };
+                    *v = Float4::new(e(0), e(1), e(2), e(3));
+                }
+            }
+        }
+        for (p, v) in v.iter().enumerate() {
+            let (j, c) = at(p);
+            let base = j * PITCH + 4 * c;
+            // SAFETY: j < 64 and 4 c + 3 < 64 < PITCH: in the tile.
+            unsafe {
+                tile.write(base, v.x);
+                tile.write(base + 1, v.y);
+                tile.write(base + 2, v.z);
+                tile.write(base + 3, v.w);
+            }
+        }
+        sync_threads();
+        // Pass p: output row r (input column bx + r), float4 c of it (input rows by + 4c ..).
+        for p in 0..PASSES {
+            let (r, c) = at(p);
+            let (x, y) = (by + 4 * c, bx + r);
+            if y < cols && x < rows {
+                // SAFETY: 4 c + 3 < 64 and r < 64 < PITCH: in the tile, written before the barrier.
+                let t = |q: usize| unsafe { tile.read((4 * c + q) * PITCH + r) };
+                if rows.is_multiple_of(4) {
+                    // SAFETY: x is a multiple of 4 below rows, a multiple of 4: x + 3 < rows.
+                    unsafe { dst4.write((y * rows + x) / 4, Float4::new(t(0), t(1), t(2), t(3))) };
+                } else {
+                    for q in 0..4 {
+                        if x + q < rows {
+                            // SAFETY: x + q < rows and y < cols.
+                            unsafe { dst.write(y * rows + x + q, t(q)) };
+                        }
+                    }
+                }
+            }
+        }
     }
 }

@@ -3,6 +3,7 @@
 
 use kernels::complex::BLOCK;
 
+use crate::experiments::copy::f32x4_grid_stride;
 use crate::experiment::{
     Arg, Buffer, Check, DefaultSize, Dim, Experiment, Kind, Reference, Variant, Work,
 };
@@ -26,6 +27,8 @@ pub static EXPERIMENT: Experiment = Experiment {
         // a split array (the split kernel reads the buffer's first n floats).
         Variant::new("interleaved", "complex_real_interleaved", ARGS, launch).with_param(2),
         Variant::new("split", "complex_real_split", ARGS, launch).with_param(1),
+        // Split tuned: float4 loads and stores, grid-stride.
+        Variant::new("split-f32x4", "complex_real_split_f32x4", ARGS, f32x4_grid_stride).with_param(1),
     ],
     buffers: |p| {
         let n = p.dim(Dim::Len);

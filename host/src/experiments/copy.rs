@@ -2,8 +2,10 @@
 
 use kernels::copy::BLOCK;
 
+use crate::device::DeviceInfo;
+use crate::error::Result;
 use crate::experiment::{
-    Arg, Buffer, Check, DefaultSize, Dim, Experiment, Kind, Reference, Variant, Work,
+    Arg, Buffer, Check, DefaultSize, Dim, Experiment, Kind, Problem, Reference, Variant, Work,
 };
 use crate::launch::Launch;
 use crate::twin;
@@ -12,6 +14,13 @@ use crate::twin;
 /// few iterations (a grid of one resident wave ran at 93% of cuMemcpyDtoD against 99%
 /// for this on the H100; docs/perf-notes.md).
 pub const BLOCKS_PER_SM: u32 = 256;
+
+/// The launch of the f32x4 grid-stride kernels (this copy and the tuned variants of
+/// stride, offset, particles and complex): one thread per float4 of the n elements,
+/// capped at [`BLOCKS_PER_SM`] blocks of [`BLOCK`] threads per SM of this device.
+pub fn f32x4_grid_stride(p: &Problem, d: &DeviceInfo) -> Result<Launch> {
+    Ok(Launch::grid_stride(p.dim(Dim::Len) / 4, BLOCK, d.sm_count, BLOCKS_PER_SM))
+}
 
 const ARGS: &[Arg] = &[Arg::Dim(Dim::Len), Arg::Buffer(0), Arg::Buffer(1)];
 
@@ -24,9 +33,7 @@ pub static EXPERIMENT: Experiment = Experiment {
         Variant::new("f32", "copy_f32", ARGS, |p, _| {
             Launch::one_per_element(p.dim(Dim::Len), BLOCK)
         }),
-        Variant::new("f32x4", "copy_f32x4", ARGS, |p, d| {
-            Ok(Launch::grid_stride(p.dim(Dim::Len) / 4, BLOCK, d.sm_count, BLOCKS_PER_SM))
-        }),
+        Variant::new("f32x4", "copy_f32x4", ARGS, f32x4_grid_stride),
     ],
     buffers: |p| {
         let n = p.dim(Dim::Len);

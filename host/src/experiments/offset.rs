@@ -2,6 +2,7 @@
 
 use kernels::offset::BLOCK;
 
+use crate::experiments::copy::f32x4_grid_stride;
 use crate::experiment::{
     Arg, Buffer, Check, DefaultSize, Dim, Experiment, Kind, Reference, Variant, Work,
 };
@@ -30,6 +31,8 @@ pub static EXPERIMENT: Experiment = Experiment {
         shifted("8", 8),
         shifted("16", 16),
         shifted("32", 32),
+        // Offset 0 tuned: four outputs per thread, float4 loads and stores, grid-stride.
+        Variant::new("0-f32x4", "offset_read_f32x4", ARGS, f32x4_grid_stride).with_param(0),
     ],
     buffers: |p| {
         let n = p.dim(Dim::Len);

@@ -5,6 +5,7 @@ use kernels::particles::{BLOCK, step};
 
 use crate::device::DeviceInfo;
 use crate::error::Result;
+use crate::experiments::copy::f32x4_grid_stride;
 use crate::experiment::{
     Arg, Buffer, Check, DefaultSize, Dim, Experiment, Kind, Problem, Reference, Variant, Work,
 };
@@ -24,6 +25,17 @@ fn launch(p: &Problem, _: &DeviceInfo) -> Result<Launch> {
 }
 
 const LEN: Arg = Arg::Dim(Dim::Len);
+/// The SoA kernels' arguments: n, dt, x, y, z, vx, vy, vz.
+const SOA: &[Arg] = &[
+    LEN,
+    Arg::F32(DT),
+    Arg::Buffer(1),
+    Arg::Buffer(2),
+    Arg::Buffer(3),
+    Arg::Buffer(4),
+    Arg::Buffer(5),
+    Arg::Buffer(6),
+];
 
 pub static EXPERIMENT: Experiment = Experiment {
     name: "particles",
@@ -33,21 +45,9 @@ pub static EXPERIMENT: Experiment = Experiment {
     default_size: DefaultSize::Bytes((1 << 25) * 4),
     variants: &[
         Variant::new("aos", "particles_aos", &[LEN, Arg::F32(DT), Arg::Buffer(0)], launch),
-        Variant::new(
-            "soa",
-            "particles_soa",
-            &[
-                LEN,
-                Arg::F32(DT),
-                Arg::Buffer(1),
-                Arg::Buffer(2),
-                Arg::Buffer(3),
-                Arg::Buffer(4),
-                Arg::Buffer(5),
-                Arg::Buffer(6),
-            ],
-            launch,
-        ),
+        Variant::new("soa", "particles_soa", SOA, launch),
+        // SoA tuned: float4 loads and stores of each array, grid-stride.
+        Variant::new("soa-f32x4", "particles_soa_f32x4", SOA, f32x4_grid_stride),
     ],
     // The AoS array, then the six SoA arrays x, y, z, vx, vy, vz: positions are
     // updated in place, so their old values are what an unwritten element keeps, and

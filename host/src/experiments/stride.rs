@@ -3,6 +3,7 @@
 
 use kernels::stride::BLOCK;
 
+use crate::experiments::copy::f32x4_grid_stride;
 use crate::experiment::{
     Arg, Buffer, Check, DefaultSize, Dim, Experiment, Kind, Reference, Variant, Work,
 };
@@ -31,6 +32,8 @@ pub static EXPERIMENT: Experiment = Experiment {
         strided("16", 16),
         strided("32", 32),
         strided("64", 64),
+        // Stride 1 tuned: four outputs per thread, float4 loads and stores, grid-stride.
+        Variant::new("1-f32x4", "stride_read_f32x4", ARGS, f32x4_grid_stride).with_param(1),
     ],
     buffers: |p| {
         let n = p.dim(Dim::Len);
@@ -75,7 +78,9 @@ mod tests {
     #[test]
     fn variant_names_are_their_strides() {
         for v in EXPERIMENT.variants {
-            assert_eq!(v.name, v.param.to_string());
+            // A tuned variant is named after its stride and its tuning: `1-f32x4`.
+            let stride = v.name.split_once('-').map_or(v.name, |(s, _)| s);
+            assert_eq!(stride, v.param.to_string());
         }
     }
 }

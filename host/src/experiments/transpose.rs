@@ -1,7 +1,8 @@
 //! transpose: out (cols x rows) = in (rows x cols)ᵀ, four kernels from naive to
-//! tiled and padded. Useful bytes: 2 x rows x cols x 4.
+//! tiled and padded, then tuned padded tiles that keep more bytes in flight.
+//! Useful bytes: 2 x rows x cols x 4.
 
-use kernels::transpose::{BLOCK_ROWS, TILE};
+use kernels::transpose::{BLOCK_ROWS, TILE, TILE64, TILES_PER_BLOCK, VEC_THREADS_X, VEC_THREADS_Y};
 
 use crate::device::DeviceInfo;
 use crate::error::{Error, Result};
@@ -28,6 +29,24 @@ fn over_output(p: &Problem, _: &DeviceInfo) -> Result<Launch> {
     tiles(p.dim(Dim::Cols), p.dim(Dim::Rows))
 }
 
+/// Four 32 x 32 tiles per block, down a column of tiles (along y).
+fn four_tiles(p: &Problem, _: &DeviceInfo) -> Result<Launch> {
+    let block = (TILE as u32, BLOCK_ROWS as u32, 1);
+    grid_of(p.dim(Dim::Rows), p.dim(Dim::Cols), (TILE * TILES_PER_BLOCK, TILE), block)
+}
+
+/// 64 x 64 tiles of 32 x 8 threads.
+fn tiles_64(p: &Problem, _: &DeviceInfo) -> Result<Launch> {
+    let block = (TILE as u32, BLOCK_ROWS as u32, 1);
+    grid_of(p.dim(Dim::Rows), p.dim(Dim::Cols), (TILE64, TILE64), block)
+}
+
+/// 64 x 64 tiles of 8 x 32 threads (a float4 each per row pass).
+fn tiles_64_f32x4(p: &Problem, _: &DeviceInfo) -> Result<Launch> {
+    let block = (VEC_THREADS_X as u32, VEC_THREADS_Y as u32, 1);
+    grid_of(p.dim(Dim::Rows), p.dim(Dim::Cols), (TILE64, TILE64), block)
+}
+
 pub static EXPERIMENT: Experiment = Experiment {
     name: "transpose",
     about: "out = inᵀ: coalescing both ways needs a shared-memory tile; padding removes its bank conflicts",
@@ -38,6 +57,10 @@ pub static EXPERIMENT: Experiment = Experiment {
         Variant::new("naive-read", "transpose_naive_read", ARGS, over_output),
         Variant::new("tiled", "transpose_tiled", ARGS, over_input),
         Variant::new("tiled-padded", "transpose_tiled_padded", ARGS, over_input),
+        // Tuned candidates (issue 15): more bytes in flight per thread and per block.
+        Variant::new("padded-4tiles", "transpose_padded_4tiles", ARGS, four_tiles),
+        Variant::new("padded-64", "transpose_padded_64", ARGS, tiles_64),
+        Variant::new("padded-64-f32x4", "transpose_padded_64_f32x4", ARGS, tiles_64_f32x4),
     ],
     buffers: |p| {
         let len = p.dim(Dim::Rows).checked_mul(p.dim(Dim::Cols))?;
@@ -57,7 +80,13 @@ pub static EXPERIMENT: Experiment = Experiment {
 
 /// A 2D grid of 32 x 32 tiles over a matrix of `rows` x `cols` (x along cols).
 pub fn tiles(rows: usize, cols: usize) -> Result<Launch> {
-    let (gx, gy) = (cols.div_ceil(TILE) as u64, rows.div_ceil(TILE) as u64);
+    grid_of(rows, cols, (TILE, TILE), (TILE as u32, BLOCK_ROWS as u32, 1))
+}
+
+/// A 2D grid of blocks of `block` threads, each covering `span` = (rows, cols) of a
+/// `rows` x `cols` matrix (x along cols).
+pub fn grid_of(rows: usize, cols: usize, span: (usize, usize), block: (u32, u32, u32)) -> Result<Launch> {
+    let (gx, gy) = (cols.div_ceil(span.1) as u64, rows.div_ceil(span.0) as u64);
     if gx > MAX_GRID_X || gy > MAX_GRID_YZ {
         return Err(Error::TooLarge {
             what: format!("a {rows} x {cols} matrix"),
@@ -66,7 +95,7 @@ pub fn tiles(rows: usize, cols: usize) -> Result<Launch> {
     }
     Ok(Launch {
         grid: (gx as u32, gy as u32, 1),
-        block: (TILE as u32, BLOCK_ROWS as u32, 1),
+        block,
         shared_bytes: 0,
     })
 }
@@ -87,5 +116,33 @@ mod tests {
         assert_eq!((g.grid.0, g.grid.1), (3, 2));
         assert_eq!(g.block, (32, 8, 1));
         assert!(tiles(usize::MAX / 2, 1).is_err());
+        let info = DeviceInfo::h100();
+        let p = Problem::Matrix { rows: 33, cols: 257 };
+        let grid = |f: fn(&Problem, &DeviceInfo) -> Result<Launch>| f(&p, &info).unwrap().grid;
+        assert_eq!(grid(four_tiles), (9, 1, 1));
+        assert_eq!(grid(tiles_64), (5, 1, 1));
+        assert_eq!(grid(tiles_64_f32x4), (5, 1, 1));
+        assert_eq!(tiles_64_f32x4(&p, &info).unwrap().block, (8, 32, 1));
+    }
+
+    /// The awkward sizes take the float4 path of `padded-64-f32x4` on one side at most
+    /// (no awkward shape has both sides a multiple of 4); these take it on both, with
+    /// partial tiles, under the concurrent and both serial schedules (a missing or
+    /// misplaced barrier shows under one of them).
+    #[test]
+    fn tuned_tiles_match_at_aligned_and_partial_sizes() {
+        use crate::explain::emulate::{EmuLaunch, validate_with};
+        use kernels::gpu::emu::Schedule;
+        for (rows, cols) in [(64, 64), (100, 36), (36, 260), (4, 132), (65, 129)] {
+            let p = Problem::Matrix { rows, cols };
+            for name in ["padded-4tiles", "padded-64", "padded-64-f32x4"] {
+                let v = EXPERIMENT.variant(name).unwrap();
+                let run = EmuLaunch::new(&EXPERIMENT, v, p, &DeviceInfo::h100()).unwrap();
+                for schedule in [Schedule::Concurrent, Schedule::Forward, Schedule::Reverse] {
+                    let check = validate_with(&run, 11, schedule).unwrap();
+                    assert!(check.ok, "{name} at {p} under {schedule:?}: {}", check.detail);
+                }
+            }
+        }
     }
 }
