@@ -282,7 +282,7 @@ fn report_without_a_gpu_is_one_clear_line() {
         args.extend_from_slice(extra);
         let err = fails(&args, 1);
         assert!(err.contains("no NVIDIA GPU available"), "{err}");
-        assert!(!dir.join("report.md").exists(), "no report without results");
+        assert!(!dir.exists(), "a command that fails early leaves nothing behind");
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -296,4 +296,148 @@ fn report_help_names_its_options() {
             .and(predicate::str::contains("--quiet"))
             .and(predicate::str::contains("--rust-only")),
     );
+}
+
+/// The binary starts without a driver (it loads libcuda at run time, never links
+/// it): what works without a GPU works, and the GPU commands say what does.
+#[test]
+fn without_a_driver_the_binary_starts_and_says_what_works() {
+    if coalesce::device::driver().is_ok() {
+        return; // A machine with a driver: scripts/gpu-run.sh checks the GPU side.
+    }
+    coalesce()
+        .args(["explain", "copy/f32", "--size", "1M", "--quiet"])
+        .assert()
+        .success();
+    for args in [&["run", "copy"][..], &["compare"], &["check"], &["info"]] {
+        let err = fails(args, 1);
+        assert!(
+            err.contains("no NVIDIA driver on this machine"),
+            "{args:?}: {err}"
+        );
+        assert!(err.contains("`coalesce report --from FILE` still work"), "{err}");
+    }
+}
+
+#[test]
+fn clap_hints_survive_the_one_line_error() {
+    let err = fails(&["explain", "--model", "sm80"], 2);
+    assert!(err.contains("[possible values: sm70, cc1.2, cc1.0]"), "{err}");
+    let err = fails(&["run", "--sise", "4"], 2);
+    assert!(err.contains("tip: a similar argument exists: '--size'"), "{err}");
+    let err = fails(&["lsit"], 2);
+    assert!(err.contains("did you mean the command `list`?"), "{err}");
+    let err = fails(&["run", "--size", "0.1"], 2);
+    assert!(err.contains("less than one byte"), "{err}");
+    let err = fails(&["run", "--shape", "1234567890123456789012345x2"], 2);
+    assert!(err.contains("larger than any dimension"), "{err}");
+    let err = fails(&["run", "--device", "0,zero"], 2);
+    assert!(err.contains("use 0, 0,1 or all"), "{err}");
+}
+
+#[test]
+fn output_paths_are_checked_before_any_work_and_nothing_is_made() {
+    let err = fails(&["explain", "copy", "--json", "/nonexistent-dir/x.json"], 1);
+    assert!(err.contains("cannot write /nonexistent-dir/x.json"), "{err}");
+    let from = fixture_dir().join("h100.json");
+    let err = fails(
+        &["report", "--from", from.to_str().unwrap(), "--out", "/proc/r"],
+        1,
+    );
+    assert!(err.contains("cannot write /proc/r"), "{err}");
+}
+
+/// A folder of saved results: `h100.json` and `h200.json` as `run --json` writes
+/// them, made from the report tests' fixture with two device names.
+fn fixture_dir() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("coalesce-cli-from-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (file, name, copy) in [
+        ("h100.json", "NVIDIA H100 80GB HBM3", 2990.0),
+        ("h200.json", "NVIDIA H200", 4200.0),
+    ] {
+        let run = serde_json::json!({
+            "schema": 2,
+            "coalesce_version": "0.1.0",
+            "device": {
+                "name": name, "ordinal": 0, "compute_capability": [9, 0], "sm_count": 132,
+                "l2_bytes": 52428800u64, "total_memory_bytes": 85899345920u64,
+                "memory_clock_khz": 2619000, "bus_width_bits": 5120, "driver_version": 13000
+            },
+            "ptx_arch": "sm_70",
+            "peak_gb_per_s": 3352.3,
+            "baselines": [{"experiment": "copy", "baseline": {"bytes": 419430400u64,
+                "timing": {"median_ms": 0.28, "min_ms": 0.27, "max_ms": 0.29, "reps": 20}, "gb_per_s": copy}}],
+            "rows": [{"experiment": "copy", "variant": "f32x4", "kernel": "copy_f32x4", "size_bytes": 419430400u64,
+                "size_label": null, "useful_bytes": 838860800u64, "flops": null,
+                "timing": {"median_ms": 0.29, "min_ms": 0.28, "max_ms": 0.3, "reps": 20},
+                "gb_per_s": copy * 0.98, "gflop_per_s": null, "pct_of_copy": 98.0, "pct_of_peak": 88.0,
+                "speedup_over_slowest": 1.0, "validated": true, "check": "exact: all match"}]
+        });
+        std::fs::write(dir.join(file), serde_json::to_string_pretty(&run).unwrap()).unwrap();
+    }
+    dir
+}
+
+#[test]
+fn report_from_saved_results_needs_no_gpu_and_compares_gpus() {
+    let dir = fixture_dir();
+    let (h100, h200) = (dir.join("h100.json"), dir.join("h200.json"));
+    let out = dir.join("report");
+    coalesce()
+        .args([
+            "report",
+            "--from",
+            h100.to_str().unwrap(),
+            "--from",
+            h200.to_str().unwrap(),
+        ])
+        .args(["--out", out.to_str().unwrap()])
+        .assert()
+        .success();
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("# coalesce report: 2 GPUs"), "{md}");
+    assert!(
+        md.contains("| copy | f32x4 | 98.0 (2930 GB/s) | 98.0 (4116 GB/s) |"),
+        "{md}"
+    );
+    assert!(out.join("gpus.svg").is_file());
+    assert!(out.join("nvidia-h100-80gb-hbm3/report.md").is_file());
+    assert!(out.join("nvidia-h200/report.md").is_file());
+
+    // The same GPU twice, something else, a newer schema: one line each, exit 2,
+    // and no report folder made.
+    let bad_out = dir.join("not-made");
+    let o = bad_out.to_str().unwrap();
+    let err = fails(
+        &[
+            "report",
+            "--from",
+            h100.to_str().unwrap(),
+            "--from",
+            h100.to_str().unwrap(),
+            "--out",
+            o,
+        ],
+        2,
+    );
+    assert!(err.contains("comes from the same GPU as"), "{err}");
+    let other = dir.join("other.json");
+    std::fs::write(&other, "{\"rows\": []}").unwrap();
+    let err = fails(&["report", "--from", other.to_str().unwrap(), "--out", o], 2);
+    assert!(err.contains("not coalesce results"), "{err}");
+    let newer = dir.join("newer.json");
+    let text = std::fs::read_to_string(&h100)
+        .unwrap()
+        .replace("\"schema\": 2", "\"schema\": 99");
+    std::fs::write(&newer, text).unwrap();
+    let err = fails(&["report", "--from", newer.to_str().unwrap(), "--out", o], 2);
+    assert!(err.contains("written by a newer coalesce (schema 99"), "{err}");
+    let err = fails(
+        &["report", "copy", "--from", h100.to_str().unwrap(), "--out", o],
+        2,
+    );
+    assert!(err.contains("takes no experiments"), "{err}");
+    assert!(!bad_out.exists());
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -131,6 +131,7 @@ fn fixture(only: &[&str]) -> Results {
         date: "2026-11-23 04:12 UTC".into(),
         elapsed_s: 312.4,
         run: Report {
+            schema: coalesce::table::SCHEMA,
             coalesce_version: "0.1.0".into(),
             device: device(),
             ptx_arch: "sm_70".into(),
@@ -189,6 +190,7 @@ fn comparison(results: &Results, twins: bool) -> CompareReport {
     let run = &results.run;
     let matmul = run.rows.iter().any(|r| r.experiment == "matmul");
     CompareReport {
+        schema: coalesce::table::SCHEMA,
         coalesce_version: run.coalesce_version.clone(),
         device: run.device.clone(),
         rust_ptx_arch: run.ptx_arch.clone(),

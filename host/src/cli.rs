@@ -51,9 +51,9 @@ pub enum Command {
     /// Show the device, its peak bandwidth, the kernels in the embedded PTX, and
     /// whether NVRTC and cuBLAS (for `compare`) can be loaded.
     Info {
-        /// CUDA device ordinal.
-        #[arg(long, default_value_t = 0)]
-        device: u32,
+        /// CUDA device: an ordinal, a list such as 0,1, or all.
+        #[arg(long, value_parser = device_arg, default_value = "0")]
+        device: DeviceArg,
     },
     /// List experiments and their variants (no GPU needed).
     List {
@@ -66,9 +66,9 @@ pub enum Command {
     Check {
         /// Experiments to check, as EXPERIMENT or EXPERIMENT/VARIANT (default: all).
         experiments: Vec<String>,
-        /// CUDA device ordinal.
-        #[arg(long, default_value_t = 0)]
-        device: u32,
+        /// CUDA device: an ordinal, a list such as 0,1, or all.
+        #[arg(long, value_parser = device_arg, default_value = "0")]
+        device: DeviceArg,
         /// Seed for the random inputs.
         #[arg(long, default_value_t = 0x5eed)]
         seed: u64,
@@ -161,9 +161,9 @@ pub struct SuiteArgs {
     /// Untimed launches before timing.
     #[arg(long, default_value_t = 3)]
     pub warmup: u32,
-    /// CUDA device ordinal.
-    #[arg(long, default_value_t = 0)]
-    pub device: u32,
+    /// CUDA device: an ordinal, a list such as 0,1, or all (each GPU in turn).
+    #[arg(long, value_parser = device_arg, default_value = "0")]
+    pub device: DeviceArg,
     /// Seed for the random inputs.
     #[arg(long, default_value_t = 0x5eed)]
     pub seed: u64,
@@ -184,6 +184,54 @@ fn shape_arg(s: &str) -> std::result::Result<ShapeArg, String> {
     crate::units::parse_shape(s)
         .map(ShapeArg)
         .map_err(|e| e.to_string())
+}
+
+/// `--device`: one ordinal, a list (`0,1`), or `all` of the host's GPUs, in turn.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DeviceArg {
+    Some(Vec<u32>),
+    All,
+}
+
+impl Default for DeviceArg {
+    fn default() -> Self {
+        DeviceArg::Some(vec![0])
+    }
+}
+
+fn device_arg(s: &str) -> std::result::Result<DeviceArg, String> {
+    if s.trim().eq_ignore_ascii_case("all") {
+        return Ok(DeviceArg::All);
+    }
+    let mut list = Vec::new();
+    for part in s.split(',') {
+        let n: u32 = part
+            .trim()
+            .parse()
+            .map_err(|_| format!("{part:?} is not a device ordinal (use 0, 0,1 or all)"))?;
+        if list.contains(&n) {
+            return Err(format!("device {n} is listed twice"));
+        }
+        list.push(n);
+    }
+    Ok(DeviceArg::Some(list))
+}
+
+impl DeviceArg {
+    /// The ordinals to run on, checked against the host's GPUs before any work.
+    fn ordinals(&self) -> Result<Vec<u32>> {
+        match self {
+            DeviceArg::Some(list) if list.len() == 1 => Ok(list.clone()),
+            DeviceArg::Some(list) => {
+                let count = crate::device::count()?;
+                match list.iter().find(|&&d| d >= count) {
+                    Some(&requested) => Err(crate::Error::DeviceOutOfRange { requested, count }),
+                    None => Ok(list.clone()),
+                }
+            }
+            DeviceArg::All => Ok((0..crate::device::count()?).collect()),
+        }
+    }
 }
 
 /// What a command ended with, for the exit code.
@@ -300,7 +348,12 @@ pub fn execute_on(cli: Cli, open: Opener) -> Result<Outcome> {
         Some(Command::Run(args)) => run(args, open),
         Some(Command::Report(args)) => write_report(args, open),
         Some(Command::Compare(args)) => compare(args, open),
-        Some(Command::Info { device }) => info(device, open),
+        Some(Command::Info { device }) => {
+            for d in device.ordinals()? {
+                info(d, open)?;
+            }
+            Ok(Outcome::Ok)
+        }
         Some(Command::Explain(args)) => explain_command(args),
         Some(Command::List { names }) => {
             print!("{}", if names { list_names() } else { list() });
@@ -312,10 +365,15 @@ pub fn execute_on(cli: Cli, open: Opener) -> Result<Outcome> {
             seed,
         }) => {
             let selection = experiments::select(&experiments)?;
-            let gpu = open(device)?;
-            let rows = crate::check::run_checks(&gpu, &selection, seed)?;
-            print!("{}", crate::check::render(&rows));
-            Ok(match rows.iter().filter(|r| !r.validated).count() {
+            let mut failed = 0;
+            for d in device.ordinals()? {
+                let gpu = open(d)?;
+                println!("{}", table::device_line(&gpu.info, ptx::ARCH));
+                let rows = crate::check::run_checks(&gpu, &selection, seed)?;
+                print!("{}", crate::check::render(&rows));
+                failed += rows.iter().filter(|r| !r.validated).count();
+            }
+            Ok(match failed {
                 0 => Outcome::Ok,
                 n => Outcome::Invalid(n),
             })
@@ -449,8 +507,14 @@ fn steps(selection: &[Selection]) -> u64 {
 }
 
 /// Runs the selected experiments through the harness, with a progress bar.
-fn run_suite(args: &SuiteArgs, selection: &[Selection], plan: &RunOptions, open: Opener) -> Result<Report> {
-    let gpu = open(args.device)?;
+fn run_suite(
+    args: &SuiteArgs,
+    device: u32,
+    selection: &[Selection],
+    plan: &RunOptions,
+    open: Opener,
+) -> Result<Report> {
+    let gpu = open(device)?;
     let mut progress = Progress::new(steps(selection), args.quiet);
     let mut report = Report {
         schema: crate::table::SCHEMA,
@@ -475,11 +539,23 @@ fn run_suite(args: &SuiteArgs, selection: &[Selection], plan: &RunOptions, open:
     Ok(report)
 }
 
-fn outcome(report: &Report) -> Outcome {
-    match report.failures() {
+fn outcome(failures: usize) -> Outcome {
+    match failures {
         0 => Outcome::Ok,
         n => Outcome::Invalid(n),
     }
+}
+
+/// Writes one device's results as they are, several as one file holding them all.
+fn write_per_device<T: serde::Serialize>(path: &std::path::Path, key: &str, mut all: Vec<T>) -> Result<()> {
+    if all.len() == 1 {
+        return table::write_json(path, &all.remove(0));
+    }
+    let mut doc = serde_json::Map::new();
+    doc.insert("schema".into(), crate::table::SCHEMA.into());
+    doc.insert("coalesce_version".into(), env!("CARGO_PKG_VERSION").into());
+    doc.insert(key.into(), serde_json::to_value(all)?);
+    table::write_json(path, &doc)
 }
 
 fn run(args: RunArgs, open: Opener) -> Result<Outcome> {
@@ -488,23 +564,29 @@ fn run(args: RunArgs, open: Opener) -> Result<Outcome> {
     if let Some(path) = &args.json {
         table::check_writable(path)?;
     }
-    let report = run_suite(&args.suite, &selection, &plan, open)?;
-    print!("{}", table::render(&report));
-    if let Some(path) = &args.json {
-        table::write_json(path, &report)?;
+    let mut reports = Vec::new();
+    for (i, d) in args.suite.device.ordinals()?.into_iter().enumerate() {
+        let report = run_suite(&args.suite, d, &selection, &plan, open)?;
+        print!("{}{}", if i > 0 { "\n" } else { "" }, table::render(&report));
+        reports.push(report);
     }
-    Ok(outcome(&report))
+    let failures = reports.iter().map(Report::failures).sum();
+    if let Some(path) = &args.json {
+        write_per_device(path, "runs", reports)?;
+    }
+    Ok(outcome(failures))
 }
 
 /// Runs the comparison of the selected experiments, with a progress bar.
 fn run_comparison(
     args: &SuiteArgs,
+    device: u32,
     selection: &[Selection],
     plan: &RunOptions,
     dump_ptx: Option<&std::path::Path>,
     open: Opener,
 ) -> Result<crate::compare::CompareReport> {
-    let gpu = open(args.device)?;
+    let gpu = open(device)?;
     let mut progress = Progress::new(steps(selection), args.quiet);
     let report = crate::compare::run::compare(&gpu, selection, plan, dump_ptx, |msg| progress.step(msg))?;
     progress.finish();
@@ -516,15 +598,21 @@ fn compare(args: CompareArgs, open: Opener) -> Result<Outcome> {
     if let Some(path) = &args.json {
         table::check_writable(path)?;
     }
-    let report = run_comparison(&args.suite, &selection, &plan, args.dump_ptx.as_deref(), open)?;
-    print!("{}", crate::compare::render::render(&report));
-    if let Some(path) = &args.json {
-        table::write_json(path, &report)?;
+    let mut reports = Vec::new();
+    for (i, d) in args.suite.device.ordinals()?.into_iter().enumerate() {
+        let report = run_comparison(&args.suite, d, &selection, &plan, args.dump_ptx.as_deref(), open)?;
+        print!(
+            "{}{}",
+            if i > 0 { "\n" } else { "" },
+            crate::compare::render::render(&report)
+        );
+        reports.push(report);
     }
-    Ok(match report.failures() {
-        0 => Outcome::Ok,
-        n => Outcome::Invalid(n),
-    })
+    let failures = reports.iter().map(|r| r.failures()).sum();
+    if let Some(path) = &args.json {
+        write_per_device(path, "comparisons", reports)?;
+    }
+    Ok(outcome(failures))
 }
 
 /// `report --from`: saved results rendered, nothing run.
@@ -560,36 +648,37 @@ fn write_report(args: ReportArgs, open: Opener) -> Result<Outcome> {
     // A bad --out fails now, not after the whole suite has run; nothing is made
     // until there is something to write.
     report::check_dir(&args.out)?;
-    let start = Instant::now();
-    let results = if args.rust_only {
-        let run = run_suite(&args.suite, &selection, &plan, open)?;
-        print!("{}", table::render(&run));
-        Results {
-            date: report::utc_date(SystemTime::now()),
-            elapsed_s: start.elapsed().as_secs_f64(),
-            run,
-            compare: None,
-        }
-    } else {
-        // The comparison times the same Rust kernels through the same harness (and
-        // falls back to them alone where NVRTC is missing), so it replaces the run.
-        let c = run_comparison(&args.suite, &selection, &plan, None, open)?;
-        print!("{}", crate::compare::render::render(&c));
-        Results::of_comparison(
-            report::utc_date(SystemTime::now()),
-            start.elapsed().as_secs_f64(),
-            c,
-        )
-    };
-    let files = report::write(&args.out, &results)?;
+    let mut all = Vec::new();
+    for d in args.suite.device.ordinals()? {
+        let start = Instant::now();
+        all.push(if args.rust_only {
+            let run = run_suite(&args.suite, d, &selection, &plan, open)?;
+            print!("{}", table::render(&run));
+            Results {
+                date: report::utc_date(SystemTime::now()),
+                elapsed_s: start.elapsed().as_secs_f64(),
+                run,
+                compare: None,
+            }
+        } else {
+            // The comparison times the same Rust kernels through the same harness
+            // (and falls back to them alone where NVRTC is missing), so it replaces
+            // the run.
+            let c = run_comparison(&args.suite, d, &selection, &plan, None, open)?;
+            print!("{}", crate::compare::render::render(&c));
+            Results::of_comparison(
+                report::utc_date(SystemTime::now()),
+                start.elapsed().as_secs_f64(),
+                c,
+            )
+        });
+    }
+    let files = report::write_from(&args.out, &all)?;
+    let took: f64 = all.iter().map(|r| r.elapsed_s).sum();
     println!(
-        "\nreport: {} ({} files, run took {:.0} s)",
+        "\nreport: {} ({} files, run took {took:.0} s)",
         files[0].display(),
-        files.len(),
-        results.elapsed_s
+        files.len()
     );
-    Ok(match results.failures() {
-        0 => Outcome::Ok,
-        n => Outcome::Invalid(n),
-    })
+    Ok(outcome(all.iter().map(Results::failures).sum()))
 }

@@ -140,6 +140,15 @@ fn no_gpu(e: CudaError) -> Error {
     }
 }
 
+/// How many CUDA devices this machine has (an error when there is no GPU).
+pub fn count() -> Result<u32> {
+    cust::init(cust::CudaFlags::empty()).map_err(no_gpu)?;
+    match Device::num_devices().map_err(no_gpu)? {
+        0 => Err(no_gpu(CudaError::NoDevice)),
+        n => Ok(n),
+    }
+}
+
 impl Gpu {
     /// Opens device `ordinal` (primary context), loads the kernels and makes a stream.
     pub fn open(ordinal: u32) -> Result<Gpu> {

@@ -14,9 +14,9 @@ use crate::table::SCHEMA;
 use plotters::style::RGBColor;
 
 /// Reads a results file: `report`'s results.json, or what `run --json` or
-/// `compare --json` wrote. Anything else, or a file from a newer coalesce, is a
-/// one-line error.
-pub fn load(path: &Path) -> Result<Results> {
+/// `compare --json` wrote (for several devices, each of them). Anything else, or a
+/// file from a newer coalesce, is a one-line error.
+pub fn load(path: &Path) -> Result<Vec<Results>> {
     let shown = path.display().to_string();
     let bad = |why: String| Error::BadResults {
         path: shown.clone(),
@@ -39,18 +39,28 @@ pub fn load(path: &Path) -> Result<Results> {
             "written by a newer coalesce (schema {schema}; this one reads up to {SCHEMA}): upgrade coalesce to read it"
         )));
     }
-    let parsed = if fields.contains_key("rust_ptx_arch") {
-        serde_json::from_value::<CompareReport>(value)
-            .map(|c| Results::of_comparison("unknown".into(), 0.0, c))
-    } else if fields.contains_key("date") {
-        serde_json::from_value::<Results>(value)
-    } else {
-        serde_json::from_value(value).map(|run| Results {
-            date: "unknown".into(),
-            elapsed_s: 0.0,
-            run,
-            compare: None,
-        })
+    let each = |value: serde_json::Value| -> serde_json::Result<Results> {
+        let is = |key: &str| value.get(key).is_some();
+        if is("rust_ptx_arch") {
+            serde_json::from_value::<CompareReport>(value)
+                .map(|c| Results::of_comparison("unknown".into(), 0.0, c))
+        } else if is("date") {
+            serde_json::from_value::<Results>(value)
+        } else {
+            serde_json::from_value(value).map(|run| Results {
+                date: "unknown".into(),
+                elapsed_s: 0.0,
+                run,
+                compare: None,
+            })
+        }
+    };
+    let many = ["runs", "comparisons"]
+        .into_iter()
+        .find_map(|k| fields.get(k).and_then(|v| v.as_array()).cloned());
+    let parsed = match many {
+        Some(list) => list.into_iter().map(each).collect(),
+        None => each(value).map(|r| vec![r]),
     };
     parsed.map_err(|e| bad(format!("not coalesce results ({e})")))
 }
@@ -59,18 +69,19 @@ pub fn load(path: &Path) -> Result<Results> {
 pub fn load_all(paths: &[PathBuf]) -> Result<Vec<Results>> {
     let mut all: Vec<(PathBuf, Results)> = Vec::new();
     for p in paths {
-        let r = load(p)?;
-        if let Some((first, _)) = all.iter().find(|(_, x)| same_device(x, &r)) {
-            return Err(Error::BadResults {
-                path: p.display().to_string(),
-                why: format!(
-                    "comes from the same GPU as {} ({}); give one results file per GPU",
-                    first.display(),
-                    r.run.device.name
-                ),
-            });
+        for r in load(p)? {
+            if let Some((first, _)) = all.iter().find(|(_, x)| same_device(x, &r)) {
+                return Err(Error::BadResults {
+                    path: p.display().to_string(),
+                    why: format!(
+                        "comes from the same GPU as {} ({}); give one results file per GPU",
+                        first.display(),
+                        r.run.device.name
+                    ),
+                });
+            }
+            all.push((p.clone(), r));
         }
-        all.push((p.clone(), r));
     }
     Ok(all.into_iter().map(|(_, r)| r).collect())
 }
