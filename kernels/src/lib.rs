@@ -22,6 +22,7 @@ pub mod fill;
 
 pub mod complex;
 pub mod copy;
+pub mod inflight;
 pub mod matmul;
 pub mod offset;
 pub mod particles;

@@ -14,7 +14,9 @@ macro_rules! registry {
     };
 }
 
-registry![copy, stride, offset, transpose, particles, saxpy, complex, matmul];
+registry![
+    copy, inflight, stride, offset, transpose, particles, saxpy, complex, matmul
+];
 
 /// The names of all experiments, comma-separated (for messages).
 pub fn known() -> String {
@@ -132,7 +134,7 @@ mod tests {
     fn unknown_names_list_the_known_ones() {
         let e = select(&words(&["strid"])).err().unwrap().to_string();
         assert!(
-            e.contains("\"strid\"") && e.contains("copy, stride, offset"),
+            e.contains("\"strid\"") && e.contains(&known()),
             "{e}"
         );
         let e = select(&words(&["stride/3"])).err().unwrap().to_string();
