@@ -14,7 +14,9 @@ macro_rules! registry {
     };
 }
 
-registry![copy, stride, offset, transpose, particles, saxpy, complex, matmul];
+registry![
+    copy, stride, offset, transpose, particles, saxpy, complex, matmul, sgemm
+];
 
 /// The names of all experiments, comma-separated (for messages).
 pub fn known() -> String {
