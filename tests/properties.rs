@@ -267,7 +267,7 @@ proptest! {
     #[test]
     fn matmul_mappings_write_each_output_once(m in 1usize..=64, n in 1usize..=64, k in 1usize..=3) {
         use kernels::matmul::*;
-        type Matmul = unsafe fn(usize, usize, usize, Global<f32>, Global<f32>, GlobalMut<f32>);
+        type Matmul = unsafe fn(u32, u32, u32, Global<f32>, Global<f32>, GlobalMut<f32>);
         let grid = (n.div_ceil(TILE) as u32, m.div_ceil(TILE) as u32);
         let kernels: [(&str, Matmul, Dim3); 3] = [
             ("matmul_naive", matmul_naive, Dim3::from((TILE as u32, TILE as u32))),
@@ -278,7 +278,7 @@ proptest! {
             let (a, b, c) = (Buf::new("a", m * k), Buf::new("b", k * n), Buf::new("c", m * n));
             let (pa, pb, pc) = (a.addr(), b.addr(), c.addr());
             let log = recorded(grid, block, || unsafe {
-                kernel(m, n, k, Global::from_ptr(pa as *const f32), Global::from_ptr(pb as *const f32), GlobalMut::from_ptr(pc as *mut f32))
+                kernel(m as u32, n as u32, k as u32, Global::from_ptr(pa as *const f32), Global::from_ptr(pb as *const f32), GlobalMut::from_ptr(pc as *mut f32))
             });
             let fail = |e: String| TestCaseError::fail(format!("{name}: {e}"));
             let t = tally(&log, &[&a, &b, &c]).map_err(fail)?;

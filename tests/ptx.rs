@@ -320,3 +320,39 @@ fn the_broken_kernels_are_a_separate_module() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The register-blocked SGEMM rungs (kernels/src/sgemm.rs) keep their accumulators in
+/// registers (every loop over a register array unrolled: no local memory), and from
+/// the vec4 rung on move tiles with 16-byte accesses: `ld.global.nc.v4` for the global
+/// float4 loads (one of A, one of B per thread per tile at 128 x 128 x 8 with 256
+/// threads), `ld.shared.v4` for the fragments, `st.global.v4` for C.
+#[test]
+fn sgemm_rungs_use_vector_accesses_and_no_local_memory() {
+    let v4 = body("sgemm_vec4");
+    assert_eq!(count(v4, "ld.global.nc.v4.f32"), 2, "{v4}");
+    // Per k step: 8 values of A and 8 of B, two float4s each; 64 fused multiply-adds.
+    assert_eq!(count(v4, "ld.shared.v4.f32"), 4, "{v4}");
+    assert_eq!(count(v4, "ld.shared.f32"), 0, "{v4}");
+    assert_eq!(count(v4, "st.shared.v4.f32"), 1, "{v4}");
+    assert!(count(v4, "st.global.v4.") >= 1, "{v4}");
+    assert!(count(v4, "fma.rn.f32") >= 64, "{v4}");
+    // The scalar path for k or n not a multiple of 4 is there too.
+    assert!(count(v4, "ld.global.nc.f32") >= 4, "{v4}");
+    for k in [
+        "sgemm_tile_1d",
+        "sgemm_tile_2d",
+        "sgemm_vec4",
+        "sgemm_banks",
+        "sgemm_warptile",
+        "sgemm_pipeline_128x128x16",
+        "sgemm_pipeline_128x128x8",
+        "sgemm_pipeline_128x64x16",
+    ] {
+        let b = body(k);
+        assert_eq!(count(b, ".local"), 0, "{k} uses local memory:\n{b}");
+        // Two barriers per tile; the pipelines one per tile and one after the prologue.
+        assert_eq!(count(b, "bar.sync"), 2, "{k}");
+    }
+    // Warp tiling: 8 x 4 outputs in each of 4 sub-tiles per k step.
+    assert!(count(body("sgemm_warptile"), "fma.rn.f32") >= 128);
+}

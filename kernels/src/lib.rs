@@ -27,6 +27,7 @@ pub mod matmul;
 pub mod offset;
 pub mod particles;
 pub mod saxpy;
+pub mod sgemm;
 pub mod stride;
 pub mod transpose;
 

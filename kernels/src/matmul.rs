@@ -1,6 +1,9 @@
 //! matmul: C (m x n) = A (m x k) B (k x n), row-major, one thread per element of C.
 //! The three kernels are the same dot product; only which index threadIdx.x drives
 //! changes, and with it whether a warp's loads coalesce.
+//!
+//! Dimensions and index arithmetic are 32-bit (`u32`), as a CUDA programmer writes
+//! them (`int M, int N, int K`); the host refuses products whose matrices do not fit.
 
 use crate::gpu::math::fma;
 use crate::gpu::thread::{block_idx_x, block_idx_y, thread_idx_x, thread_idx_y};
@@ -8,29 +11,30 @@ use crate::gpu::{Global, GlobalMut};
 
 /// Block edge: 32 x 32 threads (or 1024 in 1D for the remapped kernel).
 pub const TILE: usize = 32;
+const T: u32 = TILE as u32;
 
 /// C[row][col] = sum over kk of A[row][kk] B[kk][col], guarded for any m, n, k.
 #[inline(always)]
 unsafe fn dot_into(
-    (m, n, k): (usize, usize, usize),
+    (m, n, k): (u32, u32, u32),
     a: Global<f32>,
     b: Global<f32>,
     c: GlobalMut<f32>,
-    row: usize,
-    col: usize,
+    row: u32,
+    col: u32,
 ) {
     if row < m && col < n {
         let mut acc = 0.0f32;
         for kk in 0..k {
-            // SAFETY: row < m, col < n, kk < k.
+            // SAFETY: row < m, col < n, kk < k; the host keeps m k, k n < 2^31.
             acc = fma(
-                unsafe { a.read(row * k + kk) },
-                unsafe { b.read(kk * n + col) },
+                unsafe { a.read((row * k + kk) as usize) },
+                unsafe { b.read((kk * n + col) as usize) },
                 acc,
             );
         }
         // SAFETY: row < m, col < n.
-        unsafe { c.write(row * n + col, acc) };
+        unsafe { c.write((row * n + col) as usize, acc) };
     }
 }
 
@@ -38,9 +42,9 @@ kernel! {
     /// Naive: threadIdx.x on rows. A warp's 32 lanes read A 4·k bytes apart (32
     /// sectors per load), all read the same B element (a broadcast), and write C
     /// down a column (32 sectors).
-    pub fn matmul_naive(m: usize, n: usize, k: usize, a: Global<f32>, b: Global<f32>, c: GlobalMut<f32>) {
-        let row = block_idx_y() as usize * TILE + thread_idx_x() as usize;
-        let col = block_idx_x() as usize * TILE + thread_idx_y() as usize;
+    pub fn matmul_naive(m: u32, n: u32, k: u32, a: Global<f32>, b: Global<f32>, c: GlobalMut<f32>) {
+        let row = block_idx_y() * T + thread_idx_x();
+        let col = block_idx_x() * T + thread_idx_y();
         // SAFETY: forwards the kernel's arguments.
         unsafe { dot_into((m, n, k), a, b, c, row, col) }
     }
@@ -50,9 +54,9 @@ kernel! {
     /// Accidental: the same code with threadIdx.x on columns. Now a warp reads one
     /// A element (broadcast) and 32 consecutive B elements, and writes a C row
     /// segment: coalesced by luck of the naming.
-    pub fn matmul_accidental(m: usize, n: usize, k: usize, a: Global<f32>, b: Global<f32>, c: GlobalMut<f32>) {
-        let row = block_idx_y() as usize * TILE + thread_idx_y() as usize;
-        let col = block_idx_x() as usize * TILE + thread_idx_x() as usize;
+    pub fn matmul_accidental(m: u32, n: u32, k: u32, a: Global<f32>, b: Global<f32>, c: GlobalMut<f32>) {
+        let row = block_idx_y() * T + thread_idx_y();
+        let col = block_idx_x() * T + thread_idx_x();
         // SAFETY: forwards the kernel's arguments.
         unsafe { dot_into((m, n, k), a, b, c, row, col) }
     }
@@ -62,10 +66,10 @@ kernel! {
     /// Remapped: 1D blocks of 1024 threads with col = tid % 32, row = tid / 32, so
     /// the 32 lanes of a warp share a row and span 32 columns: coalesced by design,
     /// whatever the block's shape.
-    pub fn matmul_remapped(m: usize, n: usize, k: usize, a: Global<f32>, b: Global<f32>, c: GlobalMut<f32>) {
-        let tid = thread_idx_x() as usize;
-        let row = block_idx_y() as usize * TILE + tid / TILE;
-        let col = block_idx_x() as usize * TILE + tid % TILE;
+    pub fn matmul_remapped(m: u32, n: u32, k: u32, a: Global<f32>, b: Global<f32>, c: GlobalMut<f32>) {
+        let tid = thread_idx_x();
+        let row = block_idx_y() * T + tid / T;
+        let col = block_idx_x() * T + tid % T;
         // SAFETY: forwards the kernel's arguments.
         unsafe { dot_into((m, n, k), a, b, c, row, col) }
     }

@@ -61,8 +61,32 @@ pub static EXPERIMENT: Experiment = Experiment {
     twin: twin!("matmul.cu"),
 };
 
+/// The largest element index the kernels' 32-bit arithmetic may form: the C++ twins
+/// index with `int`, the Rust kernels with `u32`; both fit below 2^31.
+pub const MAX_INDEX: u64 = i32::MAX as u64;
+
+/// Refuses a product whose dimensions, or whose matrices' element counts (the largest
+/// index the kernels form, `row * k + kk` and the like), do not fit 32-bit indices.
+pub fn within_32_bit_indices(p: &Problem) -> Result<()> {
+    let (m, n, k) = (p.dim(Dim::M) as u64, p.dim(Dim::N) as u64, p.dim(Dim::K) as u64);
+    let largest = [m, n, k, m.saturating_mul(k), k.saturating_mul(n), m.saturating_mul(n)]
+        .into_iter()
+        .max()
+        .unwrap_or(0);
+    if largest > MAX_INDEX {
+        return Err(Error::TooLarge {
+            what: format!("a {m} x {n} x {k} product"),
+            why: format!(
+                "a matrix of {largest} elements is beyond the kernels' 32-bit indices (at most {MAX_INDEX})"
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// A grid of 32 x 32 tiles of C with `block` threads each.
 fn tiles(p: &Problem, block: (u32, u32, u32)) -> Result<Launch> {
+    within_32_bit_indices(p)?;
     let (m, n) = (p.dim(Dim::M), p.dim(Dim::N));
     let (gx, gy) = (n.div_ceil(TILE) as u64, m.div_ceil(TILE) as u64);
     if gx > MAX_GRID_X || gy > MAX_GRID_YZ {
@@ -101,5 +125,22 @@ mod tests {
         let l = EXPERIMENT.launches(&p, &DeviceInfo::h100()).unwrap();
         assert_eq!(l[0].grid, (3, 2, 1));
         assert_eq!(l[2].block, (1024, 1, 1));
+    }
+
+    #[test]
+    fn products_beyond_32_bit_indices_are_refused() {
+        // 46341^2 > 2^31: A alone has more elements than an int index reaches.
+        let p = Problem::Product { m: 46341, n: 1, k: 46341 };
+        let e = EXPERIMENT.launches(&p, &DeviceInfo::h100()).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert_eq!(
+            e.to_string(),
+            "a 46341 x 1 x 46341 product is too large: a matrix of 2147488281 elements is beyond the kernels' 32-bit indices (at most 2147483647)"
+        );
+        // The largest that fits.
+        let p = Problem::Product { m: 46340, n: 46340, k: 46340 };
+        assert!(EXPERIMENT.launches(&p, &DeviceInfo::h100()).is_ok());
+        let p = Problem::Product { m: 1, n: 1, k: 1 << 31 };
+        assert!(EXPERIMENT.launches(&p, &DeviceInfo::h100()).is_err());
     }
 }

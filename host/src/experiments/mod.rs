@@ -15,7 +15,7 @@ macro_rules! registry {
 }
 
 registry![
-    copy, inflight, stride, offset, transpose, particles, saxpy, complex, matmul
+    copy, inflight, stride, offset, transpose, particles, saxpy, complex, matmul, sgemm
 ];
 
 /// The names of all experiments, comma-separated (for messages).
@@ -133,10 +133,7 @@ mod tests {
     #[test]
     fn unknown_names_list_the_known_ones() {
         let e = select(&words(&["strid"])).err().unwrap().to_string();
-        assert!(
-            e.contains("\"strid\"") && e.contains(&known()),
-            "{e}"
-        );
+        assert!(e.contains("\"strid\"") && e.contains(&known()), "{e}");
         let e = select(&words(&["stride/3"])).err().unwrap().to_string();
         assert!(e.contains("1, 2, 4, 8, 16, 32, 64"), "{e}");
     }

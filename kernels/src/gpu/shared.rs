@@ -172,6 +172,80 @@ impl<T: SharedWord> SharedArray<T> {
     }
 }
 
+impl SharedArray<f32> {
+    /// Reads elements `i..i + 4` as one [`Float4`](super::Float4): one 16-byte
+    /// `ld.shared.v4.f32`, as a `float4` read of a `__shared__ float[]` in CUDA C++.
+    ///
+    /// # Safety
+    /// `i % 4 == 0` (16-byte aligned: arrays are), `i + 4 <= self.len()`, and no other
+    /// thread writes those elements without a barrier between.
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    pub unsafe fn read4(self, i: usize) -> super::Float4 {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let (x, y, z, w): (f32, f32, f32, f32);
+            // SAFETY: an aligned, in-bounds shared-window address by the caller's promise.
+            unsafe {
+                core::arch::asm!(
+                    "ld.shared.v4.f32 {{{x}, {y}, {z}, {w}}}, [{a}];",
+                    a = in(reg32) self.addr + (i as u32) * 4,
+                    x = out(reg32) x, y = out(reg32) y, z = out(reg32) z, w = out(reg32) w,
+                    options(readonly, nostack, preserves_flags));
+            }
+            super::Float4 { x, y, z, w }
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        // SAFETY: checked aligned and in bounds (the GPU would fault or read a neighbour).
+        unsafe {
+            self.check4(i);
+            super::emu::record_shared(self.ptr as usize, i * 4, 16, super::emu::Op::Load);
+            let p = self.ptr.add(i);
+            super::Float4::new(p.read(), p.add(1).read(), p.add(2).read(), p.add(3).read())
+        }
+    }
+
+    /// Writes `value` to elements `i..i + 4`: one `st.shared.v4.f32`.
+    ///
+    /// # Safety
+    /// As for [`SharedArray::read4`], and no other thread accesses those elements
+    /// without a barrier between.
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    pub unsafe fn write4(self, i: usize, value: super::Float4) {
+        #[cfg(target_arch = "nvptx64")]
+        // SAFETY: as for `read4`.
+        unsafe {
+            core::arch::asm!(
+                "st.shared.v4.f32 [{a}], {{{x}, {y}, {z}, {w}}};",
+                a = in(reg32) self.addr + (i as u32) * 4,
+                x = in(reg32) value.x, y = in(reg32) value.y, z = in(reg32) value.z, w = in(reg32) value.w,
+                options(nostack, preserves_flags));
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        // SAFETY: checked aligned and in bounds.
+        unsafe {
+            self.check4(i);
+            super::emu::record_shared(self.ptr as usize, i * 4, 16, super::emu::Op::Store);
+            let p = self.ptr.add(i);
+            p.write(value.x);
+            p.add(1).write(value.y);
+            p.add(2).write(value.z);
+            p.add(3).write(value.w);
+        }
+    }
+
+    #[cfg(not(target_arch = "nvptx64"))]
+    #[track_caller]
+    fn check4(self, i: usize) {
+        assert!(
+            i.is_multiple_of(4) && i + 4 <= self.len,
+            "shared float4 at index {i} is misaligned or out of bounds (length {})",
+            self.len
+        );
+    }
+}
+
 /// Declares a static shared-memory array and returns it as a [`SharedArray`]:
 /// `let tile = shared_array![TILE: [f32; 32 * 33]];`
 ///

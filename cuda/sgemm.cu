@@ -1,0 +1,349 @@
+// CUDA C++ twins of kernels/src/sgemm.rs: the matmul chapter continued, one rung per
+// kernel, written as a CUDA programmer writes siboehm-style SGEMM kernels: int
+// dimensions, const __restrict__ inputs, float4 reinterpret loads, #pragma unroll,
+// tile sizes as template parameters, each tuning an extern "C" entry point with the
+// Rust kernel's name, parameters and launch. C (M x N) = A (M x K) B (K x N),
+// row-major; any M, N, K (zero-filled partial tiles, guarded stores; float4 global
+// accesses only when K % 4 == 0 (A) or N % 4 == 0 (B, C)).
+
+// Element (r, c) of a rows x cols row-major matrix, 0 outside it.
+__device__ __forceinline__ float at(const float* __restrict__ X, int rows, int cols, int r, int c) {
+    return (r < rows && c < cols) ? X[r * cols + c] : 0.0f;
+}
+
+// Elements (r, c..c+3): one float4 load when vector (cols % 4 == 0), whole or nothing.
+__device__ __forceinline__ float4 at4(const float* __restrict__ X, int rows, int cols, int r, int c,
+                                      bool vector) {
+    if (vector) {
+        if (r < rows && c < cols) return *reinterpret_cast<const float4*>(&X[r * cols + c]);
+        return make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+    return make_float4(at(X, rows, cols, r, c), at(X, rows, cols, r, c + 1), at(X, rows, cols, r, c + 2),
+                       at(X, rows, cols, r, c + 3));
+}
+
+// Four outputs (r, col..col+3) of C: a float4 store when N % 4 == 0, else guarded scalars.
+__device__ __forceinline__ void store4(float* __restrict__ C, int M, int N, int r, int col, float4 v,
+                                       bool vector) {
+    if (r >= M) return;
+    if (vector && col < N) {
+        *reinterpret_cast<float4*>(&C[r * N + col]) = v;
+    } else {
+        if (col < N) C[r * N + col] = v.x;
+        if (col + 1 < N) C[r * N + col + 1] = v.y;
+        if (col + 2 < N) C[r * N + col + 2] = v.z;
+        if (col + 3 < N) C[r * N + col + 3] = v.w;
+    }
+}
+
+// 1. smem: T x T tiles of A and B in shared memory, one thread per element of C.
+template <int T>
+__device__ __forceinline__ void smem(int M, int N, int K, const float* __restrict__ A,
+                                     const float* __restrict__ B, float* __restrict__ C) {
+    __shared__ float As[T * T];
+    __shared__ float Bs[T * T];
+    const int tr = threadIdx.x / T, tc = threadIdx.x % T;
+    const int row = blockIdx.y * T + tr, col = blockIdx.x * T + tc;
+    float acc = 0.0f;
+    for (int k0 = 0; k0 < K; k0 += T) {
+        As[tr * T + tc] = at(A, M, K, row, k0 + tc);
+        Bs[tr * T + tc] = at(B, K, N, k0 + tr, col);
+        __syncthreads();
+#pragma unroll
+        for (int kk = 0; kk < T; ++kk) acc = fmaf(As[tr * T + kk], Bs[kk * T + tc], acc);
+        __syncthreads();
+    }
+    if (row < M && col < N) C[row * N + col] = acc;
+}
+
+extern "C" __global__ void sgemm_smem(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
+    smem<32>(M, N, K, A, B, C);
+}
+
+// Scalar tile loads: A's BM x BK tile (pitch BK) and B's BK x BN tile (pitch BN).
+template <int BM, int BN, int BK, int NT>
+__device__ __forceinline__ void load_tiles_scalar(int M, int N, int K, const float* __restrict__ A,
+                                                  const float* __restrict__ B, float* As, float* Bs, int row0,
+                                                  int col0, int k0) {
+    const int tid = threadIdx.x;
+#pragma unroll
+    for (int i = 0; i < BM * BK / NT; ++i) {
+        const int r = tid / BK + i * (NT / BK), c = tid % BK;
+        As[r * BK + c] = at(A, M, K, row0 + r, k0 + c);
+    }
+#pragma unroll
+    for (int i = 0; i < BK * BN / NT; ++i) {
+        const int r = tid / BN + i * (NT / BN), c = tid % BN;
+        Bs[r * BN + c] = at(B, K, N, k0 + r, col0 + c);
+    }
+}
+
+// 2. tile-1d: TM outputs of a column per thread.
+template <int BM, int BN, int BK, int TM>
+__device__ __forceinline__ void tile_1d(int M, int N, int K, const float* __restrict__ A,
+                                        const float* __restrict__ B, float* __restrict__ C) {
+    constexpr int NT = BM * BN / TM;
+    __shared__ float As[BM * BK];
+    __shared__ float Bs[BK * BN];
+    const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    const int thread_row = threadIdx.x / BN, thread_col = threadIdx.x % BN;
+    float acc[TM] = {0.0f};
+    for (int k0 = 0; k0 < K; k0 += BK) {
+        load_tiles_scalar<BM, BN, BK, NT>(M, N, K, A, B, As, Bs, row0, col0, k0);
+        __syncthreads();
+#pragma unroll
+        for (int dot = 0; dot < BK; ++dot) {
+            const float b = Bs[dot * BN + thread_col];
+#pragma unroll
+            for (int i = 0; i < TM; ++i) acc[i] = fmaf(As[(thread_row * TM + i) * BK + dot], b, acc[i]);
+        }
+        __syncthreads();
+    }
+    const int col = col0 + thread_col;
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+        const int row = row0 + thread_row * TM + i;
+        if (row < M && col < N) C[row * N + col] = acc[i];
+    }
+}
+
+extern "C" __global__ void sgemm_tile_1d(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
+    tile_1d<64, 64, 8, 8>(M, N, K, A, B, C);
+}
+
+// 3. tile-2d: TM x TN outputs per thread as outer products.
+template <int BM, int BN, int BK, int TM, int TN>
+__device__ __forceinline__ void tile_2d(int M, int N, int K, const float* __restrict__ A,
+                                        const float* __restrict__ B, float* __restrict__ C) {
+    constexpr int NT = BM * BN / (TM * TN);
+    __shared__ float As[BM * BK];
+    __shared__ float Bs[BK * BN];
+    const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    const int thread_row = threadIdx.x / (BN / TN), thread_col = threadIdx.x % (BN / TN);
+    float acc[TM][TN] = {{0.0f}};
+    float reg_m[TM], reg_n[TN];
+    for (int k0 = 0; k0 < K; k0 += BK) {
+        load_tiles_scalar<BM, BN, BK, NT>(M, N, K, A, B, As, Bs, row0, col0, k0);
+        __syncthreads();
+#pragma unroll
+        for (int dot = 0; dot < BK; ++dot) {
+#pragma unroll
+            for (int i = 0; i < TM; ++i) reg_m[i] = As[(thread_row * TM + i) * BK + dot];
+#pragma unroll
+            for (int j = 0; j < TN; ++j) reg_n[j] = Bs[dot * BN + thread_col * TN + j];
+#pragma unroll
+            for (int i = 0; i < TM; ++i)
+#pragma unroll
+                for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(reg_m[i], reg_n[j], acc[i][j]);
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+        const int row = row0 + thread_row * TM + i;
+#pragma unroll
+        for (int j = 0; j < TN; ++j) {
+            const int col = col0 + thread_col * TN + j;
+            if (row < M && col < N) C[row * N + col] = acc[i][j];
+        }
+    }
+}
+
+extern "C" __global__ void sgemm_tile_2d(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
+    tile_2d<128, 128, 8, 8, 8>(M, N, K, A, B, C);
+}
+
+// Float4 tile loads into registers (A's first, then B's) and their stores: A
+// transposed (element (r, c) at c * PITCH + r), B as float4s (pitch BN).
+template <int BM, int BN, int BK, int NT>
+struct Fetched {
+    float4 a[BM * BK / 4 / NT];
+    float4 b[BK * BN / 4 / NT];
+};
+
+template <int BM, int BN, int BK, int NT>
+__device__ __forceinline__ Fetched<BM, BN, BK, NT> fetch_tiles(int M, int N, int K, const float* __restrict__ A,
+                                                               const float* __restrict__ B, int row0, int col0,
+                                                               int k0, bool a_vector, bool b_vector) {
+    Fetched<BM, BN, BK, NT> f;
+    const int tid = threadIdx.x;
+#pragma unroll
+    for (int i = 0; i < BM * BK / 4 / NT; ++i) {
+        const int r = tid / (BK / 4) + i * (NT / (BK / 4)), c = tid % (BK / 4) * 4;
+        f.a[i] = at4(A, M, K, row0 + r, k0 + c, a_vector);
+    }
+#pragma unroll
+    for (int i = 0; i < BK * BN / 4 / NT; ++i) {
+        const int r = tid / (BN / 4) + i * (NT / (BN / 4)), c = tid % (BN / 4) * 4;
+        f.b[i] = at4(B, K, N, k0 + r, col0 + c, b_vector);
+    }
+    return f;
+}
+
+template <int BM, int BN, int BK, int NT, int PITCH>
+__device__ __forceinline__ void store_tiles(const Fetched<BM, BN, BK, NT>& f, float* As, float* Bs) {
+    const int tid = threadIdx.x;
+#pragma unroll
+    for (int i = 0; i < BM * BK / 4 / NT; ++i) {
+        const int r = tid / (BK / 4) + i * (NT / (BK / 4)), c = tid % (BK / 4) * 4;
+        As[(c + 0) * PITCH + r] = f.a[i].x;
+        As[(c + 1) * PITCH + r] = f.a[i].y;
+        As[(c + 2) * PITCH + r] = f.a[i].z;
+        As[(c + 3) * PITCH + r] = f.a[i].w;
+    }
+#pragma unroll
+    for (int i = 0; i < BK * BN / 4 / NT; ++i) {
+        const int r = tid / (BN / 4) + i * (NT / (BN / 4)), c = tid % (BN / 4) * 4;
+        *reinterpret_cast<float4*>(&Bs[r * BN + c]) = f.b[i];
+    }
+}
+
+// 4. vec4 and 5. banks: float4 loads, A transposed; SPLIT_B spreads a thread's TN
+// columns as TN/4 float4s BN/(TN/4) apart (no bank conflicts), PITCH = BM + 4 pads A.
+template <int BM, int BN, int BK, int TM, int TN, int PITCH, bool SPLIT_B>
+__device__ __forceinline__ void vec4(int M, int N, int K, const float* __restrict__ A,
+                                     const float* __restrict__ B, float* __restrict__ C) {
+    constexpr int NT = BM * BN / (TM * TN);
+    __shared__ __align__(16) float As[BK * PITCH];
+    __shared__ __align__(16) float Bs[BK * BN];
+    const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    const int thread_row = threadIdx.x / (BN / TN), thread_col = threadIdx.x % (BN / TN);
+    const bool a_vector = K % 4 == 0, b_vector = N % 4 == 0;
+    auto b_col = [&](int g) { return SPLIT_B ? g * (BN / (TN / 4)) + thread_col * 4 : thread_col * TN + g * 4; };
+    float acc[TM][TN] = {{0.0f}};
+    float reg_m[TM], reg_n[TN];
+    for (int k0 = 0; k0 < K; k0 += BK) {
+        store_tiles<BM, BN, BK, NT, PITCH>(
+            fetch_tiles<BM, BN, BK, NT>(M, N, K, A, B, row0, col0, k0, a_vector, b_vector), As, Bs);
+        __syncthreads();
+#pragma unroll
+        for (int dot = 0; dot < BK; ++dot) {
+#pragma unroll
+            for (int i = 0; i < TM; i += 4)
+                *reinterpret_cast<float4*>(&reg_m[i]) =
+                    *reinterpret_cast<const float4*>(&As[dot * PITCH + thread_row * TM + i]);
+#pragma unroll
+            for (int g = 0; g < TN / 4; ++g)
+                *reinterpret_cast<float4*>(&reg_n[4 * g]) = *reinterpret_cast<const float4*>(&Bs[dot * BN + b_col(g)]);
+#pragma unroll
+            for (int i = 0; i < TM; ++i)
+#pragma unroll
+                for (int j = 0; j < TN; ++j) acc[i][j] = fmaf(reg_m[i], reg_n[j], acc[i][j]);
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+        const int row = row0 + thread_row * TM + i;
+#pragma unroll
+        for (int g = 0; g < TN / 4; ++g)
+            store4(C, M, N, row, col0 + b_col(g),
+                   make_float4(acc[i][4 * g], acc[i][4 * g + 1], acc[i][4 * g + 2], acc[i][4 * g + 3]), b_vector);
+    }
+}
+
+extern "C" __global__ void sgemm_vec4(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
+    vec4<128, 128, 8, 8, 8, 128, false>(M, N, K, A, B, C);
+}
+
+extern "C" __global__ void sgemm_banks(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
+    vec4<128, 128, 8, 8, 8, 128 + 4, true>(M, N, K, A, B, C);
+}
+
+// 6. warptile and 7. pipeline: warp w owns a WM x WN tile walked as WMITER x WNITER
+// sub-tiles of TM x TN per thread; STAGES = 2 double-buffers shared memory with the
+// next tile's loads in flight in registers during the compute.
+template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int NT, int STAGES>
+__device__ __forceinline__ void warptile(int M, int N, int K, const float* __restrict__ A,
+                                         const float* __restrict__ B, float* __restrict__ C) {
+    constexpr int PITCH = BM + 4;
+    constexpr int WMITER = (WM * WN) / (32 * TM * TN * WNITER);
+    constexpr int WSUBM = WM / WMITER, WSUBN = WN / WNITER;
+    __shared__ __align__(16) float As[STAGES * BK * PITCH];
+    __shared__ __align__(16) float Bs[STAGES * BK * BN];
+    const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int warp_row = warp / (BN / WN), warp_col = warp % (BN / WN);
+    const int lane_row = lane / (WSUBN / TN), lane_col = lane % (WSUBN / TN);
+    const int a_base = warp_row * WM + lane_row * TM, b_base = warp_col * WN + lane_col * TN;
+    const bool a_vector = K % 4 == 0, b_vector = N % 4 == 0;
+    float acc[WMITER][WNITER][TM][TN] = {{{{0.0f}}}};
+    float reg_m[WMITER][TM], reg_n[WNITER][TN];
+    int stage = 0;
+    if (STAGES == 2 && K > 0) {
+        store_tiles<BM, BN, BK, NT, PITCH>(fetch_tiles<BM, BN, BK, NT>(M, N, K, A, B, row0, col0, 0, a_vector, b_vector),
+                                           As, Bs);
+        __syncthreads();
+    }
+    for (int k0 = 0; k0 < K; k0 += BK) {
+        Fetched<BM, BN, BK, NT> next;
+        const bool more = STAGES == 2 && k0 + BK < K;
+        if (more) next = fetch_tiles<BM, BN, BK, NT>(M, N, K, A, B, row0, col0, k0 + BK, a_vector, b_vector);
+        if (STAGES == 1) {
+            store_tiles<BM, BN, BK, NT, PITCH>(
+                fetch_tiles<BM, BN, BK, NT>(M, N, K, A, B, row0, col0, k0, a_vector, b_vector), As, Bs);
+            __syncthreads();
+        }
+        const float* as = As + stage * BK * PITCH;
+        const float* bs = Bs + stage * BK * BN;
+#pragma unroll
+        for (int dot = 0; dot < BK; ++dot) {
+#pragma unroll
+            for (int wm = 0; wm < WMITER; ++wm)
+#pragma unroll
+                for (int i = 0; i < TM; i += 4)
+                    *reinterpret_cast<float4*>(&reg_m[wm][i]) =
+                        *reinterpret_cast<const float4*>(&as[dot * PITCH + a_base + wm * WSUBM + i]);
+#pragma unroll
+            for (int wn = 0; wn < WNITER; ++wn)
+#pragma unroll
+                for (int j = 0; j < TN; j += 4)
+                    *reinterpret_cast<float4*>(&reg_n[wn][j]) =
+                        *reinterpret_cast<const float4*>(&bs[dot * BN + b_base + wn * WSUBN + j]);
+#pragma unroll
+            for (int wm = 0; wm < WMITER; ++wm)
+#pragma unroll
+                for (int wn = 0; wn < WNITER; ++wn)
+#pragma unroll
+                    for (int i = 0; i < TM; ++i)
+#pragma unroll
+                        for (int j = 0; j < TN; ++j)
+                            acc[wm][wn][i][j] = fmaf(reg_m[wm][i], reg_n[wn][j], acc[wm][wn][i][j]);
+        }
+        if (more) {
+            stage ^= 1;
+            store_tiles<BM, BN, BK, NT, PITCH>(next, As + stage * BK * PITCH, Bs + stage * BK * BN);
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int wm = 0; wm < WMITER; ++wm)
+#pragma unroll
+        for (int wn = 0; wn < WNITER; ++wn)
+#pragma unroll
+            for (int i = 0; i < TM; ++i) {
+                const int row = row0 + a_base + wm * WSUBM + i;
+#pragma unroll
+                for (int j = 0; j < TN; j += 4)
+                    store4(C, M, N, row, col0 + b_base + wn * WSUBN + j,
+                           make_float4(acc[wm][wn][i][j], acc[wm][wn][i][j + 1], acc[wm][wn][i][j + 2],
+                                       acc[wm][wn][i][j + 3]),
+                           b_vector);
+            }
+}
+
+extern "C" __global__ void sgemm_warptile(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
+    warptile<128, 128, 16, 64, 64, 4, 8, 4, 128, 1>(M, N, K, A, B, C);
+}
+
+extern "C" __global__ void sgemm_pipeline_128x128x16(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
+    warptile<128, 128, 16, 64, 64, 4, 8, 4, 128, 2>(M, N, K, A, B, C);
+}
+
+extern "C" __global__ void sgemm_pipeline_128x128x8(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
+    warptile<128, 128, 8, 64, 32, 2, 8, 4, 256, 2>(M, N, K, A, B, C);
+}
+
+extern "C" __global__ void sgemm_pipeline_128x64x16(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
+    warptile<128, 64, 16, 64, 32, 2, 8, 4, 128, 2>(M, N, K, A, B, C);
+}

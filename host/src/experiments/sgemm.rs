@@ -1,0 +1,162 @@
+//! sgemm: the matmul chapter continued, rung by rung from the coalesced kernel toward
+//! cuBLAS (shared-memory tiles, 1D and 2D register blocking, float4 loads, bank
+//! conflicts, warp tiling, double buffering), the last rung in several tunings so the
+//! best can be picked per GPU. C = A B, f32, row-major, any m, n, k; reported in
+//! GFLOP/s and validated against an f64 reference ([`Reference::Product`]), with
+//! cuBLAS SGEMM on the same buffers.
+
+use kernels::sgemm::{
+    PIPE_128X64X16, PIPE_128X128X8, PIPE_128X128X16, SMEM_TILE, T1_BM, T1_BN, T1_THREADS, T2_BM, T2_BN,
+    T2_THREADS, WARPTILE, WarpTiling,
+};
+
+use super::matmul::within_32_bit_indices;
+use crate::device::DeviceInfo;
+use crate::error::{Error, Result};
+use crate::experiment::{
+    Arg, Buffer, DefaultSize, Dim, Experiment, Kind, Problem, Reference, Variant, Work,
+};
+use crate::launch::{Launch, MAX_GRID_X, MAX_GRID_YZ};
+use crate::twin;
+
+const ARGS: &[Arg] = &[
+    Arg::Dim(Dim::M),
+    Arg::Dim(Dim::N),
+    Arg::Dim(Dim::K),
+    Arg::Buffer(0),
+    Arg::Buffer(1),
+    Arg::Buffer(2),
+];
+
+/// A grid of `bm` x `bn` tiles of C, one block of `threads` each (1D blocks), within
+/// CUDA's grid limits and the kernels' 32-bit indices.
+fn tiles(p: &Problem, bm: usize, bn: usize, threads: usize) -> Result<Launch> {
+    within_32_bit_indices(p)?;
+    let (m, n) = (p.dim(Dim::M), p.dim(Dim::N));
+    let (gx, gy) = (n.div_ceil(bn).max(1) as u64, m.div_ceil(bm).max(1) as u64);
+    if gx > MAX_GRID_X || gy > MAX_GRID_YZ {
+        return Err(Error::TooLarge {
+            what: format!("a {m} x {n} product"),
+            why: format!("needs a {gx} x {gy} grid of {bm} x {bn} tiles; CUDA allows {MAX_GRID_X} x {MAX_GRID_YZ}"),
+        });
+    }
+    Ok(Launch {
+        grid: (gx as u32, gy as u32, 1),
+        block: (threads as u32, 1, 1),
+        shared_bytes: 0,
+    })
+}
+
+fn smem(p: &Problem, _: &DeviceInfo) -> Result<Launch> {
+    tiles(p, SMEM_TILE, SMEM_TILE, SMEM_TILE * SMEM_TILE)
+}
+
+fn tile_1d(p: &Problem, _: &DeviceInfo) -> Result<Launch> {
+    tiles(p, T1_BM, T1_BN, T1_THREADS)
+}
+
+fn tile_2d(p: &Problem, _: &DeviceInfo) -> Result<Launch> {
+    tiles(p, T2_BM, T2_BN, T2_THREADS)
+}
+
+fn warp(p: &Problem, t: WarpTiling) -> Result<Launch> {
+    tiles(p, t.bm, t.bn, t.threads)
+}
+
+pub static EXPERIMENT: Experiment = Experiment {
+    name: "sgemm",
+    about: "the matmul chapter continued: shared tiles, register blocking, float4, banks, warp tiles, double buffering",
+    kind: Kind::Product,
+    // 4096 x 4096 x 4096.
+    default_size: DefaultSize::Bytes(4096 * 4096 * 4),
+    variants: &[
+        Variant::new("smem", "sgemm_smem", ARGS, smem),
+        Variant::new("tile-1d", "sgemm_tile_1d", ARGS, tile_1d),
+        Variant::new("tile-2d", "sgemm_tile_2d", ARGS, tile_2d),
+        Variant::new("vec4", "sgemm_vec4", ARGS, tile_2d),
+        Variant::new("banks", "sgemm_banks", ARGS, tile_2d),
+        Variant::new("warptile", "sgemm_warptile", ARGS, |p, _| warp(p, WARPTILE)),
+        Variant::new("pipeline-128x128x16", "sgemm_pipeline_128x128x16", ARGS, |p, _| {
+            warp(p, PIPE_128X128X16)
+        }),
+        Variant::new("pipeline-128x128x8", "sgemm_pipeline_128x128x8", ARGS, |p, _| {
+            warp(p, PIPE_128X128X8)
+        }),
+        Variant::new("pipeline-128x64x16", "sgemm_pipeline_128x64x16", ARGS, |p, _| {
+            warp(p, PIPE_128X64X16)
+        }),
+    ],
+    buffers: |p| {
+        let (m, n, k) = (p.dim(Dim::M), p.dim(Dim::N), p.dim(Dim::K));
+        Some(vec![
+            Buffer::input("a", m.checked_mul(k)?),
+            Buffer::input("b", k.checked_mul(n)?),
+            Buffer::output("c", m.checked_mul(n)?),
+        ])
+    },
+    work: |p| {
+        let (m, n, k) = (p.dim(Dim::M) as u64, p.dim(Dim::N) as u64, p.dim(Dim::K) as u64);
+        Work::Flops {
+            flops: 2 * m * n * k,
+            bytes: 4 * (m * k + k * n + m * n),
+        }
+    },
+    reference: Reference::Product { a: 0, b: 1, c: 2 },
+    twin: twin!("sgemm.cu"),
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grids_cover_c_with_each_rungs_tiles() {
+        let p = Problem::Product { m: 1000, n: 17, k: 33 };
+        let l = EXPERIMENT.launches(&p, &DeviceInfo::h100()).unwrap();
+        let by_name = |v: &str| l[EXPERIMENT.variants.iter().position(|x| x.name == v).unwrap()];
+        assert_eq!(by_name("smem").grid, (1, 32, 1));
+        assert_eq!(by_name("smem").block, (1024, 1, 1));
+        assert_eq!(by_name("tile-1d").grid, (1, 16, 1));
+        assert_eq!(by_name("tile-1d").block, (512, 1, 1));
+        assert_eq!(by_name("banks").grid, (1, 8, 1));
+        assert_eq!(by_name("banks").block, (256, 1, 1));
+        assert_eq!(by_name("warptile").block, (128, 1, 1));
+        assert_eq!(by_name("pipeline-128x128x8").block, (256, 1, 1));
+        assert_eq!(by_name("pipeline-128x64x16").grid, (1, 8, 1));
+        let big = Problem::Product { m: 4096, n: 4096, k: 4096 };
+        let l = EXPERIMENT.launches(&big, &DeviceInfo::h100()).unwrap();
+        assert!(l.iter().all(|l| l.grid.0 * l.grid.1 * l.block.0 >= 4096 * 4096 / 128));
+    }
+
+    #[test]
+    fn products_beyond_32_bit_indices_are_refused() {
+        let p = Problem::Product { m: 1 << 16, n: 1 << 16, k: 1 };
+        let e = EXPERIMENT.launches(&p, &DeviceInfo::h100()).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains("32-bit indices"), "{e}");
+    }
+
+    /// The awkward sizes never have n % 4 == 0, so the float4 paths for B and C (and,
+    /// with k % 4 == 0, for A) are run here: partial tiles in m, n and k, vector loads.
+    /// The double-buffered rungs also run with a block's threads one at a time in
+    /// reverse order, which shows a missing barrier deterministically.
+    #[test]
+    fn vector_paths_and_double_buffers_match_the_reference_on_the_emulator() {
+        use crate::explain::emulate::{EmuLaunch, validate, validate_with};
+        use kernels::gpu::emu::Schedule;
+        let info = DeviceInfo {
+            sm_count: 0,
+            ..DeviceInfo::h100()
+        };
+        let p = Problem::Product { m: 130, n: 136, k: 40 };
+        for v in EXPERIMENT.variants {
+            let run = EmuLaunch::new(&EXPERIMENT, v, p, &info).unwrap();
+            let check = validate(&run, 11).unwrap();
+            assert!(check.ok, "{} at {p}: {}", v.name, check.detail);
+            if v.name.starts_with("pipeline") || v.name == "warptile" {
+                let check = validate_with(&run, 12, Schedule::Reverse).unwrap();
+                assert!(check.ok, "{} at {p}, reverse schedule: {}", v.name, check.detail);
+            }
+        }
+    }
+}

@@ -1,0 +1,841 @@
+//! sgemm: the matmul chapter continued. C (m x n) = A (m x k) B (k x n), row-major
+//! f32, from the coalesced one-thread-per-element kernel (`matmul_remapped`) toward
+//! cuBLAS, one lesson per rung (after siboehm's SGEMM_CUDA, written anew):
+//!
+//! 1. `smem`: stage 32 x 32 tiles of A and B in shared memory; each global element is
+//!    loaded once per block instead of once per thread.
+//! 2. `tile_1d`: each thread computes TM outputs of a column: one B value from shared
+//!    memory serves TM fused multiply-adds.
+//! 3. `tile_2d`: TM x TN outputs per thread from TM + TN shared loads (outer product).
+//! 4. `vec4`: 16-byte global loads, A's tile stored transposed so a thread's TM values
+//!    are contiguous and load as `ld.shared.v4`.
+//! 5. `banks`: the vec4 rung without its shared-memory bank conflicts.
+//! 6. `warptile`: a warp owns a WM x WN tile of C, iterated in sub-tiles, so a warp's
+//!    shared loads touch few distinct addresses and registers are reused across them.
+//! 7. `pipeline`: two shared buffers; the next tile's global loads are in flight in
+//!    registers while the current tile is computed, one barrier per tile.
+//!
+//! Tile sizes are const generics of one `#[inline(always)]` body per rung; each
+//! `kernel!` entry point instantiates one tuning (PTX entry points cannot be generic)
+//! and declares its shared arrays. The `pub const`s below are the one source of truth
+//! for both the kernels and the host's launch rules.
+//!
+//! Every kernel handles any m, n, k: partial tiles are zero-filled when loaded and
+//! guarded when stored. Float4 global accesses are used only when they are 16-byte
+//! aligned and whole: `k % 4 == 0` for A, `n % 4 == 0` for B and C (device
+//! allocations are 256-byte aligned); otherwise the same tile is loaded with guarded
+//! scalars. Dimensions and indices are `u32` (the host keeps them below 2^31).
+
+use crate::gpu::math::fma;
+use crate::gpu::thread::{block_idx_x, block_idx_y, sync_threads, thread_idx_x};
+use crate::gpu::{Float4, Global, GlobalMut, SharedArray};
+
+/// `#pragma unroll` for loops over register arrays: `unroll!(i < N; 8 => { ... })`
+/// repeats the body for i = 0, 1, ... 7, each copy under `if i < N` (N a constant, at
+/// most the listed count), so every index into a register array is a compile-time
+/// constant and the array stays in registers (a loop LLVM leaves rolled would index it
+/// dynamically, in local memory).
+macro_rules! unroll {
+    ($i:ident < $n:expr; 2 => $body:block) => { unroll!(@ $i, $n, $body, 0 1) };
+    ($i:ident < $n:expr; 4 => $body:block) => { unroll!(@ $i, $n, $body, 0 1 2 3) };
+    ($i:ident < $n:expr; 8 => $body:block) => { unroll!(@ $i, $n, $body, 0 1 2 3 4 5 6 7) };
+    (@ $i:ident, $n:expr, $body:block, $($k:literal)*) => {{
+        const { assert!($n <= [$($k),*].len(), "unroll!: more iterations than copies") };
+        $(
+            if $k < $n {
+                let $i: usize = $k;
+                $body
+            }
+        )*
+    }};
+}
+
+/// `smem`: the tile edge; blocks of SMEM_TILE² threads, one per element of C.
+pub const SMEM_TILE: usize = 32;
+
+/// `tile_1d`: a BM x BN tile of C per block, k in steps of BK, TM rows per thread.
+pub const T1_BM: usize = 64;
+pub const T1_BN: usize = 64;
+pub const T1_BK: usize = 8;
+pub const T1_TM: usize = 8;
+/// Threads per block of the 1D-blocked rung.
+pub const T1_THREADS: usize = T1_BM * T1_BN / T1_TM;
+
+/// `tile_2d`, `vec4`, `banks`: a BM x BN tile, TM x TN outputs per thread.
+pub const T2_BM: usize = 128;
+pub const T2_BN: usize = 128;
+pub const T2_BK: usize = 8;
+pub const T2_TM: usize = 8;
+pub const T2_TN: usize = 8;
+/// Threads per block of the 2D-blocked rungs.
+pub const T2_THREADS: usize = T2_BM * T2_BN / (T2_TM * T2_TN);
+
+/// Padding (floats) of each row of the transposed A tile in `banks` and later: keeps
+/// rows 16-byte aligned and moves the second half of a warp's transposed stores to
+/// the other 16 banks.
+pub const PAD: usize = 4;
+
+/// A warp-tiled tuning: block tile BM x BN x BK, warp tile WM x WN walked in WNITER
+/// sub-tiles along n (and as many along m as the thread count implies), TM x TN
+/// outputs per thread per sub-tile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WarpTiling {
+    pub bm: usize,
+    pub bn: usize,
+    pub bk: usize,
+    pub wm: usize,
+    pub wn: usize,
+    pub wniter: usize,
+    pub tm: usize,
+    pub tn: usize,
+    pub threads: usize,
+}
+
+impl WarpTiling {
+    /// Sub-tiles per warp along m: the warp tile's outputs over what 32 threads
+    /// compute per sub-tile pair.
+    pub const fn wmiter(&self) -> usize {
+        self.wm * self.wn / (32 * self.tm * self.tn * self.wniter)
+    }
+    /// Whether the tiling is self-consistent: warps cover the block tile, threads
+    /// cover each warp sub-tile, float4 loads cover the block's tiles evenly.
+    pub const fn is_valid(&self) -> bool {
+        let warps = self.threads / 32;
+        self.threads.is_multiple_of(32)
+            && self.bm.is_multiple_of(self.wm)
+            && self.bn.is_multiple_of(self.wn)
+            && (self.bm / self.wm) * (self.bn / self.wn) == warps
+            && self.wmiter() >= 1
+            && self.wm.is_multiple_of(self.wmiter())
+            && self.wn.is_multiple_of(self.wniter)
+            && (self.wn / self.wniter).is_multiple_of(self.tn)
+            && (self.wm / self.wmiter()).is_multiple_of(self.tm)
+            && (self.wn / self.wniter / self.tn) * (self.wm / self.wmiter() / self.tm) == 32
+            && self.tm.is_multiple_of(4)
+            && self.tn.is_multiple_of(4)
+            && self.bk.is_multiple_of(4)
+            && (self.bm * self.bk / 4).is_multiple_of(self.threads)
+            && (self.bk * self.bn / 4).is_multiple_of(self.threads)
+            && self.threads.is_multiple_of(self.bk / 4)
+            && self.threads.is_multiple_of(self.bn / 4)
+    }
+    /// Shared floats of one A tile (transposed, padded) plus one B tile.
+    pub const fn stage_floats(&self) -> usize {
+        self.bk * (self.bm + PAD) + self.bk * self.bn
+    }
+}
+
+/// `warptile`: 128 x 128 x 16, four warps of 64 x 64 in 4 sub-tiles of 64 x 16,
+/// 8 x 4 per thread per sub-tile: 128 outputs per thread.
+pub const WARPTILE: WarpTiling = WarpTiling {
+    bm: 128,
+    bn: 128,
+    bk: 16,
+    wm: 64,
+    wn: 64,
+    wniter: 4,
+    tm: 8,
+    tn: 4,
+    threads: 128,
+};
+
+/// `pipeline-128x128x16`: the warptile tuning, double-buffered.
+pub const PIPE_128X128X16: WarpTiling = WARPTILE;
+
+/// `pipeline-128x128x8`: eight warps of 64 x 32, 64 outputs per thread, half the
+/// registers, twice the warps.
+pub const PIPE_128X128X8: WarpTiling = WarpTiling {
+    bm: 128,
+    bn: 128,
+    bk: 8,
+    wm: 64,
+    wn: 32,
+    wniter: 2,
+    tm: 8,
+    tn: 4,
+    threads: 256,
+};
+
+/// `pipeline-128x64x16`: four warps of 64 x 32 over a narrower tile: twice the
+/// blocks at a given size (better SM balance on small products).
+pub const PIPE_128X64X16: WarpTiling = WarpTiling {
+    bm: 128,
+    bn: 64,
+    bk: 16,
+    wm: 64,
+    wn: 32,
+    wniter: 2,
+    tm: 8,
+    tn: 4,
+    threads: 128,
+};
+
+const _: () = assert!(WARPTILE.is_valid() && PIPE_128X128X8.is_valid() && PIPE_128X64X16.is_valid());
+
+/// A's element (r, c) of an m x k (or B's of a k x n) row-major matrix, 0 outside it.
+#[inline(always)]
+unsafe fn at(x: Global<f32>, rows: u32, cols: u32, r: u32, c: u32) -> f32 {
+    if r < rows && c < cols {
+        // SAFETY: (r, c) is inside the matrix; the host keeps rows * cols < 2^31.
+        unsafe { x.read((r * cols + c) as usize) }
+    } else {
+        0.0
+    }
+}
+
+/// Elements (r, c..c + 4) of a rows x cols row-major matrix, zeros outside it. With
+/// `vector` (cols % 4 == 0, c % 4 == 0) one 16-byte load, whole or nothing; else four
+/// guarded scalar loads.
+#[inline(always)]
+unsafe fn at4(x: Global<f32>, rows: u32, cols: u32, r: u32, c: u32, vector: bool) -> Float4 {
+    if vector {
+        if r < rows && c < cols {
+            // SAFETY: cols % 4 == 0 and c % 4 == 0, so the float4 is aligned and, as
+            // c < cols, wholly inside row r.
+            unsafe { x.cast::<Float4>().read(((r * cols + c) / 4) as usize) }
+        } else {
+            Float4::default()
+        }
+    } else {
+        // SAFETY: each element is guarded.
+        unsafe {
+            Float4::new(
+                at(x, rows, cols, r, c),
+                at(x, rows, cols, r, c + 1),
+                at(x, rows, cols, r, c + 2),
+                at(x, rows, cols, r, c + 3),
+            )
+        }
+    }
+}
+
+/// Stores four outputs (r, c..c + 4) of C: one 16-byte store when n % 4 == 0 and
+/// the four are inside C, guarded scalars otherwise.
+#[inline(always)]
+unsafe fn store4(c: GlobalMut<f32>, (m, n): (u32, u32), r: u32, col: u32, v: Float4, vector: bool) {
+    if r >= m {
+        return;
+    }
+    if vector && col < n {
+        // SAFETY: n % 4 == 0 and col % 4 == 0: aligned and wholly inside row r.
+        unsafe { c.cast::<Float4>().write(((r * n + col) / 4) as usize, v) };
+    } else {
+        let row = r * n;
+        // SAFETY (each): r < m and the column < n.
+        if col < n {
+            unsafe { c.write((row + col) as usize, v.x) };
+        }
+        if col + 1 < n {
+            unsafe { c.write((row + col + 1) as usize, v.y) };
+        }
+        if col + 2 < n {
+            unsafe { c.write((row + col + 2) as usize, v.z) };
+        }
+        if col + 3 < n {
+            unsafe { c.write((row + col + 3) as usize, v.w) };
+        }
+    }
+}
+
+/// The block's first row and column of C.
+#[inline(always)]
+fn block_origin(bm: usize, bn: usize) -> (u32, u32) {
+    (block_idx_y() * bm as u32, block_idx_x() * bn as u32)
+}
+
+/// acc[i][j] += x[i] y[j]: one thread tile's outer product, fully unrolled.
+#[inline(always)]
+fn outer_product<const TM: usize, const TN: usize>(acc: &mut [[f32; TN]; TM], x: &[f32; TM], y: &[f32; TN]) {
+    unroll!(i < TM; 8 => {
+        unroll!(j < TN; 8 => {
+            acc[i][j] = fma(x[i], y[j], acc[i][j]);
+        });
+    });
+}
+
+/// Puts a Float4 into registers `at..at + 4` of a fragment.
+#[inline(always)]
+fn put4<const N: usize>(regs: &mut [f32; N], at: usize, v: Float4) {
+    regs[at] = v.x;
+    regs[at + 1] = v.y;
+    regs[at + 2] = v.z;
+    regs[at + 3] = v.w;
+}
+
+/// Registers `at..at + 4` of a row of outputs as a Float4.
+#[inline(always)]
+fn get4<const N: usize>(regs: &[f32; N], at: usize) -> Float4 {
+    Float4::new(regs[at], regs[at + 1], regs[at + 2], regs[at + 3])
+}
+
+// --- 1. smem ------------------------------------------------------------------------
+
+/// Shared-memory tiling: the block (T² threads, `col = tid % T` as in the remapped
+/// kernel) stages T x T tiles of A and B in shared memory, each thread loading one
+/// element of each with coalesced reads, then every thread reads its row of A's tile
+/// (a broadcast) and its column of B's (consecutive words: no bank conflict).
+#[inline(always)]
+unsafe fn smem<const T: usize>(
+    (m, n, k): (u32, u32, u32),
+    a: Global<f32>,
+    b: Global<f32>,
+    c: GlobalMut<f32>,
+    (a_tile, b_tile): (SharedArray<f32>, SharedArray<f32>),
+) {
+    let t = T as u32;
+    let tid = thread_idx_x();
+    let (tr, tc) = (tid / t, tid % t);
+    let (row0, col0) = block_origin(T, T);
+    let (row, col) = (row0 + tr, col0 + tc);
+    let mut acc = 0.0f32;
+    let mut k0 = 0;
+    while k0 < k {
+        // SAFETY: at() guards the matrices; tr, tc < T index the T x T tiles.
+        unsafe {
+            a_tile.write((tr * t + tc) as usize, at(a, m, k, row, k0 + tc));
+            b_tile.write((tr * t + tc) as usize, at(b, k, n, k0 + tr, col));
+        }
+        sync_threads();
+        for kk in 0..t {
+            // SAFETY: in the tiles; written before the barrier.
+            acc = fma(
+                unsafe { a_tile.read((tr * t + kk) as usize) },
+                unsafe { b_tile.read((kk * t + tc) as usize) },
+                acc,
+            );
+        }
+        sync_threads();
+        k0 += t;
+    }
+    if row < m && col < n {
+        // SAFETY: row < m, col < n.
+        unsafe { c.write((row * n + col) as usize, acc) };
+    }
+}
+
+kernel! {
+    /// smem: 32 x 32 tiles of A and B in shared memory, one thread per element of C
+    /// (1024 threads). Global loads stay coalesced and each is shared by 32 threads.
+    pub fn sgemm_smem(m: u32, n: u32, k: u32, a: Global<f32>, b: Global<f32>, c: GlobalMut<f32>) {
+        let a_tile = shared_array![COALESCE_SGEMM_SMEM_A: [f32; SMEM_TILE * SMEM_TILE]];
+        let b_tile = shared_array![COALESCE_SGEMM_SMEM_B: [f32; SMEM_TILE * SMEM_TILE]];
+        // SAFETY: the tiles hold SMEM_TILE² floats each.
+        unsafe { smem::<SMEM_TILE>((m, n, k), a, b, c, (a_tile, b_tile)) }
+    }
+}
+
+// --- 2. tile-1d ---------------------------------------------------------------------
+
+/// Loads the BM x BK tile of A at (row0, k0) into `a_tile` (row-major, pitch BK) and
+/// the BK x BN tile of B at (k0, col0) into `b_tile` (pitch BN), zero-filled outside
+/// the matrices, one coalesced scalar per thread per step.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn load_tiles_scalar<const BM: usize, const BN: usize, const BK: usize, const NT: usize>(
+    (m, n, k): (u32, u32, u32),
+    a: Global<f32>,
+    b: Global<f32>,
+    (a_tile, b_tile): (SharedArray<f32>, SharedArray<f32>),
+    (row0, col0, k0): (u32, u32, u32),
+    tid: u32,
+) {
+    let (bn, bk) = (BN as u32, BK as u32);
+    for i in 0..BM * BK / NT {
+        let (r, cc) = (tid / bk + (i * NT / BK) as u32, tid % bk);
+        // SAFETY: r < BM, cc < BK; at() guards A.
+        unsafe { a_tile.write((r * bk + cc) as usize, at(a, m, k, row0 + r, k0 + cc)) };
+    }
+    for i in 0..BK * BN / NT {
+        let (r, cc) = (tid / bn + (i * NT / BN) as u32, tid % bn);
+        // SAFETY: r < BK, cc < BN; at() guards B.
+        unsafe { b_tile.write((r * bn + cc) as usize, at(b, k, n, k0 + r, col0 + cc)) };
+    }
+}
+
+/// 1D register blocking: each thread accumulates TM outputs of one column of C in
+/// registers; per k step it reads one B value from shared memory and reuses it TM
+/// times (the A values are broadcasts within a warp).
+#[inline(always)]
+unsafe fn tile_1d<const BM: usize, const BN: usize, const BK: usize, const TM: usize, const NT: usize>(
+    (m, n, k): (u32, u32, u32),
+    a: Global<f32>,
+    b: Global<f32>,
+    c: GlobalMut<f32>,
+    tiles: (SharedArray<f32>, SharedArray<f32>),
+) {
+    const { assert!(NT == BM * BN / TM && NT.is_multiple_of(BK) && NT.is_multiple_of(BN)) };
+    let (bn, bk, tm) = (BN as u32, BK as u32, TM as u32);
+    let tid = thread_idx_x();
+    let (row0, col0) = block_origin(BM, BN);
+    let (thread_row, thread_col) = (tid / bn, tid % bn);
+    let (a_tile, b_tile) = tiles;
+    let mut acc = [0.0f32; TM];
+    let mut k0 = 0;
+    while k0 < k {
+        // SAFETY: the tiles hold BM x BK and BK x BN floats.
+        unsafe { load_tiles_scalar::<BM, BN, BK, NT>((m, n, k), a, b, tiles, (row0, col0, k0), tid) };
+        sync_threads();
+        for dot in 0..bk {
+            // SAFETY: in the tiles; written before the barrier.
+            let bv = unsafe { b_tile.read((dot * bn + thread_col) as usize) };
+            unroll!(i < TM; 8 => {
+                let r = thread_row * tm + i as u32;
+                // SAFETY: r < BM, dot < BK.
+                acc[i] = fma(unsafe { a_tile.read((r * bk + dot) as usize) }, bv, acc[i]);
+            });
+        }
+        sync_threads();
+        k0 += bk;
+    }
+    let col = col0 + thread_col;
+    unroll!(i < TM; 8 => {
+        let row = row0 + thread_row * tm + i as u32;
+        if row < m && col < n {
+            // SAFETY: row < m, col < n.
+            unsafe { c.write((row * n + col) as usize, acc[i]) };
+        }
+    });
+}
+
+kernel! {
+    /// tile-1d: 64 x 64 tiles, k steps of 8, 512 threads each computing 8 outputs of
+    /// a column of C. Global loads as in smem (coalesced scalars).
+    pub fn sgemm_tile_1d(m: u32, n: u32, k: u32, a: Global<f32>, b: Global<f32>, c: GlobalMut<f32>) {
+        let a_tile = shared_array![COALESCE_SGEMM_T1_A: [f32; T1_BM * T1_BK]];
+        let b_tile = shared_array![COALESCE_SGEMM_T1_B: [f32; T1_BK * T1_BN]];
+        // SAFETY: the tiles have the sizes tile_1d expects.
+        unsafe { tile_1d::<T1_BM, T1_BN, T1_BK, T1_TM, T1_THREADS>((m, n, k), a, b, c, (a_tile, b_tile)) }
+    }
+}
+
+// --- 3. tile-2d ---------------------------------------------------------------------
+
+/// 2D register blocking: each thread computes a TM x TN block of C as a sum of outer
+/// products, loading TM values of A and TN of B from shared memory per k step for
+/// TM·TN fused multiply-adds.
+#[inline(always)]
+#[rustfmt::skip]
+unsafe fn tile_2d<const BM: usize, const BN: usize, const BK: usize, const TM: usize, const TN: usize, const NT: usize>(
+    (m, n, k): (u32, u32, u32),
+    a: Global<f32>,
+    b: Global<f32>,
+    c: GlobalMut<f32>,
+    tiles: (SharedArray<f32>, SharedArray<f32>),
+) {
+    const { assert!(NT == BM * BN / (TM * TN) && NT.is_multiple_of(BK) && NT.is_multiple_of(BN)) };
+    let (bn, bk, tm, tn) = (BN as u32, BK as u32, TM as u32, TN as u32);
+    let tid = thread_idx_x();
+    let (row0, col0) = block_origin(BM, BN);
+    let (thread_row, thread_col) = (tid / (bn / tn), tid % (bn / tn));
+    let (a_tile, b_tile) = tiles;
+    let mut acc = [[0.0f32; TN]; TM];
+    let (mut reg_m, mut reg_n) = ([0.0f32; TM], [0.0f32; TN]);
+    let mut k0 = 0;
+    while k0 < k {
+        // SAFETY: the tiles hold BM x BK and BK x BN floats.
+        unsafe { load_tiles_scalar::<BM, BN, BK, NT>((m, n, k), a, b, tiles, (row0, col0, k0), tid) };
+        sync_threads();
+        for dot in 0..bk {
+            unroll!(i < TM; 8 => {
+                // SAFETY: row < BM, dot < BK; written before the barrier.
+                reg_m[i] = unsafe { a_tile.read(((thread_row * tm + i as u32) * bk + dot) as usize) };
+            });
+            unroll!(j < TN; 8 => {
+                // SAFETY: dot < BK, column < BN.
+                reg_n[j] = unsafe { b_tile.read((dot * bn + thread_col * tn + j as u32) as usize) };
+            });
+            outer_product(&mut acc, &reg_m, &reg_n);
+        }
+        sync_threads();
+        k0 += bk;
+    }
+    unroll!(i < TM; 8 => {
+        let row = row0 + thread_row * tm + i as u32;
+        unroll!(j < TN; 8 => {
+            let col = col0 + thread_col * tn + j as u32;
+            if row < m && col < n {
+                // SAFETY: row < m, col < n.
+                unsafe { c.write((row * n + col) as usize, acc[i][j]) };
+            }
+        });
+    });
+}
+
+kernel! {
+    /// tile-2d: 128 x 128 tiles, k steps of 8, 256 threads of 8 x 8 outputs each.
+    pub fn sgemm_tile_2d(m: u32, n: u32, k: u32, a: Global<f32>, b: Global<f32>, c: GlobalMut<f32>) {
+        let a_tile = shared_array![COALESCE_SGEMM_T2_A: [f32; T2_BM * T2_BK]];
+        let b_tile = shared_array![COALESCE_SGEMM_T2_B: [f32; T2_BK * T2_BN]];
+        // SAFETY: the tiles have the sizes tile_2d expects.
+        unsafe {
+            tile_2d::<T2_BM, T2_BN, T2_BK, T2_TM, T2_TN, T2_THREADS>((m, n, k), a, b, c, (a_tile, b_tile))
+        }
+    }
+}
+
+// --- 4. vec4 and 5. banks -----------------------------------------------------------
+
+/// Loads A's BM x BK tile transposed (element (r, c) at `c * PITCH + r`) and B's BK x
+/// BN tile (pitch BN) with float4 global loads where aligned (`vector`), guarded
+/// scalars otherwise; each thread's float4s come back in registers, first A's then
+/// B's, for [`store_tiles`] (the pipeline rung stores them one tile later).
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn fetch_tiles<
+    const BM: usize,
+    const BN: usize,
+    const BK: usize,
+    const NT: usize,
+    const AL: usize,
+    const BL: usize,
+>(
+    (m, n, k): (u32, u32, u32),
+    a: Global<f32>,
+    b: Global<f32>,
+    (row0, col0, k0): (u32, u32, u32),
+    tid: u32,
+    (a_vector, b_vector): (bool, bool),
+) -> ([Float4; AL], [Float4; BL]) {
+    const {
+        assert!(
+            AL * NT * 4 == BM * BK
+                && BL * NT * 4 == BK * BN
+                && NT.is_multiple_of(BK / 4)
+                && NT.is_multiple_of(BN / 4)
+        )
+    };
+    let (bk4, bn4) = ((BK / 4) as u32, (BN / 4) as u32);
+    let mut av = [Float4::default(); AL];
+    let mut bv = [Float4::default(); BL];
+    unroll!(i < AL; 8 => {
+        let (r, cc) = (tid / bk4 + (i * NT / (BK / 4)) as u32, tid % bk4 * 4);
+        // SAFETY: at4 guards A.
+        av[i] = unsafe { at4(a, m, k, row0 + r, k0 + cc, a_vector) };
+    });
+    unroll!(i < BL; 8 => {
+        let (r, cc) = (tid / bn4 + (i * NT / (BN / 4)) as u32, tid % bn4 * 4);
+        // SAFETY: at4 guards B.
+        bv[i] = unsafe { at4(b, k, n, k0 + r, col0 + cc, b_vector) };
+    });
+    (av, bv)
+}
+
+/// Stores what [`fetch_tiles`] loaded: A transposed (four scalar stores per float4,
+/// rows PITCH floats apart), B as one `st.shared.v4` per float4.
+#[inline(always)]
+#[rustfmt::skip]
+unsafe fn store_tiles<const BM: usize, const BN: usize, const BK: usize, const NT: usize, const PITCH: usize, const AL: usize, const BL: usize>(
+    (a_tile, b_tile): (SharedArray<f32>, SharedArray<f32>),
+    (av, bv): ([Float4; AL], [Float4; BL]),
+    tid: u32,
+) {
+    let (bk4, bn4, pitch, bn) = ((BK / 4) as u32, (BN / 4) as u32, PITCH as u32, BN as u32);
+    unroll!(i < AL; 8 => {
+        let (r, cc) = (tid / bk4 + (i * NT / (BK / 4)) as u32, tid % bk4 * 4);
+        let v = av[i];
+        // SAFETY: cc + 3 < BK, r < BM <= PITCH.
+        unsafe {
+            a_tile.write((cc * pitch + r) as usize, v.x);
+            a_tile.write(((cc + 1) * pitch + r) as usize, v.y);
+            a_tile.write(((cc + 2) * pitch + r) as usize, v.z);
+            a_tile.write(((cc + 3) * pitch + r) as usize, v.w);
+        }
+    });
+    unroll!(i < BL; 8 => {
+        let (r, cc) = (tid / bn4 + (i * NT / (BN / 4)) as u32, tid % bn4 * 4);
+        // SAFETY: r < BK, cc + 4 <= BN, cc % 4 == 0.
+        unsafe { b_tile.write4((r * bn + cc) as usize, bv[i]) };
+    });
+}
+
+/// Float4 loads and a transposed A tile, 2D register blocking as in tile-2d. The
+/// thread's TM values of A are now contiguous in shared memory (a column of the
+/// transposed tile), so A and B fragments both load as `ld.shared.v4`.
+///
+/// With `SPLIT_B` (the banks rung) a thread's TN columns are TN/4 float4s BN/(TN/4)
+/// apart instead of TN adjacent ones: a quarter-warp's 8 float4 loads then cover 128
+/// consecutive bytes, all 32 banks once, where adjacent groups of TN = 8 (32 bytes per
+/// thread) put lanes 0 and 4 on the same banks: a 2-way conflict on every B load.
+/// PITCH = BM + PAD does the same for the transposed A stores.
+#[inline(always)]
+#[rustfmt::skip]
+unsafe fn vec4<const BM: usize, const BN: usize, const BK: usize, const TM: usize, const TN: usize, const NT: usize, const PITCH: usize, const SPLIT_B: bool, const AL: usize, const BL: usize>(
+    (m, n, k): (u32, u32, u32),
+    a: Global<f32>,
+    b: Global<f32>,
+    c: GlobalMut<f32>,
+    tiles: (SharedArray<f32>, SharedArray<f32>),
+) {
+    const { assert!(NT == BM * BN / (TM * TN) && TM.is_multiple_of(4) && TN.is_multiple_of(4) && PITCH.is_multiple_of(4) && PITCH >= BM) };
+    let (bn, bk, tm, tn, pitch) = (BN as u32, BK as u32, TM as u32, TN as u32, PITCH as u32);
+    let tid = thread_idx_x();
+    let (row0, col0) = block_origin(BM, BN);
+    let (thread_row, thread_col) = (tid / (bn / tn), tid % (bn / tn));
+    // B's column of a thread's float4 group g: adjacent groups, or groups spread.
+    let b_col = |g: u32| if SPLIT_B { g * (bn / (tn / 4)) + thread_col * 4 } else { thread_col * tn + g * 4 };
+    let (a_vector, b_vector) = (k % 4 == 0, n % 4 == 0);
+    let (a_tile, b_tile) = tiles;
+    let mut acc = [[0.0f32; TN]; TM];
+    let (mut reg_m, mut reg_n) = ([0.0f32; TM], [0.0f32; TN]);
+    let mut k0 = 0;
+    while k0 < k {
+        // SAFETY: the tiles hold BK x PITCH and BK x BN floats.
+        unsafe {
+            let v = fetch_tiles::<BM, BN, BK, NT, AL, BL>((m, n, k), a, b, (row0, col0, k0), tid, (a_vector, b_vector));
+            store_tiles::<BM, BN, BK, NT, PITCH, AL, BL>(tiles, v, tid);
+        }
+        sync_threads();
+        for dot in 0..bk {
+            unroll!(i < TM / 4; 4 => {
+                // SAFETY: aligned (PITCH, TM multiples of 4) and in the tile; written before the barrier.
+                let v = unsafe { a_tile.read4((dot * pitch + thread_row * tm + 4 * i as u32) as usize) };
+                put4(&mut reg_m, 4 * i, v);
+            });
+            unroll!(g < TN / 4; 4 => {
+                // SAFETY: aligned and in the tile.
+                let v = unsafe { b_tile.read4((dot * bn + b_col(g as u32)) as usize) };
+                put4(&mut reg_n, 4 * g, v);
+            });
+            outer_product(&mut acc, &reg_m, &reg_n);
+        }
+        sync_threads();
+        k0 += bk;
+    }
+    unroll!(i < TM; 8 => {
+        let row = row0 + thread_row * tm + i as u32;
+        unroll!(g < TN / 4; 4 => {
+            // SAFETY: store4 guards C.
+            unsafe { store4(c, (m, n), row, col0 + b_col(g as u32), get4(&acc[i], 4 * g), b_vector) };
+        });
+    });
+}
+
+/// Float4 loads each thread makes per tile of the 2D-blocked rungs (A, B).
+const T2_AL: usize = T2_BM * T2_BK / 4 / T2_THREADS;
+const T2_BL: usize = T2_BK * T2_BN / 4 / T2_THREADS;
+
+kernel! {
+    /// vec4: tile-2d with 16-byte global loads of A and B (where k, n % 4 == 0) and
+    /// A's tile transposed, so both fragments load as `ld.shared.v4`; C is written
+    /// with 16-byte stores. Bank conflicts remain (see banks).
+    pub fn sgemm_vec4(m: u32, n: u32, k: u32, a: Global<f32>, b: Global<f32>, c: GlobalMut<f32>) {
+        let a_tile = shared_array![COALESCE_SGEMM_VEC4_A: [f32; T2_BK * T2_BM]];
+        let b_tile = shared_array![COALESCE_SGEMM_VEC4_B: [f32; T2_BK * T2_BN]];
+        // SAFETY: the tiles have the sizes vec4 expects at PITCH = BM.
+        unsafe {
+            vec4::<T2_BM, T2_BN, T2_BK, T2_TM, T2_TN, T2_THREADS, T2_BM, false, T2_AL, T2_BL>(
+                (m, n, k), a, b, c, (a_tile, b_tile),
+            )
+        }
+    }
+}
+
+kernel! {
+    /// banks: vec4 without bank conflicts: each thread's 8 columns of B are two
+    /// float4s 64 columns apart (a quarter-warp reads 128 contiguous bytes), and A's
+    /// transposed tile rows are padded by 4 floats (the transposed stores of a warp's
+    /// two k-columns land on different banks).
+    pub fn sgemm_banks(m: u32, n: u32, k: u32, a: Global<f32>, b: Global<f32>, c: GlobalMut<f32>) {
+        let a_tile = shared_array![COALESCE_SGEMM_BANKS_A: [f32; T2_BK * (T2_BM + PAD)]];
+        let b_tile = shared_array![COALESCE_SGEMM_BANKS_B: [f32; T2_BK * T2_BN]];
+        // SAFETY: the tiles have the sizes vec4 expects at PITCH = BM + PAD.
+        unsafe {
+            vec4::<T2_BM, T2_BN, T2_BK, T2_TM, T2_TN, T2_THREADS, { T2_BM + PAD }, true, T2_AL, T2_BL>(
+                (m, n, k), a, b, c, (a_tile, b_tile),
+            )
+        }
+    }
+}
+
+// --- 6. warptile and 7. pipeline ------------------------------------------------------
+
+/// Warp tiling: warp w owns a WM x WN tile of the block's C, walked as WMITER x
+/// WNITER sub-tiles; within a sub-tile its 32 lanes form a (WSUBM/TM) x (WSUBN/TN)
+/// grid of TM x TN thread tiles. A quarter-warp's fragment loads then hit at most two
+/// distinct float4s (no conflicts, mostly broadcasts), each fragment register serves
+/// a whole row or column of sub-tiles, and the block's tile can grow (more reuse of
+/// each global load) without more threads.
+///
+/// With `DOUBLE` (the pipeline rung) the shared tiles are two buffers: while tile t
+/// is computed from one, tile t + 1's global loads are already in flight into
+/// registers, and are stored into the other buffer after the compute; one barrier
+/// per tile suffices, since the buffer written in step t was last read in step t - 1,
+/// before the barrier that ended it.
+#[inline(always)]
+#[rustfmt::skip]
+unsafe fn warptile<const BM: usize, const BN: usize, const BK: usize, const WM: usize, const WN: usize, const WMITER: usize, const WNITER: usize, const TM: usize, const TN: usize, const NT: usize, const AL: usize, const BL: usize, const DOUBLE: bool>(
+    (m, n, k): (u32, u32, u32),
+    a: Global<f32>,
+    b: Global<f32>,
+    c: GlobalMut<f32>,
+    (a_tiles, b_tiles): (SharedArray<f32>, SharedArray<f32>),
+) {
+    const { assert!(NT == BM * BN / (WMITER * WNITER * TM * TN) && TM.is_multiple_of(4) && TN.is_multiple_of(4)) };
+    let pitch = (BM + PAD) as u32;
+    let (bn, bk, tm, tn) = (BN as u32, BK as u32, TM as u32, TN as u32);
+    let (wsubm, wsubn) = ((WM / WMITER) as u32, (WN / WNITER) as u32);
+    let tid = thread_idx_x();
+    let (row0, col0) = block_origin(BM, BN);
+    let warp = tid / 32;
+    let (warp_row, warp_col) = (warp / (bn / WN as u32), warp % (bn / WN as u32));
+    let lane = tid % 32;
+    let (lane_row, lane_col) = (lane / (wsubn / tn), lane % (wsubn / tn));
+    // This thread's first row in A's tile (a column of the transposed tile) and
+    // column in B's, for sub-tile (0, 0).
+    let a_base = warp_row * WM as u32 + lane_row * tm;
+    let b_base = warp_col * WN as u32 + lane_col * tn;
+    let (a_vector, b_vector) = (k % 4 == 0, n % 4 == 0);
+    // One stage's offsets into the (possibly double) tiles.
+    let (a_stage, b_stage) = (BK as u32 * pitch, bk * bn);
+    let mut acc = [[[[0.0f32; TN]; TM]; WNITER]; WMITER];
+    let mut reg_m = [[0.0f32; TM]; WMITER];
+    let mut reg_n = [[0.0f32; TN]; WNITER];
+    let fetch = |k0: u32| {
+        // SAFETY: fetch_tiles guards A and B.
+        unsafe { fetch_tiles::<BM, BN, BK, NT, AL, BL>((m, n, k), a, b, (row0, col0, k0), tid, (a_vector, b_vector)) }
+    };
+    // Stores a fetched tile into stage s.
+    let store = |s: u32, v: ([Float4; AL], [Float4; BL])| {
+        let (bk4, bn4) = ((BK / 4) as u32, (BN / 4) as u32);
+        unroll!(i < AL; 8 => {
+            let (r, cc) = (tid / bk4 + (i * NT / (BK / 4)) as u32, tid % bk4 * 4);
+            let (f, at) = (v.0[i], s * a_stage + cc * pitch + r);
+            // SAFETY: cc + 3 < BK, r < BM < pitch: inside stage s.
+            unsafe {
+                a_tiles.write(at as usize, f.x);
+                a_tiles.write((at + pitch) as usize, f.y);
+                a_tiles.write((at + 2 * pitch) as usize, f.z);
+                a_tiles.write((at + 3 * pitch) as usize, f.w);
+            }
+        });
+        unroll!(i < BL; 8 => {
+            let (r, cc) = (tid / bn4 + (i * NT / (BN / 4)) as u32, tid % bn4 * 4);
+            // SAFETY: r < BK, cc + 4 <= BN, aligned: inside stage s.
+            unsafe { b_tiles.write4((s * b_stage + r * bn + cc) as usize, v.1[i]) };
+        });
+    };
+    let mut stage = 0u32;
+    if DOUBLE && k > 0 {
+        store(0, fetch(0));
+        sync_threads();
+    }
+    let mut k0 = 0;
+    while k0 < k {
+        let next = if DOUBLE && k0 + bk < k { Some(fetch(k0 + bk)) } else { None };
+        if !DOUBLE {
+            store(0, fetch(k0));
+            sync_threads();
+        }
+        let (a_off, b_off) = (stage * a_stage, stage * b_stage);
+        for dot in 0..bk {
+            unroll!(wm < WMITER; 2 => {
+                unroll!(i < TM / 4; 2 => {
+                    let at = a_off + dot * pitch + a_base + wm as u32 * wsubm + 4 * i as u32;
+                    // SAFETY: aligned, inside the stage; written before the barrier.
+                    put4(&mut reg_m[wm], 4 * i, unsafe { a_tiles.read4(at as usize) });
+                });
+            });
+            unroll!(wn < WNITER; 4 => {
+                unroll!(j < TN / 4; 2 => {
+                    let at = b_off + dot * bn + b_base + wn as u32 * wsubn + 4 * j as u32;
+                    // SAFETY: aligned, inside the stage.
+                    put4(&mut reg_n[wn], 4 * j, unsafe { b_tiles.read4(at as usize) });
+                });
+            });
+            unroll!(wm < WMITER; 2 => {
+                unroll!(wn < WNITER; 4 => {
+                    outer_product(&mut acc[wm][wn], &reg_m[wm], &reg_n[wn]);
+                });
+            });
+        }
+        if let Some(v) = next {
+            stage ^= 1;
+            store(stage, v);
+        }
+        sync_threads();
+        k0 += bk;
+    }
+    unroll!(wm < WMITER; 2 => {
+        unroll!(wn < WNITER; 4 => {
+            unroll!(i < TM; 8 => {
+                let row = row0 + a_base + wm as u32 * wsubm + i as u32;
+                unroll!(g < TN / 4; 2 => {
+                    let col = col0 + b_base + wn as u32 * wsubn + 4 * g as u32;
+                    // SAFETY: store4 guards C.
+                    unsafe { store4(c, (m, n), row, col, get4(&acc[wm][wn][i], 4 * g), b_vector) };
+                });
+            });
+        });
+    });
+}
+
+/// Float4 loads per thread per tile of a [`WarpTiling`] (A, B).
+const fn loads(t: WarpTiling) -> (usize, usize) {
+    (t.bm * t.bk / 4 / t.threads, t.bk * t.bn / 4 / t.threads)
+}
+
+kernel! {
+    /// warptile: 128 x 128 x 16 block tiles, 4 warps of 64 x 64 (4 sub-tiles of
+    /// 64 x 16), 8 x 4 outputs per thread per sub-tile; float4 loads, padded
+    /// transposed A tile, one shared buffer.
+    pub fn sgemm_warptile(m: u32, n: u32, k: u32, a: Global<f32>, b: Global<f32>, c: GlobalMut<f32>) {
+        const T: WarpTiling = WARPTILE;
+        let a_tiles = shared_array![COALESCE_SGEMM_WARPTILE_A: [f32; WARPTILE.bk * (WARPTILE.bm + PAD)]];
+        let b_tiles = shared_array![COALESCE_SGEMM_WARPTILE_B: [f32; WARPTILE.bk * WARPTILE.bn]];
+        // SAFETY: the arrays hold one stage of the tiling's tiles.
+        unsafe {
+            warptile::<{ T.bm }, { T.bn }, { T.bk }, { T.wm }, { T.wn }, { T.wmiter() }, { T.wniter }, { T.tm }, { T.tn }, { T.threads }, { loads(T).0 }, { loads(T).1 }, false>(
+                (m, n, k), a, b, c, (a_tiles, b_tiles),
+            )
+        }
+    }
+}
+
+kernel! {
+    /// pipeline, 128 x 128 x 16 (128 threads, 128 outputs each): warptile with two
+    /// shared buffers and the next tile's global loads in flight in registers while
+    /// the current tile is computed.
+    pub fn sgemm_pipeline_128x128x16(m: u32, n: u32, k: u32, a: Global<f32>, b: Global<f32>, c: GlobalMut<f32>) {
+        const T: WarpTiling = PIPE_128X128X16;
+        let a_tiles = shared_array![COALESCE_SGEMM_PIPE_128X128X16_A: [f32; 2 * PIPE_128X128X16.bk * (PIPE_128X128X16.bm + PAD)]];
+        let b_tiles = shared_array![COALESCE_SGEMM_PIPE_128X128X16_B: [f32; 2 * PIPE_128X128X16.bk * PIPE_128X128X16.bn]];
+        // SAFETY: the arrays hold two stages of the tiling's tiles.
+        unsafe {
+            warptile::<{ T.bm }, { T.bn }, { T.bk }, { T.wm }, { T.wn }, { T.wmiter() }, { T.wniter }, { T.tm }, { T.tn }, { T.threads }, { loads(T).0 }, { loads(T).1 }, true>(
+                (m, n, k), a, b, c, (a_tiles, b_tiles),
+            )
+        }
+    }
+}
+
+kernel! {
+    /// pipeline, 128 x 128 x 8 (256 threads, 64 outputs each): the same tile with half
+    /// the registers per thread and twice the warps.
+    pub fn sgemm_pipeline_128x128x8(m: u32, n: u32, k: u32, a: Global<f32>, b: Global<f32>, c: GlobalMut<f32>) {
+        const T: WarpTiling = PIPE_128X128X8;
+        let a_tiles = shared_array![COALESCE_SGEMM_PIPE_128X128X8_A: [f32; 2 * PIPE_128X128X8.bk * (PIPE_128X128X8.bm + PAD)]];
+        let b_tiles = shared_array![COALESCE_SGEMM_PIPE_128X128X8_B: [f32; 2 * PIPE_128X128X8.bk * PIPE_128X128X8.bn]];
+        // SAFETY: the arrays hold two stages of the tiling's tiles.
+        unsafe {
+            warptile::<{ T.bm }, { T.bn }, { T.bk }, { T.wm }, { T.wn }, { T.wmiter() }, { T.wniter }, { T.tm }, { T.tn }, { T.threads }, { loads(T).0 }, { loads(T).1 }, true>(
+                (m, n, k), a, b, c, (a_tiles, b_tiles),
+            )
+        }
+    }
+}
+
+kernel! {
+    /// pipeline, 128 x 64 x 16 (128 threads, 64 outputs each): a narrower tile, twice
+    /// the blocks at a given size.
+    pub fn sgemm_pipeline_128x64x16(m: u32, n: u32, k: u32, a: Global<f32>, b: Global<f32>, c: GlobalMut<f32>) {
+        const T: WarpTiling = PIPE_128X64X16;
+        let a_tiles = shared_array![COALESCE_SGEMM_PIPE_128X64X16_A: [f32; 2 * PIPE_128X64X16.bk * (PIPE_128X64X16.bm + PAD)]];
+        let b_tiles = shared_array![COALESCE_SGEMM_PIPE_128X64X16_B: [f32; 2 * PIPE_128X64X16.bk * PIPE_128X64X16.bn]];
+        // SAFETY: the arrays hold two stages of the tiling's tiles.
+        unsafe {
+            warptile::<{ T.bm }, { T.bn }, { T.bk }, { T.wm }, { T.wn }, { T.wmiter() }, { T.wniter }, { T.tm }, { T.tn }, { T.threads }, { loads(T).0 }, { loads(T).1 }, true>(
+                (m, n, k), a, b, c, (a_tiles, b_tiles),
+            )
+        }
+    }
+}
