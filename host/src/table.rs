@@ -65,19 +65,23 @@ pub fn device_line(d: &DeviceInfo, ptx_arch: &str) -> String {
     )
 }
 
+/// `copy       baseline: cuMemcpyDtoD of 400.0 MiB = 2989 GB/s (...)`.
+pub fn baseline_line(b: &ExperimentBaseline) -> String {
+    format!(
+        "{:<10} baseline: cuMemcpyDtoD of {} = {:.0} GB/s (read + write, median of {})",
+        b.experiment,
+        format_bytes(b.baseline.bytes),
+        b.baseline.gb_per_s,
+        b.baseline.timing.reps
+    )
+}
+
 /// The human table.
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", device_line(&report.device, &report.ptx_arch));
     for b in &report.baselines {
-        let _ = writeln!(
-            out,
-            "{:<10} baseline: cuMemcpyDtoD of {} = {:.0} GB/s (read + write, median of {})",
-            b.experiment,
-            format_bytes(b.baseline.bytes),
-            b.baseline.gb_per_s,
-            b.baseline.timing.reps
-        );
+        let _ = writeln!(out, "{}", baseline_line(b));
     }
     let header = [
         "experiment",

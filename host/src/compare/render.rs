@@ -28,14 +28,7 @@ pub fn render(report: &CompareReport) -> String {
         let _ = writeln!(out, "{line}");
     }
     for b in &report.baselines {
-        let _ = writeln!(
-            out,
-            "{:<10} baseline: cuMemcpyDtoD of {} = {:.0} GB/s (read + write, median of {})",
-            b.experiment,
-            format_bytes(b.baseline.bytes),
-            b.baseline.gb_per_s,
-            b.baseline.timing.reps
-        );
+        let _ = writeln!(out, "{}", table::baseline_line(b));
     }
     for c in &report.cublas_rows {
         let _ = writeln!(

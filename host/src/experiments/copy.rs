@@ -24,6 +24,23 @@ pub fn f32x4_grid_stride(p: &Problem, d: &DeviceInfo) -> Result<Launch> {
 
 const ARGS: &[Arg] = &[Arg::Dim(Dim::Len), Arg::Buffer(0), Arg::Buffer(1)];
 
+/// One input and one output of n floats: every copy's buffers.
+pub fn buffers(p: &Problem) -> Option<Vec<Buffer>> {
+    let n = p.dim(Dim::Len);
+    Some(vec![Buffer::input("src", n), Buffer::output("dst", n)])
+}
+
+/// n floats read and n written.
+pub fn work(p: &Problem) -> Work {
+    Work::Bytes(8 * p.dim(Dim::Len) as u64)
+}
+
+/// The output equals the input, bit for bit.
+pub const COPIED: Reference = Reference::Elementwise {
+    check: Check::Exact,
+    expected: |_, _, input, _, i| input.get(0, i),
+};
+
 pub static EXPERIMENT: Experiment = Experiment {
     name: "copy",
     about: "out[i] = in[i]: the practical bandwidth ceiling, next to the driver's cuMemcpyDtoD",
@@ -35,14 +52,8 @@ pub static EXPERIMENT: Experiment = Experiment {
         }),
         Variant::new("f32x4", "copy_f32x4", ARGS, f32x4_grid_stride),
     ],
-    buffers: |p| {
-        let n = p.dim(Dim::Len);
-        Some(vec![Buffer::input("src", n), Buffer::output("dst", n)])
-    },
-    work: |p| Work::Bytes(8 * p.dim(Dim::Len) as u64),
-    reference: Reference::Elementwise {
-        check: Check::Exact,
-        expected: |_, _, input, _, i| input.get(0, i),
-    },
+    buffers,
+    work,
+    reference: COPIED,
     twin: twin!("copy.cu"),
 };

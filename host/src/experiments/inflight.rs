@@ -4,10 +4,11 @@
 
 use kernels::inflight::BLOCK;
 
+use super::copy;
 use crate::device::DeviceInfo;
 use crate::error::Result;
 use crate::experiment::{
-    Arg, Buffer, Check, DefaultSize, Dim, Experiment, Kind, Problem, Reference, Variant, Work,
+    Arg, DefaultSize, Dim, Experiment, Kind, Problem, Variant,
 };
 use crate::launch::Launch;
 use crate::twin;
@@ -36,14 +37,8 @@ pub static EXPERIMENT: Experiment = Experiment {
         Variant::new("f32x4-4", "inflight_f32x4_4", ARGS, |p, d| floats(p, d, 16)),
         Variant::new("f32x4-8", "inflight_f32x4_8", ARGS, |p, d| floats(p, d, 32)),
     ],
-    buffers: |p| {
-        let n = p.dim(Dim::Len);
-        Some(vec![Buffer::input("src", n), Buffer::output("dst", n)])
-    },
-    work: |p| Work::Bytes(8 * p.dim(Dim::Len) as u64),
-    reference: Reference::Elementwise {
-        check: Check::Exact,
-        expected: |_, _, input, _, i| input.get(0, i),
-    },
+    buffers: copy::buffers,
+    work: copy::work,
+    reference: copy::COPIED,
     twin: twin!("inflight.cu"),
 };

@@ -31,6 +31,25 @@ fn flat(p: &Problem, _: &DeviceInfo) -> Result<Launch> {
     tiles(p, ((TILE * TILE) as u32, 1, 1))
 }
 
+/// A, B and C of a product: what every matmul and SGEMM kernel takes.
+pub fn buffers(p: &Problem) -> Option<Vec<Buffer>> {
+    let (m, n, k) = (p.dim(Dim::M), p.dim(Dim::N), p.dim(Dim::K));
+    Some(vec![
+        Buffer::input("a", m.checked_mul(k)?),
+        Buffer::input("b", k.checked_mul(n)?),
+        Buffer::output("c", m.checked_mul(n)?),
+    ])
+}
+
+/// 2 m n k FLOPs, and A and B read and C written once.
+pub fn work(p: &Problem) -> Work {
+    let (m, n, k) = (p.dim(Dim::M) as u64, p.dim(Dim::N) as u64, p.dim(Dim::K) as u64);
+    Work::Flops {
+        flops: 2 * m * n * k,
+        bytes: 4 * (m * k + k * n + m * n),
+    }
+}
+
 pub static EXPERIMENT: Experiment = Experiment {
     name: "matmul",
     about: "C = A B: which index threadIdx.x drives decides coalescing; a two-line remap fixes it",
@@ -42,21 +61,8 @@ pub static EXPERIMENT: Experiment = Experiment {
         Variant::new("accidental", "matmul_accidental", ARGS, square),
         Variant::new("remapped", "matmul_remapped", ARGS, flat),
     ],
-    buffers: |p| {
-        let (m, n, k) = (p.dim(Dim::M), p.dim(Dim::N), p.dim(Dim::K));
-        Some(vec![
-            Buffer::input("a", m.checked_mul(k)?),
-            Buffer::input("b", k.checked_mul(n)?),
-            Buffer::output("c", m.checked_mul(n)?),
-        ])
-    },
-    work: |p| {
-        let (m, n, k) = (p.dim(Dim::M) as u64, p.dim(Dim::N) as u64, p.dim(Dim::K) as u64);
-        Work::Flops {
-            flops: 2 * m * n * k,
-            bytes: 4 * (m * k + k * n + m * n),
-        }
-    },
+    buffers,
+    work,
     reference: Reference::Product { a: 0, b: 1, c: 2 },
     twin: twin!("matmul.cu"),
 };

@@ -10,11 +10,11 @@ use kernels::sgemm::{
     T2_THREADS, WARPTILE, WarpTiling,
 };
 
-use super::matmul::within_32_bit_indices;
+use super::matmul::{self, within_32_bit_indices};
 use crate::device::DeviceInfo;
 use crate::error::{Error, Result};
 use crate::experiment::{
-    Arg, Buffer, DefaultSize, Dim, Experiment, Kind, Problem, Reference, Variant, Work,
+    Arg, DefaultSize, Dim, Experiment, Kind, Problem, Reference, Variant,
 };
 use crate::launch::{Launch, MAX_GRID_X, MAX_GRID_YZ};
 use crate::twin;
@@ -86,21 +86,8 @@ pub static EXPERIMENT: Experiment = Experiment {
             warp(p, PIPE_128X64X16)
         }),
     ],
-    buffers: |p| {
-        let (m, n, k) = (p.dim(Dim::M), p.dim(Dim::N), p.dim(Dim::K));
-        Some(vec![
-            Buffer::input("a", m.checked_mul(k)?),
-            Buffer::input("b", k.checked_mul(n)?),
-            Buffer::output("c", m.checked_mul(n)?),
-        ])
-    },
-    work: |p| {
-        let (m, n, k) = (p.dim(Dim::M) as u64, p.dim(Dim::N) as u64, p.dim(Dim::K) as u64);
-        Work::Flops {
-            flops: 2 * m * n * k,
-            bytes: 4 * (m * k + k * n + m * n),
-        }
-    },
+    buffers: matmul::buffers,
+    work: matmul::work,
     reference: Reference::Product { a: 0, b: 1, c: 2 },
     twin: twin!("sgemm.cu"),
 };
