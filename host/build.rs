@@ -88,8 +88,10 @@ fn compile_to_ptx(dir: &Path, lib: &str, target_dir: &Path, arch: &str) -> Strin
         .args(["--config", "profile.release.lto=true"])
         .args(["--config", "profile.release.codegen-units=1"])
         .args(["--config", "profile.release.opt-level=3"])
-        .args(["--", "-C"])
-        .arg(format!("target-cpu={arch}"));
+        // As target rustflags, not `-- -C`: build-std's core must be compiled for the
+        // same target-cpu, or rustc refuses to link them (an ABI mismatch from sm_90 up).
+        .arg("--config")
+        .arg(format!("target.{TARGET}.rustflags=[\"-C\", \"target-cpu={arch}\"]"));
     // The outer build's flags and wrappers target the host (coverage, sanitizers,
     // clippy-driver, a shared target dir whose lock the outer cargo holds): drop them.
     for (key, _) in env::vars_os() {
