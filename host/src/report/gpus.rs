@@ -13,6 +13,9 @@ use crate::error::{Error, Result};
 use crate::table::SCHEMA;
 use plotters::style::RGBColor;
 
+/// The date of results from `run --json` or `compare --json`, which record none.
+pub const NOT_RECORDED: &str = "not recorded in the results file";
+
 /// Reads a results file: `report`'s results.json, or what `run --json` or
 /// `compare --json` wrote (for several devices, each of them). Anything else, or a
 /// file from a newer coalesce, is a one-line error.
@@ -43,12 +46,12 @@ pub fn load(path: &Path) -> Result<Vec<Results>> {
         let is = |key: &str| value.get(key).is_some();
         if is("rust_ptx_arch") {
             serde_json::from_value::<CompareReport>(value)
-                .map(|c| Results::of_comparison("unknown".into(), 0.0, c))
+                .map(|c| Results::of_comparison(NOT_RECORDED.into(), 0.0, c))
         } else if is("date") {
             serde_json::from_value::<Results>(value)
         } else {
             serde_json::from_value(value).map(|run| Results {
-                date: "unknown".into(),
+                date: NOT_RECORDED.into(),
                 elapsed_s: 0.0,
                 run,
                 compare: None,

@@ -60,13 +60,17 @@ pub fn render(results: &Results, plots: &[Plot]) -> String {
     let _ = writeln!(out, "# coalesce report\n");
     let _ = writeln!(out, "- Device: {}", device_line(&report.device, &report.ptx_arch));
     let _ = writeln!(out, "- Date: {}", results.date);
+    let took = if results.elapsed_s > 0.0 {
+        format!(", took {:.0} s", results.elapsed_s)
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         out,
-        "- Run: coalesce {}, {} experiment(s), {} kernel(s), took {:.0} s",
+        "- Run: coalesce {}, {} experiment(s), {} kernel(s){took}",
         report.coalesce_version,
         report.baselines.len(),
         report.rows.len(),
-        results.elapsed_s
     );
     if let Some(r) = report.rows.first() {
         let _ = writeln!(
