@@ -91,7 +91,9 @@ fn compile_to_ptx(dir: &Path, lib: &str, target_dir: &Path, arch: &str) -> Strin
         // As target rustflags, not `-- -C`: build-std's core must be compiled for the
         // same target-cpu, or rustc refuses to link them (an ABI mismatch from sm_90 up).
         .arg("--config")
-        .arg(format!("target.{TARGET}.rustflags=[\"-C\", \"target-cpu={arch}\"]"));
+        .arg(format!(
+            "target.{TARGET}.rustflags=[\"-C\", \"target-cpu={arch}\"]"
+        ));
     // The outer build's flags and wrappers target the host (coverage, sanitizers,
     // clippy-driver, a shared target dir whose lock the outer cargo holds): drop them.
     for (key, _) in env::vars_os() {

@@ -76,6 +76,9 @@ pub enum Error {
     #[error("{path}: {why}")]
     BadResults { path: String, why: String },
 
+    #[error("{path}: {why}")]
+    BadProfile { path: String, why: String },
+
     #[error("emulating {kernel} failed: {why}")]
     Emulation { kernel: String, why: String },
 
@@ -101,7 +104,8 @@ impl Error {
             | Error::TooLarge { .. }
             | Error::UnknownExperiment { .. }
             | Error::UnknownVariant { .. }
-            | Error::BadResults { .. } => 2,
+            | Error::BadResults { .. }
+            | Error::BadProfile { .. } => 2,
             _ => 1,
         }
     }

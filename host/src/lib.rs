@@ -24,6 +24,7 @@ pub mod explain;
 pub mod harness;
 pub mod launch;
 pub mod prepared;
+pub mod profile;
 pub mod progress;
 pub mod ptx;
 pub mod reference;
