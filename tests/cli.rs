@@ -441,3 +441,66 @@ fn report_from_saved_results_needs_no_gpu_and_compares_gpus() {
     assert!(!bad_out.exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn explain_predicts_with_a_profile_and_refuses_a_bad_one() {
+    let dir = std::env::temp_dir().join(format!("coalesce-cli-profile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let good = dir.join("gpu.json");
+    std::fs::write(
+        &good,
+        r#"{"schema":1,"coalesce_version":"test","device":"Test GPU","measured":"now","sm_count":132,
+            "l2_bytes":52428800,"max_threads_per_sm":2048,"copy_gb_per_s":3000,"dram_read_granularity":64,
+            "idle_latency_ns":700,"loaded_latency_ns":900,"stride_sweep":[],"inflight_sweep":[]}"#,
+    )
+    .unwrap();
+    let out = coalesce()
+        .args([
+            "explain",
+            "copy/f32",
+            "stride/16",
+            "--quiet",
+            "--profile",
+            good.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("predictions for Test GPU from its profile"),
+        "{text}"
+    );
+    assert!(text.contains("bound: bytes in flight"), "{text}");
+    assert!(text.contains("bound: DRAM bytes at the copy ceiling"), "{text}");
+    // Without a profile the output says it is uncalibrated.
+    let out = coalesce()
+        .args(["explain", "copy/f32", "--quiet"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("predictions: uncalibrated"));
+    // A missing field, a newer schema, a name that is neither a file nor a shipped GPU.
+    let missing = dir.join("missing.json");
+    std::fs::write(
+        &missing,
+        std::fs::read_to_string(&good)
+            .unwrap()
+            .replace("\"loaded_latency_ns\":900,", ""),
+    )
+    .unwrap();
+    let err = fails(&["explain", "copy", "--profile", missing.to_str().unwrap()], 2);
+    assert!(err.contains("missing field `loaded_latency_ns`"), "{err}");
+    let newer = dir.join("newer.json");
+    std::fs::write(
+        &newer,
+        std::fs::read_to_string(&good)
+            .unwrap()
+            .replace("\"schema\":1", "\"schema\":3"),
+    )
+    .unwrap();
+    let err = fails(&["explain", "copy", "--profile", newer.to_str().unwrap()], 2);
+    assert!(err.contains("newer coalesce (profile schema 3"), "{err}");
+    let err = fails(&["explain", "copy", "--profile", "NVIDIA B300"], 2);
+    assert!(err.contains("no profile ships for a GPU of that name"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

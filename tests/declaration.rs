@@ -87,6 +87,7 @@ fn explain_predicts_its_coalescing() {
         shape: None,
         model: Model::Sm70,
         blocks: 4,
+        profile: None,
     };
     let report = coalesce::explain::explain(&demo(), &opts, |_| {}).unwrap();
     let loads: Vec<f64> = report

@@ -14,6 +14,7 @@ fn explain_at(word: &str, size: Option<u64>, shape: Option<Vec<usize>>, model: M
         shape,
         model,
         blocks: 8,
+        profile: None,
     };
     let mut report = explain(&selection, &opts, |_| {}).unwrap();
     assert_eq!(report.kernels.len(), 1, "{word}");

@@ -101,6 +101,11 @@ pub struct ExplainArgs {
     /// the --size they were measured at).
     #[arg(long, value_name = "DIR")]
     pub against_ncu: Option<PathBuf>,
+    /// Predict each bandwidth kernel's DRAM bytes, time and % of copy on a GPU: a
+    /// profile file written by `coalesce calibrate`, or the name of a GPU whose
+    /// profile ships with coalesce. Sizes and grids are then that GPU's.
+    #[arg(long, value_name = "FILE|GPU")]
+    pub profile: Option<String>,
     /// No progress lines on stderr.
     #[arg(long, short)]
     pub quiet: bool,
@@ -411,6 +416,7 @@ fn explain_command(args: ExplainArgs) -> Result<Outcome> {
         shape: args.shape.map(|s| s.0),
         model: args.model,
         blocks: args.blocks as usize,
+        profile: args.profile.as_deref().map(profile_named).transpose()?,
     };
     if let Some(dir) = &args.against_ncu {
         let found = ncu::read_dir(dir)?;
@@ -433,6 +439,29 @@ fn explain_command(args: ExplainArgs) -> Result<Outcome> {
         table::write_json(path, &report)?;
     }
     Ok(Outcome::Ok)
+}
+
+/// `--profile`: a file, or a shipped profile by its GPU's name.
+fn profile_named(what: &str) -> Result<crate::profile::Profile> {
+    use crate::profile::{Profile, SHIPPED};
+    let path = std::path::Path::new(what);
+    if path.exists() {
+        return Profile::load(path);
+    }
+    Profile::shipped(what).unwrap_or_else(|| {
+        let shipped: Vec<&str> = SHIPPED.iter().map(|(name, _)| *name).collect();
+        Err(crate::Error::BadProfile {
+            path: what.to_string(),
+            why: format!(
+                "no such file, and no profile ships for a GPU of that name (shipped: {})",
+                if shipped.is_empty() {
+                    "none yet".to_string()
+                } else {
+                    shipped.join(", ")
+                }
+            ),
+        })
+    })
 }
 
 /// The text of `coalesce list`.

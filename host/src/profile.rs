@@ -24,6 +24,9 @@ pub struct Profile {
     pub measured: String,
     /// Multiprocessors (device attribute).
     pub sm_count: u32,
+    /// L2 bytes (device attribute): `explain` sizes default problems from it, as
+    /// `coalesce run` does on that GPU.
+    pub l2_bytes: u64,
     /// Threads one SM holds at once (device attribute MAX_THREADS_PER_MULTIPROCESSOR):
     /// the most that can have loads in flight.
     pub max_threads_per_sm: u32,
@@ -144,6 +147,7 @@ pub(crate) mod tests {
             device: "Test GPU".into(),
             measured: "2026-11-23 00:00 UTC".into(),
             sm_count: 132,
+            l2_bytes: 50 << 20,
             max_threads_per_sm: 2048,
             copy_gb_per_s: 3000.0,
             dram_read_granularity: 64,

@@ -11,13 +11,14 @@ pub mod analyse;
 pub mod emulate;
 pub mod model;
 pub mod ncu;
+pub mod predict;
 pub mod render;
 
 use serde::Serialize;
 
 use crate::device::DeviceInfo;
 use crate::error::Result;
-use crate::experiment::{Experiment, Problem, Variant};
+use crate::experiment::{Experiment, Problem, Variant, Work};
 use crate::experiments::Selection;
 use analyse::{Memory, SiteStats};
 use emulate::EmuLaunch;
@@ -38,6 +39,8 @@ pub struct Options {
     pub model: Model,
     /// Blocks to emulate per kernel (the whole grid when it has no more).
     pub blocks: usize,
+    /// The GPU to predict times for; `None`: coalescing only, uncalibrated.
+    pub profile: Option<crate::profile::Profile>,
 }
 
 /// The analysis of one variant's kernel launch.
@@ -55,6 +58,10 @@ pub struct KernelReport {
     /// The linear indices of the blocks emulated; `None`: the whole grid.
     pub sampled_blocks: Option<Vec<usize>>,
     pub sites: Vec<SiteStats>,
+    /// What the emulated window moved, before any GPU's parameters.
+    pub traffic: predict::Traffic,
+    /// Time and bandwidth on the profile's GPU (bandwidth-bound kernels, with a profile).
+    pub prediction: Option<predict::Prediction>,
 }
 
 impl KernelReport {
@@ -94,6 +101,8 @@ pub struct ExplainReport {
     pub model_about: String,
     /// Where the problem sizes and grid-stride grids come from.
     pub sizes: String,
+    /// Which GPU's profile the predictions use, or why there are none.
+    pub calibration: String,
     pub max_occurrences: usize,
     pub kernels: Vec<KernelReport>,
 }
@@ -109,12 +118,25 @@ pub fn reference_gpu() -> DeviceInfo {
     }
 }
 
+/// The GPU whose sizes and grids explain assumes: the profile's, else the reference.
+pub fn sizing_gpu(opts: &Options) -> DeviceInfo {
+    match &opts.profile {
+        Some(p) => DeviceInfo {
+            name: format!("{} (from its profile)", p.device),
+            sm_count: p.sm_count,
+            l2_bytes: p.l2_bytes,
+            ..reference_gpu()
+        },
+        None => reference_gpu(),
+    }
+}
+
 /// The problem `experiment` runs at under `opts`, as `coalesce run` would pick it on
-/// the reference GPU (no shrinking to fit: nothing is allocated).
+/// the sizing GPU (no shrinking to fit: nothing is allocated).
 pub fn problem(experiment: &Experiment, opts: &Options) -> Result<Problem> {
     let size = opts
         .size
-        .unwrap_or_else(|| experiment.default_size.bytes(&reference_gpu()));
+        .unwrap_or_else(|| experiment.default_size.bytes(&sizing_gpu(opts)));
     let shape = opts
         .shape
         .as_deref()
@@ -129,10 +151,20 @@ pub fn explain_variant(
     problem: Problem,
     opts: &Options,
 ) -> Result<KernelReport> {
-    let launch = EmuLaunch::new(experiment, variant, problem, &reference_gpu())?;
+    let launch = EmuLaunch::new(experiment, variant, problem, &sizing_gpu(opts))?;
     let total = launch.grid.count();
     let sample = emulate::sample_blocks(total, opts.blocks);
     let recorded = emulate::record(&launch, sample, MAX_OCCURRENCES)?;
+    let traffic = predict::traffic(&recorded.accesses);
+    let shape = predict::Shape {
+        blocks: total as u64,
+        threads_per_block: launch.block.x * launch.block.y * launch.block.z,
+    };
+    // Only bandwidth-bound kernels: a product's time is set by its arithmetic.
+    let prediction = match ((experiment.work)(&problem), &opts.profile) {
+        (Work::Bytes(bytes), Some(p)) => predict::predict(bytes, &traffic, shape, p),
+        _ => None,
+    };
     Ok(KernelReport {
         experiment: experiment.name.to_string(),
         variant: variant.name.to_string(),
@@ -144,6 +176,8 @@ pub fn explain_variant(
         blocks_total: total,
         sampled_blocks: recorded.blocks,
         sites: analyse::analyse(&recorded.accesses, opts.model, &recorded.regions),
+        traffic,
+        prediction,
     })
 }
 
@@ -162,11 +196,16 @@ pub fn explain(
             kernels.push(explain_variant(exp, variant, problem, opts)?);
         }
     }
-    let gpu = reference_gpu();
-    let grids = format!("grid-stride grids sized for {} SMs (an H100)", gpu.sm_count);
+    let gpu = sizing_gpu(opts);
+    let which = if opts.profile.is_some() {
+        gpu.name.as_str()
+    } else {
+        "an H100"
+    };
+    let grids = format!("grid-stride grids sized for {} SMs ({which})", gpu.sm_count);
     let sizes = match opts.size {
         None => format!(
-            "each experiment's default size as `coalesce run` picks it on an H100 ({} of L2); {grids}",
+            "each experiment's default size as `coalesce run` picks it on {which} ({} of L2); {grids}",
             crate::units::format_bytes(gpu.l2_bytes)
         ),
         Some(bytes) => format!("--size {} per array; {grids}", crate::units::format_bytes(bytes)),
@@ -176,6 +215,13 @@ pub fn explain(
         model: opts.model,
         model_about: opts.model.about().to_string(),
         sizes,
+        calibration: match &opts.profile {
+            Some(p) => format!(
+                "predictions for {} from its profile (measured {}, coalesce {}): docs/model.md",
+                p.device, p.measured, p.coalesce_version
+            ),
+            None => "predictions: uncalibrated (no profile: run `coalesce calibrate` on a GPU and pass --profile FILE)".into(),
+        },
         max_occurrences: MAX_OCCURRENCES,
         kernels,
     })

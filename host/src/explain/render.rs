@@ -160,6 +160,26 @@ fn site_rows(k: &KernelReport, model: Model) -> Vec<Vec<String>> {
     rows
 }
 
+/// `  predicted on GPU: DRAM 400.0 MiB read (1.00x) + ...; bound: ...; 0.283 ms, 2960 GB/s, 98.7% of copy`.
+pub fn prediction_line(p: &super::predict::Prediction) -> String {
+    format!(
+        "  predicted on {}: DRAM {} read + {} written; {} threads x {} B in flight per SM; \
+         bound: {}; {}, {:.0} GB/s, {:.1}% of copy",
+        p.device,
+        format_bytes(p.dram_read_bytes as u64),
+        format_bytes(p.dram_write_bytes as u64),
+        p.resident_threads_per_sm,
+        num(
+            p.in_flight_bytes_per_sm / f64::from(p.resident_threads_per_sm.max(1)),
+            1
+        ),
+        p.bound.describe(),
+        crate::units::format_ms(p.time_ms),
+        p.gb_per_s,
+        p.pct_of_copy
+    )
+}
+
 fn pattern(s: &SiteStats) -> String {
     if s.pattern_share >= 0.995 {
         s.pattern.to_string()
@@ -177,6 +197,7 @@ pub fn render(report: &ExplainReport) -> String {
     );
     let _ = writeln!(out, "model {}: {}", report.model.name(), report.model.about());
     let _ = writeln!(out, "sizes: {}", report.sizes);
+    let _ = writeln!(out, "{}", report.calibration);
     let _ = writeln!(
         out,
         "a request = one warp executing one access once; recorded: each thread's first {} executions of each site; \
@@ -198,6 +219,9 @@ pub fn render(report: &ExplainReport) -> String {
                 rule: false,
             },
         ));
+        if let Some(p) = &k.prediction {
+            let _ = writeln!(out, "{}", prediction_line(p));
+        }
     }
     out
 }
