@@ -106,6 +106,10 @@ pub struct ExplainArgs {
     /// profile ships with coalesce. Sizes and grids are then that GPU's.
     #[arg(long, value_name = "FILE|GPU")]
     pub profile: Option<String>,
+    /// With --profile: set each prediction beside what a run measured on that GPU
+    /// (a `run --json` file or a report's results.json).
+    #[arg(long, value_name = "FILE", requires = "profile")]
+    pub against_run: Option<PathBuf>,
     /// No progress lines on stderr.
     #[arg(long, short)]
     pub quiet: bool,
@@ -433,7 +437,29 @@ fn explain_command(args: ExplainArgs) -> Result<Outcome> {
     }
     let selection = experiments::select(&args.experiments)?;
     check_shape(&selection, opts.shape.as_deref())?;
+    // The run to compare with is read before the analysis, so a bad file fails first.
+    let run = match &args.against_run {
+        Some(path) => {
+            let mut all = report::gpus::load(path)?;
+            if all.len() != 1 {
+                return Err(crate::Error::BadResults {
+                    path: path.display().to_string(),
+                    why: "holds several GPUs' runs; give one".into(),
+                });
+            }
+            Some((all.remove(0).run, path.display().to_string()))
+        }
+        None => None,
+    };
     let report = emulate(&selection, &opts, args.quiet)?;
+    if let Some((run, origin)) = run {
+        let rows = explain::measured::against(&report, &run, &origin)?;
+        print!("{}", explain::measured::render(&rows, &run.device.name));
+        if let Some(path) = &args.json {
+            table::write_json(path, &rows)?;
+        }
+        return Ok(Outcome::Ok);
+    }
     print!("{}", explain::render::render(&report));
     if let Some(path) = &args.json {
         table::write_json(path, &report)?;

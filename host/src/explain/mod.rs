@@ -9,6 +9,7 @@
 
 pub mod analyse;
 pub mod emulate;
+pub mod measured;
 pub mod model;
 pub mod ncu;
 pub mod predict;

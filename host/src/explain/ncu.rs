@@ -16,7 +16,9 @@ use crate::error::{Error, Result};
 
 /// Global sectors and requests (loads, stores), shared wavefronts, instructions and
 /// bank conflicts (loads, stores): what the comparison reads.
-pub const METRICS: [&str; 10] = [
+pub const METRICS: [&str; 12] = [
+    DRAM_READ,
+    DRAM_WRITE,
     GLD_SECTORS,
     GLD_REQUESTS,
     GST_SECTORS,
@@ -29,6 +31,10 @@ pub const METRICS: [&str; 10] = [
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
 ];
 const GLD_SECTORS: &str = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum";
+const DRAM_READ: &str = "dram__bytes_read.sum";
+const DRAM_WRITE: &str = "dram__bytes_write.sum";
+/// A predicted DRAM byte count within this fraction of ncu's counts as a match.
+pub const DRAM_TOLERANCE: f64 = 0.10;
 const GLD_REQUESTS: &str = "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum";
 const GST_SECTORS: &str = "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum";
 const GST_REQUESTS: &str = "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum";
@@ -198,9 +204,11 @@ pub struct Comparison {
     pub unit: &'static str,
     pub predicted: Option<f64>,
     pub measured: Option<f64>,
-    /// Requests (global) or instructions (shared) ncu counted; `None` if the CSV
-    /// lacks the metric.
+    /// Requests (global) or instructions (shared) ncu counted, or the launches its
+    /// DRAM bytes are averaged over; `None` if the CSV lacks the metric.
     pub measured_requests: Option<f64>,
+    /// The deviation that still counts as a match.
+    pub tolerance: f64,
 }
 
 /// How a prediction fared.
@@ -224,7 +232,7 @@ impl Comparison {
     pub fn verdict(&self) -> Verdict {
         match (self.measured_requests, self.deviation()) {
             (None, _) => Verdict::NotMeasured,
-            (Some(_), Some(d)) if d.abs() <= TOLERANCE => Verdict::Match,
+            (Some(_), Some(d)) if d.abs() <= self.tolerance => Verdict::Match,
             _ => Verdict::Miss,
         }
     }
@@ -314,7 +322,28 @@ pub fn compare(report: &ExplainReport, measured: &[Measured]) -> Vec<Comparison>
                 predicted,
                 measured,
                 measured_requests: requests,
+                tolerance: TOLERANCE,
             });
+        }
+        // DRAM bytes per launch, where explain predicted them (a profile was given).
+        if let Some(p) = &k.prediction {
+            let launches = m.launches.max(1) as f64;
+            for (access, predicted, metric) in [
+                ("DRAM read", p.dram_read_bytes, DRAM_READ),
+                ("DRAM write", p.dram_write_bytes, DRAM_WRITE),
+            ] {
+                let measured = m.metrics.get(metric).map(|b| b / launches);
+                out.push(Comparison {
+                    variant: m.variant.clone(),
+                    kernel: m.kernel.clone(),
+                    access,
+                    unit: "MiB/launch",
+                    predicted: Some(predicted / f64::from(1 << 20)),
+                    measured: measured.map(|b| b / f64::from(1 << 20)),
+                    measured_requests: measured.map(|_| launches),
+                    tolerance: DRAM_TOLERANCE,
+                });
+            }
         }
     }
     out
@@ -379,9 +408,10 @@ pub fn render(rows: &[Comparison], report: &ExplainReport, found: &Measurements)
         },
     ));
     out.push_str(&format!(
-        "{matched} of {} within {:.0}%; {misses} miss(es); {} not measured\n",
+        "{matched} of {} within {:.0}% ({:.0}% for DRAM bytes); {misses} miss(es); {} not measured\n",
         matched + misses,
         100.0 * TOLERANCE,
+        100.0 * DRAM_TOLERANCE,
         count(Verdict::NotMeasured)
     ));
     let lone = unpaired(report, &found.measured);

@@ -1,0 +1,110 @@
+//! Predictions beside a run's measurements: each bandwidth kernel's predicted % of
+//! copy against what `coalesce run` measured on the profile's GPU.
+
+use serde::Serialize;
+
+use super::ExplainReport;
+use super::predict::Bound;
+use crate::columns::{Layout, columns};
+use crate::error::{Error, Result};
+use crate::table::Report;
+
+/// A prediction within this fraction of the measurement counts as a match.
+pub const TOLERANCE: f64 = 0.10;
+
+/// One kernel, predicted and measured.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Versus {
+    pub variant: String,
+    pub kernel: String,
+    pub predicted_pct_of_copy: f64,
+    pub measured_pct_of_copy: f64,
+    pub bound: Bound,
+}
+
+impl Versus {
+    /// (predicted - measured) / measured.
+    pub fn deviation(&self) -> f64 {
+        (self.predicted_pct_of_copy - self.measured_pct_of_copy) / self.measured_pct_of_copy
+    }
+}
+
+/// Pairs every predicted kernel with the run's row of the same variant; the run must
+/// come from the GPU the profile describes.
+pub fn against(report: &ExplainReport, run: &Report, origin: &str) -> Result<Vec<Versus>> {
+    let profiled = report
+        .kernels
+        .iter()
+        .find_map(|k| k.prediction.as_ref())
+        .map(|p| p.device.as_str());
+    if let Some(device) = profiled.filter(|d| *d != run.device.name) {
+        return Err(Error::BadResults {
+            path: origin.to_string(),
+            why: format!("measured on {}, but the profile is of {device}", run.device.name),
+        });
+    }
+    Ok(report
+        .kernels
+        .iter()
+        .filter_map(|k| {
+            let p = k.prediction.as_ref()?;
+            let r = run
+                .rows
+                .iter()
+                .find(|r| r.experiment == k.experiment && r.variant == k.variant && r.validated)?;
+            Some(Versus {
+                variant: format!("{}/{}", k.experiment, k.variant),
+                kernel: k.kernel.clone(),
+                predicted_pct_of_copy: p.pct_of_copy,
+                measured_pct_of_copy: r.pct_of_copy,
+                bound: p.bound,
+            })
+        })
+        .collect())
+}
+
+/// The table, with a verdict per line and a count.
+pub fn render(rows: &[Versus], device: &str) -> String {
+    let mut cells = vec![
+        [
+            "experiment/variant",
+            "kernel",
+            "predicted % copy",
+            "measured % copy",
+            "deviation",
+            "bound",
+            "",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    for r in rows {
+        let d = r.deviation();
+        cells.push(vec![
+            r.variant.clone(),
+            r.kernel.clone(),
+            format!("{:.1}", r.predicted_pct_of_copy),
+            format!("{:.1}", r.measured_pct_of_copy),
+            format!("{:+.1}%", 100.0 * d),
+            r.bound.describe().into(),
+            if d.abs() <= TOLERANCE { "ok" } else { "MISS" }.into(),
+        ]);
+    }
+    let matched = rows.iter().filter(|r| r.deviation().abs() <= TOLERANCE).count();
+    let mut out =
+        format!("predicted (coalesce explain --profile) against measured (coalesce run) on {device}\n");
+    out.push_str(&columns(
+        &cells,
+        Layout {
+            right: &[false, false, true, true, true, false, false],
+            rule: true,
+            ..Layout::default()
+        },
+    ));
+    out.push_str(&format!(
+        "{matched} of {} within {:.0}% (relative)\n",
+        rows.len(),
+        100.0 * TOLERANCE
+    ));
+    out
+}
