@@ -135,6 +135,7 @@ for stage in "${stages[@]}"; do
       metrics+=,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,smsp__inst_executed_op_shared_ld.sum
       metrics+=,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum,smsp__inst_executed_op_shared_st.sum
       metrics+=,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum
+      metrics+=,dram__bytes_read.sum,dram__bytes_write.sum
       for v in $("$bundle/coalesce" list --names | grep -E "${NCU_ONLY:-.}"); do
         csv="$dir/${v/\//.}.csv"
         echo "== ncu $v" | tee -a "$out/ncu.log"
