@@ -333,9 +333,13 @@ fn markdown_has_the_device_date_and_one_row_per_result() {
     assert!(md_row(&md, &["copy", "f32"]).unwrap().contains("| 256.0 MiB |"));
     let matmul = md_row(&md, &["matmul", "remapped"]).unwrap();
     assert!(matmul.contains("| 6100.0 |"), "GFLOP/s column: {matmul}");
-    // A table row per result, per claim, plus headers and separators.
+    // A table row per result, per claim, per matmul rung, plus headers and separators.
     let table_lines = md.lines().filter(|l| l.starts_with('|')).count();
-    assert_eq!(table_lines, results.run.rows.len() + 2 + claims::CLAIMS.len() + 2);
+    let rungs = results.run.rows.iter().filter(|r| r.gflop_per_s.is_some()).count();
+    assert_eq!(
+        table_lines,
+        results.run.rows.len() + 2 + claims::CLAIMS.len() + 2 + rungs + 2
+    );
     for p in [
         "stride.svg",
         "offset.svg",
@@ -732,11 +736,42 @@ fn claims_and_contrasts_name_declared_variants() {
         named.extend([(e, good), (e, bad)]);
     }
     named.extend(coalesce::report::plots::NAMED_VARIANTS);
+    for e in coalesce::report::ladder::EXPERIMENTS {
+        assert!(
+            coalesce::experiments::named(e).is_some(),
+            "the ladder names {e}, which is not declared"
+        );
+    }
     for (e, v) in named {
         let word = format!("{e}/{v}");
         assert!(
             select(std::slice::from_ref(&word)).is_ok(),
             "{word} is named by the report but not declared"
         );
+    }
+}
+
+#[test]
+fn the_ladder_sets_every_matmul_beside_its_twin_and_cublas() {
+    let dir = out_dir("report-ladder");
+    let results = compared(&[], true);
+    let files = report::write(&dir, &results).unwrap();
+    let md = read(&dir.join("report.md"));
+    let ladder = section(&md, "The matmul ladder");
+    for r in results.run.rows.iter().filter(|r| r.experiment == "matmul") {
+        assert!(ladder.contains(&format!("| matmul/{} |", r.variant)), "{ladder}");
+    }
+    assert!(ladder.contains("naive 1.3% of cuBLAS, remapped 8.5%"), "{ladder}");
+    assert!(ladder.contains("Best Rust rung: matmul/"), "{ladder}");
+    if results
+        .compare
+        .as_ref()
+        .is_some_and(|c| !c.cublas_rows.is_empty())
+    {
+        assert!(
+            ladder.contains("cuBLAS SGEMM FP32 on the same matrices"),
+            "{ladder}"
+        );
+        assert!(files.iter().any(|f| f.ends_with("ladder.svg")));
     }
 }

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use super::Results;
 use super::md::table;
 use super::plots::Plot;
-use super::{claims, versus};
+use super::{claims, ladder, versus};
 use crate::harness::Row;
 use crate::table::device_line;
 use crate::units::{format_bytes, format_ms};
@@ -110,6 +110,7 @@ pub fn render(results: &Results, plots: &[Plot]) -> String {
     if let Some(c) = &results.compare {
         versus::render(&mut out, c);
     }
+    ladder::render(&mut out, results);
 
     let _ = writeln!(out, "\n## The seeds' claims beside this GPU\n");
     table(

@@ -4,6 +4,7 @@
 
 pub mod claims;
 pub mod gpus;
+pub mod ladder;
 pub mod markdown;
 mod md;
 pub mod plots;

@@ -2,6 +2,7 @@
 //! did not run is left out.
 
 pub(super) mod chart;
+mod ladder;
 mod versus;
 
 use chart::{Bar, BarChart, LineChart, Scale, Series};
@@ -44,6 +45,9 @@ pub fn all(results: &Results) -> Result<Vec<Plot>> {
         if let Some(p) = plot(rows, device)? {
             plots.push(p);
         }
+    }
+    if let Some(p) = ladder::plot(results)? {
+        plots.push(p);
     }
     if let Some(c) = &results.compare
         && let Some(p) = versus::rust_vs_cpp(c, device)?

@@ -1,0 +1,175 @@
+//! report.md's "The matmul ladder": every matrix-multiply kernel from the naive one
+//! to the best register-blocked rung, each beside its C++ twin, as % of cuBLAS SGEMM
+//! FP32 on the same matrices.
+
+use std::fmt::Write as _;
+
+use super::Results;
+use super::md::table;
+use crate::compare::cublas::Math;
+
+/// The experiments whose variants are the ladder's rungs, in order.
+pub const EXPERIMENTS: [&str; 2] = ["matmul", "sgemm"];
+
+/// The best SIMT rung's goal, as % of cuBLAS SGEMM FP32 (the issue's target; the best
+/// published FP32 SIMT ladder reaches about 71% on an H100).
+pub const TARGET_PCT: f64 = 87.0;
+
+/// One rung, both languages.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rung {
+    pub experiment: String,
+    pub variant: String,
+    pub kernel: String,
+    pub rust_gflop_per_s: f64,
+    pub cpp_gflop_per_s: Option<f64>,
+    pub validated: bool,
+}
+
+/// The rungs that ran, and cuBLAS on the same matrices where it ran.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ladder {
+    pub rungs: Vec<Rung>,
+    /// cuBLAS SGEMM FP32 and TF32, GFLOP/s (the last experiment's that ran them).
+    pub cublas_fp32: Option<f64>,
+    pub cublas_tf32: Option<f64>,
+}
+
+impl Ladder {
+    /// `g` as % of cuBLAS FP32.
+    pub fn pct(&self, g: f64) -> Option<f64> {
+        self.cublas_fp32.filter(|c| *c > 0.0).map(|c| 100.0 * g / c)
+    }
+
+    /// The fastest validated Rust rung.
+    pub fn best(&self) -> Option<&Rung> {
+        self.rungs
+            .iter()
+            .filter(|r| r.validated)
+            .max_by(|a, b| a.rust_gflop_per_s.total_cmp(&b.rust_gflop_per_s))
+    }
+}
+
+/// The ladder of `results`, or None when no matrix multiply ran.
+pub fn ladder(results: &Results) -> Option<Ladder> {
+    let mut rungs = Vec::new();
+    for e in EXPERIMENTS {
+        for r in results.run.rows.iter().filter(|r| r.experiment == e) {
+            let Some(g) = r.gflop_per_s else { continue };
+            let cpp = results.compare.as_ref().and_then(|c| {
+                c.rows
+                    .iter()
+                    .find(|x| x.experiment == r.experiment && x.variant == r.variant)
+                    .and_then(|x| x.cpp.as_ref())
+            });
+            rungs.push(Rung {
+                experiment: r.experiment.clone(),
+                variant: r.variant.clone(),
+                kernel: r.kernel.clone(),
+                rust_gflop_per_s: g,
+                cpp_gflop_per_s: cpp.and_then(|c| c.gflop_per_s),
+                validated: r.validated && cpp.is_none_or(|c| c.validated),
+            });
+        }
+    }
+    if rungs.is_empty() {
+        return None;
+    }
+    let cublas = |math: Math| {
+        results.compare.as_ref().and_then(|c| {
+            EXPERIMENTS
+                .iter()
+                .rev()
+                .find_map(|e| {
+                    c.cublas_rows
+                        .iter()
+                        .find(|x| x.experiment == *e && x.math == math && x.validated)
+                })
+                .map(|x| x.gflop_per_s)
+        })
+    };
+    Some(Ladder {
+        rungs,
+        cublas_fp32: cublas(Math::Fp32),
+        cublas_tf32: cublas(Math::Tf32),
+    })
+}
+
+/// The section.
+pub fn render(out: &mut String, results: &Results) {
+    let Some(l) = ladder(results) else { return };
+    let _ = writeln!(out, "\n## The matmul ladder\n");
+    let _ = writeln!(
+        out,
+        "Every matrix-multiply kernel from the naive one up, each rung one lesson further, \
+         beside its idiomatic CUDA C++ twin on the same matrices. The seeds stop at the \
+         coalescing remap (naive 1.3% of cuBLAS, remapped 8.5%, on their GPU); the rungs \
+         after it continue toward cuBLAS class (goal: {TARGET_PCT:.0}% of cuBLAS SGEMM FP32).\n"
+    );
+    match (l.cublas_fp32, l.cublas_tf32) {
+        (Some(f), t) => {
+            let tf32 = t
+                .map(|t| format!("; TF32 tensor cores: {t:.0} GFLOP/s"))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "cuBLAS SGEMM FP32 on the same matrices: {f:.0} GFLOP/s{tf32}.\n"
+            );
+        }
+        (None, _) => {
+            let _ = writeln!(
+                out,
+                "cuBLAS did not run (`--rust-only`, or not found): GFLOP/s only.\n"
+            );
+        }
+    }
+    let dash = || "-".to_string();
+    let pct = |g: Option<f64>| {
+        g.and_then(|g| l.pct(g))
+            .map(|p| format!("{p:.1}"))
+            .unwrap_or_else(dash)
+    };
+    table(
+        out,
+        &[
+            "rung",
+            "kernel",
+            "Rust GFLOP/s",
+            "C++ GFLOP/s",
+            "Rust / C++",
+            "Rust % of cuBLAS",
+            "C++ % of cuBLAS",
+            "valid",
+        ],
+        l.rungs.iter().map(|r| {
+            vec![
+                format!("{}/{}", r.experiment, r.variant),
+                format!("`{}`", r.kernel),
+                format!("{:.0}", r.rust_gflop_per_s),
+                r.cpp_gflop_per_s.map(|c| format!("{c:.0}")).unwrap_or_else(dash),
+                r.cpp_gflop_per_s
+                    .filter(|c| *c > 0.0)
+                    .map(|c| format!("{:.3}", r.rust_gflop_per_s / c))
+                    .unwrap_or_else(dash),
+                pct(Some(r.rust_gflop_per_s)),
+                pct(r.cpp_gflop_per_s),
+                if r.validated {
+                    "yes".into()
+                } else {
+                    "**NO**".into()
+                },
+            ]
+        }),
+    );
+    if let Some(b) = l.best() {
+        let share = l
+            .pct(b.rust_gflop_per_s)
+            .map(|p| format!(", {p:.1}% of cuBLAS SGEMM FP32 (goal {TARGET_PCT:.0}%)"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "\nBest Rust rung: {}/{} at {:.0} GFLOP/s{share}.",
+            b.experiment, b.variant, b.rust_gflop_per_s
+        );
+    }
+}

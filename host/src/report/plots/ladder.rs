@@ -1,0 +1,58 @@
+//! The ladder as bars: each rung's GFLOP/s as % of cuBLAS SGEMM FP32, Rust beside
+//! C++, with the goal marked.
+
+use super::Plot;
+use super::chart::{self, Bar, BarChart};
+use crate::error::Result;
+use crate::report::Results;
+use crate::report::ladder::{TARGET_PCT, ladder};
+
+pub const TITLE: &str = "The matmul ladder: each rung as % of cuBLAS SGEMM FP32";
+
+/// The plot, or None where no product ran beside cuBLAS.
+pub fn plot(results: &Results) -> Result<Option<Plot>> {
+    let Some(l) = ladder(results) else { return Ok(None) };
+    if l.cublas_fp32.is_none() {
+        return Ok(None);
+    }
+    let mut bars = Vec::new();
+    for r in &l.rungs {
+        let label = format!("{} {}", r.experiment, r.variant);
+        for (lang, g, color) in [
+            ("Rust", Some(r.rust_gflop_per_s), chart::BLUE),
+            ("C++", r.cpp_gflop_per_s, chart::ORANGE),
+        ] {
+            let (Some(g), Some(p)) = (g, g.and_then(|g| l.pct(g))) else {
+                continue;
+            };
+            bars.push(Bar {
+                label: if lang == "Rust" {
+                    label.clone()
+                } else {
+                    String::new()
+                },
+                value: p,
+                text: format!("{p:.1}% ({g:.0} GFLOP/s, {lang})"),
+                color,
+                gap_before: lang == "Rust",
+            });
+        }
+    }
+    let svg = chart::bar_chart(&BarChart {
+        title: TITLE,
+        device: &results.run.device.name,
+        x_desc: "% of cuBLAS SGEMM FP32 on the same matrices (GFLOP/s = 2 M N K / median time)",
+        origin: 0.0,
+        bars,
+        legend: vec![
+            ("Rust".into(), chart::BLUE),
+            ("CUDA C++ twin".into(), chart::ORANGE),
+        ],
+        reference: Some((TARGET_PCT, format!("{TARGET_PCT:.0}% goal"))),
+    })?;
+    Ok(Some(Plot {
+        file: "ladder.svg",
+        title: TITLE.into(),
+        svg,
+    }))
+}
