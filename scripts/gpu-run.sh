@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine over a bundle made by scripts/gpu-bundle.sh:
-#   scripts/gpu-run.sh [STAGE...]     stages: tests suite check sanitize report bench compare ncu broken (default: tests suite)
+#   scripts/gpu-run.sh [STAGE...]     stages: tests suite check sanitize report bench compare ncu predict broken (default: tests suite)
 # Logs and results go to $OUT (default ./gpu-out); the last thing printed is the table.
 # Only a few files come back from $OUT, two folders deep at most: stages that make
 # many files (report, bench, ncu) pack them into one archive each.
+#   predict: with a profile from the calibrate stage ($out/profile-*.json), each
+#        bandwidth kernel's predicted % of copy against a run of the suite, and its
+#        predicted DRAM bytes against ncu's at the default sizes (PREDICT_ONLY: regex).
 #   ncu: Nsight Compute counts each kernel's global sectors and requests and shared
 #        wavefronts (one profile per EXPERIMENT/VARIANT at NCU_SIZE, default 4M; only
 #        variants matching the regex NCU_ONLY, default all), then
@@ -154,8 +157,29 @@ for stage in "${stages[@]}"; do
       # The per-variant CSVs travel as one archive.
       tar -czf "$out/ncu.tar.gz" -C "$out" ncu && rm -rf "$dir"
       ;;
+    predict)
+      profile=$(ls "$out"/profile-*.json 2>/dev/null | head -n 1)
+      if [ -z "$profile" ]; then
+        echo "predict: no $out/profile-*.json (run the calibrate stage first)"; status=1; continue
+      fi
+      "$bundle/coalesce" run --quiet --json "$out/predict-run.json" >"$out/predict-run.txt" 2>&1 || status=1
+      "$bundle/coalesce" explain --quiet --profile "$profile" --against-run "$out/predict-run.json" \
+        --json "$out/predict-copy.json" >"$out/predict-copy.txt" 2>&1 || status=1
+      cat "$out/predict-copy.txt"
+      dir="$out/dram"
+      rm -rf "$dir" && mkdir -p "$dir"
+      # The bandwidth kernels only: a product's time is its arithmetic's.
+      for v in $("$bundle/coalesce" list --names | grep -vE '^(matmul|sgemm)/' | grep -E "${PREDICT_ONLY:-.}"); do
+        ncu --csv --print-units base --metrics dram__bytes_read.sum,dram__bytes_write.sum \
+          "$bundle/coalesce" run "$v" --reps 1 --warmup 0 --quiet >"$dir/${v/\//.}.csv" 2>>"$out/predict.log" || status=1
+      done
+      "$bundle/coalesce" explain --quiet --profile "$profile" --against-ncu "$dir" \
+        --json "$out/predict-dram.json" >"$out/predict-dram.txt" 2>>"$out/predict.log" || status=1
+      grep -E "DRAM|within" "$out/predict-dram.txt"
+      tar -czf "$out/dram.tar.gz" -C "$out" dram && rm -rf "$dir"
+      ;;
     *)
-      echo "unknown stage $stage (tests, suite, check, sanitize, report, bench, compare, ncu, broken)"; status=2 ;;
+      echo "unknown stage $stage (tests, suite, check, sanitize, report, bench, compare, ncu, predict, broken)"; status=2 ;;
   esac
 done
 exit $status
