@@ -339,7 +339,7 @@ fn clap_hints_survive_the_one_line_error() {
 fn output_paths_are_checked_before_any_work_and_nothing_is_made() {
     let err = fails(&["explain", "copy", "--json", "/nonexistent-dir/x.json"], 1);
     assert!(err.contains("cannot write /nonexistent-dir/x.json"), "{err}");
-    let from = fixture_dir().join("h100.json");
+    let from = fixture_dir("paths").join("h100.json");
     let err = fails(
         &["report", "--from", from.to_str().unwrap(), "--out", "/proc/r"],
         1,
@@ -349,8 +349,9 @@ fn output_paths_are_checked_before_any_work_and_nothing_is_made() {
 
 /// A folder of saved results: `h100.json` and `h200.json` as `run --json` writes
 /// them, made from the report tests' fixture with two device names.
-fn fixture_dir() -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("coalesce-cli-from-{}", std::process::id()));
+fn fixture_dir(test: &str) -> std::path::PathBuf {
+    // One folder per test: tests run in parallel in one process.
+    let dir = std::env::temp_dir().join(format!("coalesce-cli-{test}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     for (file, name, copy) in [
         ("h100.json", "NVIDIA H100 80GB HBM3", 2990.0),
@@ -381,7 +382,7 @@ fn fixture_dir() -> std::path::PathBuf {
 
 #[test]
 fn report_from_saved_results_needs_no_gpu_and_compares_gpus() {
-    let dir = fixture_dir();
+    let dir = fixture_dir("from");
     let (h100, h200) = (dir.join("h100.json"), dir.join("h200.json"));
     let out = dir.join("report");
     coalesce()
@@ -502,5 +503,58 @@ fn explain_predicts_with_a_profile_and_refuses_a_bad_one() {
     assert!(err.contains("newer coalesce (profile schema 3"), "{err}");
     let err = fails(&["explain", "copy", "--profile", "NVIDIA B300"], 2);
     assert!(err.contains("no profile ships for a GPU of that name"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn report_sets_predictions_beside_measurements_with_a_profile_of_that_gpu() {
+    let dir = fixture_dir("predicted");
+    let profile = |device: &str| {
+        format!(
+            r#"{{"schema":1,"coalesce_version":"test","device":"{device}","measured":"now","sm_count":132,
+            "l2_bytes":52428800,"max_threads_per_sm":2048,"copy_gb_per_s":2990,"dram_read_granularity":64,
+            "idle_latency_ns":700,"loaded_latency_ns":900,"stride_sweep":[],"inflight_sweep":[]}}"#
+        )
+    };
+    let h100 = dir.join("h100-profile.json");
+    std::fs::write(&h100, profile("NVIDIA H100 80GB HBM3")).unwrap();
+    let out = dir.join("predicted");
+    coalesce()
+        .args(["report", "--from", dir.join("h100.json").to_str().unwrap()])
+        .args([
+            "--profile",
+            h100.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .assert()
+        .success();
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("## Predicted beside measured"), "{md}");
+    assert!(
+        md.contains("| copy | f32x4 | 98.0 | 100.0 | +2.0% | DRAM bytes at the copy ceiling |"),
+        "{md}"
+    );
+    // Another GPU's profile is refused, and nothing is written.
+    let other = dir.join("other-profile.json");
+    std::fs::write(&other, profile("NVIDIA B300")).unwrap();
+    let not_made = dir.join("not-made-either");
+    let err = fails(
+        &[
+            "report",
+            "--from",
+            dir.join("h100.json").to_str().unwrap(),
+            "--profile",
+            other.to_str().unwrap(),
+            "--out",
+            not_made.to_str().unwrap(),
+        ],
+        2,
+    );
+    assert!(
+        err.contains("measured on NVIDIA B300, not on NVIDIA H100 80GB HBM3"),
+        "{err}"
+    );
+    assert!(!not_made.exists());
     let _ = std::fs::remove_dir_all(&dir);
 }

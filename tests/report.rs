@@ -146,6 +146,7 @@ fn fixture(only: &[&str]) -> Results {
             rows,
         },
         compare: None,
+        predicted: Vec::new(),
     }
 }
 
@@ -335,7 +336,12 @@ fn markdown_has_the_device_date_and_one_row_per_result() {
     assert!(matmul.contains("| 6100.0 |"), "GFLOP/s column: {matmul}");
     // A table row per result, per claim, per matmul rung, plus headers and separators.
     let table_lines = md.lines().filter(|l| l.starts_with('|')).count();
-    let rungs = results.run.rows.iter().filter(|r| r.gflop_per_s.is_some()).count();
+    let rungs = results
+        .run
+        .rows
+        .iter()
+        .filter(|r| r.gflop_per_s.is_some())
+        .count();
     assert_eq!(
         table_lines,
         results.run.rows.len() + 2 + claims::CLAIMS.len() + 2 + rungs + 2

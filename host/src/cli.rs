@@ -139,6 +139,11 @@ pub struct ReportArgs {
     /// one file per GPU to compare the GPUs side by side.
     #[arg(long, value_name = "FILE")]
     pub from: Vec<PathBuf>,
+    /// Set `explain`'s predictions beside the measurements (a table, and in the
+    /// stride and good-against-bad plots): a profile file from `coalesce calibrate`
+    /// or a shipped profile's GPU name, of the GPU the results come from.
+    #[arg(long, value_name = "FILE|GPU")]
+    pub profile: Option<String>,
 }
 
 #[derive(Debug, Args, Default)]
@@ -467,6 +472,37 @@ fn explain_command(args: ExplainArgs) -> Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
+/// `report --profile`: predictions for the results of the profile's GPU (one GPU's
+/// results with another's profile is refused; with several GPUs, the profile's).
+fn with_predictions(
+    all: &mut [Results],
+    profile: Option<crate::profile::Profile>,
+    origin: Option<&str>,
+) -> Result<()> {
+    let (Some(profile), Some(origin)) = (profile, origin) else {
+        return Ok(());
+    };
+    let several = all.len() > 1;
+    let mut used = false;
+    for r in all.iter_mut() {
+        if several && r.run.device.name != profile.device {
+            continue;
+        }
+        r.predicted = report::predicted::predict(r, profile.clone(), origin)?;
+        used = true;
+    }
+    if !used {
+        return Err(crate::Error::BadProfile {
+            path: origin.to_string(),
+            why: format!(
+                "measured on {}, which none of the results come from",
+                profile.device
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// `--profile`: a file, or a shipped profile by its GPU's name.
 fn profile_named(what: &str) -> Result<crate::profile::Profile> {
     use crate::profile::{Profile, SHIPPED};
@@ -681,7 +717,9 @@ fn report_from(args: &ReportArgs) -> Result<Outcome> {
         });
     }
     report::check_dir(&args.out)?;
-    let all = report::gpus::load_all(&args.from)?;
+    let profile = args.profile.as_deref().map(profile_named).transpose()?;
+    let mut all = report::gpus::load_all(&args.from)?;
+    with_predictions(&mut all, profile, args.profile.as_deref())?;
     let files = report::write_from(&args.out, &all)?;
     println!(
         "report: {} ({} files, from {} results file(s))",
@@ -700,9 +738,10 @@ fn write_report(args: ReportArgs, open: Opener) -> Result<Outcome> {
         return report_from(&args);
     }
     let (selection, plan) = plan(&args.suite)?;
-    // A bad --out fails now, not after the whole suite has run; nothing is made
-    // until there is something to write.
+    // A bad --out or --profile fails now, not after the whole suite has run; nothing
+    // is made until there is something to write.
     report::check_dir(&args.out)?;
+    let profile = args.profile.as_deref().map(profile_named).transpose()?;
     let mut all = Vec::new();
     for d in args.suite.device.ordinals()? {
         let start = Instant::now();
@@ -714,6 +753,7 @@ fn write_report(args: ReportArgs, open: Opener) -> Result<Outcome> {
                 elapsed_s: start.elapsed().as_secs_f64(),
                 run,
                 compare: None,
+                predicted: Vec::new(),
             }
         } else {
             // The comparison times the same Rust kernels through the same harness
@@ -728,6 +768,7 @@ fn write_report(args: ReportArgs, open: Opener) -> Result<Outcome> {
             )
         });
     }
+    with_predictions(&mut all, profile, args.profile.as_deref())?;
     let files = report::write_from(&args.out, &all)?;
     let took: f64 = all.iter().map(|r| r.elapsed_s).sum();
     println!(

@@ -55,6 +55,7 @@ pub fn load(path: &Path) -> Result<Vec<Results>> {
                 elapsed_s: 0.0,
                 run,
                 compare: None,
+                predicted: Vec::new(),
             })
         }
     };

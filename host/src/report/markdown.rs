@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use super::Results;
 use super::md::table;
 use super::plots::Plot;
-use super::{claims, ladder, versus};
+use super::{claims, ladder, predicted, versus};
 use crate::harness::Row;
 use crate::table::device_line;
 use crate::units::{format_bytes, format_ms};
@@ -111,6 +111,7 @@ pub fn render(results: &Results, plots: &[Plot]) -> String {
         versus::render(&mut out, c);
     }
     ladder::render(&mut out, results);
+    predicted::render(&mut out, results);
 
     let _ = writeln!(out, "\n## The seeds' claims beside this GPU\n");
     table(

@@ -8,6 +8,7 @@ pub mod ladder;
 pub mod markdown;
 mod md;
 pub mod plots;
+pub mod predicted;
 pub mod versus;
 
 use std::path::{Path, PathBuf};
@@ -33,6 +34,9 @@ pub struct Results {
     /// None with `--rust-only`; its `rows[].rust` are the numbers in `run`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compare: Option<CompareReport>,
+    /// `report --profile`: what the model predicts for these kernels on this GPU.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub predicted: Vec<predicted::Predicted>,
 }
 
 impl Results {
@@ -43,6 +47,7 @@ impl Results {
             elapsed_s,
             run: compare.rust_run(),
             compare: Some(compare),
+            predicted: Vec::new(),
         }
     }
 

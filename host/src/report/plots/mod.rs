@@ -7,7 +7,7 @@ mod versus;
 
 use chart::{Bar, BarChart, LineChart, Scale, Series};
 
-use super::Results;
+use super::{Results, predicted};
 use crate::error::Result;
 use crate::harness::Row;
 
@@ -41,11 +41,14 @@ pub fn all(results: &Results) -> Result<Vec<Plot>> {
     let device = results.run.device.name.as_str();
     let rows = &results.run.rows;
     let mut plots = Vec::new();
-    for plot in [stride, offset, good_vs_bad, transpose, matmul] {
-        if let Some(p) = plot(rows, device)? {
-            plots.push(p);
-        }
-    }
+    let drawn = [
+        stride(rows, device, results)?,
+        offset(rows, device)?,
+        good_vs_bad(rows, device, results)?,
+        transpose(rows, device)?,
+        matmul(rows, device)?,
+    ];
+    plots.extend(drawn.into_iter().flatten());
     if let Some(p) = ladder::plot(results)? {
         plots.push(p);
     }
@@ -80,7 +83,7 @@ pub fn sector_model(s: f64) -> f64 {
     (1.0 / s).max(1.0 / 8.0)
 }
 
-fn stride(rows: &[Row], device: &str) -> Result<Option<Plot>> {
+fn stride(rows: &[Row], device: &str, results: &Results) -> Result<Option<Plot>> {
     let points = numbered(rows, "stride");
     if points.is_empty() {
         return Ok(None);
@@ -100,38 +103,54 @@ fn stride(rows: &[Row], device: &str) -> Result<Option<Plot>> {
     let grid: Vec<f64> = (0..=octaves * 8).map(|k| 2f64.powf(f64::from(k) / 8.0)).collect();
     let model = |f: fn(f64) -> f64| grid.iter().map(|&s| (s, scale * f(s))).collect();
     let title = "Strided reads: effective bandwidth against stride";
+    // With a profile: what `explain --profile` predicts for each stride on this GPU.
+    let predicted: Vec<(f64, f64)> = points
+        .iter()
+        .filter_map(|(s, r)| predicted::of(results, &r.experiment, &r.variant).map(|p| (*s, p.pct_of_copy)))
+        .collect();
+    let mut series = vec![
+        Series {
+            name: "measured (useful bytes / time)".into(),
+            points: points.iter().map(|(s, r)| (*s, r.pct_of_copy)).collect(),
+            color: chart::BLUE,
+            measured: true,
+            width: 2,
+            values: true,
+        },
+        Series {
+            name: format!("128-byte-line model: 1/s down to 1/32, {scale_name}"),
+            points: model(line_model),
+            color: chart::ORANGE,
+            measured: false,
+            width: 6,
+            values: false,
+        },
+        Series {
+            name: format!("32-byte-sector model: 1/s down to 1/8, {scale_name}"),
+            points: model(sector_model),
+            color: chart::GREEN,
+            measured: false,
+            width: 2,
+            values: false,
+        },
+    ];
+    if !predicted.is_empty() {
+        series.push(Series {
+            name: "predicted for this GPU (coalesce explain --profile: DRAM bytes, bytes in flight)".into(),
+            points: predicted,
+            color: chart::GREY,
+            measured: true,
+            width: 2,
+            values: false,
+        });
+    }
     let svg = chart::line_chart(&LineChart {
         title,
         device,
         x_desc: "stride s (f32 elements between consecutive threads, log2 scale)",
         y_desc: "effective bandwidth (% of cuMemcpyDtoD)",
         x_scale: Scale::Log2,
-        series: vec![
-            Series {
-                name: "measured (useful bytes / time)".into(),
-                points: points.iter().map(|(s, r)| (*s, r.pct_of_copy)).collect(),
-                color: chart::BLUE,
-                measured: true,
-                width: 2,
-                values: true,
-            },
-            Series {
-                name: format!("128-byte-line model: 1/s down to 1/32, {scale_name}"),
-                points: model(line_model),
-                color: chart::ORANGE,
-                measured: false,
-                width: 6,
-                values: false,
-            },
-            Series {
-                name: format!("32-byte-sector model: 1/s down to 1/8, {scale_name}"),
-                points: model(sector_model),
-                color: chart::GREEN,
-                measured: false,
-                width: 2,
-                values: false,
-            },
-        ],
+        series,
     })?;
     Ok(Some(Plot {
         file: "stride.svg",
@@ -187,7 +206,7 @@ fn contrast<'a>(rows: &'a [Row], experiment: &str) -> Option<(&'a Row, &'a Row)>
     (best.variant != worst.variant).then_some((best, worst))
 }
 
-fn good_vs_bad(rows: &[Row], device: &str) -> Result<Option<Plot>> {
+fn good_vs_bad(rows: &[Row], device: &str, results: &Results) -> Result<Option<Plot>> {
     let mut experiments: Vec<&str> = Vec::new();
     for r in rows.iter().filter(|r| r.flops.is_none()) {
         if !experiments.contains(&r.experiment.as_str()) {
@@ -198,10 +217,14 @@ fn good_vs_bad(rows: &[Row], device: &str) -> Result<Option<Plot>> {
     for e in experiments {
         if let Some((good, bad)) = contrast(rows, e) {
             for (r, color, first) in [(good, chart::GREEN, true), (bad, chart::RED, false)] {
+                let text = match predicted::of(results, &r.experiment, &r.variant) {
+                    Some(p) => format!("{} (predicted {:.1}%)", pct_text(r), p.pct_of_copy),
+                    None => pct_text(r),
+                };
                 bars.push(Bar {
                     label: format!("{e} {}", r.variant),
                     value: r.pct_of_copy,
-                    text: pct_text(r),
+                    text,
                     color,
                     gap_before: first,
                 });
