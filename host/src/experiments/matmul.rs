@@ -12,7 +12,8 @@ use crate::experiment::{
 use crate::launch::{Launch, MAX_GRID_X, MAX_GRID_YZ};
 use crate::twin;
 
-const ARGS: &[Arg] = &[
+/// `(m, n, k, a, b, c)`: every matmul and SGEMM kernel's parameters.
+pub const ARGS: &[Arg] = &[
     Arg::Dim(Dim::M),
     Arg::Dim(Dim::N),
     Arg::Dim(Dim::K),
@@ -23,12 +24,12 @@ const ARGS: &[Arg] = &[
 
 /// One thread per element of C in 32 x 32 blocks.
 fn square(p: &Problem, _: &DeviceInfo) -> Result<Launch> {
-    tiles(p, (TILE as u32, TILE as u32, 1))
+    tiles(p, (TILE, TILE), (TILE as u32, TILE as u32, 1))
 }
 
 /// The same tiles with 1D blocks of 1024 threads.
 fn flat(p: &Problem, _: &DeviceInfo) -> Result<Launch> {
-    tiles(p, ((TILE * TILE) as u32, 1, 1))
+    tiles(p, (TILE, TILE), ((TILE * TILE) as u32, 1, 1))
 }
 
 /// A, B and C of a product: what every matmul and SGEMM kernel takes.
@@ -90,15 +91,16 @@ pub fn within_32_bit_indices(p: &Problem) -> Result<()> {
     Ok(())
 }
 
-/// A grid of 32 x 32 tiles of C with `block` threads each.
-fn tiles(p: &Problem, block: (u32, u32, u32)) -> Result<Launch> {
+/// A grid of `bm` x `bn` tiles of C, `block` threads each, within CUDA's grid limits
+/// and the kernels' 32-bit indices: the launch rule of every product kernel.
+pub fn tiles(p: &Problem, (bm, bn): (usize, usize), block: (u32, u32, u32)) -> Result<Launch> {
     within_32_bit_indices(p)?;
     let (m, n) = (p.dim(Dim::M), p.dim(Dim::N));
-    let (gx, gy) = (n.div_ceil(TILE) as u64, m.div_ceil(TILE) as u64);
+    let (gx, gy) = (n.div_ceil(bn).max(1) as u64, m.div_ceil(bm).max(1) as u64);
     if gx > MAX_GRID_X || gy > MAX_GRID_YZ {
         return Err(Error::TooLarge {
             what: format!("a {m} x {n} product"),
-            why: format!("needs a {gx} x {gy} grid; CUDA allows {MAX_GRID_X} x {MAX_GRID_YZ}"),
+            why: format!("needs a {gx} x {gy} grid of {bm} x {bn} tiles; CUDA allows {MAX_GRID_X} x {MAX_GRID_YZ}"),
         });
     }
     Ok(Launch {

@@ -10,41 +10,18 @@ use kernels::sgemm::{
     T2_THREADS, WARPTILE, WarpTiling,
 };
 
-use super::matmul::{self, within_32_bit_indices};
+use super::matmul;
 use crate::device::DeviceInfo;
-use crate::error::{Error, Result};
-use crate::experiment::{
-    Arg, DefaultSize, Dim, Experiment, Kind, Problem, Reference, Variant,
-};
-use crate::launch::{Launch, MAX_GRID_X, MAX_GRID_YZ};
+use crate::error::Result;
+use crate::experiment::{Arg, DefaultSize, Experiment, Kind, Problem, Reference, Variant};
+use crate::launch::Launch;
 use crate::twin;
 
-const ARGS: &[Arg] = &[
-    Arg::Dim(Dim::M),
-    Arg::Dim(Dim::N),
-    Arg::Dim(Dim::K),
-    Arg::Buffer(0),
-    Arg::Buffer(1),
-    Arg::Buffer(2),
-];
+const ARGS: &[Arg] = matmul::ARGS;
 
-/// A grid of `bm` x `bn` tiles of C, one block of `threads` each (1D blocks), within
-/// CUDA's grid limits and the kernels' 32-bit indices.
+/// A grid of `bm` x `bn` tiles of C, one 1D block of `threads` each.
 fn tiles(p: &Problem, bm: usize, bn: usize, threads: usize) -> Result<Launch> {
-    within_32_bit_indices(p)?;
-    let (m, n) = (p.dim(Dim::M), p.dim(Dim::N));
-    let (gx, gy) = (n.div_ceil(bn).max(1) as u64, m.div_ceil(bm).max(1) as u64);
-    if gx > MAX_GRID_X || gy > MAX_GRID_YZ {
-        return Err(Error::TooLarge {
-            what: format!("a {m} x {n} product"),
-            why: format!("needs a {gx} x {gy} grid of {bm} x {bn} tiles; CUDA allows {MAX_GRID_X} x {MAX_GRID_YZ}"),
-        });
-    }
-    Ok(Launch {
-        grid: (gx as u32, gy as u32, 1),
-        block: (threads as u32, 1, 1),
-        shared_bytes: 0,
-    })
+    matmul::tiles(p, (bm, bn), (threads as u32, 1, 1))
 }
 
 fn smem(p: &Problem, _: &DeviceInfo) -> Result<Launch> {
