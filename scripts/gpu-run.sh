@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine over a bundle made by scripts/gpu-bundle.sh:
-#   scripts/gpu-run.sh [STAGE...]     stages: tests suite check sanitize report bench compare ncu predict broken (default: tests suite)
+#   scripts/gpu-run.sh [STAGE...]     stages: tests suite check sanitize report bench compare ncu broken calibrate predict (default: tests suite)
 # Logs and results go to $OUT (default ./gpu-out); the last thing printed is the table.
 # Only a few files come back from $OUT, two folders deep at most: stages that make
 # many files (report, bench, ncu) pack them into one archive each.
@@ -11,6 +11,9 @@
 #        wavefronts (one profile per EXPERIMENT/VARIANT at NCU_SIZE, default 4M; only
 #        variants matching the regex NCU_ONLY, default all), then
 #        `coalesce explain --against-ncu` prints predicted against measured.
+#   calibrate: `coalesce calibrate` measures the GPU's profile into
+#        $OUT/profile-<gpu>.json and prints its summary (CALIBRATE_ARGS adds options,
+#        e.g. CALIBRATE_ARGS=--quick for a smoke test).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bundle=gpu-bundle
@@ -178,8 +181,17 @@ for stage in "${stages[@]}"; do
       grep -E "DRAM|within" "$out/predict-dram.txt"
       tar -czf "$out/dram.tar.gz" -C "$out" dram && rm -rf "$dir"
       ;;
+    calibrate)
+      # Named as coalesce names it: nvidia-h100-80gb-hbm3 for "NVIDIA H100 80GB HBM3".
+      name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1)
+      slug=$(printf '%s' "${name:-gpu}" | tr '[:upper:]' '[:lower:]' | tr -cs 'a-z0-9' '-' | sed 's/^-*//; s/-*$//')
+      # shellcheck disable=SC2086
+      "$bundle/coalesce" calibrate --quiet --out "$out/profile-${slug:-gpu}.json" ${CALIBRATE_ARGS:-} \
+        >"$out/calibrate.txt" 2>"$out/calibrate.err" || status=1
+      cat "$out/calibrate.err" "$out/calibrate.txt"
+      ;;
     *)
-      echo "unknown stage $stage (tests, suite, check, sanitize, report, bench, compare, ncu, predict, broken)"; status=2 ;;
+      echo "unknown stage $stage (tests, suite, check, sanitize, report, bench, compare, ncu, broken, calibrate, predict)"; status=2 ;;
   esac
 done
 exit $status

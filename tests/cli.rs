@@ -558,3 +558,40 @@ fn report_sets_predictions_beside_measurements_with_a_profile_of_that_gpu() {
     assert!(!not_made.exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `calibrate` checks where its profile goes before it opens the GPU, so a bad
+/// `--out` fails at once, with or without one.
+#[test]
+fn calibrate_refuses_an_unwritable_file_before_any_work() {
+    let err = fails(&["calibrate", "--out", "/proc/x.json"], 1);
+    assert!(err.contains("cannot write /proc/x.json"), "{err}");
+    let dir = std::env::temp_dir();
+    let err = fails(&["calibrate", "--quick", "--out", dir.to_str().unwrap()], 1);
+    assert!(err.contains("cannot write"), "{err}");
+    assert!(fails(&["calibrate", "--device", "x"], 2).contains("--device"));
+}
+
+/// Without a driver, `calibrate` is the one-line no-GPU error, and leaves no file in
+/// the folder it would have written to.
+#[test]
+fn calibrate_without_a_gpu_is_one_line_and_writes_nothing() {
+    if coalesce::device::driver().is_ok() {
+        return; // A machine with a driver: scripts/gpu-run.sh calibrate runs it.
+    }
+    let dir = std::env::temp_dir().join(format!("coalesce-calibrate-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for args in [&["calibrate"][..], &["calibrate", "--quick", "--device", "1"]] {
+        let out = coalesce().args(args).current_dir(&dir).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.starts_with("error: no NVIDIA GPU available: no NVIDIA driver on this machine"),
+            "{args:?}: {err}"
+        );
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+    assert!(left.is_empty(), "calibrate left {left:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,5 +1,5 @@
 //! The `coalesce` command line: `run` (the default), `report`, `compare`, `explain`,
-//! `info`, `list`, `check`.
+//! `info`, `list`, `check`, `calibrate`.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -73,6 +73,25 @@ pub enum Command {
         #[arg(long, default_value_t = 0x5eed)]
         seed: u64,
     },
+    /// Measure this GPU's profile for `explain`'s predictions (copy ceiling, DRAM read
+    /// granularity, idle and loaded latency, threads per SM) and write it as JSON.
+    Calibrate(CalibrateArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CalibrateArgs {
+    /// CUDA device ordinal.
+    #[arg(long, default_value_t = 0)]
+    pub device: u32,
+    /// The profile file (default: coalesce-profile-<device>.json in the current folder).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// A smoke test: smaller arrays, fewer strides and repetitions (not a profile to use).
+    #[arg(long)]
+    pub quick: bool,
+    /// No progress bar on stderr.
+    #[arg(long, short)]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Args)]
@@ -307,7 +326,16 @@ fn one_line(text: &str) -> String {
 }
 
 /// The commands, for "did you mean" when a first word is neither one nor an experiment.
-const COMMANDS: [&str; 7] = ["run", "report", "compare", "explain", "info", "list", "check"];
+const COMMANDS: [&str; 8] = [
+    "run",
+    "report",
+    "compare",
+    "explain",
+    "info",
+    "list",
+    "check",
+    "calibrate",
+];
 
 /// Edit distance (insertions, deletions, substitutions, adjacent swaps).
 fn distance(a: &str, b: &str) -> usize {
@@ -369,6 +397,7 @@ pub fn execute_on(cli: Cli, open: Opener) -> Result<Outcome> {
             Ok(Outcome::Ok)
         }
         Some(Command::Explain(args)) => explain_command(args),
+        Some(Command::Calibrate(args)) => calibrate(args, open),
         Some(Command::List { names }) => {
             print!("{}", if names { list_names() } else { list() });
             Ok(Outcome::Ok)
@@ -524,6 +553,42 @@ fn profile_named(what: &str) -> Result<crate::profile::Profile> {
             ),
         })
     })
+}
+
+/// `coalesce calibrate`: measures the profile and writes it, or, when a kernel fails
+/// validation, says which and writes nothing.
+fn calibrate(args: CalibrateArgs, open: Opener) -> Result<Outcome> {
+    use crate::calibrate::{self as cal, Plan};
+    // An unwritable file fails now, not after minutes of measuring; the default name
+    // needs the device's name, so until the GPU is open, its folder is what is checked.
+    let probe = args.out.clone().unwrap_or_else(|| cal::default_path(""));
+    table::check_writable(&probe)?;
+    let gpu = open(args.device)?;
+    let path = args.out.unwrap_or_else(|| cal::default_path(&gpu.info.name));
+    table::check_writable(&path)?;
+    println!("calibrating {}", table::device_line(&gpu.info, ptx::ARCH));
+    let plan = Plan { quick: args.quick };
+    let mut progress = Progress::new(plan.steps(), args.quiet);
+    let c = cal::measure(&gpu, plan, |msg| progress.step(msg))?;
+    progress.finish();
+    if !c.failures.is_empty() {
+        for f in &c.failures {
+            println!("NOT VALIDATED {f}");
+        }
+        return Ok(Outcome::Invalid(c.failures.len()));
+    }
+    print!("{}", cal::summary(&c.profile, &c.notes));
+    // What the loader would refuse is refused here, before a file exists.
+    let text = serde_json::to_string(&c.profile)?;
+    crate::profile::Profile::parse(&text, &path.display().to_string())?;
+    table::write_json(&path, &c.profile)?;
+    let note = if args.quick {
+        " (--quick: a smoke test)"
+    } else {
+        ""
+    };
+    println!("profile: {}{note}", path.display());
+    Ok(Outcome::Ok)
 }
 
 /// The text of `coalesce list`.

@@ -31,6 +31,9 @@ pub struct DeviceInfo {
     pub memory_clock_khz: u64,
     pub bus_width_bits: u64,
     pub driver_version: i32,
+    /// Threads one SM holds at once (0 in files written before it was recorded).
+    #[serde(default)]
+    pub max_threads_per_sm: u32,
 }
 
 impl DeviceInfo {
@@ -47,6 +50,7 @@ impl DeviceInfo {
             memory_clock_khz: 2_619_000,
             bus_width_bits: 5120,
             driver_version: 13000,
+            max_threads_per_sm: 2048,
         }
     }
 
@@ -137,6 +141,27 @@ fn no_gpu(e: CudaError) -> Error {
             Error::NoGpu(format!("the NVIDIA driver could not be initialised ({e}){hint}"))
         }
         other => Error::NoGpu(format!("{other}{hint}")),
+    }
+}
+
+/// A file-name form of a device name: `NVIDIA H100 80GB HBM3` -> `nvidia-h100-80gb-hbm3`.
+pub fn slug(device: &str) -> String {
+    let mut s: String = device
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    while s.contains("--") {
+        s = s.replace("--", "-");
+    }
+    match s.trim_matches('-') {
+        "" => "gpu".into(),
+        t => t.to_string(),
     }
 }
 
@@ -283,6 +308,7 @@ fn read_info(ordinal: u32, device: Device) -> Result<DeviceInfo> {
         driver_version: cust::CudaApiVersion::get()
             .map(|v| v.major() * 1000 + v.minor() * 10)
             .unwrap_or(0),
+        max_threads_per_sm: attr(DeviceAttribute::MaxThreadsPerMultiprocessor)?.max(0) as u32,
     })
 }
 

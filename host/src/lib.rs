@@ -12,6 +12,7 @@
 //! how each warp's accesses coalesce, per source line.
 
 pub mod buffers;
+pub mod calibrate;
 pub mod check;
 pub mod cli;
 pub mod columns;

@@ -20,6 +20,7 @@ pub mod gpu;
 
 pub mod fill;
 
+pub mod chase;
 pub mod complex;
 pub mod copy;
 pub mod inflight;

@@ -97,23 +97,7 @@ fn same_device(a: &Results, b: &Results) -> bool {
 
 /// A folder name for one GPU's own report: `nvidia-h100-80gb-hbm3`.
 pub fn slug(results: &Results) -> String {
-    let mut s: String = results
-        .run
-        .device
-        .name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() {
-                c.to_ascii_lowercase()
-            } else {
-                '-'
-            }
-        })
-        .collect();
-    while s.contains("--") {
-        s = s.replace("--", "-");
-    }
-    s.trim_matches('-').to_string()
+    crate::device::slug(&results.run.device.name)
 }
 
 /// Every (experiment, variant) of any file, in the order they first appear.

@@ -1,0 +1,120 @@
+//! `coalesce calibrate`'s GPU code without a GPU: the pointer-chase kernel on the CPU
+//! emulator, through the cycle the host builds for it. (The fits are unit tests in
+//! host/src/calibrate.rs; the command's errors are in tests/cli.rs.)
+
+use coalesce::calibrate::{CHASE_SPACING, chase_buffer, follow};
+use kernels::gpu::emu::{Dim3, LaunchConfig, Op, launch};
+
+/// Runs `chase(steps, next, cursor)` on the emulator over a whole block, as words (the
+/// way a GPU launch passes them), and returns the access log.
+fn chase(next: &[u32], cursor: &mut [u32; 1], steps: usize, threads: u32) -> Vec<kernels::gpu::emu::Access> {
+    let k = kernels::host_kernel("chase").expect("chase is in the emulator's kernel table");
+    assert_eq!(k.params, ["usize", "Global<u32>", "GlobalMut<u32>"]);
+    let words = [steps as u64, next.as_ptr() as u64, cursor.as_mut_ptr() as u64];
+    let cfg = LaunchConfig {
+        grid: Dim3::from(1),
+        block: Dim3::from(threads),
+        record: true,
+        ..Default::default()
+    };
+    // SAFETY: the words are live host buffers; every index in next is inside it.
+    launch(&cfg, || unsafe { (k.call)(&words) })
+}
+
+#[test]
+fn the_chase_follows_the_cycle_and_goes_on_where_it_stopped() {
+    let slots = 64;
+    let next = chase_buffer(slots, 11).unwrap();
+    let mut cursor = [0u32];
+    let log = chase(&next, &mut cursor, 100, 32);
+    assert_eq!(cursor[0], follow(&next, 0, 100));
+    assert_ne!(cursor[0], 0);
+    // One thread did the work: the cursor's load, 100 hops, the cursor's store.
+    assert!(log.iter().all(|a| a.thread == 0), "only thread 0 touches memory");
+    let mut hops: Vec<(usize, usize)> = log
+        .iter()
+        .filter(|a| a.op == Op::Load && a.addr != cursor.as_ptr() as usize)
+        .map(|a| (a.occurrence, (a.addr - next.as_ptr() as usize) / 4))
+        .collect();
+    hops.sort();
+    let hops: Vec<usize> = hops.into_iter().map(|(_, i)| i).collect();
+    assert_eq!(hops.len(), 100);
+    let mut j = 0;
+    for (step, &at) in hops.iter().enumerate() {
+        assert_eq!(
+            at, j as usize,
+            "hop {step} reads the index the one before returned"
+        );
+        assert_eq!(
+            at % CHASE_SPACING,
+            0,
+            "every hop at the start of its own 128-byte line"
+        );
+        j = next[at];
+    }
+    assert_eq!(log.iter().filter(|a| a.op == Op::Store).count(), 1);
+    // A second launch continues: 100 + 28 hops are two whole turns of the 64-slot cycle.
+    chase(&next, &mut cursor, 28, 1);
+    assert_eq!(cursor[0], 0);
+    // Zero steps store the cursor unchanged.
+    chase(&next, &mut cursor, 0, 1);
+    assert_eq!(cursor[0], 0);
+}
+
+#[test]
+fn the_chase_is_in_the_ptx() {
+    assert!(coalesce::ptx::entry_points(coalesce::ptx::PTX).contains(&"chase"));
+}
+
+/// A quick calibration on the GPU: every kernel validated, every parameter in the
+/// range a current NVIDIA GPU gives, and a profile the loader accepts.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn a_quick_calibration_is_plausible() {
+    use coalesce::calibrate::{Plan, measure, summary};
+    let gpu = coalesce::device::Gpu::open(0).unwrap_or_else(|e| panic!("this test needs an NVIDIA GPU: {e}"));
+    let plan = Plan { quick: true };
+    let mut steps = 0;
+    let c = measure(&gpu, plan, |_| steps += 1).unwrap();
+    assert_eq!(steps, plan.steps());
+    assert!(c.failures.is_empty(), "{:?}", c.failures);
+    let p = &c.profile;
+    let text = summary(p, &c.notes);
+    assert!(p.copy_gb_per_s > 100.0, "{text}");
+    assert!([32, 64, 128].contains(&p.dram_read_granularity), "{text}");
+    assert!((100.0..5000.0).contains(&p.idle_latency_ns), "{text}");
+    assert!((100.0..20_000.0).contains(&p.loaded_latency_ns), "{text}");
+    assert_eq!(p.max_threads_per_sm, gpu.info.max_threads_per_sm);
+    assert!(p.max_threads_per_sm >= 1024, "{text}");
+    assert_eq!(p.stride_sweep.len(), plan.strides().len());
+    assert_eq!(p.inflight_sweep.len(), 8);
+    let json = serde_json::to_string(p).unwrap();
+    let back = coalesce::profile::Profile::parse(&json, "test").unwrap();
+    assert_eq!(&back, p);
+    println!("{text}");
+}
+
+/// The command as a user runs it: the file it writes is a profile of this GPU.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn calibrate_quick_writes_a_profile_of_this_gpu() {
+    let dir = std::env::temp_dir().join(format!("coalesce-calibrate-gpu-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("profile.json");
+    let out = assert_cmd::Command::cargo_bin("coalesce")
+        .unwrap()
+        .args(["calibrate", "--quick", "--quiet", "--out", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("dram_read_granularity"), "{stdout}");
+    let name = coalesce::device::Gpu::open(0).unwrap().info.name;
+    let profile = coalesce::profile::Profile::load(&file).unwrap();
+    profile.for_device(&name, "profile.json").unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+}
