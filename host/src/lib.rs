@@ -11,11 +11,13 @@
 //! [`report`] writes them as Markdown, JSON and SVG plots, and [`explain`] predicts
 //! how each warp's accesses coalesce, per source line.
 
+pub mod args;
 pub mod buffers;
 pub mod calibrate;
 pub mod check;
 pub mod cli;
 pub mod columns;
+pub mod commands;
 pub mod compare;
 pub mod device;
 pub mod error;
