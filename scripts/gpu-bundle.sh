@@ -35,4 +35,8 @@ if [ "${BUNDLE_BENCHES:-1}" = 1 ] && ls benches/*.rs >/dev/null 2>&1; then
   cargo bench --workspace --no-run "${features[@]}" --message-format=json 2>/dev/null | copy_executables bench
 fi
 cp scripts/gpu-run.sh "$bundle/"
+# Symbols are a fifth of the bundle, which must travel in 64 MiB with the tree.
+if command -v strip >/dev/null; then
+  strip "$bundle"/coalesce "$bundle"/test-* "$bundle"/bench-* 2>/dev/null || true
+fi
 du -sh "$bundle"
