@@ -228,11 +228,7 @@ pub fn measure(
     library(&mut p)?;
     drop(p);
     let after = memcpy_baseline(gpu, size, opts.reps)?;
-    let baseline = if after.gb_per_s > before.gb_per_s {
-        after
-    } else {
-        before
-    };
+    let baseline = before.faster(after);
     let mut rust_rows = Vec::new();
     let mut cpp_rows = Vec::new();
     for (case, timings, rust_check, cpp_check) in measured {

@@ -144,6 +144,19 @@ pub struct Baseline {
     pub gb_per_s: f64,
 }
 
+impl Baseline {
+    /// The faster of two copies timed before and after other work: background driver
+    /// work (freeing a previous experiment's memory) can make one copy look slow, and
+    /// a slow ceiling would make every kernel look good.
+    pub fn faster(self, other: Baseline) -> Baseline {
+        if other.gb_per_s > self.gb_per_s {
+            other
+        } else {
+            self
+        }
+    }
+}
+
 pub fn memcpy_baseline(gpu: &Gpu, bytes: u64, reps: Reps) -> Result<Baseline> {
     let n = (bytes / 4) as usize;
     let src = gpu.alloc::<f32>(n)?;

@@ -314,7 +314,7 @@ pub fn measure(gpu: &Gpu, plan: Plan, mut progress: impl FnMut(&str)) -> Result<
     let (idle_ns, chase_bytes, chase_steps, chase_failure) = idle_latency(gpu, plan, &mut progress)?;
     progress("copy baseline again");
     let after = memcpy_baseline(gpu, copy_bytes, reps)?;
-    let copy_gb_per_s = before.gb_per_s.max(after.gb_per_s);
+    let copy_gb_per_s = before.faster(after).gb_per_s;
     let unfit = |what: &str| crate::Error::BadProfile {
         path: "calibrate".into(),
         why: format!("no usable measurement to fit {what} (the timings were zero or not finite)"),
