@@ -2,6 +2,7 @@
 # Runs on the GPU machine over a bundle made by scripts/gpu-bundle.sh:
 #   scripts/gpu-run.sh [STAGE...]     stages: tests suite check sanitize report bench compare ncu broken calibrate predict (default: tests suite)
 # Logs and results go to $OUT (default ./gpu-out); the last thing printed is the table.
+# DEADLINE=S runs the stages under one clock of S seconds (below).
 # Only a few files come back from $OUT, two folders deep at most: stages that make
 # many files (report, bench, ncu) pack them into one archive each.
 #   predict: with a profile from the calibrate stage ($out/profile-*.json), each
@@ -22,6 +23,27 @@ mkdir -p "$out"
 stages=("$@")
 [ ${#stages[@]} -gt 0 ] || stages=(tests suite)
 status=0
+
+# DEADLINE=S: every stage runs under one clock of S seconds, each in a child of this
+# script under `timeout`, so a long stage is cut (and said to be) while the logs of the
+# stages before it stay, and stages past the deadline are named as skipped.
+if [ -n "${DEADLINE:-}" ]; then
+  start=$(date +%s)
+  for stage in "${stages[@]}"; do
+    left=$(( DEADLINE - ($(date +%s) - start) ))
+    if [ "$left" -le 5 ]; then
+      echo "== $stage: skipped, the ${DEADLINE} s deadline has passed" | tee -a "$out/stages.log"; status=1; continue
+    fi
+    echo "== $stage (${left} s left)" | tee -a "$out/stages.log"
+    t0=$(date +%s)
+    OUT=$out DEADLINE= timeout --kill-after=10 "$left" "$0" "$stage"
+    rc=$?
+    [ "$rc" = 124 ] && echo "== $stage: cut at the deadline" | tee -a "$out/stages.log"
+    [ "$rc" = 0 ] || status=1
+    echo "== $stage: exit $rc, $(( $(date +%s) - t0 )) s" | tee -a "$out/stages.log"
+  done
+  exit $status
+fi
 
 export CARGO_BIN_EXE_coalesce=$PWD/$bundle/coalesce
 [ -x /usr/local/cuda/bin/ptxas ] && export PTXAS=/usr/local/cuda/bin/ptxas
