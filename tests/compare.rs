@@ -141,9 +141,20 @@ fn compare_validates_every_row_on_both_sides() {
         assert!(r.rust_over_cpp.is_some_and(|x| x.is_finite() && x > 0.0));
     }
     assert_eq!(report.failures(), 0);
-    // matmul brought cuBLAS in: both maths ran on its matrices and validated.
-    let maths: Vec<Math> = report.cublas_rows.iter().map(|c| c.math).collect();
-    assert_eq!(maths, [Math::Fp32, Math::Tf32], "{:?}", report.cublas);
+    // Every product experiment brings cuBLAS in: both maths ran on its matrices.
+    let ran: Vec<(&str, Math)> = report
+        .cublas_rows
+        .iter()
+        .map(|c| (c.experiment.as_str(), c.math))
+        .collect();
+    let products = ALL
+        .iter()
+        .filter(|e| e.kind == coalesce::experiment::Kind::Product);
+    let expected: Vec<(&str, Math)> = products
+        .flat_map(|e| [(e.name, Math::Fp32), (e.name, Math::Tf32)])
+        .collect();
+    assert!(expected.len() >= 4, "matmul and sgemm are products");
+    assert_eq!(ran, expected, "{:?}", report.cublas);
     assert!(
         report
             .rows
