@@ -66,52 +66,9 @@ extern "C" __global__ void transpose_tiled_padded(size_t rows, size_t cols, cons
     through_tile<TILE + 1>(tile, rows, cols, src, dst);
 }
 
-// Tuned candidates for the copy ceiling: the padded tile with more bytes in flight.
+// Tuned for the copy ceiling: the padded tile with more bytes in flight.
 
-constexpr size_t TILES_PER_BLOCK = 4;
 constexpr size_t TILE64 = 64;
-
-// This thread's TILE / BLOCK_ROWS elements of the tile at (bx, by) (0 outside the matrix).
-__device__ __forceinline__ void load_tile_rows(float (&v)[TILE / BLOCK_ROWS], size_t bx, size_t by,
-                                               size_t rows, size_t cols, const float* __restrict__ src) {
-    for (size_t k = 0; k < TILE / BLOCK_ROWS; ++k) {
-        size_t x = bx + threadIdx.x, y = by + threadIdx.y + k * BLOCK_ROWS;
-        v[k] = (x < cols && y < rows) ? __ldg(&src[y * cols + x]) : 0.0f;
-    }
-}
-
-// Padded 32 x 32 tile, four tiles per block down a column of tiles: the next tile's
-// loads are issued before the current tile's stores.
-extern "C" __global__ void transpose_padded_4tiles(size_t rows, size_t cols, const float* __restrict__ src,
-                                                   float* __restrict__ dst) {
-    __shared__ float tile[TILE][TILE + 1];
-    size_t tx = threadIdx.x, ty = threadIdx.y;
-    size_t bx = blockIdx.x * TILE;
-    size_t first = blockIdx.y * TILE * TILES_PER_BLOCK;
-    float v[TILE / BLOCK_ROWS];
-    load_tile_rows(v, bx, first, rows, cols, src);
-    for (size_t t = 0; t < TILES_PER_BLOCK; ++t) {
-        size_t by = first + t * TILE;
-        if (by >= rows) {
-            break;
-        }
-        for (size_t k = 0; k < TILE / BLOCK_ROWS; ++k) {
-            tile[ty + k * BLOCK_ROWS][tx] = v[k];
-        }
-        __syncthreads();
-        if (t + 1 < TILES_PER_BLOCK) {
-            load_tile_rows(v, bx, by + TILE, rows, cols, src);
-        }
-        for (size_t k = 0; k < TILE / BLOCK_ROWS; ++k) {
-            size_t j = ty + k * BLOCK_ROWS;
-            size_t x = by + tx, y = bx + j;
-            if (x < rows && y < cols) {
-                dst[y * rows + x] = tile[tx][j];
-            }
-        }
-        __syncthreads();
-    }
-}
 
 // Padded 64 x 64 tile, 32 x 8 threads: 16 elements per thread, all loaded first.
 extern "C" __global__ void transpose_padded_64(size_t rows, size_t cols, const float* __restrict__ src,

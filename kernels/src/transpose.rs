@@ -97,11 +97,9 @@ kernel! {
     }
 }
 
-// Tuned candidates for the copy ceiling (issue 15): the padded tile of
+// Tuned for the copy ceiling (issue 15): the padded tile of
 // `transpose_tiled_padded`, with more bytes in flight per thread and per block.
 
-/// Tiles one block of [`transpose_padded_4tiles`] transposes, down a column of tiles.
-pub const TILES_PER_BLOCK: usize = 4;
 /// Edge of the large tile of [`transpose_padded_64`] and [`transpose_padded_64_f32x4`].
 pub const TILE64: usize = 64;
 /// Threads along x of [`transpose_padded_64_f32x4`]: 8 float4s span 32 floats, so a
@@ -109,61 +107,6 @@ pub const TILE64: usize = 64;
 pub const VEC_THREADS_X: usize = 8;
 /// Threads along y of [`transpose_padded_64_f32x4`].
 pub const VEC_THREADS_Y: usize = 32;
-
-kernel! {
-    /// Padded 32 x 32 tile, 32 x 8 threads, four tiles per block down a column of tiles:
-    /// each thread loads its 4 elements of the next tile into registers before it
-    /// writes the current tile out, so 16 bytes of loads stay in flight while it stores,
-    /// and each block moves 4x the bytes (fewer block launches per byte). Both global
-    /// accesses coalesced as in `transpose_tiled_padded`. Grid: (ceil(cols/32), ceil(rows/128)).
-    pub fn transpose_padded_4tiles(rows: usize, cols: usize, src: Global<f32>, dst: GlobalMut<f32>) {
-        const PITCH: usize = TILE + 1;
-        const K: usize = TILE / BLOCK_ROWS;
-        let tile = shared_array![COALESCE_TRANSPOSE_PADDED_4TILES: [f32; TILE * (TILE + 1)]];
-        let (tx, ty) = (thread_idx_x() as usize, thread_idx_y() as usize);
-        let bx = block_idx_x() as usize * TILE;
-        let first = block_idx_y() as usize * TILE * TILES_PER_BLOCK;
-        // This thread's K elements of the tile whose rows start at by (0 outside the matrix).
-        let load = |by: usize| {
-            let mut v = [0.0f32; K];
-            for (k, v) in v.iter_mut().enumerate() {
-                let (x, y) = (bx + tx, by + ty + k * BLOCK_ROWS);
-                if x < cols && y < rows {
-                    // SAFETY: x < cols and y < rows.
-                    *v = unsafe { src.read(y * cols + x) };
-                }
-            }
-            v
-        };
-        let mut v = load(first);
-        for t in 0..TILES_PER_BLOCK {
-            let by = first + t * TILE;
-            // Uniform across the block: every thread leaves together, barriers stay matched.
-            if by >= rows {
-                break;
-            }
-            for (k, &v) in v.iter().enumerate() {
-                // SAFETY: ty + k * BLOCK_ROWS < TILE and tx < TILE < PITCH: in the tile.
-                unsafe { tile.write((ty + k * BLOCK_ROWS) * PITCH + tx, v) };
-            }
-            sync_threads();
-            // The next tile's loads go out before this tile's stores.
-            if t + 1 < TILES_PER_BLOCK {
-                v = load(by + TILE);
-            }
-            for k in 0..K {
-                let j = ty + k * BLOCK_ROWS;
-                let (x, y) = (by + tx, bx + j);
-                if x < rows && y < cols {
-                    // SAFETY: in bounds of dst and of the tile; written before the barrier.
-                    unsafe { dst.write(y * rows + x, tile.read(tx * PITCH + j)) };
-                }
-            }
-            // Every read of this tile is done before the next tile overwrites it.
-            sync_threads();
-        }
-    }
-}
 
 kernel! {
     /// Padded 64 x 64 tile (pitch 65), 32 x 8 threads: each thread loads 16 elements
