@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine over a bundle made by scripts/gpu-bundle.sh:
-#   scripts/gpu-run.sh [STAGE...]     stages: tests suite check sanitize report bench compare ncu broken calibrate predict (default: tests suite)
+#   scripts/gpu-run.sh [STAGE...]     stages: tests suite check sanitize report bench compare ncu broken calibrate predict stalls (default: tests suite)
 # Logs and results go to $OUT (default ./gpu-out); the last thing printed is the table.
 # DEADLINE=S runs the stages under one clock of S seconds (below).
 # Only a few files come back from $OUT, two folders deep at most: stages that make
@@ -212,8 +212,31 @@ for stage in "${stages[@]}"; do
         >"$out/calibrate.txt" 2>"$out/calibrate.err" || status=1
       cat "$out/calibrate.err" "$out/calibrate.txt"
       ;;
+    stalls)
+      # Why a kernel runs at the speed it does: Nsight Compute's stall reasons (average
+      # warps stalled per issued instruction, by reason), issue-slot, FMA-pipe and
+      # shared-memory utilisation, achieved occupancy and waves, for one variant's Rust
+      # kernel and its C++ twin (and cuBLAS for a product), profiled inside
+      # `coalesce compare`. STALLS_VARIANT (default sgemm/pipeline-128x64x16) and
+      # STALLS_KERNELS (an ncu -k regex, default the variant's kernel and cuBLAS's gemm).
+      v=${STALLS_VARIANT:-sgemm/pipeline-128x64x16}
+      re=${STALLS_KERNELS:-$(printf '%s' "${v#*/}" | tr -- '-' '_')|gemm}
+      m=smsp__issue_active.avg.pct_of_peak_sustained_active,sm__warps_active.avg.pct_of_peak_sustained_active
+      m+=,sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active
+      m+=,l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed
+      m+=,launch__registers_per_thread,launch__waves_per_multiprocessor,launch__occupancy_limit_registers,launch__occupancy_limit_shared_mem
+      m+=,smsp__inst_executed.sum,smsp__average_warp_latency_per_inst_issued.ratio
+      for r in barrier long_scoreboard short_scoreboard mio_throttle math_pipe_throttle not_selected selected wait \
+          dispatch_stall lg_throttle no_instruction branch_resolving tex_throttle drain imc_miss membar sleeping; do
+        m+=,smsp__average_warps_issue_stalled_${r}_per_issue_active.ratio
+      done
+      echo "== ncu stalls: $v (kernels matching $re)" | tee "$out/stalls.log"
+      ncu --csv --print-units base -k "regex:$re" --launch-count 6 --metrics "$m" \
+        "$bundle/coalesce" compare "$v" --reps 1 --warmup 0 --quiet >"$out/stalls-${v/\//.}.csv" 2>>"$out/stalls.log" || status=1
+      grep -c '^"' "$out/stalls-${v/\//.}.csv" | sed 's/^/csv lines: /'
+      ;;
     *)
-      echo "unknown stage $stage (tests, suite, check, sanitize, report, bench, compare, ncu, broken, calibrate, predict)"; status=2 ;;
+      echo "unknown stage $stage (tests, suite, check, sanitize, report, bench, compare, ncu, broken, calibrate, predict, stalls)"; status=2 ;;
   esac
 done
 exit $status
