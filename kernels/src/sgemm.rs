@@ -77,7 +77,8 @@ pub const PAD: usize = 4;
 
 /// A warp-tiled tuning: block tile BM x BN x BK, warp tile WM x WN walked in WNITER
 /// sub-tiles along n (and as many along m as the thread count implies), TM x TN
-/// outputs per thread per sub-tile.
+/// outputs per thread per sub-tile; the k steps of a tile are unrolled UNROLL at a
+/// time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WarpTiling {
     pub bm: usize,
@@ -89,6 +90,13 @@ pub struct WarpTiling {
     pub tm: usize,
     pub tn: usize,
     pub threads: usize,
+    /// k steps per unrolled group of the tile's compute loop (a divisor of bk, at most
+    /// 8): the twin's `#pragma unroll` unrolls all bk, but which unrolling lets ptxas
+    /// schedule shared loads ahead of the FMAs without losing occupancy depends on the
+    /// tuning (measured for issue 12): 8 for the 128 x 128 x 16 tiles, 2 where
+    /// it keeps 128 x 128 x 8 at 128 registers (two blocks of 256 per SM) and
+    /// 128 x 64 x 16 at 125 (four blocks of 128).
+    pub unroll: usize,
 }
 
 impl WarpTiling {
@@ -118,6 +126,9 @@ impl WarpTiling {
             && (self.bk * self.bn / 4).is_multiple_of(self.threads)
             && self.threads.is_multiple_of(self.bk / 4)
             && self.threads.is_multiple_of(self.bn / 4)
+            && self.unroll >= 1
+            && self.unroll <= 8
+            && self.bk.is_multiple_of(self.unroll)
     }
     /// Shared floats of one A tile (transposed, padded) plus one B tile.
     pub const fn stage_floats(&self) -> usize {
@@ -137,6 +148,7 @@ pub const WARPTILE: WarpTiling = WarpTiling {
     tm: 8,
     tn: 4,
     threads: 128,
+    unroll: 8,
 };
 
 /// `pipeline-128x128x16`: the warptile tuning, double-buffered.
@@ -154,6 +166,7 @@ pub const PIPE_128X128X8: WarpTiling = WarpTiling {
     tm: 8,
     tn: 4,
     threads: 256,
+    unroll: 2,
 };
 
 /// `pipeline-128x64x16`: four warps of 64 x 32 over a narrower tile: twice the
@@ -168,6 +181,7 @@ pub const PIPE_128X64X16: WarpTiling = WarpTiling {
     tm: 8,
     tn: 4,
     threads: 128,
+    unroll: 2,
 };
 
 const _: () = assert!(WARPTILE.is_valid() && PIPE_128X128X8.is_valid() && PIPE_128X64X16.is_valid());
@@ -663,7 +677,7 @@ kernel! {
 /// before the barrier that ended it.
 #[inline(always)]
 #[rustfmt::skip]
-unsafe fn warptile<const BM: usize, const BN: usize, const BK: usize, const WM: usize, const WN: usize, const WMITER: usize, const WNITER: usize, const TM: usize, const TN: usize, const NT: usize, const AL: usize, const BL: usize, const DOUBLE: bool>(
+unsafe fn warptile<const BM: usize, const BN: usize, const BK: usize, const WM: usize, const WN: usize, const WMITER: usize, const WNITER: usize, const TM: usize, const TN: usize, const NT: usize, const AL: usize, const BL: usize, const DOUBLE: bool, const UNROLL: usize>(
     (m, n, k): (u32, u32, u32),
     a: Global<f32>,
     b: Global<f32>,
@@ -727,24 +741,29 @@ unsafe fn warptile<const BM: usize, const BN: usize, const BK: usize, const WM: 
             sync_threads();
         }
         let (a_off, b_off) = (stage * a_stage, stage * b_stage);
-        for dot in 0..bk {
-            unroll!(wm < WMITER; 2 => {
-                unroll!(i < TM / 4; 2 => {
-                    let at = a_off + dot * pitch + a_base + wm as u32 * wsubm + 4 * i as u32;
-                    // SAFETY: aligned, inside the stage; written before the barrier.
-                    put4(&mut reg_m[wm], 4 * i, unsafe { a_tiles.read4(at as usize) });
+        // The k steps UNROLL at a time (the tuning's `unroll`), each group one basic
+        // block for ptxas to schedule.
+        for group in 0..(BK / UNROLL) as u32 {
+            unroll!(step < UNROLL; 8 => {
+                let dot = group * UNROLL as u32 + step as u32;
+                unroll!(wm < WMITER; 2 => {
+                    unroll!(i < TM / 4; 2 => {
+                        let at = a_off + dot * pitch + a_base + wm as u32 * wsubm + 4 * i as u32;
+                        // SAFETY: aligned, inside the stage; written before the barrier.
+                        put4(&mut reg_m[wm], 4 * i, unsafe { a_tiles.read4(at as usize) });
+                    });
                 });
-            });
-            unroll!(wn < WNITER; 4 => {
-                unroll!(j < TN / 4; 2 => {
-                    let at = b_off + dot * bn + b_base + wn as u32 * wsubn + 4 * j as u32;
-                    // SAFETY: aligned, inside the stage.
-                    put4(&mut reg_n[wn], 4 * j, unsafe { b_tiles.read4(at as usize) });
-                });
-            });
-            unroll!(wm < WMITER; 2 => {
                 unroll!(wn < WNITER; 4 => {
-                    outer_product(&mut acc[wm][wn], &reg_m[wm], &reg_n[wn]);
+                    unroll!(j < TN / 4; 2 => {
+                        let at = b_off + dot * bn + b_base + wn as u32 * wsubn + 4 * j as u32;
+                        // SAFETY: aligned, inside the stage.
+                        put4(&mut reg_n[wn], 4 * j, unsafe { b_tiles.read4(at as usize) });
+                    });
+                });
+                unroll!(wm < WMITER; 2 => {
+                    unroll!(wn < WNITER; 4 => {
+                        outer_product(&mut acc[wm][wn], &reg_m[wm], &reg_n[wn]);
+                    });
                 });
             });
         }
@@ -784,7 +803,7 @@ kernel! {
         let b_tiles = shared_array![COALESCE_SGEMM_WARPTILE_B: [f32; WARPTILE.bk * WARPTILE.bn]];
         // SAFETY: the arrays hold one stage of the tiling's tiles.
         unsafe {
-            warptile::<{ T.bm }, { T.bn }, { T.bk }, { T.wm }, { T.wn }, { T.wmiter() }, { T.wniter }, { T.tm }, { T.tn }, { T.threads }, { loads(T).0 }, { loads(T).1 }, false>(
+            warptile::<{ T.bm }, { T.bn }, { T.bk }, { T.wm }, { T.wn }, { T.wmiter() }, { T.wniter }, { T.tm }, { T.tn }, { T.threads }, { loads(T).0 }, { loads(T).1 }, false, { T.unroll }>(
                 (m, n, k), a, b, c, (a_tiles, b_tiles),
             )
         }
@@ -801,7 +820,7 @@ kernel! {
         let b_tiles = shared_array![COALESCE_SGEMM_PIPE_128X128X16_B: [f32; 2 * PIPE_128X128X16.bk * PIPE_128X128X16.bn]];
         // SAFETY: the arrays hold two stages of the tiling's tiles.
         unsafe {
-            warptile::<{ T.bm }, { T.bn }, { T.bk }, { T.wm }, { T.wn }, { T.wmiter() }, { T.wniter }, { T.tm }, { T.tn }, { T.threads }, { loads(T).0 }, { loads(T).1 }, true>(
+            warptile::<{ T.bm }, { T.bn }, { T.bk }, { T.wm }, { T.wn }, { T.wmiter() }, { T.wniter }, { T.tm }, { T.tn }, { T.threads }, { loads(T).0 }, { loads(T).1 }, true, { T.unroll }>(
                 (m, n, k), a, b, c, (a_tiles, b_tiles),
             )
         }
@@ -817,7 +836,7 @@ kernel! {
         let b_tiles = shared_array![COALESCE_SGEMM_PIPE_128X128X8_B: [f32; 2 * PIPE_128X128X8.bk * PIPE_128X128X8.bn]];
         // SAFETY: the arrays hold two stages of the tiling's tiles.
         unsafe {
-            warptile::<{ T.bm }, { T.bn }, { T.bk }, { T.wm }, { T.wn }, { T.wmiter() }, { T.wniter }, { T.tm }, { T.tn }, { T.threads }, { loads(T).0 }, { loads(T).1 }, true>(
+            warptile::<{ T.bm }, { T.bn }, { T.bk }, { T.wm }, { T.wn }, { T.wmiter() }, { T.wniter }, { T.tm }, { T.tn }, { T.threads }, { loads(T).0 }, { loads(T).1 }, true, { T.unroll }>(
                 (m, n, k), a, b, c, (a_tiles, b_tiles),
             )
         }
@@ -833,7 +852,7 @@ kernel! {
         let b_tiles = shared_array![COALESCE_SGEMM_PIPE_128X64X16_B: [f32; 2 * PIPE_128X64X16.bk * PIPE_128X64X16.bn]];
         // SAFETY: the arrays hold two stages of the tiling's tiles.
         unsafe {
-            warptile::<{ T.bm }, { T.bn }, { T.bk }, { T.wm }, { T.wn }, { T.wmiter() }, { T.wniter }, { T.tm }, { T.tn }, { T.threads }, { loads(T).0 }, { loads(T).1 }, true>(
+            warptile::<{ T.bm }, { T.bn }, { T.bk }, { T.wm }, { T.wn }, { T.wmiter() }, { T.wniter }, { T.tm }, { T.tn }, { T.threads }, { loads(T).0 }, { loads(T).1 }, true, { T.unroll }>(
                 (m, n, k), a, b, c, (a_tiles, b_tiles),
             )
         }
