@@ -12,8 +12,6 @@ use crate::gpu::{Global, GlobalMut};
 /// Block edge: 32 x 32 threads (or 1024 in 1D for the remapped kernel).
 pub const TILE: usize = 32;
 const T: u32 = TILE as u32;
-/// k steps per group of the dot product's loop.
-const UNROLL: u32 = 8;
 
 /// C[row][col] = sum over kk of A[row][kk] B[kk][col], guarded for any m, n, k.
 #[inline(always)]
@@ -27,22 +25,13 @@ unsafe fn dot_into(
 ) {
     if row < m && col < n {
         let mut acc = 0.0f32;
-        // A's row steps by 1 and B's column by n: offsets that step as pointers do
-        // (recomputing `row * k + kk` in wrapping u32 arithmetic costs each load its own
-        // index), UNROLL steps at a time so the loads of a group go out together.
-        let (mut ia, mut ib, step) = ((row * k) as usize, col as usize, n as usize);
-        for _ in 0..k / UNROLL {
-            for s in 0..UNROLL as usize {
-                // SAFETY: fewer than k steps along A's row and B's column.
-                acc = fma(unsafe { a.read(ia + s) }, unsafe { b.read(ib) }, acc);
-                ib += step;
-            }
-            ia += UNROLL as usize;
-        }
-        for s in 0..(k % UNROLL) as usize {
-            // SAFETY: as above, the last k % UNROLL steps.
-            acc = fma(unsafe { a.read(ia + s) }, unsafe { b.read(ib) }, acc);
-            ib += step;
+        for kk in 0..k {
+            // SAFETY: row < m, col < n, kk < k; the host keeps m k, k n < 2^31.
+            acc = fma(
+                unsafe { a.read((row * k + kk) as usize) },
+                unsafe { b.read((kk * n + col) as usize) },
+                acc,
+            );
         }
         // SAFETY: row < m, col < n.
         unsafe { c.write((row * n + col) as usize, acc) };
