@@ -9,8 +9,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
-/// The profile format's version; a newer file is refused in one line.
-pub const PROFILE_SCHEMA: u32 = 1;
+/// The profile format's version; a newer file is refused in one line. Schema 2 added
+/// `queueing_latency_ns` (a latency that rises with load) and made `loaded_latency_ns`
+/// its base; a schema-1 file is read by refitting both from its raw inflight sweep
+/// ([`Profile::refit`]).
+pub const PROFILE_SCHEMA: u32 = 2;
 
 /// One GPU's parameters. Each field says what it is and how it was measured.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -39,9 +42,19 @@ pub struct Profile {
     /// pointers through a random cycle 8 x L2 long. For information: the model uses
     /// the loaded latency below.
     pub idle_latency_ns: f64,
-    /// Latency under load, ns: Little's law (bytes in flight = bandwidth x latency)
-    /// fitted to the inflight sweep's copies that run below the ceiling.
+    /// The loaded latency's base L0, ns. A load waits L(rho) = L0 + Lq x rho / (1 - rho)
+    /// at DRAM utilisation rho (read + written rate / copy ceiling): L0 and Lq
+    /// (`queueing_latency_ns`) are the least-squares line through the inflight sweep's
+    /// latency-bound copies, each giving rho and, by Little's law (bytes in flight =
+    /// rate x latency), its latency ([`crate::calibrate::loaded_latency`]). L0 is an
+    /// intercept, not the idle latency: it includes what a thread slot spends besides
+    /// waiting for its load (its stores, its block's exit and the next block's launch).
     pub loaded_latency_ns: f64,
+    /// Lq, ns: the queueing delay per unit of rho / (1 - rho). 0 when the sweep has fewer
+    /// than two latency-bound copies (a constant latency, and a hard knee at the ceiling).
+    /// Absent from schema-1 files, which are refitted when read.
+    #[serde(default)]
+    pub queueing_latency_ns: f64,
     /// The measurements behind the fits, for the record.
     pub stride_sweep: Vec<SweepPoint>,
     pub inflight_sweep: Vec<SweepPoint>,
@@ -56,8 +69,17 @@ pub struct SweepPoint {
     pub gb_per_s: f64,
 }
 
-/// The profiles that ship with coalesce, measured on the GPUs named in them.
-pub const SHIPPED: &[(&str, &str)] = &[];
+/// The profiles that ship with coalesce, measured on the GPUs named in them by
+/// `coalesce calibrate` (host/profiles; schema-1 measurements refitted by
+/// [`Profile::refit`], the measured values as they were: see
+/// `tests::regenerate_shipped_profiles`).
+pub const SHIPPED: &[(&str, &str)] = &[
+    (
+        "NVIDIA H100 80GB HBM3",
+        include_str!("../profiles/nvidia-h100-80gb-hbm3.json"),
+    ),
+    ("NVIDIA H200", include_str!("../profiles/nvidia-h200.json")),
+];
 
 impl Profile {
     /// Parses a profile, refusing what is not one, a newer schema, or a missing field.
@@ -76,8 +98,20 @@ impl Profile {
                 "written by a newer coalesce (profile schema {schema}; this one reads up to {PROFILE_SCHEMA})"
             )));
         }
-        let profile: Profile =
+        if schema >= 2 && value.get("queueing_latency_ns").is_none() {
+            return Err(bad(
+                "not a coalesce profile: missing field `queueing_latency_ns`".into()
+            ));
+        }
+        let mut profile: Profile =
             serde_json::from_value(value).map_err(|e| bad(format!("not a coalesce profile: {e}")))?;
+        if schema < 2 {
+            // Schema 1 kept one constant latency; its raw sweep gives the new fit (a
+            // file without a usable sweep keeps its latency, with no queueing).
+            profile.queueing_latency_ns = 0.0;
+            profile.refit();
+            profile.schema = PROFILE_SCHEMA;
+        }
         profile.check().map_err(bad)?;
         Ok(profile)
     }
@@ -91,12 +125,55 @@ impl Profile {
         Profile::parse(&text, &path.display().to_string())
     }
 
-    /// The shipped profile for `device`, if there is one.
+    /// Fits every fitted parameter again from the raw sweeps the profile keeps, with
+    /// this coalesce's fits: the DRAM read granularity from `stride_sweep`, the loaded
+    /// latency and its queueing from `inflight_sweep`. A parameter whose sweep gives no
+    /// fit (an empty sweep) keeps its value. The measured values are not touched.
+    pub fn refit(&mut self) {
+        use crate::calibrate::fit::{loaded_latency, read_granularity};
+        if let Some(g) = read_granularity(&self.stride_sweep, self.copy_gb_per_s) {
+            self.dram_read_granularity = g.bytes;
+        }
+        if let Some(l) = loaded_latency(&self.inflight_sweep, self.sm_count, self.copy_gb_per_s) {
+            self.loaded_latency_ns = l.base_ns;
+            self.queueing_latency_ns = l.queue_ns;
+        }
+    }
+
+    /// The latency a load waits at DRAM utilisation `rho` (0 <= rho < 1), ns:
+    /// L0 + Lq x rho / (1 - rho).
+    pub fn latency_at(&self, rho: f64) -> f64 {
+        self.loaded_latency_ns + self.queueing_latency_ns * rho / (1.0 - rho)
+    }
+
+    /// The shipped profile for `device`: its exact name, else the one shipped name
+    /// that contains it, ignoring case (`H100`, `nvidia h200`). None when no name
+    /// matches; an error when several do.
     pub fn shipped(device: &str) -> Option<Result<Profile>> {
-        SHIPPED
+        let parse =
+            |(name, text): &(&str, &str)| Profile::parse(text, &format!("the shipped profile of {name}"));
+        if let Some(exact) = SHIPPED.iter().find(|(name, _)| *name == device) {
+            return Some(parse(exact));
+        }
+        let want = device.trim().to_lowercase();
+        if want.is_empty() {
+            return None;
+        }
+        let matches: Vec<&(&str, &str)> = SHIPPED
             .iter()
-            .find(|(name, _)| *name == device)
-            .map(|(name, text)| Profile::parse(text, &format!("the shipped profile of {name}")))
+            .filter(|(name, _)| name.to_lowercase().contains(&want))
+            .collect();
+        match matches.as_slice() {
+            [] => None,
+            [one] => Some(parse(one)),
+            several => Some(Err(Error::BadProfile {
+                path: device.to_string(),
+                why: format!(
+                    "names several shipped profiles ({}); give the whole name",
+                    several.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ")
+                ),
+            })),
+        }
     }
 
     /// Refuses a profile for another GPU than the one it is applied to.
@@ -121,6 +198,12 @@ impl Profile {
         ];
         if let Some((name, v)) = positive.iter().find(|(_, v)| !(v.is_finite() && *v > 0.0)) {
             return Err(format!("{name} is {v}, not a positive number"));
+        }
+        let q = self.queueing_latency_ns;
+        if !(q.is_finite() && q >= 0.0) {
+            return Err(format!(
+                "queueing_latency_ns is {q}, not zero or a positive number"
+            ));
         }
         if self.sm_count == 0 || self.max_threads_per_sm == 0 {
             return Err("sm_count and max_threads_per_sm must be positive".into());
@@ -153,6 +236,7 @@ pub(crate) mod tests {
             dram_read_granularity: 64,
             idle_latency_ns: 700.0,
             loaded_latency_ns: 900.0,
+            queueing_latency_ns: 0.0,
             stride_sweep: Vec::new(),
             inflight_sweep: Vec::new(),
         }
@@ -166,7 +250,7 @@ pub(crate) mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("p.json: not a coalesce profile (no schema"), "{e}");
-        let newer = text.replace("\"schema\":1", "\"schema\":7");
+        let newer = text.replace("\"schema\":2", "\"schema\":7");
         let e = Profile::parse(&newer, "p.json").unwrap_err().to_string();
         assert!(e.contains("newer coalesce (profile schema 7"), "{e}");
         let missing = text.replace("\"loaded_latency_ns\"", "\"renamed\"");
@@ -186,5 +270,109 @@ pub(crate) mod tests {
             .to_string();
         assert_eq!(e, "p.json: measured on Test GPU, not on NVIDIA H200");
         assert!(sample().for_device("Test GPU", "p.json").is_ok());
+    }
+
+    fn point(x: f64, gb_per_s: f64) -> SweepPoint {
+        SweepPoint { x, gb_per_s }
+    }
+
+    #[test]
+    fn a_schema_1_profile_is_refitted_from_its_sweep() {
+        let mut v1 = serde_json::to_value(sample()).unwrap();
+        let obj = v1.as_object_mut().unwrap();
+        obj.insert("schema".into(), 1.into());
+        obj.remove("queueing_latency_ns");
+        // Without a sweep: its one latency, no queueing (the schema-1 model).
+        let p = Profile::parse(&v1.to_string(), "v1.json").unwrap();
+        assert_eq!(p.schema, PROFILE_SCHEMA);
+        assert_eq!((p.loaded_latency_ns, p.queueing_latency_ns), (900.0, 0.0));
+        // With one: the fit of [`crate::calibrate::loaded_latency`] replaces it.
+        let sweep = vec![
+            point(8192.0, 2415.962327813314),
+            point(16384.0, 2824.218949611766),
+            point(32768.0, 2988.4176228974547),
+        ];
+        let obj = v1.as_object_mut().unwrap();
+        obj.insert("inflight_sweep".into(), serde_json::to_value(&sweep).unwrap());
+        obj.insert("copy_gb_per_s".into(), 2992.511376787178.into());
+        let p = Profile::parse(&v1.to_string(), "v1.json").unwrap();
+        assert!((p.loaded_latency_ns - 683.383).abs() < 1e-3, "{p:?}");
+        assert!((p.queueing_latency_ns - 50.540).abs() < 1e-3, "{p:?}");
+        assert!((p.latency_at(0.0) - p.loaded_latency_ns).abs() < 1e-12);
+        // Schema 2 must say its queueing.
+        let mut v2 = serde_json::to_value(sample()).unwrap();
+        v2.as_object_mut().unwrap().remove("queueing_latency_ns");
+        let e = Profile::parse(&v2.to_string(), "p.json").unwrap_err().to_string();
+        assert!(e.contains("missing field `queueing_latency_ns`"), "{e}");
+        let negative = serde_json::to_string(&Profile {
+            queueing_latency_ns: -1.0,
+            ..sample()
+        })
+        .unwrap();
+        let e = Profile::parse(&negative, "p.json").unwrap_err().to_string();
+        assert!(e.contains("queueing_latency_ns is -1"), "{e}");
+    }
+
+    #[test]
+    fn the_shipped_profiles_are_their_measurements_refitted() {
+        assert_eq!(SHIPPED.len(), 2);
+        for (name, text) in SHIPPED {
+            let p = Profile::parse(text, name).unwrap();
+            assert_eq!(p.device, *name);
+            assert_eq!(p.schema, PROFILE_SCHEMA);
+            // Every fitted value is what the fits give from the raw sweeps.
+            let mut refit = p.clone();
+            refit.refit();
+            assert_eq!(
+                refit, p,
+                "{name}: run the ignored test regenerate_shipped_profiles"
+            );
+            // The file is exactly what the regeneration writes.
+            let written = serde_json::to_string_pretty(&p).unwrap() + "\n";
+            assert!(
+                written == *text,
+                "{name}: not as regenerate_shipped_profiles writes it"
+            );
+            assert_eq!(p.inflight_sweep.len(), 8);
+            assert_eq!(p.stride_sweep.len(), 64);
+            assert!(p.queueing_latency_ns > 0.0, "{name}: {p:?}");
+        }
+    }
+
+    #[test]
+    fn shipped_profiles_are_found_by_their_name_or_part_of_it() {
+        let device = |what: &str| Profile::shipped(what).map(|p| p.unwrap().device);
+        assert_eq!(device("NVIDIA H200").as_deref(), Some("NVIDIA H200"));
+        assert_eq!(device("h200").as_deref(), Some("NVIDIA H200"));
+        assert_eq!(device("H100").as_deref(), Some("NVIDIA H100 80GB HBM3"));
+        assert_eq!(
+            device("NVIDIA H100 80GB HBM3").as_deref(),
+            Some("NVIDIA H100 80GB HBM3")
+        );
+        assert!(Profile::shipped("NVIDIA B300").is_none());
+        assert!(Profile::shipped(" ").is_none());
+        let e = Profile::shipped("nvidia").unwrap().unwrap_err().to_string();
+        assert!(e.contains("names several shipped profiles"), "{e}");
+    }
+
+    /// Rewrites host/profiles/*.json as this coalesce reads and refits them: a
+    /// schema-1 file as `coalesce calibrate` wrote it becomes the current schema, its
+    /// measured values (device, date, attributes, copy ceiling, idle latency, both raw
+    /// sweeps) as they were and its fitted values refitted from the sweeps. Run after
+    /// a fit changes: `cargo test -p coalesce --lib regenerate_shipped_profiles -- --ignored`.
+    #[test]
+    #[ignore = "rewrites the shipped profiles"]
+    fn regenerate_shipped_profiles() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("profiles");
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().and_then(|e| e.to_str()) != Some("json") {
+                continue;
+            }
+            let mut p = Profile::load(&path).unwrap();
+            p.refit();
+            p.schema = PROFILE_SCHEMA;
+            std::fs::write(&path, serde_json::to_string_pretty(&p).unwrap() + "\n").unwrap();
+        }
     }
 }

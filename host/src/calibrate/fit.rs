@@ -8,9 +8,10 @@ use crate::profile::SweepPoint;
 /// DRAM exactly its read granularity.
 pub const GRANULARITY_STRIDES: [usize; 2] = [16, 32];
 
-/// A copy whose rate is under this share of the copy ceiling is waiting on latency,
-/// not on bandwidth: only such points enter the Little's-law fit.
-pub const BELOW_CEILING: f64 = 0.9;
+/// A copy whose rate is under this share of the copy ceiling can be waiting on
+/// latency; above it the queueing term rho / (1 - rho) is too steep for a
+/// measurement to say anything about the latency, and the point is left out of the fit.
+pub const BELOW_CEILING: f64 = 0.97;
 
 /// Elements of the chase buffer between consecutive slots: 128 bytes of `u32`, so
 /// every hop lands in a 128-byte line (and so a sector and a DRAM burst) of its own.
@@ -64,56 +65,122 @@ pub fn bytes_in_flight_per_sm(read_bytes: u64, threads: u64, sm_count: u32, max_
     per_thread * per_sm
 }
 
-/// The loaded latency as fitted from the inflight sweep.
+/// The loaded latency as fitted from the inflight sweep: at DRAM utilisation rho (the
+/// read + written rate over the copy ceiling) a load waits
+///
+///   L(rho) = base_ns + queue_ns x rho / (1 - rho)
+///
+/// ns: a base latency, plus a queueing delay that grows without bound as the DRAM
+/// approaches its ceiling (the M/M/1 form).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LatencyFit {
-    pub ns: f64,
-    /// Points the median is over.
+    /// L(0): the intercept of the fit (the profile's `loaded_latency_ns`).
+    pub base_ns: f64,
+    /// ns of queueing per unit of rho / (1 - rho) (the profile's `queueing_latency_ns`).
+    pub queue_ns: f64,
+    /// Points the fit is over.
     pub used: usize,
-    /// Every copy ran at the ceiling: the latency is at most `ns`.
+    /// No copy was latency-bound: the latency is at most `base_ns` (and `queue_ns` is 0).
     pub upper_bound: bool,
 }
 
-/// The loaded latency from the inflight sweep (points x = read bytes in flight per SM,
-/// gb_per_s = the copy's read + written rate R), by Little's law: bytes in flight =
-/// rate x latency. A copy with x read bytes in flight on each of `sm_count` SMs moves
-/// 2 x sm_count bytes per latency L (it writes what it reads), so below the ceiling
+impl LatencyFit {
+    /// The latency at DRAM utilisation `rho` (0 <= rho < 1), ns.
+    pub fn at(&self, rho: f64) -> f64 {
+        self.base_ns + self.queue_ns * rho / (1.0 - rho)
+    }
+}
+
+/// The latency-bound points of the inflight sweep, as (rho, L) pairs: rho = R / C and,
+/// by Little's law (bytes in flight = rate x latency), L = 2 x x sm_count / R, since a
+/// copy with x read bytes in flight on each of `sm_count` SMs moves 2 x sm_count bytes
+/// (it writes what it reads) per latency (ns, with R in GB/s = bytes per ns).
 ///
-///   L = 2 x sm_count / R   (ns, with R in GB/s = bytes per ns).
-///
-/// The fit is the median of L over the points under [`BELOW_CEILING`] of the copy
-/// ceiling. When every point reaches the ceiling, the point with the fewest bytes in
-/// flight is used: its bytes already sufficed, so its L bounds the latency from above.
-/// `None` without a usable point.
-pub fn loaded_latency(points: &[SweepPoint], sm_count: u32, copy_gb_per_s: f64) -> Option<LatencyFit> {
+/// A point is latency-bound when more bytes in flight made the copy faster: some point
+/// has more bytes in flight, every such point ran faster, and the point itself ran
+/// under [`BELOW_CEILING`] of the ceiling. Points past the knee, whose rate stays
+/// level or falls as bytes in flight grow, say nothing about the latency.
+pub fn latency_points(points: &[SweepPoint], sm_count: u32, copy_gb_per_s: f64) -> Vec<(f64, f64)> {
     let usable: Vec<&SweepPoint> = points
         .iter()
         .filter(|p| p.x > 0.0 && p.gb_per_s.is_finite() && p.gb_per_s > 0.0)
         .collect();
-    let latency = |p: &SweepPoint| 2.0 * p.x * f64::from(sm_count) / p.gb_per_s;
-    let mut below: Vec<f64> = usable
+    let rising = |p: &SweepPoint| {
+        let mut more = usable.iter().filter(|o| o.x > p.x).peekable();
+        more.peek().is_some() && more.all(|o| o.gb_per_s > p.gb_per_s)
+    };
+    usable
         .iter()
-        .filter(|p| p.gb_per_s < BELOW_CEILING * copy_gb_per_s)
-        .map(|p| latency(p))
-        .collect();
-    if below.is_empty() {
-        let fewest = usable.iter().min_by(|a, b| a.x.total_cmp(&b.x))?;
+        .filter(|p| p.gb_per_s < BELOW_CEILING * copy_gb_per_s && rising(p))
+        .map(|p| {
+            (
+                p.gb_per_s / copy_gb_per_s,
+                2.0 * p.x * f64::from(sm_count) / p.gb_per_s,
+            )
+        })
+        .collect()
+}
+
+/// The loaded latency from the inflight sweep (points x = read bytes in flight per SM,
+/// gb_per_s = the copy's read + written rate R): the least-squares line
+///
+///   L = base_ns + queue_ns x q,   q = rho / (1 - rho)
+///
+/// through the latency-bound points of [`latency_points`]. Fewer than two points, or a
+/// line no queue gives (a latency that falls with load, or a base at or below zero),
+/// leave a constant latency: queue_ns = 0 and base_ns the median of their L. When no
+/// point is latency-bound, the point with the fewest bytes in flight bounds the
+/// latency from above (its bytes already sufficed). `None` without a usable point.
+pub fn loaded_latency(points: &[SweepPoint], sm_count: u32, copy_gb_per_s: f64) -> Option<LatencyFit> {
+    let pairs = latency_points(points, sm_count, copy_gb_per_s);
+    if pairs.is_empty() {
+        let fewest = points
+            .iter()
+            .filter(|p| p.x > 0.0 && p.gb_per_s.is_finite() && p.gb_per_s > 0.0)
+            .min_by(|a, b| a.x.total_cmp(&b.x))?;
         return Some(LatencyFit {
-            ns: latency(fewest),
+            base_ns: 2.0 * fewest.x * f64::from(sm_count) / fewest.gb_per_s,
+            queue_ns: 0.0,
             used: 1,
             upper_bound: true,
         });
     }
-    below.sort_by(f64::total_cmp);
-    let mid = below.len() / 2;
-    let median = if below.len() % 2 == 1 {
-        below[mid]
+    let n = pairs.len() as f64;
+    let q: Vec<f64> = pairs.iter().map(|&(rho, _)| rho / (1.0 - rho)).collect();
+    let mean_q = q.iter().sum::<f64>() / n;
+    let mean_l = pairs.iter().map(|p| p.1).sum::<f64>() / n;
+    let sxx: f64 = q.iter().map(|x| (x - mean_q).powi(2)).sum();
+    let sxy: f64 = q
+        .iter()
+        .zip(&pairs)
+        .map(|(x, p)| (x - mean_q) * (p.1 - mean_l))
+        .sum();
+    let (base_ns, queue_ns) = if sxx > 0.0 {
+        let slope = sxy / sxx;
+        (mean_l - slope * mean_q, slope)
     } else {
-        (below[mid - 1] + below[mid]) / 2.0
+        (f64::NAN, f64::NAN)
+    };
+    if base_ns > 0.0 && queue_ns >= 0.0 {
+        return Some(LatencyFit {
+            base_ns,
+            queue_ns,
+            used: pairs.len(),
+            upper_bound: false,
+        });
+    }
+    let mut l: Vec<f64> = pairs.iter().map(|p| p.1).collect();
+    l.sort_by(f64::total_cmp);
+    let mid = l.len() / 2;
+    let median = if l.len() % 2 == 1 {
+        l[mid]
+    } else {
+        (l[mid - 1] + l[mid]) / 2.0
     };
     Some(LatencyFit {
-        ns: median,
-        used: below.len(),
+        base_ns: median,
+        queue_ns: 0.0,
+        used: pairs.len(),
         upper_bound: false,
     })
 }
@@ -212,38 +279,124 @@ mod tests {
         assert_eq!(read_granularity(&[point(16.0, 0.0)], 3000.0), None);
     }
 
-    #[test]
-    fn loaded_latency_is_littles_law_below_the_ceiling() {
-        // A GPU of 100 SMs with a 1000 ns loaded latency and a 3000 GB/s ceiling: the
-        // rate is 2 x bytes in flight / latency until it reaches the ceiling.
-        let (sms, copy, latency) = (100, 3000.0, 1000.0);
-        let points: Vec<SweepPoint> = [4096.0, 8192.0, 16384.0, 32768.0, 65536.0]
-            .into_iter()
-            .map(|x| point(x, (2.0 * x * sms as f64 / latency).min(copy)))
-            .collect();
-        // 819 and 1638 GB/s; the rest reach the ceiling, so two points are used.
-        let fit = loaded_latency(&points, sms, copy).unwrap();
-        assert_eq!(fit.used, 2, "{points:?}");
-        assert!((fit.ns - latency).abs() < 1e-9, "{fit:?}");
-        assert!(!fit.upper_bound);
-        // The median, not the mean: one noisy point does not move it.
-        let mut noisy = points.clone();
-        noisy.push(point(2048.0, 2.0 * 2048.0 * 100.0 / 5000.0));
-        noisy.push(point(3072.0, 2.0 * 3072.0 * 100.0 / 1000.0));
-        assert!((loaded_latency(&noisy, sms, copy).unwrap().ns - latency).abs() < 1e-9);
+    /// The read + written rate of a copy with `x` read bytes in flight per SM on a GPU
+    /// of `sms` SMs, ceiling `copy` and latency L(rho) = base + queue x rho / (1 - rho):
+    /// the root of R = 2 x sms / L(R / copy), found by bisection (independent of the
+    /// closed form `explain` uses).
+    fn queued_rate(x: f64, sms: f64, copy: f64, base: f64, queue: f64) -> f64 {
+        let (mut lo, mut hi) = (0.0, 1.0);
+        for _ in 0..200 {
+            let rho = (lo + hi) / 2.0;
+            let excess = rho * copy - 2.0 * x * sms / (base + queue * rho / (1.0 - rho));
+            if excess > 0.0 { hi = rho } else { lo = rho }
+        }
+        copy * (lo + hi) / 2.0
     }
 
     #[test]
-    fn at_the_ceiling_the_fewest_bytes_bound_the_latency() {
+    fn loaded_latency_recovers_a_latency_that_rises_with_load() {
+        // 100 SMs, a 3000 GB/s ceiling, L = 700 + 50 rho / (1 - rho) ns.
+        let (sms, copy, base, queue) = (100, 3000.0, 700.0, 50.0);
+        let mut points: Vec<SweepPoint> = [2048.0, 4096.0, 8192.0, 16384.0, 49152.0]
+            .into_iter()
+            .map(|x| point(x, queued_rate(x, 100.0, copy, base, queue)))
+            .collect();
+        // Past the knee the rate falls a little as bytes in flight grow (as on the
+        // H200, to 93% of copy): under BELOW_CEILING, but not latency-bound, so out.
+        points.push(point(65536.0, 0.96 * copy));
+        points.push(point(131072.0, 0.95 * copy));
+        let rates: Vec<f64> = points.iter().map(|p| p.gb_per_s / copy).collect();
+        // 0.19, 0.37, 0.68, 0.91 and 0.98 of copy: the last is over BELOW_CEILING.
+        assert!(rates[3] < BELOW_CEILING && rates[4] > BELOW_CEILING, "{rates:?}");
+        let pairs = latency_points(&points, sms, copy);
+        assert_eq!(pairs.len(), 4, "{pairs:?}");
+        for &(rho, l) in &pairs {
+            assert!((l - (base + queue * rho / (1.0 - rho))).abs() < 1e-6, "{pairs:?}");
+        }
+        let fit = loaded_latency(&points, sms, copy).unwrap();
+        assert!((fit.base_ns - base).abs() < 1e-6, "{fit:?}");
+        assert!((fit.queue_ns - queue).abs() < 1e-6, "{fit:?}");
+        assert_eq!((fit.used, fit.upper_bound), (4, false));
+        assert!((fit.at(0.5) - 750.0).abs() < 1e-6);
+    }
+
+    #[test]
+    fn the_measured_sweeps_give_these_latencies() {
+        // The inflight sweeps of host/profiles (calibrated 2026-11-23): x, GB/s.
+        let h100 = [
+            (8192.0, 2415.962327813314),
+            (16384.0, 2824.218949611766),
+            (32768.0, 2988.4176228974547),
+            (65536.0, 2958.234960235591),
+            (32768.0, 2992.8529497177906),
+            (65536.0, 2976.710344413331),
+            (131072.0, 2951.0751251753018),
+            (262144.0, 2902.0701560313883),
+        ];
+        let h200 = [
+            (8192.0, 2685.672326582515),
+            (16384.0, 3736.9067007685535),
+            (32768.0, 4208.894910205371),
+            (65536.0, 4151.406096463782),
+            (32768.0, 4212.840603180581),
+            (65536.0, 4068.7162474956704),
+            (131072.0, 4011.6406361258887),
+            (262144.0, 3936.095938955807),
+        ];
+        let sweep = |s: &[(f64, f64)]| s.iter().map(|&(x, r)| point(x, r)).collect::<Vec<_>>();
+        // H100: f32-1 and f32-2 are latency-bound (80.7% and 94.4% of copy), at
+        // L = 895.2 and 1531.5 ns; the line through them.
+        let fit = loaded_latency(&sweep(&h100), 132, 2992.511376787178).unwrap();
+        assert_eq!(fit.used, 2);
+        assert!((fit.base_ns - 683.383).abs() < 1e-3, "{fit:?}");
+        assert!((fit.queue_ns - 50.540).abs() < 1e-3, "{fit:?}");
+        // H200: 63.6% and 88.5% of copy, L = 805.3 and 1157.5 ns.
+        let fit = loaded_latency(&sweep(&h200), 132, 4220.187848199257).unwrap();
+        assert_eq!(fit.used, 2);
+        assert!((fit.base_ns - 702.226).abs() < 1e-3, "{fit:?}");
+        assert!((fit.queue_ns - 58.876).abs() < 1e-3, "{fit:?}");
+        assert!((fit.at(0.6363869152716707) - 805.269).abs() < 1e-3);
+    }
+
+    #[test]
+    fn without_two_latency_bound_points_the_latency_is_constant() {
+        // One latency-bound point: its Little's-law latency, no queue.
+        let one = [
+            point(8192.0, 2000.0),
+            point(16384.0, 2990.0),
+            point(32768.0, 2995.0),
+        ];
+        let fit = loaded_latency(&one, 132, 3000.0).unwrap();
+        assert_eq!((fit.used, fit.queue_ns, fit.upper_bound), (1, 0.0, false));
+        assert!(
+            (fit.base_ns - 2.0 * 8192.0 * 132.0 / 2000.0).abs() < 1e-9,
+            "{fit:?}"
+        );
+        // A latency that falls with load is noise, not a queue: the median, no queue.
+        let falling = [
+            point(8192.0, 2000.0),
+            point(10000.0, 2600.0),
+            point(65536.0, 2995.0),
+        ];
+        let fit = loaded_latency(&falling, 100, 3000.0).unwrap();
+        assert_eq!((fit.used, fit.queue_ns), (2, 0.0));
+        let l = |x: f64, r: f64| 2.0 * x * 100.0 / r;
+        assert!((fit.base_ns - (l(8192.0, 2000.0) + l(10000.0, 2600.0)) / 2.0).abs() < 1e-9);
+        // Every copy at the ceiling: the fewest bytes bound the latency from above.
         let points = [
             point(65536.0, 2950.0),
-            point(16384.0, 2900.0),
+            point(16384.0, 2920.0),
             point(32768.0, 2990.0),
         ];
         let fit = loaded_latency(&points, 132, 3000.0).unwrap();
         assert!(fit.upper_bound);
-        assert_eq!(fit.used, 1);
-        assert!((fit.ns - 2.0 * 16384.0 * 132.0 / 2900.0).abs() < 1e-9, "{fit:?}");
+        assert_eq!((fit.used, fit.queue_ns), (1, 0.0));
+        assert!(
+            (fit.base_ns - 2.0 * 16384.0 * 132.0 / 2920.0).abs() < 1e-9,
+            "{fit:?}"
+        );
+        // The last point has no point beyond it to show the rate still rising.
+        assert!(latency_points(&[point(8192.0, 1000.0)], 132, 3000.0).is_empty());
         assert_eq!(loaded_latency(&[], 132, 3000.0), None);
         assert_eq!(loaded_latency(&[point(0.0, 100.0)], 132, 3000.0), None);
     }

@@ -5,7 +5,8 @@
 //!
 //! What is measured, in order: the driver's device-to-device copy (the ceiling); the
 //! `stride` experiment's `stride_read` at strides 1..64 (DRAM read granularity); the
-//! `inflight` experiment's copies (Little's law: the loaded latency); a single thread
+//! `inflight` experiment's copies (Little's law: the loaded latency and how it rises
+//! with load); a single thread
 //! chasing pointers (the idle latency); the copy again (the faster copy is kept, as
 //! the harness does, so a slow first copy cannot inflate the fits).
 
@@ -18,7 +19,7 @@ pub mod fit;
 
 pub use fit::{
     BELOW_CEILING, CHASE_SPACING, GRANULARITY_STRIDES, Granularity, LatencyFit, bytes_in_flight_per_sm,
-    chase_buffer, follow, loaded_latency, read_granularity,
+    chase_buffer, follow, latency_points, loaded_latency, read_granularity,
 };
 
 use crate::args;
@@ -334,7 +335,8 @@ pub fn measure(gpu: &Gpu, plan: Plan, mut progress: impl FnMut(&str)) -> Result<
         copy_gb_per_s,
         dram_read_granularity: granularity.bytes,
         idle_latency_ns: idle_ns,
-        loaded_latency_ns: latency.ns,
+        loaded_latency_ns: latency.base_ns,
+        queueing_latency_ns: latency.queue_ns,
         stride_sweep: strided.points,
         inflight_sweep: inflight.points,
     };
@@ -404,20 +406,32 @@ pub fn summary(p: &Profile, n: &Notes) -> String {
             format!("{:.0} ns", p.loaded_latency_ns),
             if n.latency.upper_bound {
                 format!(
-                    "an upper bound: all {} inflight copies on {} ran at over {:.0}% of copy; 2 x bytes in flight / rate of the fewest bytes",
+                    "an upper bound: none of the {} inflight copies on {} was latency-bound; 2 x bytes in flight / rate of the fewest bytes",
+                    p.inflight_sweep.len(),
+                    format_bytes(n.inflight_bytes),
+                )
+            } else if n.latency.used < 2 || p.queueing_latency_ns == 0.0 {
+                format!(
+                    "Little's law, 2 x bytes in flight / rate, median of the {} latency-bound inflight copies of {} on {} (under {:.0}% of copy, rate rising with bytes in flight); constant",
+                    n.latency.used,
                     p.inflight_sweep.len(),
                     format_bytes(n.inflight_bytes),
                     100.0 * BELOW_CEILING
                 )
             } else {
                 format!(
-                    "Little's law, 2 x bytes in flight / rate, median of the {} of {} inflight copies on {} under {:.0}% of copy",
+                    "L = L0 + Lq x rho / (1 - rho): the line through the Little's-law latencies (2 x bytes in flight / rate) of the {} latency-bound inflight copies of {} on {} (under {:.0}% of copy, rate rising with bytes in flight)",
                     n.latency.used,
                     p.inflight_sweep.len(),
                     format_bytes(n.inflight_bytes),
                     100.0 * BELOW_CEILING
                 )
             },
+        ),
+        (
+            "queueing_latency_ns",
+            format!("{:.1} ns", p.queueing_latency_ns),
+            "Lq of the same line: the latency at 50% of copy is L0 + Lq, at 90% L0 + 9 Lq".into(),
         ),
     ];
     lines
@@ -510,6 +524,7 @@ mod tests {
     #[test]
     fn the_summary_has_one_line_per_parameter() {
         let mut p = crate::profile::tests::sample();
+        p.queueing_latency_ns = 50.0;
         p.stride_sweep = vec![point(1.0, 2800.0), point(64.0, 190.0)];
         p.inflight_sweep = vec![point(8192.0, 2000.0); 8];
         let notes = Notes {
@@ -523,15 +538,16 @@ mod tests {
             },
             inflight_bytes: 400 << 20,
             latency: LatencyFit {
-                ns: 900.0,
-                used: 5,
+                base_ns: 700.0,
+                queue_ns: 50.0,
+                used: 2,
                 upper_bound: false,
             },
             chase_bytes: 400 << 20,
             chase_steps: 200_000,
         };
         let text = summary(&p, &notes);
-        assert_eq!(text.lines().count(), 6, "{text}");
+        assert_eq!(text.lines().count(), 7, "{text}");
         for field in [
             "copy_gb_per_s",
             "sm_count",
@@ -539,12 +555,20 @@ mod tests {
             "dram_read_granularity",
             "idle_latency_ns",
             "loaded_latency_ns",
+            "queueing_latency_ns",
         ] {
             assert!(text.lines().any(|l| l.starts_with(field)), "{field}: {text}");
         }
         assert!(text.contains("70.2 B per read at stride 16"), "{text}");
         assert!(text.contains("strides 1..64"), "{text}");
-        assert!(text.contains("median of the 5 of 8 inflight copies"), "{text}");
+        assert!(
+            text.contains("the line through the Little's-law latencies"),
+            "{text}"
+        );
+        assert!(
+            text.contains("of the 2 latency-bound inflight copies of 8"),
+            "{text}"
+        );
         let bound = summary(
             &p,
             &Notes {

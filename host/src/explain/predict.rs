@@ -1,24 +1,29 @@
 //! How fast a bandwidth-bound kernel will run, and why: the emulated address stream
 //! ([`Traffic`]) and a GPU's calibration ([`Profile`]) give the DRAM bytes it moves
-//! and the bytes it keeps in flight; the slower of two bounds sets the time.
-//! docs/model.md states the model in the same words.
+//! and the bytes it keeps in flight; Little's law with a latency that rises with the
+//! DRAM's load turns those into a rate. docs/model.md states the model in the same words.
 //!
 //! - **DRAM bytes**: a read fetches whole `dram_read_granularity`-byte segments and a
 //!   write whole 32-byte sectors; segments and sectors are counted once over the
 //!   emulated window (the L2 serves every later touch), as a ratio to the bytes the
 //!   lanes asked for, and that ratio scales the declared useful bytes.
 //! - **Bytes in flight** (Little's law): each resident thread keeps the bytes it loads
-//!   before its first store in flight; the whole GPU's reads then flow at
-//!   in-flight bytes / loaded latency, and writes follow in proportion.
+//!   before its first store in flight; the whole GPU's reads then flow at in-flight
+//!   bytes / latency, and writes follow in proportion. The latency rises with the
+//!   DRAM's utilisation rho (queueing): L(rho) = L0 + Lq x rho / (1 - rho), so the rate
+//!   approaches the copy ceiling without reaching it.
+//! - **Waves**: a launch of more blocks than the GPU holds runs in waves; the last,
+//!   partial one has fewer bytes in flight, and moves its share of the bytes slower.
 //!
-//! The time is DRAM bytes over the smaller of the copy ceiling and the in-flight
-//! rate, and the bound named is the one that sets it.
+//! What explain sees but the time does not count (shared-memory bank conflicts, requests
+//! of many sectors) is named in [`Prediction::not_modelled`].
 
 use std::collections::{HashMap, HashSet};
 
 use kernels::gpu::emu::{Access, Op, Space};
 use serde::Serialize;
 
+use super::model::{self, Lane, bank_ways};
 use crate::profile::Profile;
 
 /// Segment sizes a read's DRAM traffic is counted in (a profile's granularity is
@@ -39,6 +44,14 @@ pub struct Traffic {
     /// The mean global bytes a thread loads before its first global store (or in all,
     /// if it stores nothing): what it has in flight at once.
     pub in_flight_per_thread: f64,
+    /// Warp requests to global memory, [loads, stores], and the 32-byte sectors they
+    /// touch (each request counted on its own, as the L1 sees them).
+    pub global_requests: [u64; 2],
+    pub global_sectors: [u64; 2],
+    /// Warp requests to shared memory, [loads, stores], and the wavefronts the banks
+    /// serve them in (1 per conflict-free request, n per n-way conflict).
+    pub shared_requests: [u64; 2],
+    pub shared_wavefronts: [u64; 2],
 }
 
 /// Counts a recorded window's traffic. Each thread's accesses appear in the log in
@@ -52,6 +65,43 @@ pub fn traffic(accesses: &[Access]) -> Traffic {
     // Lanes of one request asking for the same bytes count once (a broadcast).
     let mut requested: HashSet<(usize, usize, &'static std::panic::Location<'static>, usize, usize)> =
         HashSet::new();
+    // Every request's lanes, global and shared: (block, warp, site, occurrence, op, space).
+    type Request = (
+        usize,
+        usize,
+        &'static std::panic::Location<'static>,
+        usize,
+        usize,
+        bool,
+    );
+    let mut requests: HashMap<Request, Vec<Lane>> = HashMap::new();
+    for a in accesses {
+        let op = usize::from(a.op == Op::Store);
+        requests
+            .entry((
+                a.block,
+                a.warp(),
+                a.site,
+                a.occurrence,
+                op,
+                a.space == Space::Shared,
+            ))
+            .or_default()
+            .push(Lane {
+                lane: a.lane(),
+                addr: (a.array + a.addr) as u64,
+                bytes: a.bytes as u64,
+            });
+    }
+    for ((.., op, shared), lanes) in &requests {
+        if *shared {
+            t.shared_requests[*op] += 1;
+            t.shared_wavefronts[*op] += bank_ways(lanes);
+        } else {
+            t.global_requests[*op] += 1;
+            t.global_sectors[*op] += model::sectors(lanes);
+        }
+    }
     for a in accesses.iter().filter(|a| a.space == Space::Global) {
         let fresh = requested.insert((a.block, a.warp(), a.site, a.occurrence, a.addr));
         let entry = threads.entry((a.block, a.thread)).or_insert((0, false));
@@ -91,9 +141,10 @@ pub fn traffic(accesses: &[Access]) -> Traffic {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Bound {
-    /// The DRAM bytes at the copy ceiling.
+    /// The DRAM bytes at (near) the copy ceiling: a load waits longer in the DRAM's
+    /// queue than its base latency ([`bound_at`]).
     DramBytes,
-    /// Too few bytes in flight to reach the ceiling.
+    /// Too few bytes in flight to reach the ceiling: a load's base latency dominates.
     BytesInFlight,
 }
 
@@ -113,17 +164,26 @@ pub struct Prediction {
     pub device: String,
     pub dram_read_bytes: f64,
     pub dram_write_bytes: f64,
-    /// Threads resident on one SM during the launch.
+    /// Threads resident on one SM during the launch's full waves (or, in a launch of
+    /// less than one wave, as many whole blocks as the grid gives the busiest SM).
     pub resident_threads_per_sm: u32,
     /// DRAM bytes one SM's resident threads keep in flight.
     pub in_flight_bytes_per_sm: f64,
-    /// The rate those bytes in flight allow, read + write, GB/s.
+    /// The read + write rate those bytes in flight sustain, GB/s (at most the ceiling).
     pub in_flight_gb_per_s: f64,
+    /// The DRAM's utilisation at that rate (rate / copy ceiling), and a load's latency
+    /// there, ns: L0 + Lq x rho / (1 - rho) (= bytes in flight / rate, Little's law).
+    pub dram_utilisation: f64,
+    pub latency_ns: f64,
+    /// Blocks / (SMs x resident blocks per SM): full waves and the last, partial one.
+    pub waves: f64,
     pub time_ms: f64,
     /// Useful bytes over the predicted time, GB/s.
     pub gb_per_s: f64,
     pub pct_of_copy: f64,
     pub bound: Bound,
+    /// What the emulated window shows that the time does not count, one line each.
+    pub not_modelled: Vec<String>,
 }
 
 /// How a launch fills the GPU: blocks and threads per block.
@@ -136,15 +196,53 @@ pub struct Shape {
 /// Hopper, Ampere and Volta hold at most 32 blocks per SM.
 const MAX_BLOCKS_PER_SM: u32 = 32;
 
+/// Blocks resident on one SM at once: as many whole blocks as the SM's threads hold,
+/// at most [`MAX_BLOCKS_PER_SM`]. Registers and shared memory are not counted: explain
+/// does not know a kernel's registers (ptxas assigns them); see docs/model.md.
+pub fn blocks_per_sm(shape: Shape, profile: &Profile) -> u32 {
+    (profile.max_threads_per_sm / shape.threads_per_block.max(1)).clamp(1, MAX_BLOCKS_PER_SM)
+}
+
 /// Threads resident on one SM: as many whole blocks as fit, no more than the grid
-/// spread over every SM. Registers and shared memory are not counted (the bandwidth
-/// kernels use few of either); see docs/model.md.
+/// spread over every SM.
 pub fn resident_threads(shape: Shape, profile: &Profile) -> u32 {
-    let per_block = shape.threads_per_block.max(1);
-    let fit = (profile.max_threads_per_sm / per_block).clamp(1, MAX_BLOCKS_PER_SM);
     let spread = shape.blocks.div_ceil(u64::from(profile.sm_count.max(1)));
-    let blocks = u64::from(fit).min(spread.max(1)) as u32;
-    blocks * per_block
+    let blocks = u64::from(blocks_per_sm(shape, profile)).min(spread.max(1)) as u32;
+    blocks * shape.threads_per_block.max(1)
+}
+
+/// The read + written rate, GB/s, at which `in_flight` DRAM bytes (over the whole GPU,
+/// writes counted with the reads they follow) flow when a load's latency is
+/// L(rho) = L0 + Lq x rho / (1 - rho) at utilisation rho = rate / C: the root in
+/// [0, C] of rate = in_flight / L(rate / C),
+///
+///   rate = C x 2F / (C L0 + F + sqrt((C L0 - F)^2 + 4 C Lq F)),   F = in_flight
+///
+/// (bytes per ns are GB/s). With Lq = 0 it is min(C, F / L0): the constant latency's
+/// hard knee.
+pub fn in_flight_rate(in_flight: f64, profile: &Profile) -> f64 {
+    let c = profile.copy_gb_per_s;
+    let (l0, lq) = (profile.loaded_latency_ns, profile.queueing_latency_ns);
+    if in_flight <= 0.0 {
+        return 0.0;
+    }
+    if !in_flight.is_finite() {
+        return c;
+    }
+    let f = in_flight;
+    let root = ((c * l0 - f).powi(2) + 4.0 * c * lq * f).sqrt();
+    (c * 2.0 * f / (c * l0 + f + root)).min(c)
+}
+
+/// The bound that sets a rate at utilisation `rho`: the DRAM bytes when a load waits
+/// longer in the DRAM's queue than its base latency (Lq x rho / (1 - rho) >= L0, i.e.
+/// rho >= L0 / (L0 + Lq); with Lq = 0, only at the ceiling), else the bytes in flight.
+pub fn bound_at(rho: f64, profile: &Profile) -> Bound {
+    if profile.queueing_latency_ns * rho >= profile.loaded_latency_ns * (1.0 - rho) {
+        Bound::DramBytes
+    } else {
+        Bound::BytesInFlight
+    }
 }
 
 /// Predicts a launch that moves `useful_bytes` (the declared work) with the window's
@@ -168,34 +266,96 @@ pub fn predict(useful_bytes: u64, traffic: &Traffic, shape: Shape, profile: &Pro
     let dram_write = useful_bytes as f64 * (1.0 - read_share) * write_ratio;
     let dram = dram_read + dram_write;
 
-    let resident = resident_threads(shape, profile);
-    let in_flight_per_sm = f64::from(resident) * traffic.in_flight_per_thread * read_ratio;
-    // Little's law: reads flow at (bytes in flight) / latency; writes keep their
-    // proportion to reads. Bytes per ns are GB/s.
-    let in_flight_rate = if dram_read > 0.0 {
-        in_flight_per_sm * f64::from(profile.sm_count) / profile.loaded_latency_ns * (dram / dram_read)
-    } else {
-        f64::INFINITY
+    // Little's law over the GPU: reads flow at (bytes in flight) / latency; writes keep
+    // their proportion to reads. `threads` is the mean resident per SM.
+    let sms = f64::from(profile.sm_count.max(1));
+    let per_thread = traffic.in_flight_per_thread * read_ratio;
+    // (rate, in-flight bytes over the GPU) with `threads` resident per SM.
+    let rate_with = |threads: f64| {
+        if dram_read > 0.0 {
+            let in_flight = threads * per_thread * sms * (dram / dram_read);
+            (in_flight_rate(in_flight, profile), in_flight)
+        } else {
+            (profile.copy_gb_per_s, 0.0)
+        }
     };
-    let (rate, bound) = if in_flight_rate < profile.copy_gb_per_s {
-        (in_flight_rate, Bound::BytesInFlight)
+    // Waves: full ones at the SMs' full residency, then the rest of the blocks spread
+    // over the SMs. Each moves its blocks' share of the DRAM bytes.
+    let per_block = shape.threads_per_block.max(1);
+    let blocks = shape.blocks.max(1);
+    let per_sm = blocks_per_sm(shape, profile);
+    let capacity = u64::from(per_sm) * u64::from(profile.sm_count.max(1));
+    let (full, rest) = (blocks / capacity, blocks % capacity);
+    let full_threads = f64::from(per_sm * per_block);
+    let rest_threads = rest as f64 * f64::from(per_block) / sms;
+    let (full_rate, rest_rate) = (rate_with(full_threads), rate_with(rest_threads));
+    let share = |b: u64| dram * b as f64 / blocks as f64;
+    let full_s = if full > 0 {
+        share(full * capacity) / (full_rate.0 * 1e9)
     } else {
-        (profile.copy_gb_per_s, Bound::DramBytes)
+        0.0
     };
-    let time_s = dram / (rate * 1e9);
+    let rest_s = if rest > 0 {
+        share(rest) / (rest_rate.0 * 1e9)
+    } else {
+        0.0
+    };
+    let time_s = full_s + rest_s;
+    // The wave that takes longer speaks for the launch.
+    let (rate, in_flight) = if full_s >= rest_s { full_rate } else { rest_rate };
+    let rho = (rate / profile.copy_gb_per_s).min(1.0);
+    // Little's law again: the latency those bytes in flight see at that rate (at the
+    // ceiling of a constant latency, the queue absorbs what exceeds L0).
+    let latency_ns = if in_flight > 0.0 {
+        in_flight / rate
+    } else {
+        profile.loaded_latency_ns
+    };
     let gb_per_s = useful_bytes as f64 / time_s / 1e9;
     Some(Prediction {
         device: profile.device.clone(),
         dram_read_bytes: dram_read,
         dram_write_bytes: dram_write,
-        resident_threads_per_sm: resident,
-        in_flight_bytes_per_sm: in_flight_per_sm,
-        in_flight_gb_per_s: in_flight_rate,
+        resident_threads_per_sm: resident_threads(shape, profile),
+        in_flight_bytes_per_sm: f64::from(resident_threads(shape, profile)) * per_thread,
+        in_flight_gb_per_s: rate,
+        dram_utilisation: rho,
+        latency_ns,
+        waves: blocks as f64 / capacity as f64,
         time_ms: time_s * 1e3,
         gb_per_s,
         pct_of_copy: 100.0 * gb_per_s / profile.copy_gb_per_s,
-        bound,
+        bound: bound_at(rho, profile),
+        not_modelled: not_modelled(traffic),
     })
+}
+
+/// A request fetching this many times the sectors its useful bytes fill is flagged:
+/// the L1 and L2 handle each sector, at a rate the profile does not measure.
+const SCATTERED: f64 = 4.0;
+
+/// What the window shows that the predicted time does not count.
+pub fn not_modelled(t: &Traffic) -> Vec<String> {
+    let mut out = Vec::new();
+    for (d, op) in ["load", "store"].into_iter().enumerate() {
+        let requests = t.shared_requests[d];
+        if requests > 0 && t.shared_wavefronts[d] > requests {
+            out.push(format!(
+                "shared-memory bank conflicts, {:.1} wavefronts per shared {op} (the profile measures no shared-memory rate)",
+                t.shared_wavefronts[d] as f64 / requests as f64
+            ));
+        }
+        let useful = [t.useful_read, t.useful_write][d];
+        let (requests, sectors) = (t.global_requests[d], t.global_sectors[d]);
+        if requests > 0 && useful > 0 && (sectors * 32) as f64 > SCATTERED * useful as f64 {
+            out.push(format!(
+                "{:.1} sectors per global {op} request, {:.0}x the bytes used (the rate at which L1 and L2 handle sectors is not measured)",
+                sectors as f64 / requests as f64,
+                (sectors * 32) as f64 / useful as f64
+            ));
+        }
+    }
+    out
 }
 
 fn ratio(dram: u64, useful: u64) -> f64 {
@@ -239,6 +399,23 @@ mod tests {
         log
     }
 
+    /// A launch of `waves` whole waves of 256-thread blocks on the sample profile.
+    fn whole_waves(waves: u64) -> Shape {
+        Shape {
+            blocks: waves * 8 * 132,
+            threads_per_block: 256,
+        }
+    }
+
+    /// The sample profile with a latency that rises with load: L0 = 700, Lq = 50 ns.
+    fn queued() -> Profile {
+        Profile {
+            loaded_latency_ns: 700.0,
+            queueing_latency_ns: 50.0,
+            ..sample()
+        }
+    }
+
     #[test]
     fn a_coalesced_copy_moves_what_it_asks_for() {
         let t = traffic(&strided(1, 8));
@@ -246,6 +423,11 @@ mod tests {
         assert_eq!(t.read_segments, [32, 16, 8]);
         assert_eq!(t.write_sectors, 32);
         assert_eq!(t.in_flight_per_thread, 4.0);
+        // 8 warps, each one load and one store request of 4 sectors; no shared memory.
+        assert_eq!((t.global_requests, t.global_sectors), ([8, 8], [32, 32]));
+        assert_eq!((t.shared_requests, t.shared_wavefronts), ([0, 0], [0, 0]));
+        let p = predict(8 << 20, &t, whole_waves(100), &sample()).unwrap();
+        assert!(p.not_modelled.is_empty(), "{:?}", p.not_modelled);
     }
 
     #[test]
@@ -266,29 +448,134 @@ mod tests {
             "{}",
             p.pct_of_copy
         );
+        // 32 sectors per load request for 128 bytes used: named, not counted.
+        assert_eq!(
+            p.not_modelled,
+            [
+                "32.0 sectors per global load request, 8x the bytes used (the rate at which L1 and L2 handle sectors is not measured)"
+            ]
+        );
     }
 
     #[test]
     fn one_float_per_thread_is_bound_by_bytes_in_flight() {
         let t = traffic(&strided(1, 8));
-        let shape = Shape {
-            blocks: 1 << 20,
-            threads_per_block: 256,
-        };
         let profile = sample();
-        let p = predict(8 << 20, &t, shape, &profile).unwrap();
+        let p = predict(8 << 20, &t, whole_waves(100), &profile).unwrap();
         assert_eq!(p.resident_threads_per_sm, 2048);
+        assert_eq!(p.waves, 100.0);
         // 2048 threads x 4 bytes on 132 SMs over 900 ns, doubled for the writes.
         let rate = 2048.0 * 4.0 * 132.0 / 900.0 * 2.0;
         assert!((p.in_flight_gb_per_s - rate).abs() < 1e-9);
+        assert!((p.latency_ns - 900.0).abs() < 1e-9);
         assert_eq!(p.bound, Bound::BytesInFlight);
         assert!((p.pct_of_copy - 100.0 * rate / 3000.0).abs() < 1e-9);
         // Four times the bytes in flight reach the ceiling.
         let mut more = t.clone();
         more.in_flight_per_thread = 16.0;
         assert_eq!(
-            predict(8 << 20, &more, shape, &profile).unwrap().bound,
+            predict(8 << 20, &more, whole_waves(100), &profile).unwrap().bound,
             Bound::DramBytes
+        );
+    }
+
+    #[test]
+    fn latency_rises_with_load_so_the_rate_approaches_the_ceiling() {
+        let q = queued();
+        let mut last = 0.0;
+        for f in [1e5, 1e6, 2e6, 4e6, 1e7, 1e8, 1e9] {
+            let rate = in_flight_rate(f, &q);
+            // Little's law at the latency of that load.
+            let rho = rate / 3000.0;
+            assert!((rate * q.latency_at(rho) - f).abs() < 1e-6 * f, "{f}: {rate}");
+            assert!(rate > last && rate < 3000.0, "{f}: {rate}");
+            last = rate;
+        }
+        // With no queueing: the constant latency's hard knee, min(C, F / L0).
+        let s = sample();
+        assert!((in_flight_rate(1e6, &s) - 1e6 / 900.0).abs() < 1e-9);
+        assert_eq!(in_flight_rate(1e7, &s), 3000.0);
+        assert_eq!(in_flight_rate(0.0, &s), 0.0);
+        // The bound turns when the queue's delay passes L0: rho = 700 / 750.
+        let turn = 700.0 / 750.0;
+        assert_eq!(bound_at(turn - 1e-9, &q), Bound::BytesInFlight);
+        assert_eq!(bound_at(turn + 1e-9, &q), Bound::DramBytes);
+        assert_eq!(bound_at(0.99, &s), Bound::BytesInFlight);
+        assert_eq!(bound_at(1.0, &s), Bound::DramBytes);
+    }
+
+    #[test]
+    fn the_calibration_copy_is_predicted_at_its_measured_rate() {
+        // The H200's fit passes through its inflight f32-1 point (8192 read bytes in
+        // flight per SM, 2685.7 GB/s): one float per thread, 2048 threads, is that copy.
+        let h200 = Profile {
+            sm_count: 132,
+            copy_gb_per_s: 4220.187848199257,
+            loaded_latency_ns: 702.2257326400044,
+            queueing_latency_ns: 58.875801597166635,
+            ..sample()
+        };
+        let t = traffic(&strided(1, 8));
+        let p = predict(8 << 20, &t, whole_waves(100), &h200).unwrap();
+        assert!((p.in_flight_gb_per_s - 2685.672326582515).abs() < 1e-6, "{p:?}");
+        assert!((p.pct_of_copy - 63.639).abs() < 1e-3, "{p:?}");
+        assert!((p.latency_ns - 805.269).abs() < 1e-3, "{p:?}");
+        assert_eq!(p.bound, Bound::BytesInFlight);
+    }
+
+    #[test]
+    fn the_last_partial_wave_moves_its_share_slower() {
+        let t = traffic(&strided(1, 8));
+        let q = queued();
+        // One and a half waves: 2/3 of the bytes at 2048 threads per SM, 1/3 at 1024.
+        let shape = Shape {
+            blocks: 3 * 4 * 132,
+            threads_per_block: 256,
+        };
+        let p = predict(8 << 20, &t, shape, &q).unwrap();
+        assert_eq!(p.waves, 1.5);
+        let rate = |threads: f64| in_flight_rate(threads * 4.0 * 132.0 * 2.0, &q);
+        // 8 MiB useful = 4 MiB read + 4 MiB written, each byte once in DRAM.
+        let dram = (8 << 20) as f64;
+        let time = dram * 2.0 / 3.0 / rate(2048.0) + dram / 3.0 / rate(1024.0);
+        assert!((p.time_ms - time / 1e6).abs() < 1e-12, "{p:?}");
+        // Less than one wave: the blocks spread over the SMs, 100 threads each here.
+        let small = Shape {
+            blocks: 66,
+            threads_per_block: 200,
+        };
+        let p = predict(8 << 20, &t, small, &q).unwrap();
+        assert!((p.in_flight_gb_per_s - rate(100.0)).abs() < 1e-9, "{p:?}");
+        assert_eq!(p.resident_threads_per_sm, 200);
+        assert_eq!(p.waves, 66.0 / (10.0 * 132.0));
+    }
+
+    #[test]
+    fn bank_conflicts_are_named_not_counted() {
+        // One warp reads a 32 x 32 tile's column: 32 lanes 128 bytes apart, one bank.
+        let site = std::panic::Location::caller();
+        let mut log = strided(1, 1);
+        for lane in 0..32 {
+            log.push(Access {
+                block: 0,
+                thread: lane,
+                site,
+                occurrence: 1,
+                op: Op::Load,
+                space: Space::Shared,
+                addr: 128 * lane,
+                array: 0,
+                bytes: 4,
+            });
+        }
+        let t = traffic(&log);
+        assert_eq!((t.shared_requests, t.shared_wavefronts), ([1, 0], [32, 0]));
+        let p = predict(8 << 20, &t, whole_waves(1), &sample()).unwrap();
+        assert_eq!(
+            p.not_modelled,
+            [
+                "shared-memory bank conflicts, 32.0 wavefronts per shared load (the profile measures no shared-memory rate)"
+            ]
         );
     }
 
@@ -304,5 +591,37 @@ mod tests {
         assert_eq!(resident_threads(shape(1 << 20, 1024), &p), 2048);
         assert_eq!(resident_threads(shape(1 << 20, 768), &p), 1536);
         assert_eq!(resident_threads(shape(1 << 20, 32), &p), 1024);
+    }
+
+    #[test]
+    fn the_shipped_profiles_predict_their_calibration_copies_without_a_gpu() {
+        use crate::experiments::{Selection, named};
+        // The inflight copies the latency was fitted to come back at their measured
+        // rates (the fit passes through them; the last partial wave costs < 0.5%).
+        for (gpu, f32_1, f32_2) in [("H100", 2415.96, 2824.22), ("h200", 2685.67, 3736.91)] {
+            let profile = Profile::shipped(gpu).unwrap().unwrap();
+            let copy = profile.copy_gb_per_s;
+            let opts = crate::explain::Options {
+                size: None,
+                shape: None,
+                model: crate::explain::model::Model::Sm70,
+                blocks: 8,
+                profile: Some(profile),
+            };
+            let exp = named("inflight").unwrap();
+            let report = crate::explain::explain(&[Selection::all(exp)], &opts, |_| {}).unwrap();
+            let pct = |variant: &str| {
+                let k = report.kernels.iter().find(|k| k.variant == variant).unwrap();
+                k.prediction.as_ref().unwrap().pct_of_copy
+            };
+            for (variant, rate) in [("f32-1", f32_1), ("f32-2", f32_2)] {
+                let want = 100.0 * rate / copy;
+                assert!(
+                    (pct(variant) / want - 1.0).abs() < 0.005,
+                    "{gpu} {variant}: {} vs {want}",
+                    pct(variant)
+                );
+            }
+        }
     }
 }

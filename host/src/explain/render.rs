@@ -162,9 +162,9 @@ fn site_rows(k: &KernelReport, model: Model) -> Vec<Vec<String>> {
 
 /// `  predicted on GPU: DRAM 400.0 MiB read (1.00x) + ...; bound: ...; 0.283 ms, 2960 GB/s, 98.7% of copy`.
 pub fn prediction_line(p: &super::predict::Prediction) -> String {
-    format!(
-        "  predicted on {}: DRAM {} read + {} written; {} threads x {} B in flight per SM; \
-         bound: {}; {}, {:.0} GB/s, {:.1}% of copy",
+    let mut line = format!(
+        "  predicted on {}: DRAM {} read + {} written; {} threads x {} B in flight per SM, \
+         loaded latency {:.0} ns; bound: {}; {}, {:.0} GB/s, {:.1}% of copy",
         p.device,
         format_bytes(p.dram_read_bytes as u64),
         format_bytes(p.dram_write_bytes as u64),
@@ -173,11 +173,16 @@ pub fn prediction_line(p: &super::predict::Prediction) -> String {
             p.in_flight_bytes_per_sm / f64::from(p.resident_threads_per_sm.max(1)),
             1
         ),
+        p.latency_ns,
         p.bound.describe(),
         crate::units::format_ms(p.time_ms),
         p.gb_per_s,
         p.pct_of_copy
-    )
+    );
+    for caveat in &p.not_modelled {
+        let _ = write!(line, "\n    not modelled: {caveat}");
+    }
+    line
 }
 
 fn pattern(s: &SiteStats) -> String {
