@@ -556,6 +556,52 @@ fn report_sets_predictions_beside_measurements_with_a_profile_of_that_gpu() {
         "{err}"
     );
     assert!(!not_made.exists());
+
+    // Two GPUs, one shipped profile each (repeated --profile): each GPU's report gets
+    // its own GPU's predictions; a profile of neither GPU is refused.
+    let (h100, h200) = (dir.join("h100.json"), dir.join("h200.json"));
+    let both = dir.join("both");
+    coalesce()
+        .args([
+            "report",
+            "--from",
+            h100.to_str().unwrap(),
+            "--from",
+            h200.to_str().unwrap(),
+        ])
+        .args([
+            "--profile",
+            "H100",
+            "--profile",
+            "H200",
+            "--out",
+            both.to_str().unwrap(),
+        ])
+        .assert()
+        .success();
+    for gpu in ["nvidia-h100-80gb-hbm3", "nvidia-h200"] {
+        let md = std::fs::read_to_string(both.join(gpu).join("report.md")).unwrap();
+        assert!(md.contains("## Predicted beside measured"), "{gpu}: {md}");
+    }
+    let err = fails(
+        &[
+            "report",
+            "--from",
+            h100.to_str().unwrap(),
+            "--from",
+            h200.to_str().unwrap(),
+            "--profile",
+            other.to_str().unwrap(),
+            "--out",
+            not_made.to_str().unwrap(),
+        ],
+        2,
+    );
+    assert!(
+        err.contains("measured on NVIDIA B300, which none of the results come from"),
+        "{err}"
+    );
+    assert!(!not_made.exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
 

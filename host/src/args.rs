@@ -151,9 +151,10 @@ pub struct ReportArgs {
     pub from: Vec<PathBuf>,
     /// Set `explain`'s predictions beside the measurements (a table, and in the
     /// stride and good-against-bad plots): a profile file from `coalesce calibrate`
-    /// or a shipped profile's GPU name, of the GPU the results come from.
+    /// or a shipped profile's GPU name, of the GPU the results come from. Repeat it
+    /// with one profile per GPU when the report holds several.
     #[arg(long, value_name = "FILE|GPU")]
-    pub profile: Option<String>,
+    pub profile: Vec<String>,
 }
 
 #[derive(Debug, Args, Default)]

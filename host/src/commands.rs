@@ -101,35 +101,39 @@ pub fn explain_command(args: ExplainArgs) -> Result<Outcome> {
     Ok(Outcome::Ok)
 }
 
-/// `report --profile`: predictions for the results of the profile's GPU (one GPU's
-/// results with another's profile is refused; with several GPUs, the profile's).
-fn with_predictions(
-    all: &mut [Results],
-    profile: Option<crate::profile::Profile>,
-    origin: Option<&str>,
-) -> Result<()> {
-    let (Some(profile), Some(origin)) = (profile, origin) else {
-        return Ok(());
-    };
+/// `report --profile` (repeatable): each profile's predictions for the results of
+/// its GPU (one GPU's results with another's profile is refused; with several GPUs,
+/// each profile goes to its own GPU's results and must match one of them).
+fn with_predictions(all: &mut [Results], profiles: Vec<(crate::profile::Profile, &str)>) -> Result<()> {
     let several = all.len() > 1;
-    let mut used = false;
-    for r in all.iter_mut() {
-        if several && r.run.device.name != profile.device {
-            continue;
+    for (profile, origin) in profiles {
+        let mut used = false;
+        for r in all.iter_mut() {
+            if several && r.run.device.name != profile.device {
+                continue;
+            }
+            r.predicted = report::predicted::predict(r, profile.clone(), origin)?;
+            used = true;
         }
-        r.predicted = report::predicted::predict(r, profile.clone(), origin)?;
-        used = true;
-    }
-    if !used {
-        return Err(crate::Error::BadProfile {
-            path: origin.to_string(),
-            why: format!(
-                "measured on {}, which none of the results come from",
-                profile.device
-            ),
-        });
+        if !used {
+            return Err(crate::Error::BadProfile {
+                path: origin.to_string(),
+                why: format!(
+                    "measured on {}, which none of the results come from",
+                    profile.device
+                ),
+            });
+        }
     }
     Ok(())
+}
+
+/// Every `--profile` of a report, read before any work.
+fn profiles_named(names: &[String]) -> Result<Vec<(crate::profile::Profile, &str)>> {
+    names
+        .iter()
+        .map(|n| Ok((profile_named(n)?, n.as_str())))
+        .collect()
 }
 
 /// `--profile`: a file, or a shipped profile by its GPU's name.
@@ -404,9 +408,9 @@ fn report_from(args: &ReportArgs) -> Result<Outcome> {
         });
     }
     report::check_dir(&args.out)?;
-    let profile = args.profile.as_deref().map(profile_named).transpose()?;
+    let profiles = profiles_named(&args.profile)?;
     let mut all = report::gpus::load_all(&args.from)?;
-    with_predictions(&mut all, profile, args.profile.as_deref())?;
+    with_predictions(&mut all, profiles)?;
     let files = report::write_from(&args.out, &all)?;
     println!(
         "report: {} ({} files, from {} results file(s))",
@@ -428,7 +432,7 @@ pub fn write_report(args: ReportArgs, open: Opener) -> Result<Outcome> {
     // A bad --out or --profile fails now, not after the whole suite has run; nothing
     // is made until there is something to write.
     report::check_dir(&args.out)?;
-    let profile = args.profile.as_deref().map(profile_named).transpose()?;
+    let profiles = profiles_named(&args.profile)?;
     let mut all = Vec::new();
     for d in args.suite.device.ordinals()? {
         let start = Instant::now();
@@ -455,7 +459,7 @@ pub fn write_report(args: ReportArgs, open: Opener) -> Result<Outcome> {
             )
         });
     }
-    with_predictions(&mut all, profile, args.profile.as_deref())?;
+    with_predictions(&mut all, profiles)?;
     let files = report::write_from(&args.out, &all)?;
     let took: f64 = all.iter().map(|r| r.elapsed_s).sum();
     println!(
