@@ -60,14 +60,8 @@ pub struct Profile {
     pub inflight_sweep: Vec<SweepPoint>,
 }
 
-/// One microbenchmark measurement.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SweepPoint {
-    /// What varies: the stride in elements, or the bytes each thread keeps in flight.
-    pub x: f64,
-    /// Read + written bytes per second, GB/s.
-    pub gb_per_s: f64,
-}
+/// The sweeps' points are the fits' input, so they are declared with the fits.
+pub use crate::calibrate::fit::SweepPoint;
 
 /// The profiles that ship with coalesce, measured on the GPUs named in them by
 /// `coalesce calibrate` (host/profiles; schema-1 measurements refitted by
