@@ -157,13 +157,13 @@ pub fn explain_variant(
     let sample = emulate::sample_blocks(total, opts.blocks);
     let recorded = emulate::record(&launch, sample, MAX_OCCURRENCES)?;
     let traffic = predict::traffic(&recorded.accesses);
-    let shape = predict::Shape {
+    let size = predict::LaunchSize {
         blocks: total as u64,
         threads_per_block: launch.block.x * launch.block.y * launch.block.z,
     };
     // Only bandwidth-bound kernels: a product's time is set by its arithmetic.
     let prediction = match ((experiment.work)(&problem), &opts.profile) {
-        (Work::Bytes(bytes), Some(p)) => predict::predict(bytes, &traffic, shape, p),
+        (Work::Bytes(bytes), Some(p)) => predict::predict(bytes, &traffic, size, p),
         _ => None,
     };
     Ok(KernelReport {

@@ -188,7 +188,7 @@ pub struct Prediction {
 
 /// How a launch fills the GPU: blocks and threads per block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Shape {
+pub struct LaunchSize {
     pub blocks: u64,
     pub threads_per_block: u32,
 }
@@ -199,16 +199,16 @@ const MAX_BLOCKS_PER_SM: u32 = 32;
 /// Blocks resident on one SM at once: as many whole blocks as the SM's threads hold,
 /// at most [`MAX_BLOCKS_PER_SM`]. Registers and shared memory are not counted: explain
 /// does not know a kernel's registers (ptxas assigns them); see docs/model.md.
-pub fn blocks_per_sm(shape: Shape, profile: &Profile) -> u32 {
-    (profile.max_threads_per_sm / shape.threads_per_block.max(1)).clamp(1, MAX_BLOCKS_PER_SM)
+pub fn blocks_per_sm(launch: LaunchSize, profile: &Profile) -> u32 {
+    (profile.max_threads_per_sm / launch.threads_per_block.max(1)).clamp(1, MAX_BLOCKS_PER_SM)
 }
 
 /// Threads resident on one SM: as many whole blocks as fit, no more than the grid
 /// spread over every SM.
-pub fn resident_threads(shape: Shape, profile: &Profile) -> u32 {
-    let spread = shape.blocks.div_ceil(u64::from(profile.sm_count.max(1)));
-    let blocks = u64::from(blocks_per_sm(shape, profile)).min(spread.max(1)) as u32;
-    blocks * shape.threads_per_block.max(1)
+pub fn resident_threads(launch: LaunchSize, profile: &Profile) -> u32 {
+    let spread = launch.blocks.div_ceil(u64::from(profile.sm_count.max(1)));
+    let blocks = u64::from(blocks_per_sm(launch, profile)).min(spread.max(1)) as u32;
+    blocks * launch.threads_per_block.max(1)
 }
 
 /// The read + written rate, GB/s, at which `in_flight` DRAM bytes (over the whole GPU,
@@ -247,7 +247,12 @@ pub fn bound_at(rho: f64, profile: &Profile) -> Bound {
 
 /// Predicts a launch that moves `useful_bytes` (the declared work) with the window's
 /// `traffic`, on the profile's GPU. None when the window moved nothing.
-pub fn predict(useful_bytes: u64, traffic: &Traffic, shape: Shape, profile: &Profile) -> Option<Prediction> {
+pub fn predict(
+    useful_bytes: u64,
+    traffic: &Traffic,
+    launch: LaunchSize,
+    profile: &Profile,
+) -> Option<Prediction> {
     let asked = traffic.useful_read + traffic.useful_write;
     if asked == 0 || useful_bytes == 0 {
         return None;
@@ -281,9 +286,9 @@ pub fn predict(useful_bytes: u64, traffic: &Traffic, shape: Shape, profile: &Pro
     };
     // Waves: full ones at the SMs' full residency, then the rest of the blocks spread
     // over the SMs. Each moves its blocks' share of the DRAM bytes.
-    let per_block = shape.threads_per_block.max(1);
-    let blocks = shape.blocks.max(1);
-    let per_sm = blocks_per_sm(shape, profile);
+    let per_block = launch.threads_per_block.max(1);
+    let blocks = launch.blocks.max(1);
+    let per_sm = blocks_per_sm(launch, profile);
     let capacity = u64::from(per_sm) * u64::from(profile.sm_count.max(1));
     let (full, rest) = (blocks / capacity, blocks % capacity);
     let full_threads = f64::from(per_sm * per_block);
@@ -312,12 +317,13 @@ pub fn predict(useful_bytes: u64, traffic: &Traffic, shape: Shape, profile: &Pro
         profile.loaded_latency_ns
     };
     let gb_per_s = useful_bytes as f64 / time_s / 1e9;
+    let resident = resident_threads(launch, profile);
     Some(Prediction {
         device: profile.device.clone(),
         dram_read_bytes: dram_read,
         dram_write_bytes: dram_write,
-        resident_threads_per_sm: resident_threads(shape, profile),
-        in_flight_bytes_per_sm: f64::from(resident_threads(shape, profile)) * per_thread,
+        resident_threads_per_sm: resident,
+        in_flight_bytes_per_sm: f64::from(resident) * per_thread,
         in_flight_gb_per_s: rate,
         dram_utilisation: rho,
         latency_ns,
@@ -400,8 +406,8 @@ mod tests {
     }
 
     /// A launch of `waves` whole waves of 256-thread blocks on the sample profile.
-    fn whole_waves(waves: u64) -> Shape {
-        Shape {
+    fn whole_waves(waves: u64) -> LaunchSize {
+        LaunchSize {
             blocks: waves * 8 * 132,
             threads_per_block: 256,
         }
@@ -435,7 +441,7 @@ mod tests {
         // 16 floats apart: every lane in its own 64-byte segment.
         let t = traffic(&strided(16, 4));
         assert_eq!(t.read_segments[1], 128);
-        let shape = Shape {
+        let shape = LaunchSize {
             blocks: 1 << 20,
             threads_per_block: 256,
         };
@@ -528,7 +534,7 @@ mod tests {
         let t = traffic(&strided(1, 8));
         let q = queued();
         // One and a half waves: 2/3 of the bytes at 2048 threads per SM, 1/3 at 1024.
-        let shape = Shape {
+        let shape = LaunchSize {
             blocks: 3 * 4 * 132,
             threads_per_block: 256,
         };
@@ -540,7 +546,7 @@ mod tests {
         let time = dram * 2.0 / 3.0 / rate(2048.0) + dram / 3.0 / rate(1024.0);
         assert!((p.time_ms - time / 1e6).abs() < 1e-12, "{p:?}");
         // Less than one wave: the blocks spread over the SMs, 100 threads each here.
-        let small = Shape {
+        let small = LaunchSize {
             blocks: 66,
             threads_per_block: 200,
         };
@@ -582,7 +588,7 @@ mod tests {
     #[test]
     fn small_grids_and_big_blocks_hold_fewer_threads() {
         let p = sample();
-        let shape = |blocks, threads_per_block| Shape {
+        let shape = |blocks, threads_per_block| LaunchSize {
             blocks,
             threads_per_block,
         };
