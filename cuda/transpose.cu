@@ -70,13 +70,12 @@ extern "C" __global__ void transpose_tiled_padded(size_t rows, size_t cols, cons
 
 constexpr size_t TILE64 = 64;
 
-// Padded 64 x 64 tile, 32 x 8 threads: 16 elements per thread, all loaded first.
-extern "C" __global__ void transpose_padded_64(size_t rows, size_t cols, const float* __restrict__ src,
-                                               float* __restrict__ dst) {
+// The padded 64 x 64 tile with input corner (by, bx), 32 x 8 threads: 16 elements per
+// thread, all loaded first.
+__device__ __forceinline__ void padded_64(float (*tile)[TILE64 + 1], size_t bx, size_t by, size_t rows,
+                                          size_t cols, const float* __restrict__ src, float* __restrict__ dst) {
     constexpr size_t K = TILE64 / BLOCK_ROWS, C = TILE64 / TILE;
-    __shared__ float tile[TILE64][TILE64 + 1];
     size_t tx = threadIdx.x, ty = threadIdx.y;
-    size_t bx = blockIdx.x * TILE64, by = blockIdx.y * TILE64;
     float v[K][C];
     for (size_t k = 0; k < K; ++k) {
         for (size_t c = 0; c < C; ++c) {
@@ -99,6 +98,21 @@ extern "C" __global__ void transpose_padded_64(size_t rows, size_t cols, const f
             }
         }
     }
+}
+
+// Blocks in row order: x along the input's columns of tiles.
+extern "C" __global__ void transpose_padded_64(size_t rows, size_t cols, const float* __restrict__ src,
+                                               float* __restrict__ dst) {
+    __shared__ float tile[TILE64][TILE64 + 1];
+    padded_64(tile, blockIdx.x * TILE64, blockIdx.y * TILE64, rows, cols, src, dst);
+}
+
+// Blocks in column order: x along the input's rows of tiles, so the resident blocks
+// write whole output rows in order.
+extern "C" __global__ void transpose_padded_64_cols(size_t rows, size_t cols, const float* __restrict__ src,
+                                                    float* __restrict__ dst) {
+    __shared__ float tile[TILE64][TILE64 + 1];
+    padded_64(tile, blockIdx.y * TILE64, blockIdx.x * TILE64, rows, cols, src, dst);
 }
 
 constexpr size_t VEC_THREADS_X = 8, VEC_THREADS_Y = 32;

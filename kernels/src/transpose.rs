@@ -108,47 +108,77 @@ pub const VEC_THREADS_X: usize = 8;
 /// Threads along y of [`transpose_padded_64_f32x4`].
 pub const VEC_THREADS_Y: usize = 32;
 
+/// The 64 x 64 padded tile whose input corner is (`by`, `bx`) (row, column), through 32
+/// x 8 threads: each thread loads 16 elements (two columns 32 apart, eight rows) before
+/// the barrier, so 64 bytes per thread and 16 KiB per block are in flight, 4x the 32 x
+/// 32 tile's. A warp still reads and writes 128 consecutive bytes per access; a tile
+/// column's 32 lanes fall in 32 banks.
+#[inline(always)]
+unsafe fn padded_64(
+    tile: SharedArray<f32>,
+    (bx, by): (usize, usize),
+    rows: usize,
+    cols: usize,
+    src: Global<f32>,
+    dst: GlobalMut<f32>,
+) {
+    const PITCH: usize = TILE64 + 1;
+    const K: usize = TILE64 / BLOCK_ROWS;
+    const C: usize = TILE64 / TILE;
+    let (tx, ty) = (thread_idx_x() as usize, thread_idx_y() as usize);
+    // Every load first, then every shared store: 16 loads in flight per thread.
+    let mut v = [[0.0f32; C]; K];
+    for (k, row) in v.iter_mut().enumerate() {
+        for (c, v) in row.iter_mut().enumerate() {
+            let (x, y) = (bx + tx + c * TILE, by + ty + k * BLOCK_ROWS);
+            if x < cols && y < rows {
+                // SAFETY: x < cols and y < rows.
+                *v = unsafe { src.read(y * cols + x) };
+            }
+        }
+    }
+    for (k, row) in v.iter().enumerate() {
+        for (c, &v) in row.iter().enumerate() {
+            // SAFETY: row ty + 8 k < 64, column tx + 32 c < 64 < PITCH: in the tile.
+            unsafe { tile.write((ty + k * BLOCK_ROWS) * PITCH + tx + c * TILE, v) };
+        }
+    }
+    sync_threads();
+    for k in 0..K {
+        for c in 0..C {
+            let (i, j) = (tx + c * TILE, ty + k * BLOCK_ROWS);
+            let (x, y) = (by + i, bx + j);
+            if x < rows && y < cols {
+                // SAFETY: in bounds of dst and of the tile; written before the barrier.
+                unsafe { dst.write(y * rows + x, tile.read(i * PITCH + j)) };
+            }
+        }
+    }
+}
+
 kernel! {
-    /// Padded 64 x 64 tile (pitch 65), 32 x 8 threads: each thread loads 16 elements
-    /// (two columns 32 apart, eight rows) before the barrier, so 64 bytes per thread and
-    /// 16 KiB per block are in flight, 4x the 32 x 32 tile's. A warp still reads and
-    /// writes 128 consecutive bytes per access; a tile column's 32 lanes fall in 32
-    /// banks. Grid: (ceil(cols/64), ceil(rows/64)).
+    /// Padded 64 x 64 tile (pitch 65), 32 x 8 threads, 16 elements in flight per thread
+    /// (see `padded_64`); blocks in row order: x along the input's columns of tiles.
+    /// Grid: (ceil(cols/64), ceil(rows/64)).
     pub fn transpose_padded_64(rows: usize, cols: usize, src: Global<f32>, dst: GlobalMut<f32>) {
-        const PITCH: usize = TILE64 + 1;
-        const K: usize = TILE64 / BLOCK_ROWS;
-        const C: usize = TILE64 / TILE;
         let tile = shared_array![COALESCE_TRANSPOSE_PADDED_64: [f32; TILE64 * (TILE64 + 1)]];
-        let (tx, ty) = (thread_idx_x() as usize, thread_idx_y() as usize);
-        let (bx, by) = (block_idx_x() as usize * TILE64, block_idx_y() as usize * TILE64);
-        // Every load first, then every shared store: 16 loads in flight per thread.
-        let mut v = [[0.0f32; C]; K];
-        for (k, row) in v.iter_mut().enumerate() {
-            for (c, v) in row.iter_mut().enumerate() {
-                let (x, y) = (bx + tx + c * TILE, by + ty + k * BLOCK_ROWS);
-                if x < cols && y < rows {
-                    // SAFETY: x < cols and y < rows.
-                    *v = unsafe { src.read(y * cols + x) };
-                }
-            }
-        }
-        for (k, row) in v.iter().enumerate() {
-            for (c, &v) in row.iter().enumerate() {
-                // SAFETY: row ty + 8 k < 64, column tx + 32 c < 64 < PITCH: in the tile.
-                unsafe { tile.write((ty + k * BLOCK_ROWS) * PITCH + tx + c * TILE, v) };
-            }
-        }
-        sync_threads();
-        for k in 0..K {
-            for c in 0..C {
-                let (i, j) = (tx + c * TILE, ty + k * BLOCK_ROWS);
-                let (x, y) = (by + i, bx + j);
-                if x < rows && y < cols {
-                    // SAFETY: in bounds of dst and of the tile; written before the barrier.
-                    unsafe { dst.write(y * rows + x, tile.read(i * PITCH + j)) };
-                }
-            }
-        }
+        let origin = (block_idx_x() as usize * TILE64, block_idx_y() as usize * TILE64);
+        // SAFETY: the tile holds 64 x 65 floats.
+        unsafe { padded_64(tile, origin, rows, cols, src, dst) }
+    }
+}
+
+kernel! {
+    /// padded-64 with the blocks in column order: x along the input's rows of tiles.
+    /// The blocks resident at once then cover a few whole columns of tiles, so they
+    /// write each output row from start to end, as a copy writes, and read 256-byte
+    /// pieces of many input rows (row order is the other way round).
+    /// Grid: (ceil(rows/64), ceil(cols/64)).
+    pub fn transpose_padded_64_cols(rows: usize, cols: usize, src: Global<f32>, dst: GlobalMut<f32>) {
+        let tile = shared_array![COALESCE_TRANSPOSE_PADDED_64_COLS: [f32; TILE64 * (TILE64 + 1)]];
+        let origin = (block_idx_y() as usize * TILE64, block_idx_x() as usize * TILE64);
+        // SAFETY: the tile holds 64 x 65 floats.
+        unsafe { padded_64(tile, origin, rows, cols, src, dst) }
     }
 }
 

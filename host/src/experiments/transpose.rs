@@ -35,6 +35,12 @@ fn tiles_64(p: &Problem, _: &DeviceInfo) -> Result<Launch> {
     grid_of(p.dim(Dim::Rows), p.dim(Dim::Cols), (TILE64, TILE64), block)
 }
 
+/// 64 x 64 tiles of 32 x 8 threads, the grid in column order (x along the rows of tiles).
+fn tiles_64_cols(p: &Problem, _: &DeviceInfo) -> Result<Launch> {
+    let block = (TILE as u32, BLOCK_ROWS as u32, 1);
+    grid_of(p.dim(Dim::Cols), p.dim(Dim::Rows), (TILE64, TILE64), block)
+}
+
 /// 64 x 64 tiles of 8 x 32 threads (a float4 each per row pass).
 fn tiles_64_f32x4(p: &Problem, _: &DeviceInfo) -> Result<Launch> {
     let block = (VEC_THREADS_X as u32, VEC_THREADS_Y as u32, 1);
@@ -53,6 +59,9 @@ pub static EXPERIMENT: Experiment = Experiment {
         Variant::new("tiled-padded", "transpose_tiled_padded", ARGS, over_input),
         // Tuned for the copy ceiling: 64 x 64 tiles, 16 elements in flight per thread.
         Variant::new("padded-64", "transpose_padded_64", ARGS, tiles_64),
+        // The same kernel, the blocks in column order: the resident ones write whole
+        // output rows, as a copy writes.
+        Variant::new("padded-64-cols", "transpose_padded_64_cols", ARGS, tiles_64_cols),
         Variant::new("padded-64-f32x4", "transpose_padded_64_f32x4", ARGS, tiles_64_f32x4),
     ],
     buffers: |p| {
@@ -114,6 +123,7 @@ mod tests {
         let grid = |f: fn(&Problem, &DeviceInfo) -> Result<Launch>| f(&p, &info).unwrap().grid;
         assert_eq!(grid(tiles_64), (5, 1, 1));
         assert_eq!(grid(tiles_64_f32x4), (5, 1, 1));
+        assert_eq!(grid(tiles_64_cols), (1, 5, 1));
         assert_eq!(tiles_64_f32x4(&p, &info).unwrap().block, (8, 32, 1));
     }
 
@@ -125,9 +135,9 @@ mod tests {
     fn tuned_tiles_match_at_aligned_and_partial_sizes() {
         use crate::explain::emulate::{EmuLaunch, validate_with};
         use kernels::gpu::emu::Schedule;
-        for (rows, cols) in [(64, 64), (100, 36), (36, 260), (4, 132), (65, 129)] {
+        for (rows, cols) in [(64, 64), (100, 36), (36, 260), (4, 132), (65, 129), (600, 136)] {
             let p = Problem::Matrix { rows, cols };
-            for name in ["padded-64", "padded-64-f32x4"] {
+            for name in ["padded-64", "padded-64-cols", "padded-64-f32x4"] {
                 let v = EXPERIMENT.variant(name).unwrap();
                 let run = EmuLaunch::new(&EXPERIMENT, v, p, &DeviceInfo::h100()).unwrap();
                 for schedule in [Schedule::Concurrent, Schedule::Forward, Schedule::Reverse] {
