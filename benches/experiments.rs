@@ -64,6 +64,10 @@ fn bench_experiment(c: &mut Criterion, gpu: &Gpu, exp: &'static Experiment, opts
         group.sample_size(10).sampling_mode(SamplingMode::Flat);
     }
     for (i, v) in exp.variants.iter().enumerate() {
+        if let Err(why) = gpu.supports(v.kernel) {
+            eprintln!("{}/{}: {why}", exp.name, v.name);
+            continue;
+        }
         let f = gpu.function(v.kernel)?;
         let name = format!("{}/{}", exp.name, v.name);
         let mut checked = false;

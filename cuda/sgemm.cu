@@ -347,3 +347,166 @@ extern "C" __global__ void sgemm_pipeline_128x128x8(int M, int N, int K, const f
 extern "C" __global__ void sgemm_pipeline_128x64x16(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
     warptile<128, 64, 16, 64, 32, 2, 8, 4, 128, 2>(M, N, K, A, B, C);
 }
+
+// One stage's BK k steps of a warp-tiled block: each thread's fragments of the
+// transposed A tile (as) and of B's (bs) as float4 shared loads, then the outer
+// products of every sub-tile pair (as warptile's loop body).
+template <int BN, int BK, int WMITER, int WNITER, int TM, int TN, int PITCH>
+__device__ __forceinline__ void compute_stage(float (&acc)[WMITER][WNITER][TM][TN], const float* as, const float* bs,
+                                              int a_base, int b_base, int WSUBM, int WSUBN) {
+    float reg_m[WMITER][TM], reg_n[WNITER][TN];
+#pragma unroll
+    for (int dot = 0; dot < BK; ++dot) {
+#pragma unroll
+        for (int wm = 0; wm < WMITER; ++wm)
+#pragma unroll
+            for (int i = 0; i < TM; i += 4)
+                *reinterpret_cast<float4*>(&reg_m[wm][i]) =
+                    *reinterpret_cast<const float4*>(&as[dot * PITCH + a_base + wm * WSUBM + i]);
+#pragma unroll
+        for (int wn = 0; wn < WNITER; ++wn)
+#pragma unroll
+            for (int j = 0; j < TN; j += 4)
+                *reinterpret_cast<float4*>(&reg_n[wn][j]) =
+                    *reinterpret_cast<const float4*>(&bs[dot * BN + b_base + wn * WSUBN + j]);
+#pragma unroll
+        for (int wm = 0; wm < WMITER; ++wm)
+#pragma unroll
+            for (int wn = 0; wn < WNITER; ++wn)
+#pragma unroll
+                for (int i = 0; i < TM; ++i)
+#pragma unroll
+                    for (int j = 0; j < TN; ++j)
+                        acc[wm][wn][i][j] = fmaf(reg_m[wm][i], reg_n[wn][j], acc[wm][wn][i][j]);
+    }
+}
+
+// A warp-tiled thread's outputs to C, from its first row and column (sub-tile 0, 0).
+template <int WMITER, int WNITER, int TM, int TN>
+__device__ __forceinline__ void store_c(float* __restrict__ C, int M, int N, const float (&acc)[WMITER][WNITER][TM][TN],
+                                        int row, int col, int WSUBM, int WSUBN, bool vector) {
+#pragma unroll
+    for (int wm = 0; wm < WMITER; ++wm)
+#pragma unroll
+        for (int wn = 0; wn < WNITER; ++wn)
+#pragma unroll
+            for (int i = 0; i < TM; ++i)
+#pragma unroll
+                for (int j = 0; j < TN; j += 4)
+                    store4(C, M, N, row + wm * WSUBM + i, col + wn * WSUBN + j,
+                           make_float4(acc[wm][wn][i][j], acc[wm][wn][i][j + 1], acc[wm][wn][i][j + 2],
+                                       acc[wm][wn][i][j + 3]),
+                           vector);
+}
+
+// 8. async: STAGES shared stages filled by cp.async (sm_80 and later), written as CUDA
+// programmers write it, inline PTX as in CUTLASS's cp_async_zfill: a source size of 0
+// zero-fills an element outside the matrix. Compiled for an older architecture (the
+// baseline twins) the copies trap; the host compiles this file again for compute_80
+// for these kernels, as it builds their Rust side as a second module for sm_80.
+__device__ __forceinline__ void cp_async4(float* smem, const float* gmem, bool valid) {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(smem))),
+                 "l"(gmem), "r"(valid ? 4 : 0));
+#else
+    __trap();
+#endif
+}
+
+__device__ __forceinline__ void cp_async16(float* smem, const float* gmem, bool valid) {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(smem))),
+                 "l"(gmem), "r"(valid ? 16 : 0));
+#else
+    __trap();
+#endif
+}
+
+__device__ __forceinline__ void cp_async_commit() {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+#endif
+}
+
+// Tiles 0..STAGES-2 are issued up front, one commit group each; at tile t, wait until
+// at most STAGES - 2 groups are in flight, then one barrier (tile t visible to all,
+// tile t - 1's stage free), issue tile t + STAGES - 1 into that stage, compute tile t.
+template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int NT, int STAGES>
+__device__ __forceinline__ void async_warptile(int M, int N, int K, const float* __restrict__ A,
+                                               const float* __restrict__ B, float* __restrict__ C) {
+    constexpr int PITCH = BM + 4;
+    constexpr int WMITER = (WM * WN) / (32 * TM * TN * WNITER);
+    constexpr int WSUBM = WM / WMITER, WSUBN = WN / WNITER;
+    __shared__ __align__(16) float As[STAGES * BK * PITCH];
+    __shared__ __align__(16) float Bs[STAGES * BK * BN];
+    const int tid = threadIdx.x;
+    const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    const int warp = tid / 32, lane = tid % 32;
+    const int warp_row = warp / (BN / WN), warp_col = warp % (BN / WN);
+    const int lane_row = lane / (WSUBN / TN), lane_col = lane % (WSUBN / TN);
+    const int a_base = warp_row * WM + lane_row * TM, b_base = warp_col * WN + lane_col * TN;
+    const bool b_vector = N % 4 == 0;
+    float acc[WMITER][WNITER][TM][TN] = {{{{0.0f}}}};
+    auto issue = [&](int s, int k0) {
+        float* as = As + s * BK * PITCH;
+        float* bs = Bs + s * BK * BN;
+#pragma unroll
+        for (int i = 0; i < BM * BK / NT; ++i) {
+            const int r = tid / BK + i * (NT / BK), c = tid % BK;
+            const int row = row0 + r, col = k0 + c;
+            const bool valid = row < M && col < K;
+            cp_async4(&as[c * PITCH + r], valid ? &A[row * K + col] : A, valid);
+        }
+#pragma unroll
+        for (int i = 0; i < BK * BN / 4 / NT; ++i) {
+            const int r = tid / (BN / 4) + i * (NT / (BN / 4)), c = tid % (BN / 4) * 4;
+            const int row = k0 + r, col = col0 + c;
+            float* dst = &bs[r * BN + c];
+            if (b_vector) {
+                const bool valid = row < K && col < N;
+                cp_async16(dst, valid ? &B[row * N + col] : B, valid);
+            } else {
+#pragma unroll
+                for (int q = 0; q < 4; ++q) {
+                    const bool valid = row < K && col + q < N;
+                    cp_async4(dst + q, valid ? &B[row * N + col + q] : B, valid);
+                }
+            }
+        }
+    };
+    const int tiles = (K + BK - 1) / BK;
+#pragma unroll
+    for (int t = 0; t < STAGES - 1; ++t) {
+        if (t < tiles) issue(t, t * BK);
+        cp_async_commit();
+    }
+    int read = 0, write = STAGES - 1;
+    for (int t = 0; t < tiles; ++t) {
+        cp_async_wait<STAGES - 2>();
+        __syncthreads();
+        if (t + STAGES - 1 < tiles) issue(write, (t + STAGES - 1) * BK);
+        cp_async_commit();
+        compute_stage<BN, BK, WMITER, WNITER, TM, TN, PITCH>(acc, As + read * BK * PITCH, Bs + read * BK * BN, a_base,
+                                                             b_base, WSUBM, WSUBN);
+        read = read + 1 == STAGES ? 0 : read + 1;
+        write = write + 1 == STAGES ? 0 : write + 1;
+    }
+    store_c<WMITER, WNITER, TM, TN>(C, M, N, acc, row0 + a_base, col0 + b_base, WSUBM, WSUBN, b_vector);
+}
+
+// Two blocks of 256 per SM, as the Rust kernel's 128 registers allow: without the
+// bound NVRTC takes 157 registers and one block.
+extern "C" __global__ void __launch_bounds__(256, 2) sgemm_async_128x128x8(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
+    async_warptile<128, 128, 8, 64, 32, 2, 8, 4, 256, 3>(M, N, K, A, B, C);
+}
+
+extern "C" __global__ void sgemm_async_128x256x8(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
+    async_warptile<128, 256, 8, 64, 64, 4, 8, 4, 256, 3>(M, N, K, A, B, C);
+}

@@ -31,9 +31,25 @@ fn build_ptx(manifest: &Path, out: &Path) {
     println!("cargo:rerun-if-env-changed=COALESCE_ARCH");
     let arch = arch();
     let target_dir = out.join("kernels-target");
-    let text = compile_to_ptx(&kernels, "kernels", &target_dir, &arch);
+    let text = compile_to_ptx(&kernels, "kernels", &target_dir, &arch, None);
     fs::write(out.join("kernels.ptx"), text).unwrap_or_else(|e| fail(&format!("write PTX: {e}")));
     println!("cargo:rustc-env=COALESCE_PTX_ARCH={arch}");
+
+    // The kernels that need sm_80 (`kernel! { #[requires(sm_80)] ... }`: cp.async),
+    // as a second module built for sm_80 (or the configured arch, if newer), so the
+    // baseline above stays loadable on every GPU; the host loads this one only where
+    // the device has sm_80. Its own target directory: a different target-cpu and
+    // feature set would otherwise rebuild the baseline's artefacts every time.
+    let sm80 = at_least_sm80(&arch);
+    let text = compile_to_ptx(
+        &kernels,
+        "kernels",
+        &out.join("kernels-sm80-target"),
+        &sm80,
+        Some("sm80"),
+    );
+    fs::write(out.join("kernels_sm80.ptx"), text).unwrap_or_else(|e| fail(&format!("write PTX: {e}")));
+    println!("cargo:rustc-env=COALESCE_PTX_SM80_ARCH={sm80}");
 
     // The `broken-kernels` feature (tests only): deliberately wrong kernels, as a
     // second module that the product never loads.
@@ -42,7 +58,7 @@ fn build_ptx(manifest: &Path, out: &Path) {
         for p in [broken.join("src"), broken.join("Cargo.toml")] {
             println!("cargo:rerun-if-changed={}", p.display());
         }
-        let text = compile_to_ptx(&broken, "broken_kernels", &target_dir, &arch);
+        let text = compile_to_ptx(&broken, "broken_kernels", &target_dir, &arch, None);
         fs::write(out.join("broken_kernels.ptx"), text).unwrap_or_else(|e| fail(&format!("write PTX: {e}")));
     }
 }
@@ -65,8 +81,18 @@ fn arch() -> String {
     arch
 }
 
-/// Compiles the no_std crate in `dir` (library `lib`) to one PTX module and returns it.
-fn compile_to_ptx(dir: &Path, lib: &str, target_dir: &Path, arch: &str) -> String {
+/// `arch`, or sm_80 if `arch` is older (the `cp.async` kernels need sm_80).
+fn at_least_sm80(arch: &str) -> String {
+    let digits = arch.trim_start_matches("sm_").trim_end_matches('a');
+    match digits.parse::<u32>() {
+        Ok(v) if v >= 80 => arch.to_string(),
+        _ => "sm_80".to_string(),
+    }
+}
+
+/// Compiles the no_std crate in `dir` (library `lib`) to one PTX module and returns it,
+/// with the crate's `feature` on if given.
+fn compile_to_ptx(dir: &Path, lib: &str, target_dir: &Path, arch: &str, feature: Option<&str>) -> String {
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(dir)
@@ -79,6 +105,7 @@ fn compile_to_ptx(dir: &Path, lib: &str, target_dir: &Path, arch: &str) -> Strin
             "--crate-type",
             "cdylib",
         ])
+        .args(feature.map(|f| ["--features", f]).into_iter().flatten())
         .arg("--manifest-path")
         .arg(dir.join("Cargo.toml"))
         .arg("--target-dir")

@@ -59,9 +59,10 @@ fn every_declared_kernel_is_in_the_emulator_table_with_the_declared_parameters()
             }
         }
     }
-    // The table and the PTX list the same kernels.
+    // The table and the two PTX modules list the same kernels.
     let mut table: Vec<&str> = kernels::HOST_KERNELS.iter().map(|k| k.name).collect();
     let mut ptx = coalesce::ptx::entry_points(coalesce::ptx::PTX);
+    ptx.extend(coalesce::ptx::entry_points(coalesce::ptx::PTX_SM80));
     table.sort();
     ptx.sort();
     assert_eq!(table, ptx);

@@ -1,17 +1,17 @@
 //! The embedded PTX: every entry point is there, vector accesses stay vector, and
-//! (where `ptxas` is installed) it assembles for sm_80 and sm_90 with no spills.
+//! (where `ptxas` is installed) both modules, the sm_70 baseline and the sm_80 one,
+//! assemble for sm_80 and sm_90 with no spills.
 
 use std::process::Command;
 
 use coalesce::experiments::ALL;
-use coalesce::ptx::{PTX, entry_points};
+use coalesce::ptx::{PTX, PTX_SM80, entry_points, module_of};
 
-/// The body of one `.entry` in the PTX.
+/// The body of one `.entry` in whichever module defines it.
 fn body(name: &str) -> &'static str {
-    let start = PTX
-        .find(&format!(".entry {name}("))
-        .unwrap_or_else(|| panic!("no entry {name}"));
-    let rest = &PTX[start..];
+    let ptx = module_of(name).unwrap_or_else(|| panic!("no entry {name}"));
+    let start = ptx.find(&format!(".entry {name}(")).unwrap();
+    let rest = &ptx[start..];
     let end = rest.find("\n}").map(|e| e + 2).unwrap_or(rest.len());
     &rest[..end]
 }
@@ -22,7 +22,8 @@ fn count(text: &str, needle: &str) -> usize {
 
 #[test]
 fn every_experiment_kernel_is_an_entry_point() {
-    let entries = entry_points(PTX);
+    let mut entries = entry_points(PTX);
+    entries.extend(entry_points(PTX_SM80));
     for e in ALL {
         for k in e.kernels() {
             assert!(entries.contains(&k), "{k} missing from PTX entries {entries:?}");
@@ -140,6 +141,11 @@ fn accessors_add_no_instructions_on_the_gpu() {
     }
     for forbidden in [".func", "call", ".local", "membar", "atom."] {
         assert_eq!(count(PTX, forbidden), 0, "the PTX contains {forbidden}");
+        assert_eq!(
+            count(PTX_SM80, forbidden),
+            0,
+            "the sm_80 PTX contains {forbidden}"
+        );
     }
 }
 
@@ -165,29 +171,31 @@ fn assembles_without_spills_where_ptxas_is_installed() {
     };
     let dir = std::env::temp_dir().join(format!("coalesce-ptxas-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let src = dir.join("kernels.ptx");
-    std::fs::write(&src, PTX).unwrap();
-    for arch in ["sm_80", "sm_90"] {
-        let out = Command::new(&ptxas)
-            .args(["-v", "-arch", arch, "-o"])
-            .arg(dir.join(format!("{arch}.cubin")))
-            .arg(&src)
-            .output()
-            .unwrap();
-        let log = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "ptxas -arch {arch} failed:\n{log}");
-        for line in log.lines().filter(|l| l.contains("spill")) {
-            assert!(
-                line.contains("0 bytes spill stores, 0 bytes spill loads"),
-                "{arch}: {line}"
+    for (name, ptx) in [("kernels", PTX), ("kernels-sm80", PTX_SM80)] {
+        let src = dir.join(format!("{name}.ptx"));
+        std::fs::write(&src, ptx).unwrap();
+        for arch in ["sm_80", "sm_90"] {
+            let out = Command::new(&ptxas)
+                .args(["-v", "-arch", arch, "-o"])
+                .arg(dir.join(format!("{name}-{arch}.cubin")))
+                .arg(&src)
+                .output()
+                .unwrap();
+            let log = String::from_utf8_lossy(&out.stderr);
+            assert!(out.status.success(), "ptxas -arch {arch} {name} failed:\n{log}");
+            for line in log.lines().filter(|l| l.contains("spill")) {
+                assert!(
+                    line.contains("0 bytes spill stores, 0 bytes spill loads"),
+                    "{name} {arch}: {line}"
+                );
+            }
+            let functions = count(&log, "Compiling entry function");
+            assert_eq!(
+                functions,
+                entry_points(ptx).len(),
+                "{name} {arch}: every entry assembled\n{log}"
             );
         }
-        let functions = count(&log, "Compiling entry function");
-        assert_eq!(
-            functions,
-            entry_points(PTX).len(),
-            "{arch}: every entry assembled\n{log}"
-        );
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -354,4 +362,35 @@ fn sgemm_rungs_use_vector_accesses_and_no_local_memory() {
     }
     // Warp tiling: 8 x 4 outputs in each of 4 sub-tiles per k step.
     assert!(count(body("sgemm_warptile"), "fma.rn.f32") >= 128);
+}
+
+/// The `cp.async` rungs (the sm_80 module): tiles go from global to shared memory by
+/// asynchronous copies only, so no global load or shared store is left (no staging
+/// registers); A by 4-byte `cp.async.ca` (transposed), B by 16-byte `cp.async.cg` (and
+/// 4-byte copies where n % 4 != 0); one barrier and one wait per tile.
+#[test]
+fn sgemm_async_rungs_copy_tiles_with_cp_async_only() {
+    // (kernel, A's 4-byte copies and B's 16-byte ones per thread per tile)
+    for (k, a4, b16) in [("sgemm_async_128x128x8", 4, 1), ("sgemm_async_128x256x8", 4, 2)] {
+        assert!(PTX_SM80.contains(&format!(".entry {k}(")) && !PTX.contains(&format!(".entry {k}(")));
+        let b = body(k);
+        assert_eq!(count(b, "ld.global"), 0, "{k}:\n{b}");
+        assert_eq!(count(b, "st.shared"), 0, "{k}:\n{b}");
+        assert_eq!(count(b, ".local"), 0, "{k}:\n{b}");
+        let (ca, cg) = (
+            count(b, "cp.async.ca.shared.global"),
+            count(b, "cp.async.cg.shared.global"),
+        );
+        // Each place that issues a tile issues A's copies and both of B's paths.
+        let issues = cg / b16;
+        assert!(issues >= 2 && cg == issues * b16, "{k}: {cg} 16-byte copies");
+        assert_eq!(ca, issues * (a4 + 4 * b16), "{k}: 4-byte copies");
+        assert_eq!(count(b, "cp.async.wait_group 1;"), 1, "{k}");
+        assert_eq!(count(b, "bar.sync"), 1, "{k}");
+        assert!(count(b, "cp.async.commit_group") >= 2, "{k}");
+        assert!(
+            count(b, "ld.shared.v4.f32") >= 4 && count(b, "fma.rn.f32") >= 64,
+            "{k}"
+        );
+    }
 }

@@ -31,6 +31,14 @@ pub fn run_checks(gpu: &Gpu, selection: &[Selection], seed: u64) -> Result<Vec<C
                 if !s.includes(v.name) {
                     continue;
                 }
+                // A kernel this GPU cannot run (sm_80 on an older one): one line per
+                // variant, not per problem.
+                if let Err(why) = gpu.supports(v.kernel) {
+                    if j == 0 {
+                        eprintln!("{}/{}: {why}", exp.name, v.name);
+                    }
+                    continue;
+                }
                 let f = gpu.function(v.kernel)?;
                 let check = prepared.check(gpu, i, &f)?;
                 rows.push(CheckRow {

@@ -66,6 +66,8 @@ pub struct Gpu {
     pub info: DeviceInfo,
     pub stream: Stream,
     module: Module,
+    /// [`ptx::PTX_SM80`], loaded where the device has sm_80.
+    sm80: Option<Module>,
     /// Kernels that [`Gpu::function`] answers from another module ([`Gpu::substitute`]).
     substitutes: Vec<Substitute>,
     /// The first error after which the context cannot run anything (a kernel fault).
@@ -192,24 +194,52 @@ impl Gpu {
         let context = Context::new(device).map_err(Error::cuda("creating the primary context"))?;
         let info = read_info(ordinal, device)?;
         let module = Module::from_ptx(ptx::PTX, &[]).map_err(Error::cuda("loading the kernels' PTX"))?;
+        let sm80 = if info.compute_capability >= ptx::SM80 {
+            Some(
+                Module::from_ptx(ptx::PTX_SM80, &[])
+                    .map_err(Error::cuda("loading the sm_80 kernels' PTX"))?,
+            )
+        } else {
+            None
+        };
         let stream =
             Stream::new(StreamFlags::NON_BLOCKING, None).map_err(Error::cuda("creating a stream"))?;
         Ok(Gpu {
             info,
             stream,
             module,
+            sm80,
             substitutes: Vec::new(),
             poisoned: OnceLock::new(),
             _context: context,
         })
     }
 
-    /// A kernel from the embedded PTX (or its substitute).
+    /// `Err(Error::Unsupported)` when `kernel` is one of the sm_80 module's and this
+    /// device is older: the commands skip such a variant with that one line.
+    pub fn supports(&self, kernel: &str) -> Result<()> {
+        if self.sm80.is_none() && ptx::needs_sm80(kernel) {
+            let (major, minor) = self.info.compute_capability;
+            return Err(Error::Unsupported {
+                kernel: kernel.to_string(),
+                device: self.info.name.clone(),
+                major,
+                minor,
+            });
+        }
+        Ok(())
+    }
+
+    /// A kernel from the embedded PTX modules (or its substitute).
     pub fn function(&self, name: &str) -> Result<Function<'_>> {
         self.usable()?;
+        self.supports(name)?;
         let (module, entry) = match self.substitutes.iter().find(|s| s.kernel == name) {
             Some(s) => (&s.module, s.replacement.as_str()),
-            None => (&self.module, name),
+            None => match &self.sm80 {
+                Some(sm80) if ptx::needs_sm80(name) => (sm80, name),
+                _ => (&self.module, name),
+            },
         };
         module.get_function(entry).map_err(|_| Error::MissingKernel {
             kernel: entry.to_string(),

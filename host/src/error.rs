@@ -53,6 +53,15 @@ pub enum Error {
     #[error("the GPU cannot run anything more in this process after: {first}")]
     Poisoned { first: String },
 
+    /// A kernel of the sm_80 module on an older GPU: the variant is skipped with this line.
+    #[error("{kernel} not run: it needs sm_80 (cp.async) and the {device} is sm_{major}{minor}")]
+    Unsupported {
+        kernel: String,
+        device: String,
+        major: i32,
+        minor: i32,
+    },
+
     #[error("kernel {kernel} not found in the embedded PTX (rebuild with `cargo build`)")]
     MissingKernel { kernel: String },
 

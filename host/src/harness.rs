@@ -203,6 +203,11 @@ pub fn measure(
             continue;
         }
         progress(&format!("{}/{}", exp.name, v.name));
+        // A kernel this GPU cannot run (sm_80 on an older one): one line, no row.
+        if let Err(why) = gpu.supports(v.kernel) {
+            eprintln!("{}/{}: {why}", exp.name, v.name);
+            continue;
+        }
         let rust = gpu.function(v.kernel)?;
         let rust_check = p.check(gpu, i, &rust)?;
         let (timings, cpp_check) = match twin {

@@ -14,6 +14,9 @@
 //!    shared loads touch few distinct addresses and registers are reused across them.
 //! 7. `pipeline`: two shared buffers; the next tile's global loads are in flight in
 //!    registers while the current tile is computed, one barrier per tile.
+//! 8. `async`: STAGES shared buffers filled by `cp.async` (global straight to shared
+//!    memory, no staging registers, no shared stores): STAGES - 1 tiles in flight
+//!    while one is computed. Needs sm_80 (`#[requires(sm_80)]`: the second PTX module).
 //!
 //! Tile sizes are const generics of one `#[inline(always)]` body per rung; each
 //! `kernel!` entry point instantiates one tuning (PTX entry points cannot be generic)
@@ -26,6 +29,7 @@
 //! allocations are 256-byte aligned); otherwise the same tile is loaded with guarded
 //! scalars. Dimensions and indices are `u32` (the host keeps them below 2^31).
 
+use crate::gpu::async_copy::{commit_group, wait_group};
 use crate::gpu::math::fma;
 use crate::gpu::thread::{block_idx_x, block_idx_y, sync_threads, thread_idx_x};
 use crate::gpu::{Float4, Global, GlobalMut, SharedArray};
@@ -184,7 +188,35 @@ pub const PIPE_128X64X16: WarpTiling = WarpTiling {
     unroll: 2,
 };
 
-const _: () = assert!(WARPTILE.is_valid() && PIPE_128X128X8.is_valid() && PIPE_128X64X16.is_valid());
+/// `async`: shared-memory stages, STAGES - 1 tiles in flight during each compute.
+pub const ASYNC_STAGES: usize = 3;
+
+/// `async-128x128x8`: the pipeline-128x128x8 tiling, fed by `cp.async` in 3 stages.
+pub const ASYNC_128X128X8: WarpTiling = PIPE_128X128X8;
+
+/// `async-128x256x8`: eight warps of 64 x 64 (4 sub-tiles of 64 x 16), 128 outputs per
+/// thread as cuBLAS's SIMT kernel: twice the FMAs per shared fragment load and per
+/// barrier of 128 x 128 x 8, one block of 256 threads per SM.
+pub const ASYNC_128X256X8: WarpTiling = WarpTiling {
+    bm: 128,
+    bn: 256,
+    bk: 8,
+    wm: 64,
+    wn: 64,
+    wniter: 4,
+    tm: 8,
+    tn: 4,
+    threads: 256,
+    unroll: 8,
+};
+
+const _: () = assert!(
+    WARPTILE.is_valid()
+        && PIPE_128X128X8.is_valid()
+        && PIPE_128X64X16.is_valid()
+        && ASYNC_128X256X8.is_valid()
+        && ASYNC_128X256X8.stage_floats() * ASYNC_STAGES * 4 <= 48 * 1024
+);
 
 /// A's element (r, c) of an m x k (or B's of a k x n) row-major matrix, 0 outside it.
 #[inline(always)]
@@ -663,6 +695,120 @@ kernel! {
 
 // --- 6. warptile and 7. pipeline ------------------------------------------------------
 
+/// Where a thread's outputs lie in a warp-tiled block: the geometry [`warptile`] and
+/// [`async_warptile`] share.
+struct WarpPlace {
+    /// The block's first row and column of C.
+    row0: u32,
+    col0: u32,
+    /// This thread's first row in A's tile (a column of the transposed tile) and
+    /// column in B's, for sub-tile (0, 0).
+    a_base: u32,
+    b_base: u32,
+    /// The sub-tiles' extents, the transposed A tile's row pitch, B's (BN).
+    wsubm: u32,
+    wsubn: u32,
+    pitch: u32,
+    bn: u32,
+}
+
+impl WarpPlace {
+    /// Warp w owns a WM x WN tile of the block's BM x BN, walked as WMITER x WNITER
+    /// sub-tiles; within a sub-tile its lanes form a grid of TM x TN thread tiles.
+    #[inline(always)]
+    #[rustfmt::skip]
+    fn new<const BM: usize, const BN: usize, const WM: usize, const WN: usize, const WMITER: usize, const WNITER: usize, const TM: usize, const TN: usize>() -> WarpPlace {
+        let (bn, tm, tn) = (BN as u32, TM as u32, TN as u32);
+        let (wsubm, wsubn) = ((WM / WMITER) as u32, (WN / WNITER) as u32);
+        let tid = thread_idx_x();
+        let (row0, col0) = block_origin(BM, BN);
+        let warp = tid / 32;
+        let (warp_row, warp_col) = (warp / (bn / WN as u32), warp % (bn / WN as u32));
+        let lane = tid % 32;
+        let (lane_row, lane_col) = (lane / (wsubn / tn), lane % (wsubn / tn));
+        WarpPlace {
+            row0,
+            col0,
+            a_base: warp_row * WM as u32 + lane_row * tm,
+            b_base: warp_col * WN as u32 + lane_col * tn,
+            wsubm,
+            wsubn,
+            pitch: (BM + PAD) as u32,
+            bn,
+        }
+    }
+}
+
+/// One stage's BK k steps of a warp-tiled block: per step, the thread's fragments of
+/// A (transposed, at `a_off`) and B (at `b_off`) as `ld.shared.v4`, then the outer
+/// products of every sub-tile pair. The k steps go UNROLL at a time (the tuning's
+/// `unroll`), each group one basic block for ptxas to schedule.
+///
+/// # Safety
+/// The stage is in the tiles, aligned, and written before a barrier this thread passed.
+#[inline(always)]
+#[rustfmt::skip]
+unsafe fn compute_stage<const BK: usize, const WMITER: usize, const WNITER: usize, const TM: usize, const TN: usize, const UNROLL: usize>(
+    acc: &mut [[[[f32; TN]; TM]; WNITER]; WMITER],
+    (a_tiles, b_tiles): (SharedArray<f32>, SharedArray<f32>),
+    (a_off, b_off): (u32, u32),
+    w: &WarpPlace,
+) {
+    let (pitch, bn, a_base, b_base, wsubm, wsubn) = (w.pitch, w.bn, w.a_base, w.b_base, w.wsubm, w.wsubn);
+    let mut reg_m = [[0.0f32; TM]; WMITER];
+    let mut reg_n = [[0.0f32; TN]; WNITER];
+    for group in 0..(BK / UNROLL) as u32 {
+        unroll!(step < UNROLL; 8 => {
+            let dot = group * UNROLL as u32 + step as u32;
+            unroll!(wm < WMITER; 2 => {
+                unroll!(i < TM / 4; 2 => {
+                    let at = a_off + dot * pitch + a_base + wm as u32 * wsubm + 4 * i as u32;
+                    // SAFETY: aligned, inside the stage (the caller).
+                    put4(&mut reg_m[wm], 4 * i, unsafe { a_tiles.read4(at as usize) });
+                });
+            });
+            unroll!(wn < WNITER; 4 => {
+                unroll!(j < TN / 4; 2 => {
+                    let at = b_off + dot * bn + b_base + wn as u32 * wsubn + 4 * j as u32;
+                    // SAFETY: aligned, inside the stage.
+                    put4(&mut reg_n[wn], 4 * j, unsafe { b_tiles.read4(at as usize) });
+                });
+            });
+            unroll!(wm < WMITER; 2 => {
+                unroll!(wn < WNITER; 4 => {
+                    outer_product(&mut acc[wm][wn], &reg_m[wm], &reg_n[wn]);
+                });
+            });
+        });
+    }
+}
+
+/// Stores a warp-tiled thread's outputs to C, four columns at a time.
+///
+/// # Safety
+/// `c` holds m x n floats.
+#[inline(always)]
+unsafe fn store_c<const WMITER: usize, const WNITER: usize, const TM: usize, const TN: usize>(
+    c: GlobalMut<f32>,
+    (m, n): (u32, u32),
+    acc: &[[[[f32; TN]; TM]; WNITER]; WMITER],
+    w: &WarpPlace,
+    vector: bool,
+) {
+    unroll!(wm < WMITER; 2 => {
+        unroll!(wn < WNITER; 4 => {
+            unroll!(i < TM; 8 => {
+                let row = w.row0 + w.a_base + wm as u32 * w.wsubm + i as u32;
+                unroll!(g < TN / 4; 2 => {
+                    let col = w.col0 + w.b_base + wn as u32 * w.wsubn + 4 * g as u32;
+                    // SAFETY: store4 guards C.
+                    unsafe { store4(c, (m, n), row, col, get4(&acc[wm][wn][i], 4 * g), vector) };
+                });
+            });
+        });
+    });
+}
+
 /// Warp tiling: warp w owns a WM x WN tile of the block's C, walked as WMITER x
 /// WNITER sub-tiles; within a sub-tile its 32 lanes form a (WSUBM/TM) x (WSUBN/TN)
 /// grid of TM x TN thread tiles. A quarter-warp's fragment loads then hit at most two
@@ -685,25 +831,14 @@ unsafe fn warptile<const BM: usize, const BN: usize, const BK: usize, const WM: 
     (a_tiles, b_tiles): (SharedArray<f32>, SharedArray<f32>),
 ) {
     const { assert!(NT == BM * BN / (WMITER * WNITER * TM * TN) && TM.is_multiple_of(4) && TN.is_multiple_of(4)) };
-    let pitch = (BM + PAD) as u32;
-    let (bn, bk, tm, tn) = (BN as u32, BK as u32, TM as u32, TN as u32);
-    let (wsubm, wsubn) = ((WM / WMITER) as u32, (WN / WNITER) as u32);
+    let w = WarpPlace::new::<BM, BN, WM, WN, WMITER, WNITER, TM, TN>();
+    let (pitch, bn, bk) = (w.pitch, BN as u32, BK as u32);
     let tid = thread_idx_x();
-    let (row0, col0) = block_origin(BM, BN);
-    let warp = tid / 32;
-    let (warp_row, warp_col) = (warp / (bn / WN as u32), warp % (bn / WN as u32));
-    let lane = tid % 32;
-    let (lane_row, lane_col) = (lane / (wsubn / tn), lane % (wsubn / tn));
-    // This thread's first row in A's tile (a column of the transposed tile) and
-    // column in B's, for sub-tile (0, 0).
-    let a_base = warp_row * WM as u32 + lane_row * tm;
-    let b_base = warp_col * WN as u32 + lane_col * tn;
+    let (row0, col0) = (w.row0, w.col0);
     let (a_vector, b_vector) = (k % 4 == 0, n % 4 == 0);
     // One stage's offsets into the (possibly double) tiles.
     let (a_stage, b_stage) = (BK as u32 * pitch, bk * bn);
     let mut acc = [[[[0.0f32; TN]; TM]; WNITER]; WMITER];
-    let mut reg_m = [[0.0f32; TM]; WMITER];
-    let mut reg_n = [[0.0f32; TN]; WNITER];
     let fetch = |k0: u32| {
         // SAFETY: fetch_tiles guards A and B.
         unsafe { fetch_tiles::<BM, BN, BK, NT, AL, BL>((m, n, k), a, b, (row0, col0, k0), tid, (a_vector, b_vector)) }
@@ -741,32 +876,8 @@ unsafe fn warptile<const BM: usize, const BN: usize, const BK: usize, const WM: 
             sync_threads();
         }
         let (a_off, b_off) = (stage * a_stage, stage * b_stage);
-        // The k steps UNROLL at a time (the tuning's `unroll`), each group one basic
-        // block for ptxas to schedule.
-        for group in 0..(BK / UNROLL) as u32 {
-            unroll!(step < UNROLL; 8 => {
-                let dot = group * UNROLL as u32 + step as u32;
-                unroll!(wm < WMITER; 2 => {
-                    unroll!(i < TM / 4; 2 => {
-                        let at = a_off + dot * pitch + a_base + wm as u32 * wsubm + 4 * i as u32;
-                        // SAFETY: aligned, inside the stage; written before the barrier.
-                        put4(&mut reg_m[wm], 4 * i, unsafe { a_tiles.read4(at as usize) });
-                    });
-                });
-                unroll!(wn < WNITER; 4 => {
-                    unroll!(j < TN / 4; 2 => {
-                        let at = b_off + dot * bn + b_base + wn as u32 * wsubn + 4 * j as u32;
-                        // SAFETY: aligned, inside the stage.
-                        put4(&mut reg_n[wn], 4 * j, unsafe { b_tiles.read4(at as usize) });
-                    });
-                });
-                unroll!(wm < WMITER; 2 => {
-                    unroll!(wn < WNITER; 4 => {
-                        outer_product(&mut acc[wm][wn], &reg_m[wm], &reg_n[wn]);
-                    });
-                });
-            });
-        }
+        // SAFETY: the stage was stored before the barrier above.
+        unsafe { compute_stage::<BK, WMITER, WNITER, TM, TN, UNROLL>(&mut acc, (a_tiles, b_tiles), (a_off, b_off), &w) };
         if let Some(v) = next {
             stage ^= 1;
             store(stage, v);
@@ -774,18 +885,8 @@ unsafe fn warptile<const BM: usize, const BN: usize, const BK: usize, const WM: 
         sync_threads();
         k0 += bk;
     }
-    unroll!(wm < WMITER; 2 => {
-        unroll!(wn < WNITER; 4 => {
-            unroll!(i < TM; 8 => {
-                let row = row0 + a_base + wm as u32 * wsubm + i as u32;
-                unroll!(g < TN / 4; 2 => {
-                    let col = col0 + b_base + wn as u32 * wsubn + 4 * g as u32;
-                    // SAFETY: store4 guards C.
-                    unsafe { store4(c, (m, n), row, col, get4(&acc[wm][wn][i], 4 * g), b_vector) };
-                });
-            });
-        });
-    });
+    // SAFETY: store_c guards C.
+    unsafe { store_c(c, (m, n), &acc, &w, b_vector) };
 }
 
 /// Float4 loads per thread per tile of a [`WarpTiling`] (A, B).
@@ -853,6 +954,149 @@ kernel! {
         // SAFETY: the arrays hold two stages of the tiling's tiles.
         unsafe {
             warptile::<{ T.bm }, { T.bn }, { T.bk }, { T.wm }, { T.wn }, { T.wmiter() }, { T.wniter }, { T.tm }, { T.tn }, { T.threads }, { loads(T).0 }, { loads(T).1 }, true, { T.unroll }>(
+                (m, n, k), a, b, c, (a_tiles, b_tiles),
+            )
+        }
+    }
+}
+
+// --- 8. async ---------------------------------------------------------------------------
+
+/// Multi-stage `cp.async` pipelining: the warp-tiled compute of [`warptile`], fed by
+/// asynchronous copies from global straight into STAGES shared buffers, so no
+/// registers hold a tile in transit and no shared stores are issued: A's tile goes in
+/// transposed by 4-byte copies (`cp.async.ca`, consecutive lanes on consecutive k of
+/// a row: whole sectors), B's by 16-byte copies (`cp.async.cg`), or 4-byte ones where
+/// n % 4 != 0. Elements outside the matrices are zero-filled by the copies themselves.
+///
+/// Tiles 0..STAGES - 1 are issued up front, one commit group each; at tile t a thread
+/// waits until at most STAGES - 2 groups are in flight (its copies of tile t have
+/// landed), and the barrier then makes everyone's copies visible and ends everyone's
+/// reads of tile t - 1, whose stage tile t + STAGES - 1 is then issued into: one
+/// barrier per tile. Every thread commits every iteration, empty groups included, so
+/// the counts agree.
+#[inline(always)]
+#[rustfmt::skip]
+unsafe fn async_warptile<const BM: usize, const BN: usize, const BK: usize, const WM: usize, const WN: usize, const WMITER: usize, const WNITER: usize, const TM: usize, const TN: usize, const NT: usize, const STAGES: usize, const UNROLL: usize>(
+    (m, n, k): (u32, u32, u32),
+    a: Global<f32>,
+    b: Global<f32>,
+    c: GlobalMut<f32>,
+    (a_tiles, b_tiles): (SharedArray<f32>, SharedArray<f32>),
+) {
+    const {
+        assert!(
+            NT == BM * BN / (WMITER * WNITER * TM * TN)
+                && (BM * BK).is_multiple_of(NT)
+                && NT.is_multiple_of(BK)
+                && (BK * BN / 4).is_multiple_of(NT)
+                && NT.is_multiple_of(BN / 4)
+                && STAGES >= 2
+        )
+    };
+    let w = WarpPlace::new::<BM, BN, WM, WN, WMITER, WNITER, TM, TN>();
+    let (pitch, bn, bk, bn4) = (w.pitch, BN as u32, BK as u32, (BN / 4) as u32);
+    let tid = thread_idx_x();
+    let (row0, col0) = (w.row0, w.col0);
+    let b_vector = n % 4 == 0;
+    let (a_stage, b_stage) = (bk * pitch, bk * bn);
+    let mut acc = [[[[0.0f32; TN]; TM]; WNITER]; WMITER];
+    // Issues the copies of the tile at k0 into stage s.
+    let issue = |s: u32, k0: u32| {
+        // Per thread per tile: BM·BK/NT 4-byte copies of A, BK·BN/4/NT 16-byte ones of B.
+        unroll!(i < BM * BK / NT; 8 => {
+            let (r, cc) = (tid / bk + (i * NT / BK) as u32, tid % bk);
+            let (row, col) = (row0 + r, k0 + cc);
+            let src = if row < m && col < k { Some((row * k + col) as usize) } else { None };
+            // SAFETY: r < BM <= pitch, cc < BK: inside stage s; src inside A.
+            unsafe { a_tiles.copy_async((s * a_stage + cc * pitch + r) as usize, a, src) };
+        });
+        unroll!(i < BK * BN / 4 / NT; 8 => {
+            let (r, cc) = (tid / bn4 + (i * NT / (BN / 4)) as u32, tid % bn4 * 4);
+            let (row, col) = (k0 + r, col0 + cc);
+            let at = s * b_stage + r * bn + cc;
+            if b_vector {
+                // n % 4 == 0 and col % 4 == 0: the four are aligned and all inside B or none.
+                let src = if row < k && col < n { Some((row * n + col) as usize) } else { None };
+                // SAFETY: r < BK, cc + 4 <= BN, aligned: inside stage s.
+                unsafe { b_tiles.copy4_async(at as usize, b, src) };
+            } else {
+                unroll!(q < 4; 4 => {
+                    let col = col + q as u32;
+                    let src = if row < k && col < n { Some((row * n + col) as usize) } else { None };
+                    // SAFETY: inside stage s; src inside B.
+                    unsafe { b_tiles.copy_async((at + q as u32) as usize, b, src) };
+                });
+            }
+        });
+    };
+    let tiles = k.div_ceil(bk);
+    let stages = STAGES as u32;
+    for t in 0..stages - 1 {
+        if t < tiles {
+            issue(t, t * bk);
+        }
+        commit_group();
+    }
+    // The stage tile t is read from, and the one tile t + STAGES - 1 is written to.
+    let (mut read, mut write) = (0u32, stages - 1);
+    for t in 0..tiles {
+        wait_for_oldest::<STAGES>();
+        sync_threads();
+        if t + stages - 1 < tiles {
+            issue(write, (t + stages - 1) * bk);
+        }
+        commit_group();
+        // SAFETY: tile t landed in stage `read` before the barrier above.
+        unsafe { compute_stage::<BK, WMITER, WNITER, TM, TN, UNROLL>(&mut acc, (a_tiles, b_tiles), (read * a_stage, read * b_stage), &w) };
+        read = if read + 1 == stages { 0 } else { read + 1 };
+        write = if write + 1 == stages { 0 } else { write + 1 };
+    }
+    // SAFETY: store_c guards C.
+    unsafe { store_c(c, (m, n), &acc, &w, b_vector) };
+}
+
+/// `wait_group::<{ STAGES - 2 }>()`: all but the STAGES - 2 newest groups landed
+/// (a generic function cannot compute a const argument, so the few depths are spelled).
+#[inline(always)]
+fn wait_for_oldest<const STAGES: usize>() {
+    const { assert!(STAGES >= 2 && STAGES <= 5) };
+    match STAGES {
+        2 => wait_group::<0>(),
+        3 => wait_group::<1>(),
+        4 => wait_group::<2>(),
+        _ => wait_group::<3>(),
+    }
+}
+
+kernel! {
+    #[requires(sm_80)]
+    /// async, 128 x 128 x 8 (256 threads, 64 outputs each): pipeline-128x128x8's tiles
+    /// in 3 shared stages filled by `cp.async`, two tiles in flight while one is computed.
+    pub fn sgemm_async_128x128x8(m: u32, n: u32, k: u32, a: Global<f32>, b: Global<f32>, c: GlobalMut<f32>) {
+        const T: WarpTiling = ASYNC_128X128X8;
+        let a_tiles = shared_array![COALESCE_SGEMM_ASYNC_128X128X8_A: [f32; ASYNC_STAGES * ASYNC_128X128X8.bk * (ASYNC_128X128X8.bm + PAD)]];
+        let b_tiles = shared_array![COALESCE_SGEMM_ASYNC_128X128X8_B: [f32; ASYNC_STAGES * ASYNC_128X128X8.bk * ASYNC_128X128X8.bn]];
+        // SAFETY: the arrays hold ASYNC_STAGES stages of the tiling's tiles.
+        unsafe {
+            async_warptile::<{ T.bm }, { T.bn }, { T.bk }, { T.wm }, { T.wn }, { T.wmiter() }, { T.wniter }, { T.tm }, { T.tn }, { T.threads }, ASYNC_STAGES, { T.unroll }>(
+                (m, n, k), a, b, c, (a_tiles, b_tiles),
+            )
+        }
+    }
+}
+
+kernel! {
+    #[requires(sm_80)]
+    /// async, 128 x 256 x 8 (256 threads, 128 outputs each): warps of 64 x 64, twice
+    /// the work per fragment load and per barrier, 3 stages of `cp.async`.
+    pub fn sgemm_async_128x256x8(m: u32, n: u32, k: u32, a: Global<f32>, b: Global<f32>, c: GlobalMut<f32>) {
+        const T: WarpTiling = ASYNC_128X256X8;
+        let a_tiles = shared_array![COALESCE_SGEMM_ASYNC_128X256X8_A: [f32; ASYNC_STAGES * ASYNC_128X256X8.bk * (ASYNC_128X256X8.bm + PAD)]];
+        let b_tiles = shared_array![COALESCE_SGEMM_ASYNC_128X256X8_B: [f32; ASYNC_STAGES * ASYNC_128X256X8.bk * ASYNC_128X256X8.bn]];
+        // SAFETY: the arrays hold ASYNC_STAGES stages of the tiling's tiles.
+        unsafe {
+            async_warptile::<{ T.bm }, { T.bn }, { T.bk }, { T.wm }, { T.wn }, { T.wmiter() }, { T.wniter }, { T.tm }, { T.tn }, { T.threads }, ASYNC_STAGES, { T.unroll }>(
                 (m, n, k), a, b, c, (a_tiles, b_tiles),
             )
         }

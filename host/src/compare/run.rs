@@ -20,8 +20,9 @@ fn build_twins(gpu: &Gpu, selection: &[Selection]) -> std::result::Result<Twins,
     Twins::build(gpu, &wanted)
 }
 
-/// Writes each twin's PTX as `EXPERIMENT.cpp.ptx` and the Rust PTX as
-/// `rust-kernels.ptx` into `dir`, for diffing the two compilers' output.
+/// Writes each twin's PTX as `EXPERIMENT.cpp.ptx` (`EXPERIMENT.sm80.cpp.ptx` for the
+/// sm_80 kernels' twins) and the Rust modules as `rust-kernels.ptx` and
+/// `rust-kernels-sm80.ptx` into `dir`, for diffing the two compilers' output.
 fn dump_ptx(dir: &Path, twins: Option<&Twins>) -> Result<()> {
     let write = |name: &str, text: &str| {
         let path = dir.join(name);
@@ -35,8 +36,10 @@ fn dump_ptx(dir: &Path, twins: Option<&Twins>) -> Result<()> {
         source,
     })?;
     write("rust-kernels.ptx", crate::ptx::PTX)?;
-    for (experiment, _, ptx) in twins.into_iter().flat_map(Twins::ptx) {
-        write(&format!("{experiment}.cpp.ptx"), ptx)?;
+    write("rust-kernels-sm80.ptx", crate::ptx::PTX_SM80)?;
+    for (experiment, _, ptx, sm80) in twins.into_iter().flat_map(Twins::ptx) {
+        let sm80 = if sm80 { ".sm80" } else { "" };
+        write(&format!("{experiment}{sm80}.cpp.ptx"), ptx)?;
     }
     Ok(())
 }

@@ -11,12 +11,17 @@ use crate::error::{Error, Result};
 use crate::experiment::{Experiment, Twin};
 use crate::ptx::entry_points;
 
-/// The kernels a source declares as `extern "C" __global__ void NAME(`, in order.
+/// The kernels a source declares as `extern "C" __global__ void NAME(`, in order
+/// (or `... void __launch_bounds__(...) NAME(`).
 pub fn declared(source: &str) -> Vec<&str> {
     const DECL: &str = "extern \"C\" __global__ void ";
     source
         .lines()
         .filter_map(|l| l.trim_start().strip_prefix(DECL))
+        .map(|rest| match rest.strip_prefix("__launch_bounds__(") {
+            Some(bounds) => bounds.split_once(')').map_or(rest, |(_, r)| r.trim_start()),
+            None => rest,
+        })
         .filter_map(|rest| rest.split_once('('))
         .map(|(name, _)| name.trim())
         .collect()
@@ -69,7 +74,8 @@ pub fn compile(nvrtc: &Nvrtc, experiment: &Experiment, arch: &str) -> std::resul
             )));
         }
         // The harness passes one argument list to both: the parameters must agree.
-        let (rust, cpp) = (params(crate::ptx::PTX, v.kernel), params(&ptx, v.twin));
+        let rust_ptx = crate::ptx::module_of(v.kernel).unwrap_or(crate::ptx::PTX);
+        let (rust, cpp) = (params(rust_ptx, v.kernel), params(&ptx, v.twin));
         if rust != cpp {
             return Err(Unusable::Broken(format!(
                 "cuda/{}: {} takes {cpp:?} in C++ but {} takes {rust:?} in Rust",
@@ -97,6 +103,11 @@ struct Loaded {
     experiment: &'static str,
     ptx: String,
     module: Module,
+    /// The twin entry points this module answers for: those of the variants whose
+    /// Rust kernel is in the module of the same architecture.
+    serves: Vec<&'static str>,
+    /// Compiled for the sm_80 kernels' twins.
+    sm80: bool,
 }
 
 /// The compiled, loaded twins of some experiments. Drop before the [`Gpu`].
@@ -104,7 +115,19 @@ pub struct Twins {
     pub nvrtc: Nvrtc,
     /// The `--gpu-architecture` they were compiled for.
     pub arch: String,
+    /// The architecture the twins of sm_80 kernels were compiled for, if any were.
+    pub sm80_arch: Option<String>,
     loaded: Vec<Loaded>,
+}
+
+/// Like for like again: the twins of the kernels in [`crate::ptx::PTX_SM80`] target
+/// its architecture (their `cp.async` needs it), or the device's if NVRTC refuses it.
+fn choose_sm80_arch(nvrtc: &Nvrtc, gpu: &Gpu) -> String {
+    let rust = nvrtc::arch_for_target(crate::ptx::SM80_ARCH);
+    match nvrtc.compile("probe.cu", "extern \"C\" __global__ void probe() {}", &rust) {
+        Ok(_) => rust,
+        Err(_) => nvrtc::arch_for(gpu.info.compute_capability),
+    }
 }
 
 impl Twins {
@@ -112,56 +135,94 @@ impl Twins {
     pub fn build(gpu: &Gpu, experiments: &[&'static Experiment]) -> std::result::Result<Twins, Unusable> {
         let nvrtc = Nvrtc::load().map_err(Unusable::Unavailable)?;
         let arch = choose_arch(&nvrtc, gpu);
+        let mut sm80_arch = None;
         let mut loaded = Vec::new();
         for experiment in experiments {
-            let twin = &experiment.twin;
-            let ptx = compile(&nvrtc, experiment, &arch)?;
-            let module = Module::from_ptx(&ptx, &[]).map_err(|e| {
-                Unusable::Unavailable(format!(
-                    "the driver (CUDA {}.{}) could not load the PTX NVRTC {} made from cuda/{}: {e}; \
-                     a toolkit newer than the driver makes PTX it cannot read: point LD_LIBRARY_PATH \
-                     at a toolkit no newer than the driver",
-                    gpu.info.driver_version / 1000,
-                    gpu.info.driver_version % 1000 / 10,
-                    nvrtc.version_string(),
-                    twin.file
-                ))
-            })?;
-            loaded.push(Loaded {
-                twin,
-                experiment: experiment.name,
-                ptx,
-                module,
-            });
+            let (sm80, base): (Vec<_>, Vec<_>) = experiment
+                .variants
+                .iter()
+                .partition(|v| crate::ptx::needs_sm80(v.kernel));
+            let twins = |vs: Vec<&crate::experiment::Variant>| vs.iter().map(|v| v.twin).collect();
+            loaded.push(load(gpu, &nvrtc, experiment, &arch, twins(base), false)?);
+            // Only where the GPU runs the sm_80 kernels; elsewhere they are skipped.
+            if !sm80.is_empty() && gpu.supports(sm80[0].kernel).is_ok() {
+                let arch = sm80_arch.get_or_insert_with(|| choose_sm80_arch(&nvrtc, gpu));
+                loaded.push(load(gpu, &nvrtc, experiment, arch, twins(sm80), true)?);
+            }
         }
-        Ok(Twins { nvrtc, arch, loaded })
+        Ok(Twins {
+            nvrtc,
+            arch,
+            sm80_arch,
+            loaded,
+        })
     }
 
     /// The C++ kernel with entry point `kernel`.
     pub fn function(&self, kernel: &str) -> Result<Function<'_>> {
         self.loaded
             .iter()
-            .find(|l| entry_points(&l.ptx).contains(&kernel))
+            .find(|l| l.serves.contains(&kernel) && entry_points(&l.ptx).contains(&kernel))
             .and_then(|l| l.module.get_function(kernel).ok())
             .ok_or_else(|| Error::MissingKernel {
                 kernel: format!("{kernel} (C++ twin)"),
             })
     }
 
-    /// Each loaded twin's experiment and file, with the PTX NVRTC made of it.
-    pub fn ptx(&self) -> impl Iterator<Item = (&'static str, &'static Twin, &str)> {
-        self.loaded.iter().map(|l| (l.experiment, l.twin, l.ptx.as_str()))
+    /// Each loaded twin's experiment and file, with the PTX NVRTC made of it and
+    /// whether it is the module for the sm_80 kernels' twins.
+    pub fn ptx(&self) -> impl Iterator<Item = (&'static str, &'static Twin, &str, bool)> {
+        self.loaded
+            .iter()
+            .map(|l| (l.experiment, l.twin, l.ptx.as_str(), l.sm80))
     }
 
     /// One line: which compiler, for which architecture, from where.
     pub fn describe(&self) -> String {
+        let sm80 = match &self.sm80_arch {
+            Some(a) => format!(" (the sm_80 kernels' twins for {a})"),
+            None => String::new(),
+        };
         format!(
-            "C++ twins: NVRTC {} ({}), PTX for {}, loaded into the Rust kernels' context",
+            "C++ twins: NVRTC {} ({}), PTX for {}{sm80}, loaded into the Rust kernels' context",
             self.nvrtc.version_string(),
             self.nvrtc.found,
             self.arch
         )
     }
+}
+
+/// Compiles `experiment`'s twin for `arch` and loads it, answering for `serves`
+/// (`sm80`: the twins of the sm_80 module's kernels).
+fn load(
+    gpu: &Gpu,
+    nvrtc: &Nvrtc,
+    experiment: &'static Experiment,
+    arch: &str,
+    serves: Vec<&'static str>,
+    sm80: bool,
+) -> std::result::Result<Loaded, Unusable> {
+    let twin = &experiment.twin;
+    let ptx = compile(nvrtc, experiment, arch)?;
+    let module = Module::from_ptx(&ptx, &[]).map_err(|e| {
+        Unusable::Unavailable(format!(
+            "the driver (CUDA {}.{}) could not load the PTX NVRTC {} made from cuda/{}: {e}; \
+             a toolkit newer than the driver makes PTX it cannot read: point LD_LIBRARY_PATH \
+             at a toolkit no newer than the driver",
+            gpu.info.driver_version / 1000,
+            gpu.info.driver_version % 1000 / 10,
+            nvrtc.version_string(),
+            twin.file
+        ))
+    })?;
+    Ok(Loaded {
+        twin,
+        experiment: experiment.name,
+        ptx,
+        module,
+        serves,
+        sm80,
+    })
 }
 
 #[cfg(test)]
@@ -193,10 +254,7 @@ mod tests {
             .unwrap();
             assert_eq!(t.source, on_disk, "{} is embedded as it is on disk", t.file);
             for k in declared(t.source) {
-                assert!(
-                    t.source.contains(&format!("extern \"C\" __global__ void {k}(")),
-                    "{k}"
-                );
+                assert!(t.source.contains(&format!(" {k}(")), "{k}");
             }
         }
     }
@@ -235,14 +293,16 @@ mod tests {
         // Every Rust kernel with a twin has a parameter list to compare against.
         for e in ALL {
             for k in e.kernels() {
-                assert!(params(crate::ptx::PTX, k).is_some_and(|p| !p.is_empty()), "{k}");
+                let module = crate::ptx::module_of(k).unwrap();
+                assert!(params(module, k).is_some_and(|p| !p.is_empty()), "{k}");
             }
         }
     }
 
     #[test]
     fn parses_declarations() {
-        let src = "// x\nextern \"C\" __global__ void a(size_t n) {}\n  extern \"C\" __global__ void b (float* p);\nvoid c();\n";
-        assert_eq!(declared(src), ["a", "b"]);
+        let src = "// x\nextern \"C\" __global__ void a(size_t n) {}\n  extern \"C\" __global__ void b (float* p);\nvoid c();\n\
+                   extern \"C\" __global__ void __launch_bounds__(256, 2) d(int m) {}\n";
+        assert_eq!(declared(src), ["a", "b", "d"]);
     }
 }

@@ -155,7 +155,8 @@ mod tests {
 
     #[test]
     fn every_kernel_is_in_the_ptx() {
-        let entries = crate::ptx::entry_points(crate::ptx::PTX);
+        let mut entries = crate::ptx::entry_points(crate::ptx::PTX);
+        entries.extend(crate::ptx::entry_points(crate::ptx::PTX_SM80));
         for e in ALL {
             for k in e.kernels() {
                 assert!(

@@ -1,13 +1,15 @@
 //! sgemm: the matmul chapter continued, rung by rung from the coalesced kernel toward
 //! cuBLAS (shared-memory tiles, 1D and 2D register blocking, float4 loads, bank
-//! conflicts, warp tiling, double buffering), the last rung in several tunings so the
-//! best can be picked per GPU. C = A B, f32, row-major, any m, n, k; reported in
+//! conflicts, warp tiling, double buffering, `cp.async` stages), the last rungs in
+//! several tunings so the best can be picked per GPU. The `async` rungs need sm_80:
+//! their kernels are in the second PTX module, and a GPU without it skips them in one
+//! line. C = A B, f32, row-major, any m, n, k; reported in
 //! GFLOP/s and validated against an f64 reference ([`Reference::Product`]), with
 //! cuBLAS SGEMM on the same buffers.
 
 use kernels::sgemm::{
-    PIPE_128X64X16, PIPE_128X128X8, PIPE_128X128X16, SMEM_TILE, T1_BM, T1_BN, T1_THREADS, T2_BM, T2_BN,
-    T2_THREADS, WARPTILE, WarpTiling,
+    ASYNC_128X128X8, ASYNC_128X256X8, PIPE_128X64X16, PIPE_128X128X8, PIPE_128X128X16, SMEM_TILE, T1_BM,
+    T1_BN, T1_THREADS, T2_BM, T2_BN, T2_THREADS, WARPTILE, WarpTiling,
 };
 
 use super::matmul;
@@ -42,7 +44,7 @@ fn warp(p: &Problem, t: WarpTiling) -> Result<Launch> {
 
 pub static EXPERIMENT: Experiment = Experiment {
     name: "sgemm",
-    about: "the matmul chapter continued: shared tiles, register blocking, float4, banks, warp tiles, double buffering",
+    about: "the matmul chapter continued: shared tiles, register blocking, float4, banks, warp tiles, double buffering, cp.async",
     kind: Kind::Product,
     // 4096 x 4096 x 4096.
     default_size: DefaultSize::Bytes(4096 * 4096 * 4),
@@ -61,6 +63,12 @@ pub static EXPERIMENT: Experiment = Experiment {
         }),
         Variant::new("pipeline-128x64x16", "sgemm_pipeline_128x64x16", ARGS, |p, _| {
             warp(p, PIPE_128X64X16)
+        }),
+        Variant::new("async-128x128x8", "sgemm_async_128x128x8", ARGS, |p, _| {
+            warp(p, ASYNC_128X128X8)
+        }),
+        Variant::new("async-128x256x8", "sgemm_async_128x256x8", ARGS, |p, _| {
+            warp(p, ASYNC_128X256X8)
         }),
     ],
     buffers: matmul::buffers,
@@ -87,6 +95,8 @@ mod tests {
         assert_eq!(by_name("warptile").block, (128, 1, 1));
         assert_eq!(by_name("pipeline-128x128x8").block, (256, 1, 1));
         assert_eq!(by_name("pipeline-128x64x16").grid, (1, 8, 1));
+        assert_eq!(by_name("async-128x128x8").block, (256, 1, 1));
+        assert_eq!(by_name("async-128x256x8").grid, (1, 8, 1));
         let big = Problem::Product { m: 4096, n: 4096, k: 4096 };
         let l = EXPERIMENT.launches(&big, &DeviceInfo::h100()).unwrap();
         assert!(l.iter().all(|l| l.grid.0 * l.grid.1 * l.block.0 >= 4096 * 4096 / 128));
@@ -102,8 +112,11 @@ mod tests {
 
     /// The awkward sizes never have n % 4 == 0, so the float4 paths for B and C (and,
     /// with k % 4 == 0, for A) are run here: partial tiles in m, n and k, vector loads.
-    /// The double-buffered rungs also run with a block's threads one at a time in
-    /// reverse order, which shows a missing barrier deterministically.
+    /// The double-buffered and `cp.async` rungs also run with a block's threads one at
+    /// a time in reverse order, which shows a missing barrier deterministically; the
+    /// emulator lands a `cp.async` only at the wait that covers it, so a stage read
+    /// before its wait reads poison. k = 44: 6 tiles of 8 (more than the 3 stages), the
+    /// last one partial.
     #[test]
     fn vector_paths_and_double_buffers_match_the_reference_on_the_emulator() {
         use crate::explain::emulate::{EmuLaunch, validate, validate_with};
@@ -112,12 +125,12 @@ mod tests {
             sm_count: 0,
             ..DeviceInfo::h100()
         };
-        let p = Problem::Product { m: 130, n: 136, k: 40 };
+        let p = Problem::Product { m: 130, n: 136, k: 44 };
         for v in EXPERIMENT.variants {
             let run = EmuLaunch::new(&EXPERIMENT, v, p, &info).unwrap();
             let check = validate(&run, 11).unwrap();
             assert!(check.ok, "{} at {p}: {}", v.name, check.detail);
-            if v.name.starts_with("pipeline") || v.name == "warptile" {
+            if v.name.starts_with("pipeline") || v.name.starts_with("async") || v.name == "warptile" {
                 let check = validate_with(&run, 12, Schedule::Reverse).unwrap();
                 assert!(check.ok, "{} at {p}, reverse schedule: {}", v.name, check.detail);
             }

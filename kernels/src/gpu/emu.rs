@@ -11,6 +11,12 @@
 //!
 //! [`LaunchConfig::schedule`] can run a block's threads one at a time instead, in a
 //! fixed order, so a missing barrier shows deterministically ([`schedule`]).
+//!
+//! Asynchronous copies ([`crate::gpu::async_copy`]) are recorded when issued (a global
+//! load and a shared store at the issuing line) and read their source then, but land
+//! in shared memory only when the issuing thread's `wait_group` covers their group:
+//! the latest moment the GPU allows, so a kernel that reads a stage before waiting
+//! for it reads the poison shared memory starts with ([`queue_async_copy`]).
 
 use core::fmt;
 use core::ops::Range;
@@ -190,6 +196,23 @@ pub struct ThreadCtx<'a> {
     // Executions so far per site; a short list, as a kernel has a handful of sites.
     occurrences: Vec<(&'static Location<'static>, usize)>,
     log: Vec<Access>,
+    copies: AsyncCopies,
+}
+
+/// One asynchronous copy in flight: the bytes read when it was issued, and where in
+/// the block's shared memory they land.
+struct PendingCopy {
+    dst: *mut u8,
+    data: [u8; 16],
+    len: usize,
+}
+
+/// A thread's asynchronous copies: those issued since its last `commit_group`, and
+/// the committed groups not yet waited for, oldest first.
+#[derive(Default)]
+struct AsyncCopies {
+    open: Vec<PendingCopy>,
+    groups: std::collections::VecDeque<Vec<PendingCopy>>,
 }
 
 struct BlockState {
@@ -420,6 +443,41 @@ pub fn record_shared(array: usize, offset: usize, bytes: usize, op: Op) {
     record(Space::Shared, array, offset, bytes, bytes, op);
 }
 
+/// Queues an asynchronous copy of `data[..len]` to `dst` for the current thread: it
+/// joins the thread's open group and lands when a [`wait_group`] covers that group.
+/// The caller ([`crate::gpu::SharedArray`]) has checked `dst` and recorded the accesses.
+///
+/// # Safety
+/// `dst` must point to `len` bytes of the current block's shared memory.
+pub unsafe fn queue_async_copy(dst: *mut u8, data: [u8; 16], len: usize) {
+    assert!(len <= 16, "an asynchronous copy moves at most 16 bytes");
+    with_thread(|t| t.copies.open.push(PendingCopy { dst, data, len }));
+}
+
+/// `cp.async.commit_group`: the copies issued since the last commit become one group
+/// (an empty one if there were none, as on the GPU).
+pub fn commit_group() {
+    with_thread(|t| {
+        let open = core::mem::take(&mut t.copies.open);
+        t.copies.groups.push_back(open);
+    });
+}
+
+/// `cp.async.wait_group n`: lands every committed group but the newest `n`. Copies
+/// not yet committed are in no group and stay in flight, as on the GPU.
+pub fn wait_group(n: usize) {
+    let done: Vec<PendingCopy> = with_thread(|t| {
+        let groups = &mut t.copies.groups;
+        let finished = groups.len().saturating_sub(n);
+        groups.drain(..finished).flatten().collect()
+    });
+    for c in done {
+        // SAFETY: queue_async_copy's caller promised `dst` holds `len` bytes of this
+        // block's shared memory, which lives as long as the block.
+        unsafe { core::ptr::copy_nonoverlapping(c.data.as_ptr(), c.dst, c.len) };
+    }
+}
+
 /// How to run a launch.
 #[derive(Clone, Debug, Default)]
 pub struct LaunchConfig {
@@ -559,6 +617,7 @@ pub fn try_launch(config: &LaunchConfig, kernel: impl Fn() + Sync) -> Result<Vec
                             linear_thread: t,
                             occurrences: Vec::new(),
                             log: Vec::new(),
+                            copies: AsyncCopies::default(),
                         };
                         // SAFETY: the context is removed below, before `state` and
                         // `config` go out of scope; nothing else keeps it.

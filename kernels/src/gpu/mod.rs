@@ -5,6 +5,7 @@
 //! crate that uses `core::arch::nvptx` or inline assembly; on other targets it is
 //! backed by [`crate::gpu::emu`], which runs kernels as CPU threads.
 
+pub mod async_copy;
 pub mod math;
 pub mod mem;
 #[macro_use]
@@ -25,20 +26,76 @@ pub use vec::Float4;
 /// the function; on the host it is a plain `unsafe fn` the emulator can call.
 /// Parameters must be plain `#[repr(C)]`/pointer-sized values.
 ///
+/// A kernel that needs sm_80 (it uses [`async_copy`]) opens with `#[requires(sm_80)]`:
+/// `host/build.rs` builds two PTX modules from this crate, the baseline for sm_70
+/// (every other kernel) and, with the crate's `sm80` feature, one for sm_80 holding
+/// only the `#[requires(sm_80)]` kernels. In the module a kernel does not belong to it
+/// is still type-checked, as a private function that is never emitted.
+///
 /// `build.rs` lists every `kernel!` block of a top-level module file in
 /// [`HOST_KERNELS`](crate::HOST_KERNELS), so the host can run it on the emulator by
 /// name; each parameter type needs an [`emu::FromWord`] impl for that table to compile.
 #[macro_export]
 macro_rules! kernel {
-    ($(#[$meta:meta])* pub fn $name:ident($($arg:ident : $ty:ty),* $(,)?) $body:block) => {
-        $(#[$meta])*
+    (#[requires(sm_80)] $(#[$meta:meta])* pub fn $name:ident($($arg:ident : $ty:ty),* $(,)?) $body:block) => {
         #[cfg(target_arch = "nvptx64")]
-        #[unsafe(no_mangle)]
-        pub unsafe extern "ptx-kernel" fn $name($($arg: $ty),*) $body
+        $crate::__in_sm80_module! { $(#[$meta])* pub fn $name($($arg: $ty),*) $body }
 
         $(#[$meta])*
         #[cfg(not(target_arch = "nvptx64"))]
         #[allow(clippy::missing_safety_doc)]
         pub unsafe fn $name($($arg: $ty),*) $body
+    };
+    ($(#[$meta:meta])* pub fn $name:ident($($arg:ident : $ty:ty),* $(,)?) $body:block) => {
+        #[cfg(target_arch = "nvptx64")]
+        $crate::__in_baseline_module! { $(#[$meta])* pub fn $name($($arg: $ty),*) $body }
+
+        $(#[$meta])*
+        #[cfg(not(target_arch = "nvptx64"))]
+        #[allow(clippy::missing_safety_doc)]
+        pub unsafe fn $name($($arg: $ty),*) $body
+    };
+}
+
+// Which module is being built is this crate's `sm80` feature, decided here once, so
+// that every crate declaring kernels with `kernel!` follows it.
+
+#[cfg(not(feature = "sm80"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __in_baseline_module { ($($t:tt)*) => { $crate::__entry_point! { $($t)* } }; }
+#[cfg(not(feature = "sm80"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __in_sm80_module { ($($t:tt)*) => { $crate::__not_emitted! { $($t)* } }; }
+#[cfg(feature = "sm80")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __in_baseline_module { ($($t:tt)*) => { $crate::__not_emitted! { $($t)* } }; }
+#[cfg(feature = "sm80")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __in_sm80_module { ($($t:tt)*) => { $crate::__entry_point! { $($t)* } }; }
+
+/// A kernel of the PTX module being built: an exported entry point.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __entry_point {
+    ($(#[$meta:meta])* pub fn $name:ident($($arg:ident : $ty:ty),*) $body:block) => {
+        $(#[$meta])*
+        #[unsafe(no_mangle)]
+        pub unsafe extern "ptx-kernel" fn $name($($arg: $ty),*) $body
+    };
+}
+
+/// A kernel of the other module: compiled (so it is checked in both builds) but
+/// private and unused, hence never emitted.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __not_emitted {
+    ($(#[$meta:meta])* pub fn $name:ident($($arg:ident : $ty:ty),*) $body:block) => {
+        $(#[$meta])*
+        #[allow(dead_code)]
+        unsafe fn $name($($arg: $ty),*) $body
     };
 }

@@ -172,7 +172,104 @@ impl<T: SharedWord> SharedArray<T> {
     }
 }
 
+impl<T: SharedWord + super::Element> SharedArray<T> {
+    /// `self[i] = src[j]` asynchronously: one 4-byte `cp.async.ca.shared.global` (sm_80
+    /// and later; see [`super::async_copy`]), the source read through L1 and written to
+    /// shared memory without passing through a register. `None` for `j` writes zero
+    /// instead (the copy's source size is 0: nothing is read), which is how a partial
+    /// tile is zero-filled without a branch. The element is readable after a
+    /// [`wait_group`](super::async_copy::wait_group) covering the copy (and, for other
+    /// threads, a barrier).
+    ///
+    /// # Safety
+    /// `i < self.len()`; `j` in bounds of `src`'s allocation; no thread accesses
+    /// element `i` between the copy and the wait that covers it.
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    pub unsafe fn copy_async(self, i: usize, src: super::Global<T>, j: Option<usize>) {
+        const { assert!(size_of::<T>() == 4) };
+        #[cfg(target_arch = "nvptx64")]
+        {
+            // An invalid element still needs a valid-looking address; nothing is read.
+            let (p, bytes) = match j {
+                Some(j) => (src.as_ptr().wrapping_add(j), 4u32),
+                None => (src.as_ptr(), 0),
+            };
+            // SAFETY: an in-bounds shared address and global element (caller).
+            unsafe {
+                core::arch::asm!(
+                    "{{ .reg .u64 g; cvta.to.global.u64 g, {p}; cp.async.ca.shared.global [{a}], [g], 4, {n}; }}",
+                    a = in(reg32) self.addr + (i as u32) * 4, p = in(reg64) p, n = in(reg32) bytes,
+                    options(nostack, preserves_flags));
+            }
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        // SAFETY: checked in bounds; the source as the caller promises.
+        unsafe {
+            assert!(
+                i < self.len,
+                "shared index {i} out of bounds (length {})",
+                self.len
+            );
+            let mut data = [0u8; 16];
+            if let Some(j) = j {
+                let p = src.as_ptr().add(j);
+                if !super::emu::record_global(p as usize, 4, 4, super::emu::Op::Load) {
+                    core::ptr::copy_nonoverlapping(p.cast::<u8>(), data.as_mut_ptr(), 4);
+                }
+            }
+            super::emu::record_shared(self.ptr as usize, i * 4, 4, super::emu::Op::Store);
+            super::emu::queue_async_copy(self.ptr.add(i).cast(), data, 4);
+        }
+    }
+}
+
 impl SharedArray<f32> {
+    /// `self[i..i + 4] = src[j..j + 4]` asynchronously: one 16-byte
+    /// `cp.async.cg.shared.global` (sm_80 and later), cached in L2 only, no staging
+    /// registers. `None` for `j` writes four zeros instead (nothing is read).
+    ///
+    /// # Safety
+    /// `i % 4 == 0`, `i + 4 <= self.len()`; `j % 4 == 0` with `src` 16-byte aligned
+    /// (device allocations are) and `j + 4` in bounds of its allocation; no thread
+    /// accesses those elements between the copy and the wait that covers it.
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    pub unsafe fn copy4_async(self, i: usize, src: super::Global<f32>, j: Option<usize>) {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let (p, bytes) = match j {
+                Some(j) => (src.as_ptr().wrapping_add(j), 16u32),
+                None => (src.as_ptr(), 0),
+            };
+            // SAFETY: aligned, in-bounds shared and global addresses (caller).
+            unsafe {
+                core::arch::asm!(
+                    "{{ .reg .u64 g; cvta.to.global.u64 g, {p}; cp.async.cg.shared.global [{a}], [g], 16, {n}; }}",
+                    a = in(reg32) self.addr + (i as u32) * 4, p = in(reg64) p, n = in(reg32) bytes,
+                    options(nostack, preserves_flags));
+            }
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        // SAFETY: checked aligned and in bounds; the source as the caller promises.
+        unsafe {
+            self.check4(i);
+            let mut data = [0u8; 16];
+            if let Some(j) = j {
+                let p = src.as_ptr().add(j);
+                assert!(
+                    (p as usize).is_multiple_of(16),
+                    "a 16-byte asynchronous copy from {p:?}, which is not 16-byte aligned"
+                );
+                if !super::emu::record_global(p as usize, 16, 16, super::emu::Op::Load) {
+                    core::ptr::copy_nonoverlapping(p.cast::<u8>(), data.as_mut_ptr(), 16);
+                }
+            }
+            super::emu::record_shared(self.ptr as usize, i * 4, 16, super::emu::Op::Store);
+            super::emu::queue_async_copy(self.ptr.add(i).cast(), data, 16);
+        }
+    }
+
     /// Reads elements `i..i + 4` as one [`Float4`](super::Float4): one 16-byte
     /// `ld.shared.v4.f32`, as a `float4` read of a `__shared__ float[]` in CUDA C++.
     ///
