@@ -118,3 +118,66 @@ fn calibrate_quick_writes_a_profile_of_this_gpu() {
     profile.for_device(&name, "profile.json").unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Runs one of calibrate's on-chip kernels (kernels/src/throughput.rs) on the emulator
+/// over `blocks` blocks and counts its traffic as `explain` does: the units its rate is
+/// stated in are the units the model counts.
+fn on_chip(kernel: &str, blocks: u32, rounds: usize) -> coalesce::explain::predict::Traffic {
+    use kernels::throughput::{BLOCK, WINDOW};
+    let k = kernels::host_kernel(kernel).expect("in the emulator's kernel table");
+    // 128-byte aligned, as a device allocation is, so lines and sectors fall as on a GPU.
+    // Only its bytes are used, through the pointer below.
+    #[derive(Clone, Copy)]
+    #[repr(align(128))]
+    #[allow(dead_code)]
+    struct Line([f32; 32]);
+    let mut window = vec![Line([0.0; 32]); blocks as usize * WINDOW / 32];
+    let mut out = vec![0f32; (blocks * BLOCK) as usize];
+    let words: Vec<u64> = match kernel {
+        "lines_load" => vec![rounds as u64, window.as_ptr() as u64, out.as_mut_ptr() as u64],
+        "lines_store" => vec![
+            rounds as u64,
+            kernels::throughput::STORE_MASK as u64,
+            window.as_mut_ptr() as u64,
+        ],
+        _ => vec![rounds as u64, out.as_mut_ptr() as u64],
+    };
+    let cfg = LaunchConfig {
+        grid: Dim3::from(blocks),
+        block: Dim3::from(BLOCK),
+        record: true,
+        ..Default::default()
+    };
+    // SAFETY: the words are live host buffers of the sizes the kernels index.
+    let log = launch(&cfg, || unsafe { (k.call)(&words) });
+    coalesce::explain::predict::traffic(&log)
+}
+
+#[test]
+fn the_on_chip_kernels_touch_what_their_rates_are_stated_in() {
+    use coalesce::calibrate::on_chip_units;
+    let (blocks, rounds) = (3, 40);
+    // Loads: 32 lines per warp request, and one coalesced store of each thread's sum.
+    let t = on_chip("lines_load", blocks, rounds);
+    let warps = u64::from(blocks) * 8;
+    assert_eq!(t.global_requests, [warps * rounds as u64, warps]);
+    assert_eq!(t.global_lines[0], on_chip_units("lines_load", blocks, rounds));
+    assert_eq!(t.global_sectors[0], t.global_lines[0], "one sector per line");
+    // Stores: 32 lines per request, one partial sector each; no loads.
+    let t = on_chip("lines_store", blocks, rounds);
+    assert_eq!(t.global_requests, [0, warps * rounds as u64]);
+    assert_eq!(t.global_lines[1], on_chip_units("lines_store", blocks, rounds));
+    assert_eq!(t.global_sectors[1], t.global_lines[1]);
+    // The block's 8 warps write distinct floats of its 4 KiB window (128 sectors), and
+    // nothing outside it: the windows of a full GPU stay small enough for L2.
+    assert_eq!(t.write_sectors, u64::from(blocks) * 128);
+    // Shared: 32 wavefronts per load request (a 32-way conflict), 1 per fill store.
+    let t = on_chip("bank_conflicts", blocks, rounds);
+    assert_eq!(t.shared_requests, [warps * rounds as u64, u64::from(blocks) * 32]);
+    assert_eq!(t.shared_wavefronts[0], 32 * t.shared_requests[0]);
+    assert_eq!(t.shared_wavefronts[1], t.shared_requests[1]);
+    assert_eq!(
+        t.shared_wavefronts[0] + t.shared_wavefronts[1],
+        on_chip_units("bank_conflicts", blocks, rounds)
+    );
+}

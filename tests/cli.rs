@@ -474,6 +474,15 @@ fn explain_predicts_with_a_profile_and_refuses_a_bad_one() {
     );
     assert!(text.contains("bound: bytes in flight"), "{text}");
     assert!(text.contains("bound: DRAM bytes at the copy ceiling"), "{text}");
+    // An old profile: residency from threads, and stride 16's many-line loads untimed.
+    assert!(
+        text.contains("residency counts threads only: the profile (schema 2)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("not calibrated: the profile has no load_lines_per_ns_per_sm"),
+        "{text}"
+    );
     // Without a profile the output says it is uncalibrated.
     let out = coalesce()
         .args(["explain", "copy/f32", "--quiet"])
@@ -496,11 +505,23 @@ fn explain_predicts_with_a_profile_and_refuses_a_bad_one() {
         &newer,
         std::fs::read_to_string(&good)
             .unwrap()
-            .replace("\"schema\":1", "\"schema\":3"),
+            .replace("\"schema\":1", "\"schema\":4"),
     )
     .unwrap();
     let err = fails(&["explain", "copy", "--profile", newer.to_str().unwrap()], 2);
-    assert!(err.contains("newer coalesce (profile schema 3"), "{err}");
+    assert!(err.contains("newer coalesce (profile schema 4"), "{err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    // Schema 3 needs its residency limits and on-chip rates.
+    let partial = dir.join("partial.json");
+    std::fs::write(
+        &partial,
+        std::fs::read_to_string(&good)
+            .unwrap()
+            .replace("\"schema\":1", "\"schema\":3,\"queueing_latency_ns\":0"),
+    )
+    .unwrap();
+    let err = fails(&["explain", "copy", "--profile", partial.to_str().unwrap()], 2);
+    assert!(err.contains("missing field `sm`"), "{err}");
     let err = fails(&["explain", "copy", "--profile", "NVIDIA B300"], 2);
     assert!(err.contains("no profile ships for a GPU of that name"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);

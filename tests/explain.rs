@@ -258,3 +258,81 @@ fn interleaved_complex_reads_are_the_stride_2_trap() {
     let k = explain_at("complex/split", None, None, Model::Sm70);
     assert_eq!(on(&k, "src", Direction::Load).sectors_per_request(), 4.0);
 }
+
+/// With a schema-3 profile, residency comes from ptxas's registers and shared bytes
+/// for the profile's architecture (where ptxas is installed; CI requires it), and the
+/// blocks per SM are the formula's on them; without ptxas, explain says it counts
+/// threads only.
+#[test]
+fn residency_comes_from_ptxas_for_the_profiles_gpu() {
+    use coalesce::explain::predict::{Limit, residency};
+    use coalesce::profile::{Profile, SmLimits};
+    let shipped = Profile::shipped("H100").unwrap().unwrap();
+    let profile = Profile {
+        schema: coalesce::profile::PROFILE_SCHEMA,
+        sm: Some(SmLimits {
+            compute_capability: [9, 0],
+            registers_per_sm: 65536,
+            register_allocation_unit: 256,
+            shared_bytes_per_sm: 233472,
+            reserved_shared_bytes_per_block: 1024,
+            max_blocks_per_sm: 32,
+        }),
+        // Rates for the arithmetic only (not measured): large enough never to bind.
+        load_lines_per_ns_per_sm: Some(1e6),
+        store_lines_per_ns_per_sm: Some(1e6),
+        shared_wavefronts_per_ns_per_sm: Some(1e6),
+        ..shipped
+    };
+    let opts = Options {
+        size: None,
+        shape: None,
+        model: Model::Sm70,
+        blocks: 2,
+        profile: Some(profile.clone()),
+    };
+    let selection = select(&["transpose/tiled-padded".to_string(), "copy/f32".to_string()]).unwrap();
+    let report = explain(&selection, &opts, |_| {}).unwrap();
+    for k in &report.kernels {
+        let p = k.prediction.as_ref().unwrap();
+        let threads = k.block.iter().product::<u32>();
+        match p.resources {
+            Some(r) => {
+                assert!(r.registers > 0, "{}: {r:?}", k.kernel);
+                let want = residency(
+                    threads,
+                    0,
+                    profile.max_threads_per_sm,
+                    profile.sm.as_ref(),
+                    Some(r),
+                );
+                assert_eq!(p.residency, want, "{}", k.kernel);
+                assert!(p.not_modelled.is_empty(), "{}: {:?}", k.kernel, p.not_modelled);
+            }
+            None => {
+                assert!(
+                    std::env::var_os("COALESCE_REQUIRE_PTXAS").is_none(),
+                    "COALESCE_REQUIRE_PTXAS is set but explain found no ptxas: {:?}",
+                    p.not_modelled
+                );
+                assert_eq!(p.residency.limit, Limit::Threads);
+                assert!(
+                    p.not_modelled
+                        .iter()
+                        .any(|l| l.starts_with("residency counts threads only")),
+                    "{:?}",
+                    p.not_modelled
+                );
+            }
+        }
+    }
+    // The tiled transpose's tile is in its static shared bytes: 32 x 33 floats.
+    let tiled = report
+        .kernels
+        .iter()
+        .find(|k| k.variant == "tiled-padded")
+        .unwrap();
+    if let Some(r) = tiled.prediction.as_ref().unwrap().resources {
+        assert!(r.shared_bytes >= 32 * 33 * 4, "{r:?}");
+    }
+}

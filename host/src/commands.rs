@@ -234,6 +234,12 @@ pub fn info(device: &DeviceArg, open: Opener) -> Result<Outcome> {
 fn info_one(device: u32, open: Opener) -> Result<Outcome> {
     println!("kernels: PTX for {} ({} bytes)", ptx::ARCH, ptx::PTX.len());
     println!("entry points: {}", ptx::entry_points(ptx::PTX).join(", "));
+    println!(
+        "sm_80 kernels (cp.async; loaded on GPUs from sm_80): PTX for {} ({} bytes): {}",
+        ptx::SM80_ARCH,
+        ptx::PTX_SM80.len(),
+        ptx::entry_points(ptx::PTX_SM80).join(", ")
+    );
     for line in crate::compare::toolkit::toolkit_lines() {
         println!("{line}");
     }

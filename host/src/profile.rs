@@ -12,8 +12,40 @@ use crate::error::{Error, Result};
 /// The profile format's version; a newer file is refused in one line. Schema 2 added
 /// `queueing_latency_ns` (a latency that rises with load) and made `loaded_latency_ns`
 /// its base; a schema-1 file is read by refitting both from its raw inflight sweep
-/// ([`Profile::refit`]).
-pub const PROFILE_SCHEMA: u32 = 2;
+/// ([`Profile::refit`]), and becomes schema 2. Schema 3 added the SM's residency
+/// limits (`sm`) and the L1, L2 and shared-memory rates; a schema-2 file is read as it
+/// is, and the bounds those fields set report themselves as not calibrated.
+pub const PROFILE_SCHEMA: u32 = 3;
+
+/// The fields schema 3 added: required in a schema-3 file, absent before.
+pub const SCHEMA_3_FIELDS: [&str; 4] = [
+    "sm",
+    "load_lines_per_ns_per_sm",
+    "store_lines_per_ns_per_sm",
+    "shared_wavefronts_per_ns_per_sm",
+];
+
+/// What bounds the blocks one SM holds besides its threads (schema 3): device
+/// attributes, read from the driver by `coalesce calibrate`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SmLimits {
+    /// Compute capability [major, minor] (attributes COMPUTE_CAPABILITY_MAJOR/MINOR):
+    /// `explain` asks ptxas for a kernel's registers on sm_<major><minor>.
+    pub compute_capability: [u32; 2],
+    /// 32-bit registers per SM (attribute MAX_REGISTERS_PER_MULTIPROCESSOR).
+    pub registers_per_sm: u32,
+    /// A warp's registers are allocated in multiples of this many: the candidate (64,
+    /// 128, 256 or 512) with which the residency formula agrees with the driver's
+    /// cuOccupancyMaxActiveBlocksPerMultiprocessor for the most of our kernels.
+    pub register_allocation_unit: u32,
+    /// Shared-memory bytes per SM (attribute MAX_SHARED_MEMORY_PER_MULTIPROCESSOR).
+    pub shared_bytes_per_sm: u32,
+    /// Shared bytes the driver reserves for each block (attribute
+    /// RESERVED_SHARED_MEMORY_PER_BLOCK).
+    pub reserved_shared_bytes_per_block: u32,
+    /// Blocks one SM holds at most (attribute MAX_BLOCKS_PER_MULTIPROCESSOR).
+    pub max_blocks_per_sm: u32,
+}
 
 /// One GPU's parameters. Each field says what it is and how it was measured.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -55,6 +87,23 @@ pub struct Profile {
     /// Absent from schema-1 files, which are refitted when read.
     #[serde(default)]
     pub queueing_latency_ns: f64,
+    /// Residency limits besides threads (schema 3; `None` before: residency counts
+    /// threads only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sm: Option<SmLimits>,
+    /// 128-byte lines per ns per SM that the L1 looks up for global loads: `lines_load`
+    /// (every warp request 32 lines, all L1 hits), lines / time / SMs. Schema 3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_lines_per_ns_per_sm: Option<f64>,
+    /// Lines per ns per SM that the L1 and L2 take for global stores of one partial
+    /// sector each: `lines_store` (32 lines per request, L2-resident), lines / time / SMs.
+    /// Schema 3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store_lines_per_ns_per_sm: Option<f64>,
+    /// Shared-memory wavefronts per ns per SM: `bank_conflicts` (32-way conflicts, 32
+    /// wavefronts per request), wavefronts / time / SMs. Schema 3.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_wavefronts_per_ns_per_sm: Option<f64>,
     /// The measurements behind the fits, for the record.
     pub stride_sweep: Vec<SweepPoint>,
     pub inflight_sweep: Vec<SweepPoint>,
@@ -64,9 +113,7 @@ pub struct Profile {
 pub use crate::calibrate::fit::SweepPoint;
 
 /// The profiles that ship with coalesce, measured on the GPUs named in them by
-/// `coalesce calibrate` (host/profiles; schema-1 measurements refitted by
-/// [`Profile::refit`], the measured values as they were: see
-/// `tests::regenerate_shipped_profiles`).
+/// `coalesce calibrate` (host/profiles, schema 3, as `calibrate` wrote them).
 pub const SHIPPED: &[(&str, &str)] = &[
     (
         "NVIDIA H100 80GB HBM3",
@@ -97,6 +144,20 @@ impl Profile {
                 "not a coalesce profile: missing field `queueing_latency_ns`".into()
             ));
         }
+        if schema >= 3
+            && let Some(field) = SCHEMA_3_FIELDS
+                .iter()
+                .find(|f| value.get(**f).is_none_or(|v| v.is_null()))
+        {
+            return Err(bad(format!("not a coalesce profile: missing field `{field}`")));
+        }
+        if schema < 3
+            && let Some(field) = SCHEMA_3_FIELDS.iter().find(|f| value.get(**f).is_some())
+        {
+            return Err(bad(format!(
+                "not a coalesce profile: schema {schema} has no field `{field}`"
+            )));
+        }
         let mut profile: Profile =
             serde_json::from_value(value).map_err(|e| bad(format!("not a coalesce profile: {e}")))?;
         if schema < 2 {
@@ -104,7 +165,7 @@ impl Profile {
             // file without a usable sweep keeps its latency, with no queueing).
             profile.queueing_latency_ns = 0.0;
             profile.refit();
-            profile.schema = PROFILE_SCHEMA;
+            profile.schema = 2;
         }
         profile.check().map_err(bad)?;
         Ok(profile)
@@ -199,6 +260,34 @@ impl Profile {
                 "queueing_latency_ns is {q}, not zero or a positive number"
             ));
         }
+        let rates = [
+            ("load_lines_per_ns_per_sm", self.load_lines_per_ns_per_sm),
+            ("store_lines_per_ns_per_sm", self.store_lines_per_ns_per_sm),
+            (
+                "shared_wavefronts_per_ns_per_sm",
+                self.shared_wavefronts_per_ns_per_sm,
+            ),
+        ];
+        if let Some((name, Some(v))) = rates
+            .iter()
+            .find(|(_, v)| v.is_some_and(|v| !(v.is_finite() && v > 0.0)))
+        {
+            return Err(format!("{name} is {v}, not a positive number"));
+        }
+        if let Some(sm) = &self.sm {
+            let counts = [
+                sm.registers_per_sm,
+                sm.register_allocation_unit,
+                sm.shared_bytes_per_sm,
+                sm.max_blocks_per_sm,
+            ];
+            if counts.contains(&0) || sm.compute_capability[0] == 0 {
+                return Err(
+                    "sm: compute_capability, registers_per_sm, register_allocation_unit, shared_bytes_per_sm and max_blocks_per_sm must be positive"
+                        .into(),
+                );
+            }
+        }
         if self.sm_count == 0 || self.max_threads_per_sm == 0 {
             return Err("sm_count and max_threads_per_sm must be positive".into());
         }
@@ -231,8 +320,31 @@ pub(crate) mod tests {
             idle_latency_ns: 700.0,
             loaded_latency_ns: 900.0,
             queueing_latency_ns: 0.0,
+            sm: Some(SmLimits {
+                compute_capability: [9, 0],
+                registers_per_sm: 65536,
+                register_allocation_unit: 256,
+                shared_bytes_per_sm: 233472,
+                reserved_shared_bytes_per_block: 1024,
+                max_blocks_per_sm: 32,
+            }),
+            load_lines_per_ns_per_sm: Some(2.0),
+            store_lines_per_ns_per_sm: Some(0.5),
+            shared_wavefronts_per_ns_per_sm: Some(2.0),
             stride_sweep: Vec::new(),
             inflight_sweep: Vec::new(),
+        }
+    }
+
+    /// [`sample`] as a schema-2 file would give it: no residency limits, no rates.
+    pub(crate) fn schema_2() -> Profile {
+        Profile {
+            schema: 2,
+            sm: None,
+            load_lines_per_ns_per_sm: None,
+            store_lines_per_ns_per_sm: None,
+            shared_wavefronts_per_ns_per_sm: None,
+            ..sample()
         }
     }
 
@@ -244,7 +356,7 @@ pub(crate) mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("p.json: not a coalesce profile (no schema"), "{e}");
-        let newer = text.replace("\"schema\":2", "\"schema\":7");
+        let newer = text.replace("\"schema\":3", "\"schema\":7");
         let e = Profile::parse(&newer, "p.json").unwrap_err().to_string();
         assert!(e.contains("newer coalesce (profile schema 7"), "{e}");
         let missing = text.replace("\"loaded_latency_ns\"", "\"renamed\"");
@@ -254,6 +366,46 @@ pub(crate) mod tests {
         let e = Profile::parse(&odd, "p.json").unwrap_err().to_string();
         assert!(e.contains("not a whole number of 32-byte sectors"), "{e}");
         assert!(!e.contains('\n'));
+    }
+
+    #[test]
+    fn schema_3_needs_its_fields_and_schema_2_loads_without_them() {
+        let text = serde_json::to_string(&sample()).unwrap();
+        for field in SCHEMA_3_FIELDS {
+            let mut v = serde_json::to_value(sample()).unwrap();
+            v.as_object_mut().unwrap().remove(field);
+            let e = Profile::parse(&v.to_string(), "p.json").unwrap_err().to_string();
+            assert_eq!(
+                e,
+                format!("p.json: not a coalesce profile: missing field `{field}`")
+            );
+        }
+        // A schema-2 file: loads, its bounds not calibrated.
+        let old = serde_json::to_string(&schema_2()).unwrap();
+        assert!(!old.contains("lines_per_ns"), "{old}");
+        let p = Profile::parse(&old, "p.json").unwrap();
+        assert_eq!(
+            (p.schema, p.sm.is_none(), p.shared_wavefronts_per_ns_per_sm),
+            (2, true, None)
+        );
+        // ... and does not carry fields it cannot have.
+        let odd = old.replace("\"schema\":2", "\"schema\":2,\"load_lines_per_ns_per_sm\":1.0");
+        let e = Profile::parse(&odd, "p.json").unwrap_err().to_string();
+        assert!(
+            e.contains("schema 2 has no field `load_lines_per_ns_per_sm`"),
+            "{e}"
+        );
+        let zero = text.replace(
+            "\"store_lines_per_ns_per_sm\":0.5",
+            "\"store_lines_per_ns_per_sm\":0.0",
+        );
+        let e = Profile::parse(&zero, "p.json").unwrap_err().to_string();
+        assert!(
+            e.contains("store_lines_per_ns_per_sm is 0, not a positive number"),
+            "{e}"
+        );
+        let no_regs = text.replace("\"registers_per_sm\":65536", "\"registers_per_sm\":0");
+        assert!(Profile::parse(&no_regs, "p.json").is_err());
     }
 
     #[test]
@@ -272,13 +424,13 @@ pub(crate) mod tests {
 
     #[test]
     fn a_schema_1_profile_is_refitted_from_its_sweep() {
-        let mut v1 = serde_json::to_value(sample()).unwrap();
+        let mut v1 = serde_json::to_value(schema_2()).unwrap();
         let obj = v1.as_object_mut().unwrap();
         obj.insert("schema".into(), 1.into());
         obj.remove("queueing_latency_ns");
         // Without a sweep: its one latency, no queueing (the schema-1 model).
         let p = Profile::parse(&v1.to_string(), "v1.json").unwrap();
-        assert_eq!(p.schema, PROFILE_SCHEMA);
+        assert_eq!(p.schema, 2);
         assert_eq!((p.loaded_latency_ns, p.queueing_latency_ns), (900.0, 0.0));
         // With one: the fit of [`crate::calibrate::loaded_latency`] replaces it.
         let sweep = vec![
@@ -294,7 +446,7 @@ pub(crate) mod tests {
         assert!((p.queueing_latency_ns - 50.540).abs() < 1e-3, "{p:?}");
         assert!((p.latency_at(0.0) - p.loaded_latency_ns).abs() < 1e-12);
         // Schema 2 must say its queueing.
-        let mut v2 = serde_json::to_value(sample()).unwrap();
+        let mut v2 = serde_json::to_value(schema_2()).unwrap();
         v2.as_object_mut().unwrap().remove("queueing_latency_ns");
         let e = Profile::parse(&v2.to_string(), "p.json").unwrap_err().to_string();
         assert!(e.contains("missing field `queueing_latency_ns`"), "{e}");
@@ -313,7 +465,9 @@ pub(crate) mod tests {
         for (name, text) in SHIPPED {
             let p = Profile::parse(text, name).unwrap();
             assert_eq!(p.device, *name);
-            assert_eq!(p.schema, PROFILE_SCHEMA);
+            // Schema 3, measured by `calibrate` on each GPU: residency limits and on-chip rates.
+            assert_eq!(p.schema, 3);
+            assert!(p.sm.is_some() && p.load_lines_per_ns_per_sm.is_some(), "{name}");
             // Every fitted value is what the fits give from the raw sweeps.
             let mut refit = p.clone();
             refit.refit();
@@ -365,7 +519,6 @@ pub(crate) mod tests {
             }
             let mut p = Profile::load(&path).unwrap();
             p.refit();
-            p.schema = PROFILE_SCHEMA;
             std::fs::write(&path, serde_json::to_string_pretty(&p).unwrap() + "\n").unwrap();
         }
     }

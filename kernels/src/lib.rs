@@ -30,6 +30,7 @@ pub mod particles;
 pub mod saxpy;
 pub mod sgemm;
 pub mod stride;
+pub mod throughput;
 pub mod transpose;
 
 #[cfg(test)]

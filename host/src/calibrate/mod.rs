@@ -7,8 +7,11 @@
 //! `stride` experiment's `stride_read` at strides 1..64 (DRAM read granularity); the
 //! `inflight` experiment's copies (Little's law: the loaded latency and how it rises
 //! with load); a single thread
-//! chasing pointers (the idle latency); the copy again (the faster copy is kept, as
-//! the harness does, so a slow first copy cannot inflate the fits).
+//! chasing pointers (the idle latency); the SM's residency limits (device attributes,
+//! and the register allocation unit that agrees with the driver's occupancy
+//! calculator on every kernel); the on-chip rates (kernels/src/throughput.rs: lines of
+//! global loads and stores, shared-memory wavefronts); the copy again (the faster copy
+//! is kept, as the harness does, so a slow first copy cannot inflate the fits).
 
 use std::path::PathBuf;
 use std::time::SystemTime;
@@ -18,8 +21,9 @@ use cust::memory::{AsyncCopyDestination, CopyDestination};
 pub mod fit;
 
 pub use fit::{
-    BELOW_CEILING, CHASE_SPACING, GRANULARITY_STRIDES, Granularity, LatencyFit, bytes_in_flight_per_sm,
-    chase_buffer, follow, latency_points, loaded_latency, read_granularity,
+    ALLOCATION_UNITS, BELOW_CEILING, CHASE_SPACING, GRANULARITY_STRIDES, Granularity, LatencyFit,
+    OccupancySample, bytes_in_flight_per_sm, chase_buffer, follow, latency_points, loaded_latency,
+    per_sm_rate, read_granularity, register_allocation_unit,
 };
 
 use crate::args;
@@ -30,7 +34,7 @@ use crate::experiments::{inflight, stride};
 use crate::harness::{RunOptions, choose_problem};
 use crate::launch::Launch;
 use crate::prepared::Prepared;
-use crate::profile::{PROFILE_SCHEMA, Profile, SweepPoint};
+use crate::profile::{PROFILE_SCHEMA, Profile, SmLimits, SweepPoint};
 use crate::timing::{Reps, memcpy_baseline, time_launches};
 use crate::units::{format_bytes, gb_per_s};
 
@@ -90,9 +94,17 @@ impl Plan {
         }
     }
 
-    /// Progress steps of [`measure`]: two copies, each sweep's setup and points, the chase.
+    /// Rounds of each on-chip microbenchmark's loop: at about 2 lines per ns per SM and
+    /// 64 warps per SM, 2048 rounds of 32 lines take about 2 ms a launch.
+    pub fn rounds(self) -> usize {
+        if self.quick { 256 } else { 2048 }
+    }
+
+    /// Progress steps of [`measure`]: two copies, each sweep's setup and points, the
+    /// chase, the residency limits, the three on-chip rates.
     pub fn steps(self) -> u64 {
-        (2 + 1 + self.strides().len() + 1 + inflight::EXPERIMENT.variants.len() + 1) as u64
+        (2 + 1 + self.strides().len() + 1 + inflight::EXPERIMENT.variants.len() + 1 + 1 + ON_CHIP.len())
+            as u64
     }
 }
 
@@ -111,6 +123,13 @@ pub struct Notes {
     /// Bytes of the chase buffer and the hops each launch timed.
     pub chase_bytes: u64,
     pub chase_steps: usize,
+    /// Kernels x block sizes whose driver occupancy the residency formula was checked
+    /// against, and how many agreed with the chosen register allocation unit.
+    pub occupancy_samples: usize,
+    pub occupancy_agreeing: usize,
+    /// Blocks and rounds of the on-chip microbenchmarks.
+    pub on_chip_blocks: u32,
+    pub on_chip_rounds: usize,
 }
 
 /// A calibration: the profile, how it was measured, and the kernels that failed
@@ -302,6 +321,139 @@ fn idle_latency(
     Ok((t.median_ms * 1e6 / steps as f64, bytes, steps, failure))
 }
 
+/// A device attribute cust 0.3.2 has no name for, read from the driver directly.
+fn raw_attribute(gpu: &Gpu, attribute: cust::sys::CUdevice_attribute) -> Result<u32> {
+    let device =
+        cust::device::Device::get_device(gpu.info.ordinal).map_err(gpu.cuda_error("opening the device"))?;
+    let mut value = 0i32;
+    // SAFETY: a plain query into a local; the device handle is valid.
+    let status = unsafe { cust::sys::cuDeviceGetAttribute(&mut value, attribute, device.as_raw()) };
+    if status != cust::sys::cudaError_enum::CUDA_SUCCESS {
+        return Err(crate::Error::BadProfile {
+            path: "calibrate".into(),
+            why: format!("the driver did not give device attribute {attribute:?} ({status:?})"),
+        });
+    }
+    Ok(value.max(0) as u32)
+}
+
+/// The SM's residency limits: device attributes, and the register allocation unit that
+/// agrees with the driver's occupancy calculator (cuOccupancyMaxActiveBlocksPerMultiprocessor)
+/// for the most of the embedded kernels, each at 128, 256 and 1024 threads per block
+/// where it allows them. Returns the limits and (samples, agreeing).
+fn sm_limits(gpu: &Gpu, progress: &mut impl FnMut(&str)) -> Result<(SmLimits, usize, usize)> {
+    use cust::device::DeviceAttribute as A;
+    use cust::function::{BlockSize, FunctionAttribute as F};
+    use cust::sys::CUdevice_attribute as Raw;
+    progress("residency limits");
+    let device =
+        cust::device::Device::get_device(gpu.info.ordinal).map_err(gpu.cuda_error("opening the device"))?;
+    let attr = |a: A| -> Result<u32> {
+        Ok(device
+            .get_attribute(a)
+            .map_err(gpu.cuda_error("reading device attributes"))?
+            .max(0) as u32)
+    };
+    let (major, minor) = gpu.info.compute_capability;
+    let mut limits = SmLimits {
+        compute_capability: [major.max(0) as u32, minor.max(0) as u32],
+        registers_per_sm: attr(A::MaxRegistersPerMultiprocessor)?,
+        register_allocation_unit: ALLOCATION_UNITS[0],
+        shared_bytes_per_sm: attr(A::MaxSharedMemoryPerMultiprocessor)?,
+        reserved_shared_bytes_per_block: raw_attribute(
+            gpu,
+            Raw::CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK,
+        )?,
+        max_blocks_per_sm: raw_attribute(gpu, Raw::CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR)?,
+    };
+    let mut samples = Vec::new();
+    for kernel in crate::ptx::entry_points(crate::ptx::PTX) {
+        let f = gpu.function(kernel)?;
+        let get = |a: F| {
+            f.get_attribute(a)
+                .map_err(gpu.cuda_error("reading a kernel's attributes"))
+        };
+        let (registers, shared, most) = (
+            get(F::NumRegisters)?,
+            get(F::SharedMemorySizeBytes)?,
+            get(F::MaxThreadsPerBlock)?,
+        );
+        for threads in [128u32, 256, 1024].into_iter().filter(|&t| t as i32 <= most) {
+            let blocks = f
+                .max_active_blocks_per_multiprocessor(BlockSize::x(threads), 0)
+                .map_err(gpu.cuda_error("asking the driver's occupancy calculator"))?;
+            samples.push(OccupancySample {
+                kernel: kernel.to_string(),
+                threads_per_block: threads,
+                registers: registers.max(0) as u32,
+                shared_bytes: shared.max(0) as u32,
+                driver_blocks: blocks,
+            });
+        }
+    }
+    let (unit, agreeing) = register_allocation_unit(&samples, gpu.info.max_threads_per_sm, &limits)
+        .unwrap_or((ALLOCATION_UNITS[0], 0));
+    limits.register_allocation_unit = unit;
+    Ok((limits, samples.len(), agreeing))
+}
+
+/// The on-chip microbenchmarks (kernels/src/throughput.rs): kernel, and the units
+/// (lines or wavefronts) one warp handles per round.
+pub const ON_CHIP: [(&str, u64); 3] = [("lines_load", 32), ("lines_store", 32), ("bank_conflicts", 32)];
+
+/// Units each of [`ON_CHIP`]'s kernels handles in a launch of `blocks` blocks of
+/// `rounds` rounds: 32 per warp per round; `bank_conflicts` also fills its tile (32
+/// conflict-free store requests per block, a wavefront each).
+pub fn on_chip_units(kernel: &str, blocks: u32, rounds: usize) -> u64 {
+    let warps = u64::from(blocks) * u64::from(kernels::throughput::BLOCK / 32);
+    let per_round = ON_CHIP.iter().find(|(k, _)| *k == kernel).map_or(0, |(_, u)| *u);
+    let fill = if kernel == "bank_conflicts" {
+        u64::from(blocks) * (32 * 32 / 32)
+    } else {
+        0
+    };
+    warps * rounds as u64 * per_round + fill
+}
+
+/// Times the three on-chip kernels at full residency (max threads per SM / 256 blocks
+/// per SM) and returns their per-SM rates, in [`ON_CHIP`]'s order, and the blocks.
+fn on_chip_rates(gpu: &Gpu, plan: Plan, progress: &mut impl FnMut(&str)) -> Result<([f64; 3], u32)> {
+    use kernels::throughput::{BLOCK, WINDOW};
+    let blocks = gpu.info.sm_count.max(1) * (gpu.info.max_threads_per_sm / BLOCK).max(1);
+    let mut window = gpu.alloc::<u32>(blocks as usize * WINDOW)?;
+    let out = gpu.alloc::<f32>((blocks * BLOCK) as usize)?;
+    // SAFETY: the buffer lives until the sync below.
+    unsafe { window.set_32_async(0, &gpu.stream) }.map_err(gpu.cuda_error("clearing the windows"))?;
+    gpu.sync("clearing the windows")?;
+    let cfg = Launch {
+        grid: (blocks, 1, 1),
+        block: (BLOCK, 1, 1),
+        shared_bytes: 0,
+    };
+    let rounds = plan.rounds();
+    let mut rates = [0.0; 3];
+    for (rate, (kernel, _)) in rates.iter_mut().zip(ON_CHIP) {
+        progress(kernel);
+        let f = gpu.function(kernel)?;
+        let words: Vec<u64> = match kernel {
+            "lines_load" => args![rounds, window.as_device_ptr(), out.as_device_ptr()].to_vec(),
+            "lines_store" => args![rounds, kernels::throughput::STORE_MASK, window.as_device_ptr()].to_vec(),
+            _ => args![rounds, out.as_device_ptr()].to_vec(),
+        };
+        let t = time_launches(gpu, plan.reps(), || gpu.launch(&f, cfg, &words))?;
+        *rate = per_sm_rate(
+            on_chip_units(kernel, blocks, rounds),
+            t.median_ms,
+            gpu.info.sm_count,
+        )
+        .ok_or_else(|| crate::Error::BadProfile {
+            path: "calibrate".into(),
+            why: format!("{kernel} took {} ms: no rate", t.median_ms),
+        })?;
+    }
+    Ok((rates, blocks))
+}
+
 /// Runs every microbenchmark on `gpu` and fits the profile; `progress` hears of each
 /// step ([`Plan::steps`] in all).
 pub fn measure(gpu: &Gpu, plan: Plan, mut progress: impl FnMut(&str)) -> Result<Calibration> {
@@ -313,6 +465,8 @@ pub fn measure(gpu: &Gpu, plan: Plan, mut progress: impl FnMut(&str)) -> Result<
     let strided = stride_sweep(gpu, plan, &mut progress)?;
     let inflight = inflight_sweep(gpu, plan, &mut progress)?;
     let (idle_ns, chase_bytes, chase_steps, chase_failure) = idle_latency(gpu, plan, &mut progress)?;
+    let (sm, occupancy_samples, occupancy_agreeing) = sm_limits(gpu, &mut progress)?;
+    let (rates, on_chip_blocks) = on_chip_rates(gpu, plan, &mut progress)?;
     progress("copy baseline again");
     let after = memcpy_baseline(gpu, copy_bytes, reps)?;
     let copy_gb_per_s = before.faster(after).gb_per_s;
@@ -337,6 +491,10 @@ pub fn measure(gpu: &Gpu, plan: Plan, mut progress: impl FnMut(&str)) -> Result<
         idle_latency_ns: idle_ns,
         loaded_latency_ns: latency.base_ns,
         queueing_latency_ns: latency.queue_ns,
+        sm: Some(sm),
+        load_lines_per_ns_per_sm: Some(rates[0]),
+        store_lines_per_ns_per_sm: Some(rates[1]),
+        shared_wavefronts_per_ns_per_sm: Some(rates[2]),
         stride_sweep: strided.points,
         inflight_sweep: inflight.points,
     };
@@ -354,6 +512,10 @@ pub fn measure(gpu: &Gpu, plan: Plan, mut progress: impl FnMut(&str)) -> Result<
             latency,
             chase_bytes,
             chase_steps,
+            occupancy_samples,
+            occupancy_agreeing,
+            on_chip_blocks,
+            on_chip_rounds: plan.rounds(),
         },
         failures,
     })
@@ -434,9 +596,73 @@ pub fn summary(p: &Profile, n: &Notes) -> String {
             "Lq of the same line: the latency at 50% of copy is L0 + Lq, at 90% L0 + 9 Lq".into(),
         ),
     ];
+    let mut lines = lines.to_vec();
+    if let Some(sm) = &p.sm {
+        let attribute = |name: &str| format!("device attribute {name}");
+        lines.extend([
+            (
+                "compute_capability",
+                format!("{}.{}", sm.compute_capability[0], sm.compute_capability[1]),
+                attribute("COMPUTE_CAPABILITY_MAJOR/MINOR (explain's ptxas -arch)"),
+            ),
+            ("registers_per_sm", sm.registers_per_sm.to_string(), attribute("MAX_REGISTERS_PER_MULTIPROCESSOR")),
+            (
+                "register_allocation_unit",
+                sm.register_allocation_unit.to_string(),
+                format!(
+                    "registers per warp are allocated in multiples of it: the residency formula agrees with cuOccupancyMaxActiveBlocksPerMultiprocessor for {} of {} kernel x block sizes",
+                    n.occupancy_agreeing, n.occupancy_samples
+                ),
+            ),
+            (
+                "shared_bytes_per_sm",
+                sm.shared_bytes_per_sm.to_string(),
+                attribute("MAX_SHARED_MEMORY_PER_MULTIPROCESSOR"),
+            ),
+            (
+                "reserved_shared_bytes_per_block",
+                sm.reserved_shared_bytes_per_block.to_string(),
+                attribute("RESERVED_SHARED_MEMORY_PER_BLOCK"),
+            ),
+            ("max_blocks_per_sm", sm.max_blocks_per_sm.to_string(), attribute("MAX_BLOCKS_PER_MULTIPROCESSOR")),
+        ]);
+    }
+    let on_chip = |kernel: &str, what: &str| {
+        format!(
+            "{kernel}: {what}; {} blocks of 256 threads, {} rounds, {reps}; units / time / SMs",
+            n.on_chip_blocks, n.on_chip_rounds
+        )
+    };
+    for (name, rate, from) in [
+        (
+            "load_lines_per_ns_per_sm",
+            p.load_lines_per_ns_per_sm,
+            on_chip("lines_load", "32 lines per warp load, L1 hits"),
+        ),
+        (
+            "store_lines_per_ns_per_sm",
+            p.store_lines_per_ns_per_sm,
+            on_chip(
+                "lines_store",
+                "32 lines per warp store, one partial sector each, L2-resident",
+            ),
+        ),
+        (
+            "shared_wavefronts_per_ns_per_sm",
+            p.shared_wavefronts_per_ns_per_sm,
+            on_chip(
+                "bank_conflicts",
+                "32-way bank conflicts, 32 wavefronts per warp load",
+            ),
+        ),
+    ] {
+        if let Some(rate) = rate {
+            lines.push((name, format!("{rate:.3}"), from));
+        }
+    }
     lines
         .iter()
-        .map(|(name, value, from)| format!("{name:<22} {value:>11}  {from}\n"))
+        .map(|(name, value, from)| format!("{name:<31} {value:>11}  {from}\n"))
         .collect()
 }
 
@@ -501,6 +727,20 @@ mod tests {
     }
 
     #[test]
+    fn on_chip_units_count_32_per_warp_and_round() {
+        // 1056 blocks of 8 warps, 2048 rounds, 32 lines or wavefronts each.
+        let per = 1056 * 8 * 2048 * 32;
+        assert_eq!(on_chip_units("lines_load", 1056, 2048), per);
+        assert_eq!(on_chip_units("lines_store", 1056, 2048), per);
+        // The tile's fill: 32 conflict-free store requests per block.
+        assert_eq!(on_chip_units("bank_conflicts", 1056, 2048), per + 1056 * 32);
+        assert_eq!(on_chip_units("no_such_kernel", 1056, 2048), 0);
+        for (k, _) in ON_CHIP {
+            assert!(crate::ptx::entry_points(crate::ptx::PTX).contains(&k), "{k}");
+        }
+    }
+
+    #[test]
     fn default_file_is_named_after_the_device() {
         assert_eq!(
             default_path("NVIDIA H100 80GB HBM3"),
@@ -518,7 +758,8 @@ mod tests {
         assert_eq!(quick.size(&info), 100 << 20);
         assert!(quick.reps().timed < full.reps().timed);
         assert_eq!(full.reps(), Reps::default());
-        assert_eq!(full.steps(), 2 + 1 + 64 + 1 + 8 + 1);
+        assert_eq!(full.steps(), 2 + 1 + 64 + 1 + 8 + 1 + 1 + 3);
+        assert!(quick.rounds() < full.rounds());
     }
 
     #[test]
@@ -545,9 +786,13 @@ mod tests {
             },
             chase_bytes: 400 << 20,
             chase_steps: 200_000,
+            occupancy_samples: 120,
+            occupancy_agreeing: 118,
+            on_chip_blocks: 1056,
+            on_chip_rounds: 2048,
         };
         let text = summary(&p, &notes);
-        assert_eq!(text.lines().count(), 7, "{text}");
+        assert_eq!(text.lines().count(), 16, "{text}");
         for field in [
             "copy_gb_per_s",
             "sm_count",
@@ -556,10 +801,23 @@ mod tests {
             "idle_latency_ns",
             "loaded_latency_ns",
             "queueing_latency_ns",
+            "compute_capability",
+            "registers_per_sm",
+            "register_allocation_unit",
+            "shared_bytes_per_sm",
+            "reserved_shared_bytes_per_block",
+            "max_blocks_per_sm",
+            "load_lines_per_ns_per_sm",
+            "store_lines_per_ns_per_sm",
+            "shared_wavefronts_per_ns_per_sm",
         ] {
             assert!(text.lines().any(|l| l.starts_with(field)), "{field}: {text}");
         }
         assert!(text.contains("70.2 B per read at stride 16"), "{text}");
+        assert!(text.contains("for 118 of 120 kernel x block sizes"), "{text}");
+        // A schema-2 profile has none of schema 3's lines.
+        let old = summary(&crate::profile::tests::schema_2(), &notes);
+        assert_eq!(old.lines().count(), 7, "{old}");
         assert!(text.contains("strides 1..64"), "{text}");
         assert!(
             text.contains("the line through the Little's-law latencies"),

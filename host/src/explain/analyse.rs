@@ -89,6 +89,9 @@ pub struct SiteStats {
     pub useful_bytes: u64,
     /// Shared: bank-conflict ways, summed over requests (1 per conflict-free request).
     pub bank_ways: u64,
+    /// Shared: wavefronts, summed over requests (the ways of each pass of a request,
+    /// summed: 4 for a conflict-free warp of 16-byte loads).
+    pub wavefronts: u64,
     /// Shared: the worst request's ways.
     pub bank_ways_max: u64,
     /// The most common pattern among the requests.
@@ -116,6 +119,9 @@ impl SiteStats {
     }
     pub fn ways_per_request(&self) -> f64 {
         self.per_request(self.bank_ways)
+    }
+    pub fn wavefronts_per_request(&self) -> f64 {
+        self.per_request(self.wavefronts)
     }
     /// Useful over fetched bytes, in percent (global).
     pub fn efficiency_pct(&self) -> f64 {
@@ -212,6 +218,7 @@ pub fn analyse(log: &[Access], model: Model, buffers: &[(String, Range<usize>)])
             fetched_bytes: 0,
             useful_bytes: 0,
             bank_ways: 0,
+            wavefronts: 0,
             bank_ways_max: 0,
             pattern: Pattern::Coalesced,
             pattern_share: 0.0,
@@ -231,8 +238,9 @@ pub fn analyse(log: &[Access], model: Model, buffers: &[(String, Range<usize>)])
                 global_pattern(&lanes, sectors, useful)
             }
             Memory::Shared => {
-                let ways = model::bank_ways(&lanes);
+                let ways = model::bank_ways(&lanes, op == Direction::Load);
                 s.bank_ways += ways;
+                s.wavefronts += model::shared_wavefronts(&lanes, op == Direction::Load);
                 s.bank_ways_max = s.bank_ways_max.max(ways);
                 if ways <= 1 {
                     Pattern::ConflictFree

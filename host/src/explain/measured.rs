@@ -1,5 +1,11 @@
-//! Predictions beside a run's measurements: each bandwidth kernel's predicted % of
-//! copy against what `coalesce run` measured on the profile's GPU.
+//! Predictions beside a run's measurements: each bandwidth kernel's predicted rate
+//! against what `coalesce run` measured on the profile's GPU.
+//!
+//! GB/s are compared with GB/s: both are stated as % of the profile's copy ceiling
+//! (the prediction's own denominator), not the measured row's % of copy, which is over
+//! a copy timed in that run at the experiment's size (particles: 128 MiB, 3.5-6.4%
+//! under the ceiling at 8 x L2, which would raise its % by as much). The run's own %
+//! of copy is shown beside them.
 
 use serde::Serialize;
 
@@ -17,8 +23,11 @@ pub const TOLERANCE: f64 = 0.10;
 pub struct Versus {
     pub variant: String,
     pub kernel: String,
+    /// % of the profile's copy ceiling: predicted, and the run's GB/s over the same.
     pub predicted_pct_of_copy: f64,
     pub measured_pct_of_copy: f64,
+    /// The run's own % of copy (over its copy baseline at the experiment's size).
+    pub run_pct_of_copy: f64,
     pub bound: Bound,
 }
 
@@ -52,11 +61,14 @@ pub fn against(report: &ExplainReport, run: &Report, origin: &str) -> Result<Vec
                 .rows
                 .iter()
                 .find(|r| r.experiment == k.experiment && r.variant == k.variant && r.validated)?;
+            // The profile's ceiling, C = GB/s / (% of copy / 100), as the prediction has it.
+            let ceiling = 100.0 * p.gb_per_s / p.pct_of_copy;
             Some(Versus {
                 variant: format!("{}/{}", k.experiment, k.variant),
                 kernel: k.kernel.clone(),
                 predicted_pct_of_copy: p.pct_of_copy,
-                measured_pct_of_copy: r.pct_of_copy,
+                measured_pct_of_copy: 100.0 * r.gb_per_s / ceiling,
+                run_pct_of_copy: r.pct_of_copy,
                 bound: p.bound,
             })
         })
@@ -71,6 +83,7 @@ pub fn render(rows: &[Versus], device: &str) -> String {
             "kernel",
             "predicted % copy",
             "measured % copy",
+            "run's % copy",
             "deviation",
             "bound",
             "",
@@ -85,18 +98,21 @@ pub fn render(rows: &[Versus], device: &str) -> String {
             r.kernel.clone(),
             format!("{:.1}", r.predicted_pct_of_copy),
             format!("{:.1}", r.measured_pct_of_copy),
+            format!("{:.1}", r.run_pct_of_copy),
             format!("{:+.1}%", 100.0 * d),
             r.bound.describe().into(),
             if d.abs() <= TOLERANCE { "ok" } else { "MISS" }.into(),
         ]);
     }
     let matched = rows.iter().filter(|r| r.deviation().abs() <= TOLERANCE).count();
-    let mut out =
-        format!("predicted (coalesce explain --profile) against measured (coalesce run) on {device}\n");
+    let mut out = format!(
+        "predicted (coalesce explain --profile) against measured (coalesce run) on {device}; \
+         % of the profile's copy ceiling (GB/s against GB/s; the run's own % of copy beside)\n"
+    );
     out.push_str(&columns(
         &cells,
         Layout {
-            right: &[false, false, true, true, true, false, false],
+            right: &[false, false, true, true, true, true, false, false],
             rule: true,
             ..Layout::default()
         },

@@ -14,6 +14,7 @@ pub mod model;
 pub mod ncu;
 pub mod predict;
 pub mod render;
+pub mod residency;
 
 use serde::Serialize;
 
@@ -82,15 +83,15 @@ impl KernelReport {
         (requests > 0).then(|| sectors as f64 / requests as f64)
     }
 
-    /// Bank-conflict ways per shared request of one direction (Nsight Compute: shared
+    /// Wavefronts per shared request of one direction (Nsight Compute: shared
     /// wavefronts per shared instruction), or `None`.
-    pub fn ways_per_request(&self, op: analyse::Direction) -> Option<f64> {
+    pub fn wavefronts_per_request(&self, op: analyse::Direction) -> Option<f64> {
         let sites = self
             .sites
             .iter()
             .filter(|s| s.space == Memory::Shared && s.op == op);
-        let (ways, requests) = sites.fold((0, 0), |(w, r), x| (w + x.bank_ways, r + x.requests));
-        (requests > 0).then(|| ways as f64 / requests as f64)
+        let (waves, requests) = sites.fold((0, 0), |(w, r), x| (w + x.wavefronts, r + x.requests));
+        (requests > 0).then(|| waves as f64 / requests as f64)
     }
 }
 
@@ -160,10 +161,14 @@ pub fn explain_variant(
     let size = predict::LaunchSize {
         blocks: total as u64,
         threads_per_block: launch.block.x * launch.block.y * launch.block.z,
+        dynamic_shared_bytes: u32::try_from(launch.dynamic_shared_bytes).unwrap_or(u32::MAX),
     };
     // Only bandwidth-bound kernels: a product's time is set by its arithmetic.
     let prediction = match ((experiment.work)(&problem), &opts.profile) {
-        (Work::Bytes(bytes), Some(p)) => predict::predict(bytes, &traffic, size, p),
+        (Work::Bytes(bytes), Some(p)) => {
+            let resources = residency::resources(launch.kernel.name, p);
+            predict::predict(bytes, &traffic, size, p, resources)
+        }
         _ => None,
     };
     Ok(KernelReport {

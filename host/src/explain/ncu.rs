@@ -303,7 +303,7 @@ pub fn compare(report: &ExplainReport, measured: &[Measured]) -> Vec<Comparison>
             let predicted = if global {
                 k.sectors_per_request(op)
             } else {
-                k.ways_per_request(op)
+                k.wavefronts_per_request(op)
             };
             let requests = m.metrics.get(denominator).copied();
             let measured = match (m.metrics.get(numerator), requests) {

@@ -15,16 +15,23 @@
 //! - **Waves**: a launch of more blocks than the GPU holds runs in waves; the last,
 //!   partial one has fewer bytes in flight, and moves its share of the bytes slower.
 //!
-//! What explain sees but the time does not count (shared-memory bank conflicts, requests
-//! of many sectors) is named in [`Prediction::not_modelled`].
+//! - **Residency**: blocks per SM = the least that the SM's threads, registers, shared
+//!   memory and block slots allow, with the kernel's registers and shared bytes from
+//!   ptxas ([`super::residency`]) and the SM's limits from the profile.
+//! - **On-chip rates**: the lines that global loads and stores touch and the
+//!   shared-memory wavefronts take time at the L1's, L2's and shared memory's
+//!   calibrated rates; the predicted time is the largest of the bounds' times.
+//!
+//! What explain sees but the profile has no rate for is named in
+//! [`Prediction::not_modelled`].
 
 use std::collections::{HashMap, HashSet};
 
 use kernels::gpu::emu::{Access, Op, Space};
 use serde::Serialize;
 
-use super::model::{self, Lane, bank_ways};
-use crate::profile::Profile;
+use super::model::{self, Lane};
+use crate::profile::{Profile, SmLimits};
 
 /// Segment sizes a read's DRAM traffic is counted in (a profile's granularity is
 /// one of them).
@@ -44,10 +51,11 @@ pub struct Traffic {
     /// The mean global bytes a thread loads before its first global store (or in all,
     /// if it stores nothing): what it has in flight at once.
     pub in_flight_per_thread: f64,
-    /// Warp requests to global memory, [loads, stores], and the 32-byte sectors they
-    /// touch (each request counted on its own, as the L1 sees them).
+    /// Warp requests to global memory, [loads, stores], and the 32-byte sectors and
+    /// 128-byte lines they touch (each request counted on its own, as the L1 sees them).
     pub global_requests: [u64; 2],
     pub global_sectors: [u64; 2],
+    pub global_lines: [u64; 2],
     /// Warp requests to shared memory, [loads, stores], and the wavefronts the banks
     /// serve them in (1 per conflict-free request, n per n-way conflict).
     pub shared_requests: [u64; 2],
@@ -96,10 +104,11 @@ pub fn traffic(accesses: &[Access]) -> Traffic {
     for ((.., op, shared), lanes) in &requests {
         if *shared {
             t.shared_requests[*op] += 1;
-            t.shared_wavefronts[*op] += bank_ways(lanes);
+            t.shared_wavefronts[*op] += model::shared_wavefronts(lanes, *op == 0);
         } else {
             t.global_requests[*op] += 1;
             t.global_sectors[*op] += model::sectors(lanes);
+            t.global_lines[*op] += model::lines(lanes);
         }
     }
     for a in accesses.iter().filter(|a| a.space == Space::Global) {
@@ -146,6 +155,12 @@ pub enum Bound {
     DramBytes,
     /// Too few bytes in flight to reach the ceiling: a load's base latency dominates.
     BytesInFlight,
+    /// The 128-byte lines global loads touch, at the L1's lookup rate.
+    LoadLines,
+    /// The lines global stores touch, at the rate the L1 and L2 take line writes.
+    StoreLines,
+    /// Shared-memory wavefronts (bank conflicts serialise a request into several).
+    SharedWavefronts,
 }
 
 impl Bound {
@@ -153,8 +168,54 @@ impl Bound {
         match self {
             Bound::DramBytes => "DRAM bytes at the copy ceiling",
             Bound::BytesInFlight => "bytes in flight (too few to reach the ceiling)",
+            Bound::LoadLines => "lines of global loads (the L1's lookup rate)",
+            Bound::StoreLines => "lines of global stores (the L1/L2 line-write rate)",
+            Bound::SharedWavefronts => "shared-memory wavefronts (bank conflicts)",
         }
     }
+}
+
+/// One bound's time for the whole launch.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct BoundTime {
+    pub bound: Bound,
+    pub time_ms: f64,
+}
+
+/// A kernel's registers per thread and static shared bytes per block, as ptxas
+/// assigns them for the profile's GPU ([`super::residency`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Resources {
+    pub registers: u32,
+    pub shared_bytes: u32,
+}
+
+/// What limits the blocks one SM holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Limit {
+    Threads,
+    Registers,
+    SharedMemory,
+    Blocks,
+}
+
+impl Limit {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Limit::Threads => "threads",
+            Limit::Registers => "registers",
+            Limit::SharedMemory => "shared memory",
+            Limit::Blocks => "the block limit",
+        }
+    }
+}
+
+/// Blocks one SM holds at once, and which limit sets it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Residency {
+    pub blocks: u32,
+    pub limit: Limit,
 }
 
 /// A kernel's predicted DRAM traffic, time and bandwidth on one GPU.
@@ -164,6 +225,11 @@ pub struct Prediction {
     pub device: String,
     pub dram_read_bytes: f64,
     pub dram_write_bytes: f64,
+    /// The kernel's registers per thread and static shared bytes per block (ptxas);
+    /// `None` when residency counts threads only ([`Prediction::not_modelled`] says why).
+    pub resources: Option<Resources>,
+    /// Blocks per SM and the limit that sets it.
+    pub residency: Residency,
     /// Threads resident on one SM during the launch's full waves (or, in a launch of
     /// less than one wave, as many whole blocks as the grid gives the busiest SM).
     pub resident_threads_per_sm: u32,
@@ -177,37 +243,97 @@ pub struct Prediction {
     pub latency_ns: f64,
     /// Blocks / (SMs x resident blocks per SM): full waves and the last, partial one.
     pub waves: f64,
+    /// Every calibrated bound's time; the largest is the prediction.
+    pub bounds: Vec<BoundTime>,
     pub time_ms: f64,
     /// Useful bytes over the predicted time, GB/s.
     pub gb_per_s: f64,
     pub pct_of_copy: f64,
     pub bound: Bound,
-    /// What the emulated window shows that the time does not count, one line each.
+    /// What the time does not count, one line each: what the window shows that the
+    /// profile has no rate for, and residency counted from threads only.
     pub not_modelled: Vec<String>,
 }
 
-/// How a launch fills the GPU: blocks and threads per block.
+/// How a launch fills the GPU: blocks, threads per block and dynamic shared bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LaunchSize {
     pub blocks: u64,
     pub threads_per_block: u32,
+    pub dynamic_shared_bytes: u32,
 }
 
-/// Hopper, Ampere and Volta hold at most 32 blocks per SM.
+/// Hopper, Ampere and Volta hold at most 32 blocks per SM: the block limit of a profile
+/// that does not state its own (schema 2).
 const MAX_BLOCKS_PER_SM: u32 = 32;
 
-/// Blocks resident on one SM at once: as many whole blocks as the SM's threads hold,
-/// at most [`MAX_BLOCKS_PER_SM`]. Registers and shared memory are not counted: explain
-/// does not know a kernel's registers (ptxas assigns them); see docs/model.md.
-pub fn blocks_per_sm(launch: LaunchSize, profile: &Profile) -> u32 {
-    (profile.max_threads_per_sm / launch.threads_per_block.max(1)).clamp(1, MAX_BLOCKS_PER_SM)
+/// Blocks resident on one SM at once: the least of what each limit allows, at least 1.
+///
+/// - threads: T / threads per block;
+/// - the block limit (the profile's, else 32);
+/// - registers (with the kernel's registers r from ptxas): each warp gets
+///   ceil(32 r / unit) x unit registers, so registers per SM / that / warps per block;
+/// - shared memory: shared bytes per SM / (static + dynamic + reserved bytes per block).
+///
+/// Without `resources` (or a profile without limits), registers are not counted and
+/// shared memory counts the dynamic bytes only.
+pub fn blocks_per_sm(launch: LaunchSize, profile: &Profile, resources: Option<Resources>) -> Residency {
+    residency(
+        launch.threads_per_block,
+        launch.dynamic_shared_bytes,
+        profile.max_threads_per_sm,
+        profile.sm.as_ref(),
+        resources,
+    )
+}
+
+/// [`blocks_per_sm`] from its parts: a block's threads and dynamic shared bytes, the
+/// SM's threads and its other limits (if known), the kernel's resources (if known).
+pub fn residency(
+    threads_per_block: u32,
+    dynamic_shared_bytes: u32,
+    max_threads_per_sm: u32,
+    sm: Option<&SmLimits>,
+    resources: Option<Resources>,
+) -> Residency {
+    let threads = threads_per_block.max(1);
+    let mut limits = vec![
+        (Limit::Threads, max_threads_per_sm / threads),
+        (
+            Limit::Blocks,
+            sm.map_or(MAX_BLOCKS_PER_SM, |sm| sm.max_blocks_per_sm),
+        ),
+    ];
+    if let Some(sm) = sm {
+        if let Some(r) = resources.filter(|r| r.registers > 0) {
+            let per_warp = (32 * r.registers).next_multiple_of(sm.register_allocation_unit.max(1));
+            limits.push((
+                Limit::Registers,
+                sm.registers_per_sm / per_warp / threads.div_ceil(32),
+            ));
+        }
+        let static_bytes = resources.map_or(0, |r| r.shared_bytes);
+        let per_block = static_bytes + dynamic_shared_bytes + sm.reserved_shared_bytes_per_block;
+        if let Some(blocks) = sm.shared_bytes_per_sm.checked_div(per_block) {
+            limits.push((Limit::SharedMemory, blocks));
+        }
+    }
+    // The first of equal limits names it: threads before the others.
+    let (limit, blocks) = limits
+        .into_iter()
+        .reduce(|a, b| if b.1 < a.1 { b } else { a })
+        .unwrap_or((Limit::Threads, 1));
+    Residency {
+        blocks: blocks.max(1),
+        limit,
+    }
 }
 
 /// Threads resident on one SM: as many whole blocks as fit, no more than the grid
 /// spread over every SM.
-pub fn resident_threads(launch: LaunchSize, profile: &Profile) -> u32 {
+pub fn resident_threads(launch: LaunchSize, profile: &Profile, resources: Option<Resources>) -> u32 {
     let spread = launch.blocks.div_ceil(u64::from(profile.sm_count.max(1)));
-    let blocks = u64::from(blocks_per_sm(launch, profile)).min(spread.max(1)) as u32;
+    let blocks = u64::from(blocks_per_sm(launch, profile, resources).blocks).min(spread.max(1)) as u32;
     blocks * launch.threads_per_block.max(1)
 }
 
@@ -246,12 +372,14 @@ pub fn bound_at(rho: f64, profile: &Profile) -> Bound {
 }
 
 /// Predicts a launch that moves `useful_bytes` (the declared work) with the window's
-/// `traffic`, on the profile's GPU. None when the window moved nothing.
+/// `traffic`, on the profile's GPU, the kernel using `resources` (or, as `Err`, why
+/// they are unknown). None when the window moved nothing.
 pub fn predict(
     useful_bytes: u64,
     traffic: &Traffic,
     launch: LaunchSize,
     profile: &Profile,
+    resources: std::result::Result<Resources, String>,
 ) -> Option<Prediction> {
     let asked = traffic.useful_read + traffic.useful_write;
     if asked == 0 || useful_bytes == 0 {
@@ -270,6 +398,8 @@ pub fn predict(
     let dram_read = useful_bytes as f64 * read_share * read_ratio;
     let dram_write = useful_bytes as f64 * (1.0 - read_share) * write_ratio;
     let dram = dram_read + dram_write;
+    // Registers and shared memory count only with the SM's limits to weigh them.
+    let known = resources.as_ref().ok().copied().filter(|_| profile.sm.is_some());
 
     // Little's law over the GPU: reads flow at (bytes in flight) / latency; writes keep
     // their proportion to reads. `threads` is the mean resident per SM.
@@ -288,7 +418,8 @@ pub fn predict(
     // over the SMs. Each moves its blocks' share of the DRAM bytes.
     let per_block = launch.threads_per_block.max(1);
     let blocks = launch.blocks.max(1);
-    let per_sm = blocks_per_sm(launch, profile);
+    let residency = blocks_per_sm(launch, profile, known);
+    let per_sm = residency.blocks;
     let capacity = u64::from(per_sm) * u64::from(profile.sm_count.max(1));
     let (full, rest) = (blocks / capacity, blocks % capacity);
     let full_threads = f64::from(per_sm * per_block);
@@ -305,7 +436,7 @@ pub fn predict(
     } else {
         0.0
     };
-    let time_s = full_s + rest_s;
+    let dram_s = full_s + rest_s;
     // The wave that takes longer speaks for the launch.
     let (rate, in_flight) = if full_s >= rest_s { full_rate } else { rest_rate };
     let rho = (rate / profile.copy_gb_per_s).min(1.0);
@@ -316,48 +447,113 @@ pub fn predict(
     } else {
         profile.loaded_latency_ns
     };
+
+    // The on-chip bounds: the window's counts scaled to the launch as its useful
+    // bytes are, over the busy SMs at the profile's per-SM rates.
+    let scale = useful_bytes as f64 / asked as f64;
+    let busy = sms.min(blocks as f64);
+    let on_chip = [
+        (
+            Bound::LoadLines,
+            traffic.global_lines[0],
+            profile.load_lines_per_ns_per_sm,
+        ),
+        (
+            Bound::StoreLines,
+            traffic.global_lines[1],
+            profile.store_lines_per_ns_per_sm,
+        ),
+        (
+            Bound::SharedWavefronts,
+            traffic.shared_wavefronts[0] + traffic.shared_wavefronts[1],
+            profile.shared_wavefronts_per_ns_per_sm,
+        ),
+    ];
+    let mut bounds = vec![BoundTime {
+        bound: bound_at(rho, profile),
+        time_ms: dram_s * 1e3,
+    }];
+    for (bound, count, per_sm_ns) in on_chip {
+        if let (Some(r), true) = (per_sm_ns, count > 0) {
+            bounds.push(BoundTime {
+                bound,
+                time_ms: count as f64 * scale / (busy * r) / 1e6,
+            });
+        }
+    }
+    // The largest time sets the prediction; the first of equal ones names it.
+    let top = bounds
+        .iter()
+        .copied()
+        .reduce(|a, b| if b.time_ms > a.time_ms { b } else { a })
+        .unwrap_or(bounds[0]);
+    let time_s = top.time_ms / 1e3;
     let gb_per_s = useful_bytes as f64 / time_s / 1e9;
-    let resident = resident_threads(launch, profile);
+    let resident = resident_threads(launch, profile, known);
+    let mut caveats = not_modelled(traffic, profile);
+    match (&profile.sm, &resources) {
+        (None, _) => caveats.push(format!(
+            "residency counts threads only: the profile (schema {}) has no register or shared-memory limits; recalibrate",
+            profile.schema
+        )),
+        (Some(_), Err(why)) => caveats.push(format!("residency counts threads only: {why}")),
+        _ => {}
+    }
     Some(Prediction {
         device: profile.device.clone(),
         dram_read_bytes: dram_read,
         dram_write_bytes: dram_write,
+        resources: known,
+        residency,
         resident_threads_per_sm: resident,
         in_flight_bytes_per_sm: f64::from(resident) * per_thread,
         in_flight_gb_per_s: rate,
         dram_utilisation: rho,
         latency_ns,
         waves: blocks as f64 / capacity as f64,
-        time_ms: time_s * 1e3,
+        bounds,
+        time_ms: top.time_ms,
         gb_per_s,
         pct_of_copy: 100.0 * gb_per_s / profile.copy_gb_per_s,
-        bound: bound_at(rho, profile),
-        not_modelled: not_modelled(traffic),
+        bound: top.bound,
+        not_modelled: caveats,
     })
 }
 
-/// A request fetching this many times the sectors its useful bytes fill is flagged:
-/// the L1 and L2 handle each sector, at a rate the profile does not measure.
+/// A request fetching this many times the sectors its useful bytes fill is flagged
+/// when the profile has no rate for the lines it touches.
 const SCATTERED: f64 = 4.0;
 
-/// What the window shows that the predicted time does not count.
-pub fn not_modelled(t: &Traffic) -> Vec<String> {
+/// What the window shows that the profile has no rate for (a schema-2 profile): bank
+/// conflicts, and requests of many sectors.
+pub fn not_modelled(t: &Traffic, profile: &Profile) -> Vec<String> {
     let mut out = Vec::new();
+    let uncalibrated = |field: &str| format!("not calibrated: the profile has no {field}; recalibrate");
     for (d, op) in ["load", "store"].into_iter().enumerate() {
         let requests = t.shared_requests[d];
-        if requests > 0 && t.shared_wavefronts[d] > requests {
+        if requests > 0
+            && t.shared_wavefronts[d] > requests
+            && profile.shared_wavefronts_per_ns_per_sm.is_none()
+        {
             out.push(format!(
-                "shared-memory bank conflicts, {:.1} wavefronts per shared {op} (the profile measures no shared-memory rate)",
-                t.shared_wavefronts[d] as f64 / requests as f64
+                "shared-memory bank conflicts, {:.1} wavefronts per shared {op} ({})",
+                t.shared_wavefronts[d] as f64 / requests as f64,
+                uncalibrated("shared_wavefronts_per_ns_per_sm")
             ));
         }
         let useful = [t.useful_read, t.useful_write][d];
+        let rate = [
+            profile.load_lines_per_ns_per_sm,
+            profile.store_lines_per_ns_per_sm,
+        ][d];
+        let field = ["load_lines_per_ns_per_sm", "store_lines_per_ns_per_sm"][d];
         let (requests, sectors) = (t.global_requests[d], t.global_sectors[d]);
-        if requests > 0 && useful > 0 && (sectors * 32) as f64 > SCATTERED * useful as f64 {
+        if rate.is_none() && requests > 0 && useful > 0 && (sectors * 32) as f64 > SCATTERED * useful as f64 {
             out.push(format!(
-                "{:.1} sectors per global {op} request, {:.0}x the bytes used (the rate at which L1 and L2 handle sectors is not measured)",
+                "{:.1} sectors per global {op} request, {:.0}x the bytes used ({})",
                 sectors as f64 / requests as f64,
-                (sectors * 32) as f64 / useful as f64
+                (sectors * 32) as f64 / useful as f64,
+                uncalibrated(field)
             ));
         }
     }
@@ -375,7 +571,15 @@ fn ratio(dram: u64, useful: u64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::tests::sample;
+    use crate::profile::tests::{sample, schema_2};
+
+    /// A kernel light on registers and with no shared memory: threads limit residency.
+    fn light() -> std::result::Result<Resources, String> {
+        Ok(Resources {
+            registers: 16,
+            shared_bytes: 0,
+        })
+    }
 
     /// `stride` floats apart, one per lane, 32 lanes per warp, one store per lane.
     fn strided(stride: usize, warps: usize) -> Vec<Access> {
@@ -410,6 +614,7 @@ mod tests {
         LaunchSize {
             blocks: waves * 8 * 132,
             threads_per_block: 256,
+            dynamic_shared_bytes: 0,
         }
     }
 
@@ -432,7 +637,7 @@ mod tests {
         // 8 warps, each one load and one store request of 4 sectors; no shared memory.
         assert_eq!((t.global_requests, t.global_sectors), ([8, 8], [32, 32]));
         assert_eq!((t.shared_requests, t.shared_wavefronts), ([0, 0], [0, 0]));
-        let p = predict(8 << 20, &t, whole_waves(100), &sample()).unwrap();
+        let p = predict(8 << 20, &t, whole_waves(100), &sample(), light()).unwrap();
         assert!(p.not_modelled.is_empty(), "{:?}", p.not_modelled);
     }
 
@@ -444,8 +649,9 @@ mod tests {
         let shape = LaunchSize {
             blocks: 1 << 20,
             threads_per_block: 256,
+            dynamic_shared_bytes: 0,
         };
-        let p = predict(8 << 20, &t, shape, &sample()).unwrap();
+        let p = predict(8 << 20, &t, shape, &sample(), light()).unwrap();
         // 16x the useful reads, 1x the writes: (64 + 4) bytes per 8 useful.
         assert!((p.dram_read_bytes - 16.0 * (4 << 20) as f64).abs() < 1.0);
         assert_eq!(p.bound, Bound::DramBytes);
@@ -454,12 +660,19 @@ mod tests {
             "{}",
             p.pct_of_copy
         );
-        // 32 sectors per load request for 128 bytes used: named, not counted.
+        // 16 lines per load request (two lanes a line): counted at the L1's rate, far
+        // from binding here.
+        assert!(p.not_modelled.is_empty(), "{:?}", p.not_modelled);
+        let lines = p.bounds.iter().find(|b| b.bound == Bound::LoadLines).unwrap();
+        // 4 requests of 16 lines per 1024 window bytes, 8 MiB of them, on 132 SMs at 2 per ns.
+        let want = 64.0 * 8192.0 / (132.0 * 2.0) / 1e6;
+        assert!((lines.time_ms - want).abs() < 1e-12, "{lines:?}");
+        // A schema-2 profile has no rate for them: named, not counted.
+        let p = predict(8 << 20, &t, shape, &schema_2(), light()).unwrap();
+        assert_eq!(p.bounds.len(), 1);
         assert_eq!(
-            p.not_modelled,
-            [
-                "32.0 sectors per global load request, 8x the bytes used (the rate at which L1 and L2 handle sectors is not measured)"
-            ]
+            p.not_modelled[0],
+            "32.0 sectors per global load request, 8x the bytes used (not calibrated: the profile has no load_lines_per_ns_per_sm; recalibrate)"
         );
     }
 
@@ -467,7 +680,7 @@ mod tests {
     fn one_float_per_thread_is_bound_by_bytes_in_flight() {
         let t = traffic(&strided(1, 8));
         let profile = sample();
-        let p = predict(8 << 20, &t, whole_waves(100), &profile).unwrap();
+        let p = predict(8 << 20, &t, whole_waves(100), &profile, light()).unwrap();
         assert_eq!(p.resident_threads_per_sm, 2048);
         assert_eq!(p.waves, 100.0);
         // 2048 threads x 4 bytes on 132 SMs over 900 ns, doubled for the writes.
@@ -480,7 +693,9 @@ mod tests {
         let mut more = t.clone();
         more.in_flight_per_thread = 16.0;
         assert_eq!(
-            predict(8 << 20, &more, whole_waves(100), &profile).unwrap().bound,
+            predict(8 << 20, &more, whole_waves(100), &profile, light())
+                .unwrap()
+                .bound,
             Bound::DramBytes
         );
     }
@@ -522,7 +737,7 @@ mod tests {
             ..sample()
         };
         let t = traffic(&strided(1, 8));
-        let p = predict(8 << 20, &t, whole_waves(100), &h200).unwrap();
+        let p = predict(8 << 20, &t, whole_waves(100), &h200, light()).unwrap();
         assert!((p.in_flight_gb_per_s - 2685.672326582515).abs() < 1e-6, "{p:?}");
         assert!((p.pct_of_copy - 63.639).abs() < 1e-3, "{p:?}");
         assert!((p.latency_ns - 805.269).abs() < 1e-3, "{p:?}");
@@ -537,8 +752,9 @@ mod tests {
         let shape = LaunchSize {
             blocks: 3 * 4 * 132,
             threads_per_block: 256,
+            dynamic_shared_bytes: 0,
         };
-        let p = predict(8 << 20, &t, shape, &q).unwrap();
+        let p = predict(8 << 20, &t, shape, &q, light()).unwrap();
         assert_eq!(p.waves, 1.5);
         let rate = |threads: f64| in_flight_rate(threads * 4.0 * 132.0 * 2.0, &q);
         // 8 MiB useful = 4 MiB read + 4 MiB written, each byte once in DRAM.
@@ -549,8 +765,9 @@ mod tests {
         let small = LaunchSize {
             blocks: 66,
             threads_per_block: 200,
+            dynamic_shared_bytes: 0,
         };
-        let p = predict(8 << 20, &t, small, &q).unwrap();
+        let p = predict(8 << 20, &t, small, &q, light()).unwrap();
         assert!((p.in_flight_gb_per_s - rate(100.0)).abs() < 1e-9, "{p:?}");
         assert_eq!(p.resident_threads_per_sm, 200);
         assert_eq!(p.waves, 66.0 / (10.0 * 132.0));
@@ -576,13 +793,134 @@ mod tests {
         }
         let t = traffic(&log);
         assert_eq!((t.shared_requests, t.shared_wavefronts), ([1, 0], [32, 0]));
-        let p = predict(8 << 20, &t, whole_waves(1), &sample()).unwrap();
+        let p = predict(8 << 20, &t, whole_waves(1), &schema_2(), light()).unwrap();
         assert_eq!(
             p.not_modelled,
             [
-                "shared-memory bank conflicts, 32.0 wavefronts per shared load (the profile measures no shared-memory rate)"
+                "shared-memory bank conflicts, 32.0 wavefronts per shared load (not calibrated: the profile has no shared_wavefronts_per_ns_per_sm; recalibrate)",
+                "residency counts threads only: the profile (schema 2) has no register or shared-memory limits; recalibrate"
             ]
         );
+    }
+
+    #[test]
+    fn the_slowest_bound_sets_the_time_and_names_itself() {
+        // One warp: a coalesced load and store (1 line each) and a 32-way conflicted
+        // shared load (32 wavefronts), per 256 useful bytes.
+        let site = std::panic::Location::caller();
+        let mut log = strided(1, 1);
+        for lane in 0..32 {
+            log.push(Access {
+                block: 0,
+                thread: lane,
+                site,
+                occurrence: 1,
+                op: Op::Load,
+                space: Space::Shared,
+                addr: 128 * lane,
+                array: 0,
+                bytes: 4,
+            });
+        }
+        let t = traffic(&log);
+        assert_eq!((t.global_lines, t.shared_wavefronts), ([1, 1], [32, 0]));
+        let slow_banks = Profile {
+            shared_wavefronts_per_ns_per_sm: Some(0.05),
+            ..sample()
+        };
+        let p = predict(8 << 20, &t, whole_waves(100), &slow_banks, light()).unwrap();
+        assert_eq!(p.bound, Bound::SharedWavefronts);
+        // 32 wavefronts per 256 bytes, 8 MiB: 1 Mi wavefronts over 132 SMs at 0.05 per ns.
+        let want = 32.0 * 32768.0 / (132.0 * 0.05) / 1e6;
+        assert!((p.time_ms - want).abs() < 1e-12, "{p:?}");
+        assert!((p.gb_per_s - (8 << 20) as f64 / (want * 1e6)).abs() < 1e-9);
+        let max = p.bounds.iter().map(|b| b.time_ms).fold(0.0, f64::max);
+        assert_eq!(p.time_ms, max);
+        // Four bounds timed: DRAM (or bytes in flight), load and store lines, wavefronts.
+        assert_eq!(p.bounds.len(), 4);
+        // At a fast rate the DRAM sets it again.
+        let fast_banks = Profile {
+            shared_wavefronts_per_ns_per_sm: Some(100.0),
+            ..sample()
+        };
+        let p = predict(8 << 20, &t, whole_waves(100), &fast_banks, light()).unwrap();
+        assert_eq!(p.bound, Bound::BytesInFlight);
+        // Slow line writes: the store lines.
+        let slow_stores = Profile {
+            store_lines_per_ns_per_sm: Some(1e-4),
+            ..sample()
+        };
+        let p = predict(8 << 20, &t, whole_waves(100), &slow_stores, light()).unwrap();
+        assert_eq!(p.bound, Bound::StoreLines);
+    }
+
+    #[test]
+    fn registers_and_shared_memory_limit_the_blocks_an_sm_holds() {
+        let p = sample();
+        let launch = |threads_per_block, dynamic_shared_bytes| LaunchSize {
+            blocks: 1 << 20,
+            threads_per_block,
+            dynamic_shared_bytes,
+        };
+        let uses = |registers, shared_bytes| {
+            Some(Resources {
+                registers,
+                shared_bytes,
+            })
+        };
+        let at = |l, r| blocks_per_sm(l, &p, r);
+        // 42 registers: 1344 per warp, allocated 1536; 65536 / 1536 = 42 warps, 5 blocks of 8.
+        assert_eq!(
+            at(launch(256, 0), uses(42, 16640)),
+            Residency {
+                blocks: 5,
+                limit: Limit::Registers
+            }
+        );
+        // 32 registers: 1024 per warp, 64 warps: 8 blocks, as many as the threads allow.
+        assert_eq!(at(launch(256, 0), uses(32, 0)).limit, Limit::Threads);
+        assert_eq!(at(launch(256, 0), uses(32, 0)).blocks, 8);
+        // 255 registers: 8160 per warp, allocated 8192: 8 warps, one 256-thread block.
+        assert_eq!(at(launch(256, 0), uses(255, 0)).blocks, 1);
+        // Shared memory: 48 KiB static + 1 KiB reserved per block: 233472 / 50176 = 4.
+        assert_eq!(
+            at(launch(128, 0), uses(16, 48 << 10)),
+            Residency {
+                blocks: 4,
+                limit: Limit::SharedMemory
+            }
+        );
+        // Dynamic shared bytes count too, with or without ptxas.
+        assert_eq!(at(launch(128, 100 << 10), None).blocks, 2);
+        // 32-thread blocks: the block limit (32), not the threads (64).
+        assert_eq!(
+            at(launch(32, 0), uses(16, 0)),
+            Residency {
+                blocks: 32,
+                limit: Limit::Blocks
+            }
+        );
+        // A schema-2 profile counts threads and the 32-block limit only.
+        let old = schema_2();
+        assert_eq!(blocks_per_sm(launch(256, 0), &old, uses(255, 0)).blocks, 8);
+        // The resident threads follow.
+        assert_eq!(resident_threads(launch(256, 0), &p, uses(42, 0)), 5 * 256);
+        // ... and so do the waves and the bytes in flight of a prediction.
+        let t = traffic(&strided(1, 8));
+        let pr = predict(
+            8 << 20,
+            &t,
+            launch(256, 0),
+            &p,
+            Ok(Resources {
+                registers: 42,
+                shared_bytes: 0,
+            }),
+        )
+        .unwrap();
+        assert_eq!(pr.resident_threads_per_sm, 1280);
+        assert_eq!(pr.waves, (1u64 << 20) as f64 / (5.0 * 132.0));
+        assert_eq!(pr.in_flight_bytes_per_sm, 1280.0 * 4.0);
     }
 
     #[test]
@@ -591,12 +929,13 @@ mod tests {
         let shape = |blocks, threads_per_block| LaunchSize {
             blocks,
             threads_per_block,
+            dynamic_shared_bytes: 0,
         };
-        assert_eq!(resident_threads(shape(1 << 20, 256), &p), 2048);
-        assert_eq!(resident_threads(shape(132, 256), &p), 256);
-        assert_eq!(resident_threads(shape(1 << 20, 1024), &p), 2048);
-        assert_eq!(resident_threads(shape(1 << 20, 768), &p), 1536);
-        assert_eq!(resident_threads(shape(1 << 20, 32), &p), 1024);
+        assert_eq!(resident_threads(shape(1 << 20, 256), &p, None), 2048);
+        assert_eq!(resident_threads(shape(132, 256), &p, None), 256);
+        assert_eq!(resident_threads(shape(1 << 20, 1024), &p, None), 2048);
+        assert_eq!(resident_threads(shape(1 << 20, 768), &p, None), 1536);
+        assert_eq!(resident_threads(shape(1 << 20, 32), &p, None), 1024);
     }
 
     #[test]

@@ -160,14 +160,30 @@ fn site_rows(k: &KernelReport, model: Model) -> Vec<Vec<String>> {
     rows
 }
 
-/// `  predicted on GPU: DRAM 400.0 MiB read (1.00x) + ...; bound: ...; 0.283 ms, 2960 GB/s, 98.7% of copy`.
+/// `  predicted on GPU: DRAM 400.0 MiB read (1.00x) + ...; bound: ...; 0.283 ms, 2960 GB/s, 98.7% of copy`,
+/// then the residency and every bound's time.
 pub fn prediction_line(p: &super::predict::Prediction) -> String {
+    let resources = match p.resources {
+        Some(r) => format!(
+            "{} registers, {} B shared per block (ptxas)",
+            r.registers, r.shared_bytes
+        ),
+        None => "threads only".into(),
+    };
+    let bounds: Vec<String> = p
+        .bounds
+        .iter()
+        .map(|b| format!("{} {}", b.bound.describe(), crate::units::format_ms(b.time_ms)))
+        .collect();
     let mut line = format!(
-        "  predicted on {}: DRAM {} read + {} written; {} threads x {} B in flight per SM, \
-         loaded latency {:.0} ns; bound: {}; {}, {:.0} GB/s, {:.1}% of copy",
+        "  predicted on {}: DRAM {} read + {} written; {} blocks per SM ({}; limit: {}), \
+         {} threads x {} B in flight per SM, loaded latency {:.0} ns; bound: {}; {}, {:.0} GB/s, {:.1}% of copy\n    bounds: {}",
         p.device,
         format_bytes(p.dram_read_bytes as u64),
         format_bytes(p.dram_write_bytes as u64),
+        p.residency.blocks,
+        resources,
+        p.residency.limit.describe(),
         p.resident_threads_per_sm,
         num(
             p.in_flight_bytes_per_sm / f64::from(p.resident_threads_per_sm.max(1)),
@@ -177,7 +193,8 @@ pub fn prediction_line(p: &super::predict::Prediction) -> String {
         p.bound.describe(),
         crate::units::format_ms(p.time_ms),
         p.gb_per_s,
-        p.pct_of_copy
+        p.pct_of_copy,
+        bounds.join("; ")
     );
     for caveat in &p.not_modelled {
         let _ = write!(line, "\n    not modelled: {caveat}");
