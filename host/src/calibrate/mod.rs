@@ -19,13 +19,14 @@ use std::time::SystemTime;
 use cust::memory::{AsyncCopyDestination, CopyDestination};
 
 pub mod fit;
+pub mod occupancy;
 
 pub use fit::{
-    ALLOCATION_UNITS, BELOW_CEILING, CHASE_SPACING, GRANULARITY_STRIDES, Granularity, LatencyFit,
-    OccupancySample, bytes_in_flight_per_sm, chase_buffer, follow, latency_points, loaded_latency,
-    per_sm_rate, read_granularity, register_allocation_unit,
+    BELOW_CEILING, CHASE_SPACING, GRANULARITY_STRIDES, Granularity, LatencyFit, bytes_in_flight_per_sm,
+    chase_buffer, follow, latency_points, loaded_latency, per_sm_rate, read_granularity,
 };
 
+use self::occupancy::{ALLOCATION_UNITS, OccupancySample, register_allocation_unit};
 use crate::args;
 use crate::device::{DeviceInfo, Gpu};
 use crate::error::Result;
