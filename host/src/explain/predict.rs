@@ -773,24 +773,26 @@ mod tests {
         assert_eq!(p.waves, 66.0 / (10.0 * 132.0));
     }
 
+    /// One warp reading a 32 x 32 tile's column: 32 lanes 128 bytes apart, one bank.
+    fn column_read(log: &mut Vec<Access>) {
+        let site = std::panic::Location::caller();
+        log.extend((0..32).map(|lane| Access {
+            block: 0,
+            thread: lane,
+            site,
+            occurrence: 1,
+            op: Op::Load,
+            space: Space::Shared,
+            addr: 128 * lane,
+            array: 0,
+            bytes: 4,
+        }));
+    }
+
     #[test]
     fn bank_conflicts_are_named_not_counted() {
-        // One warp reads a 32 x 32 tile's column: 32 lanes 128 bytes apart, one bank.
-        let site = std::panic::Location::caller();
         let mut log = strided(1, 1);
-        for lane in 0..32 {
-            log.push(Access {
-                block: 0,
-                thread: lane,
-                site,
-                occurrence: 1,
-                op: Op::Load,
-                space: Space::Shared,
-                addr: 128 * lane,
-                array: 0,
-                bytes: 4,
-            });
-        }
+        column_read(&mut log);
         let t = traffic(&log);
         assert_eq!((t.shared_requests, t.shared_wavefronts), ([1, 0], [32, 0]));
         let p = predict(8 << 20, &t, whole_waves(1), &schema_2(), light()).unwrap();
@@ -807,21 +809,8 @@ mod tests {
     fn the_slowest_bound_sets_the_time_and_names_itself() {
         // One warp: a coalesced load and store (1 line each) and a 32-way conflicted
         // shared load (32 wavefronts), per 256 useful bytes.
-        let site = std::panic::Location::caller();
         let mut log = strided(1, 1);
-        for lane in 0..32 {
-            log.push(Access {
-                block: 0,
-                thread: lane,
-                site,
-                occurrence: 1,
-                op: Op::Load,
-                space: Space::Shared,
-                addr: 128 * lane,
-                array: 0,
-                bytes: 4,
-            });
-        }
+        column_read(&mut log);
         let t = traffic(&log);
         assert_eq!((t.global_lines, t.shared_wavefronts), ([1, 1], [32, 0]));
         let slow_banks = Profile {

@@ -211,16 +211,34 @@ impl<T: SharedWord + super::Element> SharedArray<T> {
                 "shared index {i} out of bounds (length {})",
                 self.len
             );
-            let mut data = [0u8; 16];
-            if let Some(j) = j {
-                let p = src.as_ptr().add(j);
-                if !super::emu::record_global(p as usize, 4, 4, super::emu::Op::Load) {
-                    core::ptr::copy_nonoverlapping(p.cast::<u8>(), data.as_mut_ptr(), 4);
-                }
-            }
-            super::emu::record_shared(self.ptr as usize, i * 4, 4, super::emu::Op::Store);
-            super::emu::queue_async_copy(self.ptr.add(i).cast(), data, 4);
+            self.emulate_copy_async(i, j.map(|j| src.as_ptr().add(j).cast()), 4);
         }
+    }
+
+    /// The emulator's asynchronous copy of `bytes` from `src` (zeros for `None`) into
+    /// shared element `i`: the global load is recorded and read now, the shared store
+    /// recorded now and landed at the `wait_group` that covers it.
+    ///
+    /// # Safety
+    /// As the copy that calls it; `i` checked in bounds by the caller.
+    #[cfg(not(target_arch = "nvptx64"))]
+    #[track_caller]
+    unsafe fn emulate_copy_async(self, i: usize, src: Option<*const u8>, bytes: usize) {
+        let mut data = [0u8; 16];
+        if let Some(p) = src
+            && !super::emu::record_global(p as usize, bytes, bytes, super::emu::Op::Load)
+        {
+            // SAFETY: the source as the copy's caller promises.
+            unsafe { core::ptr::copy_nonoverlapping(p, data.as_mut_ptr(), bytes) };
+        }
+        super::emu::record_shared(
+            self.ptr as usize,
+            i * size_of::<T>(),
+            bytes,
+            super::emu::Op::Store,
+        );
+        // SAFETY: i is in bounds (checked by the caller).
+        unsafe { super::emu::queue_async_copy(self.ptr.add(i).cast(), data, bytes) };
     }
 }
 
@@ -254,19 +272,14 @@ impl SharedArray<f32> {
         // SAFETY: checked aligned and in bounds; the source as the caller promises.
         unsafe {
             self.check4(i);
-            let mut data = [0u8; 16];
-            if let Some(j) = j {
-                let p = src.as_ptr().add(j);
+            let p = j.map(|j| src.as_ptr().add(j));
+            if let Some(p) = p {
                 assert!(
                     (p as usize).is_multiple_of(16),
                     "a 16-byte asynchronous copy from {p:?}, which is not 16-byte aligned"
                 );
-                if !super::emu::record_global(p as usize, 16, 16, super::emu::Op::Load) {
-                    core::ptr::copy_nonoverlapping(p.cast::<u8>(), data.as_mut_ptr(), 16);
-                }
             }
-            super::emu::record_shared(self.ptr as usize, i * 4, 16, super::emu::Op::Store);
-            super::emu::queue_async_copy(self.ptr.add(i).cast(), data, 16);
+            self.emulate_copy_async(i, p.map(|p| p.cast()), 16);
         }
     }
 
