@@ -344,6 +344,10 @@ extern "C" __global__ void sgemm_pipeline_128x128x8(int M, int N, int K, const f
     warptile<128, 128, 8, 64, 32, 2, 8, 4, 256, 2>(M, N, K, A, B, C);
 }
 
+extern "C" __global__ void sgemm_pipeline_128x128x8_4x8(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
+    warptile<128, 128, 8, 64, 32, 1, 4, 8, 256, 2>(M, N, K, A, B, C);
+}
+
 extern "C" __global__ void sgemm_pipeline_128x64x16(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
     warptile<128, 64, 16, 64, 32, 2, 8, 4, 128, 2>(M, N, K, A, B, C);
 }

@@ -189,6 +189,14 @@ fn assembles_without_spills_where_ptxas_is_installed() {
                     "{name} {arch}: {line}"
                 );
             }
+            // The 128 x 128 x 8 pipelines run two blocks of 256 threads per SM only at
+            // 128 registers or fewer (65536 per SM); the 4 x 8 tuning's lesson needs it.
+            for k in ["sgemm_pipeline_128x128x8", "sgemm_pipeline_128x128x8_4x8"] {
+                if name == "kernels" {
+                    let r = registers(&log, k).unwrap_or_else(|| panic!("{k} not in the log:\n{log}"));
+                    assert!(r <= 128, "{name} {arch}: {k} uses {r} registers");
+                }
+            }
             let functions = count(&log, "Compiling entry function");
             assert_eq!(
                 functions,
@@ -198,6 +206,14 @@ fn assembles_without_spills_where_ptxas_is_installed() {
         }
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The registers ptxas's `-v` log reports for entry function `name`.
+fn registers(log: &str, name: &str) -> Option<u32> {
+    let start = log.find(&format!("Compiling entry function '{name}'"))?;
+    let rest = &log[start..];
+    let used = rest.find("Used ")?;
+    rest[used + 5..].split_whitespace().next()?.parse().ok()
 }
 
 #[test]
@@ -353,6 +369,7 @@ fn sgemm_rungs_use_vector_accesses_and_no_local_memory() {
         "sgemm_warptile",
         "sgemm_pipeline_128x128x16",
         "sgemm_pipeline_128x128x8",
+        "sgemm_pipeline_128x128x8_4x8",
         "sgemm_pipeline_128x64x16",
     ] {
         let b = body(k);

@@ -8,7 +8,7 @@
 //! cuBLAS SGEMM on the same buffers.
 
 use kernels::sgemm::{
-    ASYNC_128X128X8, ASYNC_128X256X8, PIPE_128X64X16, PIPE_128X128X8, PIPE_128X128X16, SMEM_TILE, T1_BM,
+    ASYNC_128X128X8, ASYNC_128X256X8, PIPE_128X64X16, PIPE_128X128X8, PIPE_128X128X8_4X8, PIPE_128X128X16, SMEM_TILE, T1_BM,
     T1_BN, T1_THREADS, T2_BM, T2_BN, T2_THREADS, WARPTILE, WarpTiling,
 };
 
@@ -61,6 +61,9 @@ pub static EXPERIMENT: Experiment = Experiment {
         Variant::new("pipeline-128x128x8", "sgemm_pipeline_128x128x8", ARGS, |p, _| {
             warp(p, PIPE_128X128X8)
         }),
+        Variant::new("pipeline-128x128x8-4x8", "sgemm_pipeline_128x128x8_4x8", ARGS, |p, _| {
+            warp(p, PIPE_128X128X8_4X8)
+        }),
         Variant::new("pipeline-128x64x16", "sgemm_pipeline_128x64x16", ARGS, |p, _| {
             warp(p, PIPE_128X64X16)
         }),
@@ -94,6 +97,7 @@ mod tests {
         assert_eq!(by_name("banks").block, (256, 1, 1));
         assert_eq!(by_name("warptile").block, (128, 1, 1));
         assert_eq!(by_name("pipeline-128x128x8").block, (256, 1, 1));
+        assert_eq!(by_name("pipeline-128x128x8-4x8").grid, (1, 8, 1));
         assert_eq!(by_name("pipeline-128x64x16").grid, (1, 8, 1));
         assert_eq!(by_name("async-128x128x8").block, (256, 1, 1));
         assert_eq!(by_name("async-128x256x8").grid, (1, 8, 1));
