@@ -512,5 +512,5 @@ extern "C" __global__ void __launch_bounds__(256, 2) sgemm_async_128x128x8(int M
 }
 
 extern "C" __global__ void sgemm_async_128x256x8(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
-    async_warptile<128, 256, 8, 64, 64, 4, 8, 4, 256, 3>(M, N, K, A, B, C);
+    async_warptile<128, 256, 8, 64, 64, 2, 4, 8, 256, 3>(M, N, K, A, B, C);
 }
