@@ -344,7 +344,9 @@ extern "C" __global__ void sgemm_pipeline_128x128x8(int M, int N, int K, const f
     warptile<128, 128, 8, 64, 32, 2, 8, 4, 256, 2>(M, N, K, A, B, C);
 }
 
-extern "C" __global__ void sgemm_pipeline_128x128x8_4x8(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
+// Two blocks of 256 per SM, as the Rust kernel's 127 registers allow (ptxas 12.8
+// takes 129 without the bound, and one block).
+extern "C" __global__ void __launch_bounds__(256, 2) sgemm_pipeline_128x128x8_4x8(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
     warptile<128, 128, 8, 64, 32, 1, 4, 8, 256, 2>(M, N, K, A, B, C);
 }
 
