@@ -653,9 +653,7 @@ unsafe fn vec4<const BM: usize, const BN: usize, const BK: usize, const TM: usiz
             store_tiles::<BM, BN, BK, NT, PITCH, AL, BL>(tiles, v, tid);
         }
         sync_threads();
-        // All BK steps unrolled, as the twin's `#pragma unroll` (LLVM unrolls by 4).
-        unroll!(d < BK; 8 => {
-            let dot = d as u32;
+        for dot in 0..bk {
             unroll!(i < TM / 4; 4 => {
                 // SAFETY: aligned (PITCH, TM multiples of 4) and in the tile; written before the barrier.
                 let v = unsafe { a_tile.read4((dot * pitch + thread_row * tm + 4 * i as u32) as usize) };
@@ -667,7 +665,7 @@ unsafe fn vec4<const BM: usize, const BN: usize, const BK: usize, const TM: usiz
                 put4(&mut reg_n, 4 * g, v);
             });
             outer_product(&mut acc, &reg_m, &reg_n);
-        });
+        }
         sync_threads();
         k0 += bk;
     }
