@@ -28,7 +28,7 @@
 //! launch ([`Tf32Tiling::shared_bytes`]).
 
 use crate::gpu::async_copy::commit_group;
-use crate::gpu::mma::{Tf32, mma_m16n8k8_tf32, to_tf32};
+use crate::gpu::mma::{Tf32, mma_m16n8k8_tf32_tiles, to_tf32};
 use crate::gpu::shared::dynamic_shared_array;
 use crate::gpu::thread::{block_idx_x, block_idx_y, sync_threads, thread_idx_x};
 use crate::gpu::{Float4, Global, GlobalMut, SharedArray};
@@ -112,8 +112,9 @@ pub const TF32_128X256X32: Tf32Tiling = Tf32Tiling {
 
 const _: () = assert!(TF32_128X128X32.is_valid() && TF32_128X256X32.is_valid());
 
-/// One k step's fragments: A's per 16-row tile, B's per group of four 8-column tiles.
-type Fragments<const MT: usize, const NG: usize> = ([[Tf32; 4]; MT], [[[Tf32; 2]; 4]; NG]);
+/// One k step's fragments: A's per 16-row tile, B's per 8-column tile (tile 4 g + q is
+/// column q of each four of the g-th 32 columns).
+type Fragments<const TM: usize, const TN: usize> = ([[Tf32; 4]; TM], [[Tf32; 2]; TN]);
 
 /// A thread's place in a block of [`tf32_gemm`] (whose parameters it takes): what its
 /// copies and fragment loads address, computed once.
@@ -123,8 +124,8 @@ struct Place<
     const BK: usize,
     const WM: usize,
     const WN: usize,
-    const MT: usize,
-    const NG: usize,
+    const TM: usize,
+    const TN: usize,
     const STAGES: usize,
     const NT: usize,
 > {
@@ -153,11 +154,11 @@ impl<
     const BK: usize,
     const WM: usize,
     const WN: usize,
-    const MT: usize,
-    const NG: usize,
+    const TM: usize,
+    const TN: usize,
     const STAGES: usize,
     const NT: usize,
-> Place<BM, BN, BK, WM, WN, MT, NG, STAGES, NT>
+> Place<BM, BN, BK, WM, WN, TM, TN, STAGES, NT>
 {
     /// Floats per row of A's and B's tiles, per stage of each, and where B's stages
     /// start (after A's, in the one dynamic array).
@@ -252,27 +253,30 @@ impl<
     /// passed.
     #[inline(always)]
     #[rustfmt::skip]
-    unsafe fn load(&self, tiles: SharedArray<f32>, s: u32, step: u32) -> Fragments<MT, NG> {
+    unsafe fn load(&self, tiles: SharedArray<f32>, s: u32, step: u32) -> Fragments<TM, TN> {
         let (ap, bp, a_stage, b_stage, b_region) = Self::LAYOUT;
-        let mut fa = [[Tf32::default(); 4]; MT];
-        let mut fb = [[[Tf32::default(); 2]; 4]; NG];
-        unroll!(mt < MT; 4 => {
+        let mut fa = [[Tf32::default(); 4]; TM];
+        let mut fb = [[Tf32::default(); 2]; TN];
+        unroll!(mt < TM; 4 => {
             let at = s * a_stage + self.a_lane + (16 * mt) as u32 * ap + 8 * step;
             // SAFETY: rows inside the stage, 16-byte aligned, every lane (the caller).
             fa[mt] = unsafe { tiles.ldmatrix_x4(at as usize) }.map(to_tf32);
         });
-        unroll!(grp < NG; 2 => {
+        unroll!(grp < TN / 4; 2 => {
             let at = b_region + s * b_stage + self.b_lane + 8 * step * bp + (32 * grp) as u32;
             // SAFETY: rows 8 step + t and + 4 < BK, columns inside BN, aligned.
             let (lo, hi) = unsafe { (tiles.read4(at as usize), tiles.read4((at + 4 * bp) as usize)) };
-            fb[grp] = [[lo.x, hi.x], [lo.y, hi.y], [lo.z, hi.z], [lo.w, hi.w]].map(|pair| pair.map(to_tf32));
+            fb[4 * grp] = [lo.x, hi.x].map(to_tf32);
+            fb[4 * grp + 1] = [lo.y, hi.y].map(to_tf32);
+            fb[4 * grp + 2] = [lo.z, hi.z].map(to_tf32);
+            fb[4 * grp + 3] = [lo.w, hi.w].map(to_tf32);
         });
         (fa, fb)
     }
 }
 
 /// TF32 tensor cores over a `cp.async` pipeline: block tile BM x BN in STAGES shared
-/// stages of BK, warps of MT x NG mma groups (16 rows, 32 columns each), NT threads.
+/// stages of BK, warps of WM x WN = TM x TN mma tiles of 16 x 8, NT threads.
 ///
 /// Stages 0..STAGES - 1 are issued up front; then, at the last k step of each tile
 /// (its fragments already in registers), a thread waits for the next tile's copies and
@@ -281,7 +285,7 @@ impl<
 /// tile's first fragments are loaded before this tile's last multiplies.
 #[inline(always)]
 #[rustfmt::skip]
-unsafe fn tf32_gemm<const BM: usize, const BN: usize, const BK: usize, const WM: usize, const WN: usize, const MT: usize, const NG: usize, const STAGES: usize, const NT: usize>(
+unsafe fn tf32_gemm<const BM: usize, const BN: usize, const BK: usize, const WM: usize, const WN: usize, const TM: usize, const TN: usize, const STAGES: usize, const NT: usize>(
     (m, n, k): (u32, u32, u32),
     a: Global<f32>,
     b: Global<f32>,
@@ -290,8 +294,9 @@ unsafe fn tf32_gemm<const BM: usize, const BN: usize, const BK: usize, const WM:
 ) {
     const {
         assert!(
-            MT * 16 == WM
-                && NG * 32 == WN
+            TM * 16 == WM
+                && TN * 8 == WN
+                && WN.is_multiple_of(32)
                 && NT == 32 * (BM / WM) * (BN / WN)
                 && BK.is_multiple_of(8)
                 && (BM * BK / 4).is_multiple_of(NT)
@@ -299,7 +304,7 @@ unsafe fn tf32_gemm<const BM: usize, const BN: usize, const BK: usize, const WM:
                 && STAGES >= 2
         )
     };
-    let p = Place::<BM, BN, BK, WM, WN, MT, NG, STAGES, NT>::new((m, n, k));
+    let p = Place::<BM, BN, BK, WM, WN, TM, TN, STAGES, NT>::new((m, n, k));
     let (bk, stages, sources) = (BK as u32, STAGES as u32, (a, b, tiles));
     // SAFETY (every issue and load below): the array holds STAGES stages (the caller);
     // every thread runs the same loop, so the waits, barriers and warp-wide loads line up.
@@ -318,7 +323,7 @@ unsafe fn tf32_gemm<const BM: usize, const BN: usize, const BK: usize, const WM:
     }
     commit_group();
 
-    let mut acc = [[[[0.0f32; 4]; 4]; NG]; MT];
+    let mut acc = [[[0.0f32; 4]; TN]; TM];
     let mut frags = unsafe { p.load(tiles, 0, 0) };
     // The stage being read; once read, the copies of the tile STAGES ahead go into it.
     let mut read = 0u32;
@@ -338,14 +343,7 @@ unsafe fn tf32_gemm<const BM: usize, const BN: usize, const BK: usize, const WM:
                 // The next tile's first step (after the last tile, unused).
                 unsafe { p.load(tiles, read, 0) }
             };
-            let (fa, fb) = frags;
-            unroll!(mt < MT; 4 => {
-                unroll!(grp < NG; 2 => {
-                    unroll!(q < 4; 4 => {
-                        acc[mt][grp][q] = mma_m16n8k8_tf32(fa[mt], fb[grp][q], acc[mt][grp][q]);
-                    });
-                });
-            });
+            mma_m16n8k8_tf32_tiles(&mut acc, &frags.0, &frags.1);
             frags = next;
         });
     }
@@ -354,12 +352,12 @@ unsafe fn tf32_gemm<const BM: usize, const BN: usize, const BK: usize, const WM:
     // eight at 8t.. (tile q's columns 2t and 2t + 1 are 4 (2t) + q and 4 (2t + 1) + q).
     let lane = p.tid % 32;
     let (g, t) = (lane / 4, lane % 4);
-    unroll!(mt < MT; 4 => {
+    unroll!(mt < TM; 4 => {
         unroll!(half < 2; 2 => {
             let row = p.row0 + p.warp_row + (16 * mt + 8 * half) as u32 + g;
-            unroll!(grp < NG; 2 => {
+            unroll!(grp < TN / 4; 2 => {
                 let col = p.col0 + p.warp_col + (32 * grp) as u32 + 8 * t;
-                let d = &acc[mt][grp];
+                let d = &acc[mt][4 * grp..4 * grp + 4];
                 let (lo, hi) = (2 * half, 2 * half + 1);
                 // SAFETY: store4 guards C.
                 unsafe {
@@ -383,7 +381,7 @@ kernel! {
         let tiles = unsafe { dynamic_shared_array::<f32>(T.stages * T.stage_floats()) };
         // SAFETY: the array holds T.stages stages of the tiling.
         unsafe {
-            tf32_gemm::<{ T.bm }, { T.bn }, { T.bk }, { T.wm }, { T.wn }, { T.wm / 16 }, { T.wn / 32 }, { T.stages }, { T.threads }>(
+            tf32_gemm::<{ T.bm }, { T.bn }, { T.bk }, { T.wm }, { T.wn }, { T.wm / 16 }, { T.wn / 8 }, { T.stages }, { T.threads }>(
                 (m, n, k), a, b, c, tiles,
             )
         }
@@ -400,7 +398,7 @@ kernel! {
         let tiles = unsafe { dynamic_shared_array::<f32>(T.stages * T.stage_floats()) };
         // SAFETY: the array holds T.stages stages of the tiling.
         unsafe {
-            tf32_gemm::<{ T.bm }, { T.bn }, { T.bk }, { T.wm }, { T.wn }, { T.wm / 16 }, { T.wn / 32 }, { T.stages }, { T.threads }>(
+            tf32_gemm::<{ T.bm }, { T.bn }, { T.bk }, { T.wm }, { T.wn }, { T.wm / 16 }, { T.wn / 8 }, { T.stages }, { T.threads }>(
                 (m, n, k), a, b, c, tiles,
             )
         }

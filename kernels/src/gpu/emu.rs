@@ -382,30 +382,38 @@ pub fn dynamic_shared_storage(bytes: usize) -> *mut u8 {
 }
 
 /// A warp-collective exchange: this lane's `words` go to every lane of its warp, and
-/// every lane's words come back, lane by lane, once all 32 lanes have called it (see
-/// [`warp`]). The GPU side of such an instruction does this in hardware; its emulated
-/// side ([`crate::gpu::mma`], `ldmatrix`) computes what each lane receives from this.
+/// every lane's words come back once all 32 lanes have called it, lane after lane
+/// (lane l's at `l * words.len()..`; see [`warp`]). The GPU side of such an instruction
+/// does this in hardware; its emulated side ([`crate::gpu::mma`], `ldmatrix`) computes
+/// what each lane receives from this.
+///
+/// In an [addresses-only](LaunchConfig::addresses_only) launch, whose values are not
+/// faithful anyway (loads read zeros), nothing is exchanged: every lane gets its own
+/// words back 32 times, and the lanes need not meet, which keeps `coalesce explain` of
+/// a tensor-core kernel as fast as of any other.
 ///
 /// # Panics
 /// In a warp of fewer than 32 threads, or when a lane of the warp returned from the
 /// kernel without making the call (the GPU would hang or fault).
-pub fn warp_exchange<const N: usize>(words: [u32; N]) -> [[u32; N]; 32] {
+pub fn warp_exchange(words: &[u32]) -> Vec<u32> {
+    if with_thread(|t| t.config.addresses_only) {
+        return words.repeat(32);
+    }
     // The block state outlives every thread in it (as in sync_threads).
     let (block, rank): (*const BlockState, usize) =
         with_thread(|t| (t.block as *const BlockState, t.linear_thread));
     // SAFETY: see above.
     let block = unsafe { &*block };
     let (warp, lane) = (rank / 32, rank % 32);
-    let (generation, _) = block.warps.deposit(warp, lane, &words).unwrap_or_else(stalled);
-    let all = match &block.turns {
+    let (generation, _) = block.warps.deposit(warp, lane, words).unwrap_or_else(stalled);
+    match &block.turns {
         Some(turns) => {
             turns.exchange(rank);
             block.warps.collect(warp, generation)
         }
         None => block.warps.wait(warp, generation),
     }
-    .unwrap_or_else(stalled);
-    core::array::from_fn(|l| core::array::from_fn(|i| all[l * N + i]))
+    .unwrap_or_else(stalled)
 }
 
 /// A lane that cannot complete a warp exchange: quietly unwinds when the block was

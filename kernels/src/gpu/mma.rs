@@ -68,7 +68,6 @@ pub fn to_tf32(x: f32) -> Tf32 {
 pub fn mma_m16n8k8_tf32(a: [Tf32; 4], b: [Tf32; 2], c: [f32; 4]) -> [f32; 4] {
     #[cfg(target_arch = "nvptx64")]
     {
-        let d: [f32; 4];
         let (d0, d1, d2, d3): (f32, f32, f32, f32);
         // SAFETY: registers only. Not `pure`: the instruction is warp-collective, so
         // LLVM must neither drop nor move it into control flow the warp may not share.
@@ -81,23 +80,86 @@ pub fn mma_m16n8k8_tf32(a: [Tf32; 4], b: [Tf32; 2], c: [f32; 4]) -> [f32; 4] {
                 c0 = in(reg32) c[0], c1 = in(reg32) c[1], c2 = in(reg32) c[2], c3 = in(reg32) c[3],
                 options(nomem, nostack, preserves_flags));
         }
-        d = [d0, d1, d2, d3];
-        d
+        [d0, d1, d2, d3]
     }
     #[cfg(not(target_arch = "nvptx64"))]
     {
-        let mine = [a[0].0, a[1].0, a[2].0, a[3].0, b[0].0, b[1].0];
-        let all = super::emu::warp_exchange(mine);
-        let lane = super::thread::thread_rank_in_block() % 32;
-        let (g, t) = (lane / 4, lane % 4);
-        // A[row][k] is register (row / 8) + 2 (k / 4) of lane 4 (row % 8) + k % 4;
-        // B[k][n] is register 4 + k / 4 of lane 4 n + k % 4.
-        let a_at = |row: usize, k: usize| Tf32(all[4 * (row % 8) + k % 4][row / 8 + 2 * (k / 4)]).to_f32();
-        let b_at = |k: usize, n: usize| Tf32(all[4 * n + k % 4][4 + k / 4]).to_f32();
-        core::array::from_fn(|i| {
-            let (row, col) = (g + 8 * (i / 2), 2 * t + i % 2);
-            (0..8).fold(c[i], |acc, k| a_at(row, k).mul_add(b_at(k, col), acc))
-        })
+        let mut acc = [[c]];
+        emulate_tiles(&mut acc, &[a], &[b]);
+        acc[0][0]
+    }
+}
+
+/// A warp's k step of 8 over a grid of mma tiles: tile (i, j) of `acc` (16 x 8) +=
+/// A fragment i (16 x 8) times B fragment j (8 x 8), for every i < MT and j < NT: the
+/// MT x NT [`mma_m16n8k8_tf32`] a warp tile of 16 MT x 8 NT outputs makes per k step.
+///
+/// On the GPU it is exactly those instructions, tile by tile; on the emulator the
+/// lanes meet once for all of them (one exchange of every fragment) instead of MT x NT
+/// times.
+#[inline(always)]
+pub fn mma_m16n8k8_tf32_tiles<const MT: usize, const NT: usize>(
+    acc: &mut [[[f32; 4]; NT]; MT],
+    a: &[[Tf32; 4]; MT],
+    b: &[[Tf32; 2]; NT],
+) {
+    // Every index a constant: LLVM leaves a loop nest of asm statements rolled, and
+    // would keep the accumulators in local memory to index them.
+    #[cfg(target_arch = "nvptx64")]
+    {
+        const { assert!(MT <= 8 && NT <= 8) };
+        macro_rules! each {
+            ($i:ident < $n:expr => $body:block) => {
+                each!(@ $i, $n, $body, 0 1 2 3 4 5 6 7)
+            };
+            (@ $i:ident, $n:expr, $body:block, $($k:literal)*) => {
+                $(if $k < $n {
+                    let $i: usize = $k;
+                    $body
+                })*
+            };
+        }
+        each!(i < MT => {
+            each!(j < NT => {
+                acc[i][j] = mma_m16n8k8_tf32(a[i], b[j], acc[i][j]);
+            });
+        });
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    emulate_tiles(acc, a, b);
+}
+
+/// The emulator's mma tiles: the lanes exchange their A and B fragments, then each
+/// computes its outputs of every tile from the fragment layout.
+#[cfg(not(target_arch = "nvptx64"))]
+fn emulate_tiles<const MT: usize, const NT: usize>(
+    acc: &mut [[[f32; 4]; NT]; MT],
+    a: &[[Tf32; 4]; MT],
+    b: &[[Tf32; 2]; NT],
+) {
+    let mut mine = std::vec::Vec::with_capacity(4 * MT + 2 * NT);
+    mine.extend(a.iter().flatten().map(|x| x.0));
+    mine.extend(b.iter().flatten().map(|x| x.0));
+    let all = super::emu::warp_exchange(&mine);
+    let lane = super::thread::thread_rank_in_block() % 32;
+    let (g, t) = (lane / 4, lane % 4);
+    // Lane l's words start at l * words; its A fragment i, then its B fragment j.
+    let words = mine.len();
+    // A[row][k] of tile i is register (row / 8) + 2 (k / 4) of lane 4 (row % 8) + k % 4;
+    // B[k][n] of tile j is register k / 4 of lane 4 n + k % 4.
+    let a_at = |i: usize, row: usize, k: usize| {
+        Tf32(all[words * (4 * (row % 8) + k % 4) + 4 * i + row / 8 + 2 * (k / 4)]).to_f32()
+    };
+    let b_at =
+        |j: usize, k: usize, n: usize| Tf32(all[words * (4 * n + k % 4) + 4 * MT + 2 * j + k / 4]).to_f32();
+    for (i, row_of_tiles) in acc.iter_mut().enumerate() {
+        for (j, d) in row_of_tiles.iter_mut().enumerate() {
+            for (r, out) in d.iter_mut().enumerate() {
+                let (row, col) = (g + 8 * (r / 2), 2 * t + r % 2);
+                // The products are exact; each addition rounds to f32.
+                *out = (0..8).fold(*out, |sum, k| a_at(i, row, k).mul_add(b_at(j, k, col), sum));
+            }
+        }
     }
 }
 
@@ -175,6 +237,32 @@ mod tests {
                     assert_eq!(d[i], want, "lane {lane} d[{i}] = D[{r}][{n}] ({schedule:?})");
                 }
             }
+        }
+    }
+
+    /// One call over a grid of 2 x 3 tiles computes what the six single mma calls do,
+    /// bit for bit.
+    #[test]
+    fn a_grid_of_tiles_is_its_single_tiles() {
+        let out = Mutex::new(Vec::new());
+        launch(&warps(32, Schedule::Concurrent), || {
+            let lane = thread_rank_in_block();
+            let v = |s: usize| to_tf32((lane * 7 + s * 13) as f32 % 11.0 / 3.0 - 1.5);
+            let a: [[Tf32; 4]; 2] = core::array::from_fn(|i| core::array::from_fn(|r| v(4 * i + r)));
+            let b: [[Tf32; 2]; 3] = core::array::from_fn(|j| core::array::from_fn(|r| v(20 + 2 * j + r)));
+            let mut grid: [[[f32; 4]; 3]; 2] = core::array::from_fn(|i| {
+                core::array::from_fn(|j| core::array::from_fn(|r| (i + j + r + lane) as f32))
+            });
+            let singles: [[[f32; 4]; 3]; 2] =
+                core::array::from_fn(|i| core::array::from_fn(|j| mma_m16n8k8_tf32(a[i], b[j], grid[i][j])));
+            mma_m16n8k8_tf32_tiles(&mut grid, &a, &b);
+            out.lock().unwrap().push((grid, singles));
+        });
+        for (grid, singles) in out.into_inner().unwrap() {
+            assert_eq!(
+                grid.map(|r| r.map(|d| d.map(f32::to_bits))),
+                singles.map(|r| r.map(|d| d.map(f32::to_bits)))
+            );
         }
     }
 

@@ -40,9 +40,10 @@ impl SharedArray<f32> {
             // This lane's row: one 16-byte shared read, as the hardware makes it.
             // SAFETY: read4 checks alignment and bounds; the rest is the caller's.
             let row = unsafe { self.read4(i) };
-            let all = crate::gpu::emu::warp_exchange([row.x, row.y, row.z, row.w].map(f32::to_bits));
+            let all = crate::gpu::emu::warp_exchange(&[row.x, row.y, row.z, row.w].map(f32::to_bits));
             let lane = crate::gpu::thread::thread_rank_in_block() % 32;
-            core::array::from_fn(|j| f32::from_bits(all[8 * j + lane / 4][lane % 4]))
+            // Word lane % 4 of the row lane 8 j + lane / 4 read.
+            core::array::from_fn(|j| f32::from_bits(all[4 * (8 * j + lane / 4) + lane % 4]))
         }
     }
 }
