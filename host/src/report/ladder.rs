@@ -213,3 +213,42 @@ pub fn render(out: &mut String, results: &Results) {
         );
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rung(variant: &str, g: f64) -> Rung {
+        Rung {
+            experiment: "sgemm".into(),
+            variant: variant.into(),
+            kernel: format!("sgemm_{variant}"),
+            rust_gflop_per_s: g,
+            cpp_gflop_per_s: None,
+            validated: true,
+            arithmetic: crate::experiments::arithmetic("sgemm", variant),
+        }
+    }
+
+    /// A TF32 rung is measured against cuBLAS in TF32, and the best FP32 rung (the
+    /// SIMT goal's) stays the best FP32 one however fast the tensor cores are.
+    #[test]
+    fn tf32_rungs_are_measured_against_cublas_tf32() {
+        let l = Ladder {
+            rungs: vec![
+                rung("async-128x256x8", 40_000.0),
+                rung("tf32-128x256x32", 200_000.0),
+            ],
+            cublas_fp32: Some(50_000.0),
+            cublas_tf32: Some(400_000.0),
+        };
+        assert_eq!(l.rungs[1].arithmetic, Arithmetic::Tf32);
+        assert_eq!(l.pct_of(&l.rungs[0], 40_000.0), Some(80.0));
+        assert_eq!(l.pct_of(&l.rungs[1], 200_000.0), Some(50.0));
+        assert_eq!(l.best().map(|r| r.variant.as_str()), Some("async-128x256x8"));
+        assert_eq!(
+            l.best_of(Arithmetic::Tf32).map(|r| r.variant.as_str()),
+            Some("tf32-128x256x32")
+        );
+    }
+}
