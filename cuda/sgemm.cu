@@ -545,7 +545,9 @@ __device__ __forceinline__ void mma_tf32(float (&d)[4], const unsigned (&a)[4], 
 #endif
 }
 
-template <int BM, int BN, int BK, int WM, int WN, int STAGES, int NT>
+// VECTOR: tiles copied by 16-byte cp.async (K % 4 == 0 and N % 4 == 0), else by 4-byte
+// ones; a template parameter, so each version's loop holds one kind of copy.
+template <int BM, int BN, int BK, int WM, int WN, int STAGES, int NT, bool VECTOR>
 __device__ __forceinline__ void tf32_gemm(int M, int N, int K, const float* __restrict__ A,
                                           const float* __restrict__ B, float* __restrict__ C) {
     constexpr int AP = BK + 4, BP = BN + 8, MT = WM / 16, NG = WN / 32, KSTEPS = BK / 8;
@@ -560,7 +562,6 @@ __device__ __forceinline__ void tf32_gemm(int M, int N, int K, const float* __re
     // ldmatrix: matrix j = lane / 8 is rows 8 (j % 2).. and columns 4 (j / 2).. of a 16 x 8 tile.
     const int a_lane = (warp_row + lane % 8 + 8 * (lane / 8 % 2)) * AP + 4 * (lane / 16);
     const int b_lane = t * BP + warp_col + 4 * g;
-    const bool a_vector = K % 4 == 0, b_vector = N % 4 == 0;
     float acc[MT][NG][4][4] = {};
     auto issue = [&](int s, int k0) {
         float* as = As + s * A_STAGE;
@@ -569,7 +570,7 @@ __device__ __forceinline__ void tf32_gemm(int M, int N, int K, const float* __re
         for (int i = 0; i < BM * BK / 4 / NT; ++i) {
             const int id = tid + i * NT, r = id / (BK / 4), c = id % (BK / 4) * 4;
             const int row = row0 + r, col = k0 + c;
-            if (a_vector) {
+            if constexpr (VECTOR) {
                 const bool valid = row < M && col < K;
                 cp_async16(&as[r * AP + c], valid ? &A[row * K + col] : A, valid);
             } else {
@@ -584,7 +585,7 @@ __device__ __forceinline__ void tf32_gemm(int M, int N, int K, const float* __re
         for (int i = 0; i < BK * BN / 4 / NT; ++i) {
             const int id = tid + i * NT, r = id / (BN / 4), c = id % (BN / 4) * 4;
             const int row = k0 + r, col = col0 + c;
-            if (b_vector) {
+            if constexpr (VECTOR) {
                 const bool valid = row < K && col < N;
                 cp_async16(&bs[r * BP + c], valid ? &B[row * N + col] : B, valid);
             } else {
@@ -663,16 +664,18 @@ __device__ __forceinline__ void tf32_gemm(int M, int N, int K, const float* __re
                 const int col = col0 + warp_col + 32 * grp + 8 * t;
                 const float(&d)[4][4] = acc[mt][grp];
                 const int lo = 2 * half, hi = 2 * half + 1;
-                store4(C, M, N, row, col, make_float4(d[0][lo], d[1][lo], d[2][lo], d[3][lo]), b_vector);
-                store4(C, M, N, row, col + 4, make_float4(d[0][hi], d[1][hi], d[2][hi], d[3][hi]), b_vector);
+                store4(C, M, N, row, col, make_float4(d[0][lo], d[1][lo], d[2][lo], d[3][lo]), N % 4 == 0);
+                store4(C, M, N, row, col + 4, make_float4(d[0][hi], d[1][hi], d[2][hi], d[3][hi]), N % 4 == 0);
             }
         }
 }
 
 extern "C" __global__ void __launch_bounds__(128) sgemm_tf32_128x128x32(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
-    tf32_gemm<128, 128, 32, 64, 64, 3, 128>(M, N, K, A, B, C);
+    if (K % 4 == 0 && N % 4 == 0) tf32_gemm<128, 128, 32, 64, 64, 3, 128, true>(M, N, K, A, B, C);
+    else tf32_gemm<128, 128, 32, 64, 64, 3, 128, false>(M, N, K, A, B, C);
 }
 
 extern "C" __global__ void __launch_bounds__(256) sgemm_tf32_128x256x32(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
-    tf32_gemm<128, 256, 32, 64, 64, 3, 256>(M, N, K, A, B, C);
+    if (K % 4 == 0 && N % 4 == 0) tf32_gemm<128, 256, 32, 64, 64, 3, 256, true>(M, N, K, A, B, C);
+    else tf32_gemm<128, 256, 32, 64, 64, 3, 256, false>(M, N, K, A, B, C);
 }

@@ -143,9 +143,11 @@ struct Place<
     a_lane: u32,
     /// The index of this lane's first float4 of B in stage 0.
     b_lane: u32,
-    /// Rows may be copied 16 bytes at a time: k % 4 == 0 (A), n % 4 == 0 (B, C).
-    a_vector: bool,
-    b_vector: bool,
+    /// Tiles may be copied 16 bytes at a time: k % 4 == 0 and n % 4 == 0 (A's and B's
+    /// rows are whole, aligned float4s).
+    vector: bool,
+    /// C's rows are whole, aligned float4s: n % 4 == 0.
+    c_vector: bool,
 }
 
 impl<
@@ -192,58 +194,28 @@ impl<
             a_lane: (warp_row + lane % 8 + 8 * (lane / 8 % 2)) * ap + 4 * (lane / 16),
             // Row t of a k step, columns 4g.. of each 32.
             b_lane: t * bp + warp_col + 4 * g,
-            a_vector: k % 4 == 0,
-            b_vector: n % 4 == 0,
+            vector: k % 4 == 0 && n % 4 == 0,
+            c_vector: n % 4 == 0,
         }
     }
 
-    /// Issues the copies of the tile at k0 into stage s: 16-byte copies where the rows
-    /// allow, 4-byte ones otherwise; zeros outside the matrices.
+    /// Issues the copies of the tile at k0 into stage s: A's BM x BK and B's BK x BN,
+    /// by 16-byte copies if VECTOR (`self.vector`), else by 4-byte ones.
     ///
     /// # Safety
-    /// `tiles` holds STAGES stages; s < STAGES; no thread reads stage s until a wait
-    /// covering these copies and a barrier.
+    /// `tiles` holds STAGES stages; s < STAGES; VECTOR only where `self.vector`; no
+    /// thread reads stage s until a wait covering these copies and a barrier.
     #[inline(always)]
     #[rustfmt::skip]
-    unsafe fn issue(&self, (a, b, tiles): (Global<f32>, Global<f32>, SharedArray<f32>), s: u32, k0: u32) {
+    unsafe fn issue<const VECTOR: bool>(&self, (a, b, tiles): (Global<f32>, Global<f32>, SharedArray<f32>), s: u32, k0: u32) {
         let (ap, bp, a_stage, b_stage, b_region) = Self::LAYOUT;
         let (m, n, k) = (self.m, self.n, self.k);
-        let (ak4, bn4) = ((BK / 4) as u32, (BN / 4) as u32);
-        unroll!(i < BM * BK / 4 / NT; 8 => {
-            let id = self.tid + (i * NT) as u32;
-            let (r, cc) = (id / ak4, id % ak4 * 4);
-            let (row, col, at) = (self.row0 + r, k0 + cc, s * a_stage + r * ap + cc);
-            if self.a_vector {
-                let src = if row < m && col < k { Some((row * k + col) as usize) } else { None };
-                // SAFETY: r < BM, cc + 4 <= BK: inside stage s, 16-byte aligned (ap,
-                // cc multiples of 4); k % 4 == 0: the source is aligned, inside A.
-                unsafe { tiles.copy4_async(at as usize, a, src) };
-            } else {
-                unroll!(q < 4; 4 => {
-                    let col = col + q as u32;
-                    let src = if row < m && col < k { Some((row * k + col) as usize) } else { None };
-                    // SAFETY: inside stage s; src inside A.
-                    unsafe { tiles.copy_async((at + q as u32) as usize, a, src) };
-                });
-            }
-        });
-        unroll!(i < BK * BN / 4 / NT; 8 => {
-            let id = self.tid + (i * NT) as u32;
-            let (r, cc) = (id / bn4, id % bn4 * 4);
-            let (row, col, at) = (k0 + r, self.col0 + cc, b_region + s * b_stage + r * bp + cc);
-            if self.b_vector {
-                let src = if row < k && col < n { Some((row * n + col) as usize) } else { None };
-                // SAFETY: r < BK, cc + 4 <= BN: inside stage s, aligned; n % 4 == 0.
-                unsafe { tiles.copy4_async(at as usize, b, src) };
-            } else {
-                unroll!(q < 4; 4 => {
-                    let col = col + q as u32;
-                    let src = if row < k && col < n { Some((row * n + col) as usize) } else { None };
-                    // SAFETY: inside stage s; src inside B.
-                    unsafe { tiles.copy_async((at + q as u32) as usize, b, src) };
-                });
-            }
-        });
+        // SAFETY: each stage holds A's BM rows of pitch ap >= BK and B's BK rows of
+        // pitch bp >= BN, 16-byte aligned; the rest is the caller's.
+        unsafe {
+            copy_tile::<BM, BK, NT, VECTOR>(self.tid, a, (m, k), (self.row0, k0), (tiles, s * a_stage, ap));
+            copy_tile::<BK, BN, NT, VECTOR>(self.tid, b, (k, n), (k0, self.col0), (tiles, b_region + s * b_stage, bp));
+        }
     }
 
     /// The fragments of k step `step` of the tile in stage s, rounded to TF32.
@@ -273,16 +245,113 @@ impl<
         });
         (fa, fb)
     }
+
+    /// The k loop: tiles through the shared stages, `acc` += their products.
+    ///
+    /// Stages 0..STAGES - 1 are issued up front; then, at the last k step of each
+    /// tile (its fragments already in registers), a thread waits for the next tile's
+    /// copies and the barrier makes them visible to all and frees the stage just read,
+    /// into which the tile STAGES ahead is issued: one barrier per tile, as in the async
+    /// rung. The next tile's first fragments load before this tile's last multiplies.
+    ///
+    /// # Safety
+    /// `tiles` holds STAGES stages; VECTOR only where `self.vector`; every thread of
+    /// the block calls it (its waits, barriers and warp-wide loads line up).
+    #[inline(always)]
+    unsafe fn k_loop<const VECTOR: bool>(
+        &self,
+        sources: (Global<f32>, Global<f32>, SharedArray<f32>),
+        acc: &mut [[[f32; 4]; TN]; TM],
+    ) {
+        let (bk, stages, tiles) = (BK as u32, STAGES as u32, sources.2);
+        let tiles_k = self.k.div_ceil(bk);
+        // SAFETY (every issue and load): the caller's, and stages < STAGES.
+        for s in 0..stages - 1 {
+            if s < tiles_k {
+                unsafe { self.issue::<VECTOR>(sources, s, s * bk) };
+            }
+            commit_group();
+        }
+        wait_for_oldest::<STAGES>();
+        sync_threads();
+        if stages - 1 < tiles_k {
+            unsafe { self.issue::<VECTOR>(sources, stages - 1, (stages - 1) * bk) };
+        }
+        commit_group();
+
+        let mut frags = unsafe { self.load(tiles, 0, 0) };
+        // The stage being read; once read, the copies of the tile STAGES ahead go into it.
+        let mut read = 0u32;
+        for tile in 0..tiles_k {
+            unroll!(step < BK / 8; 4 => {
+                let next = if step + 1 < BK / 8 {
+                    unsafe { self.load(tiles, read, step as u32 + 1) }
+                } else {
+                    // This tile is all in registers: wait for the next one, free its stage.
+                    wait_for_oldest::<STAGES>();
+                    sync_threads();
+                    if tile + stages < tiles_k {
+                        unsafe { self.issue::<VECTOR>(sources, read, (tile + stages) * bk) };
+                    }
+                    commit_group();
+                    read = if read + 1 == stages { 0 } else { read + 1 };
+                    // The next tile's first step (after the last tile, unused).
+                    unsafe { self.load(tiles, read, 0) }
+                };
+                mma_m16n8k8_tf32_tiles(acc, &frags.0, &frags.1);
+                frags = next;
+            });
+        }
+    }
+}
+
+/// Issues the copies of the R x C tile at (row0, col0) of a rows x cols row-major
+/// matrix into `tiles` at `at` (rows `pitch` floats apart): R C / 4 chunks of 4 floats,
+/// chunk `tid + i NT` the thread's i-th. Each chunk is one 16-byte copy if VECTOR,
+/// four 4-byte copies otherwise; zeros outside the matrix.
+///
+/// # Safety
+/// The tile fits at `at` (aligned, C <= pitch, 16-byte aligned rows); VECTOR only if
+/// cols % 4 == 0 (rows of whole, aligned float4s); no thread reads the tile until a
+/// wait covering these copies and a barrier.
+#[inline(always)]
+#[rustfmt::skip]
+unsafe fn copy_tile<const R: usize, const C: usize, const NT: usize, const VECTOR: bool>(
+    tid: u32,
+    src: Global<f32>,
+    (rows, cols): (u32, u32),
+    (row0, col0): (u32, u32),
+    (tiles, at, pitch): (SharedArray<f32>, u32, u32),
+) {
+    let c4 = (C / 4) as u32;
+    // The tile row and first column of the thread's i-th chunk.
+    let place = |i: usize| {
+        let id = tid + (i * NT) as u32;
+        (id / c4, id % c4 * 4)
+    };
+    let from = |row: u32, col: u32| if row < rows && col < cols { Some((row * cols + col) as usize) } else { None };
+    if VECTOR {
+        unroll!(i < R * C / 4 / NT; 8 => {
+            let (r, cc) = place(i);
+            // SAFETY: r < R, cc + 4 <= C: inside the tile, aligned; cols % 4 == 0 and
+            // col0 + cc % 4 == 0: the source float4 is aligned and wholly in or out.
+            unsafe { tiles.copy4_async((at + r * pitch + cc) as usize, src, from(row0 + r, col0 + cc)) };
+        });
+    } else {
+        unroll!(i < R * C / 4 / NT; 8 => {
+            let (r, cc) = place(i);
+            unroll!(q < 4; 4 => {
+                let q = q as u32;
+                // SAFETY: inside the tile; the source element inside the matrix.
+                unsafe { tiles.copy_async((at + r * pitch + cc + q) as usize, src, from(row0 + r, col0 + cc + q)) };
+            });
+        });
+    }
 }
 
 /// TF32 tensor cores over a `cp.async` pipeline: block tile BM x BN in STAGES shared
-/// stages of BK, warps of WM x WN = TM x TN mma tiles of 16 x 8, NT threads.
-///
-/// Stages 0..STAGES - 1 are issued up front; then, at the last k step of each tile
-/// (its fragments already in registers), a thread waits for the next tile's copies and
-/// the barrier makes them visible to all and frees the stage just read, into which the
-/// tile STAGES ahead is issued: one barrier per tile, as in the async rung. The next
-/// tile's first fragments are loaded before this tile's last multiplies.
+/// stages of BK, warps of WM x WN = TM x TN mma tiles of 16 x 8, NT threads
+/// ([`Place::k_loop`]), then the stores of C.
 #[inline(always)]
 #[rustfmt::skip]
 unsafe fn tf32_gemm<const BM: usize, const BN: usize, const BK: usize, const WM: usize, const WN: usize, const TM: usize, const TN: usize, const STAGES: usize, const NT: usize>(
@@ -305,47 +374,17 @@ unsafe fn tf32_gemm<const BM: usize, const BN: usize, const BK: usize, const WM:
         )
     };
     let p = Place::<BM, BN, BK, WM, WN, TM, TN, STAGES, NT>::new((m, n, k));
-    let (bk, stages, sources) = (BK as u32, STAGES as u32, (a, b, tiles));
-    // SAFETY (every issue and load below): the array holds STAGES stages (the caller);
-    // every thread runs the same loop, so the waits, barriers and warp-wide loads line up.
-
-    let tiles_k = k.div_ceil(bk);
-    for s in 0..stages - 1 {
-        if s < tiles_k {
-            unsafe { p.issue(sources, s, s * bk) };
-        }
-        commit_group();
-    }
-    wait_for_oldest::<STAGES>();
-    sync_threads();
-    if stages - 1 < tiles_k {
-        unsafe { p.issue(sources, stages - 1, (stages - 1) * bk) };
-    }
-    commit_group();
-
     let mut acc = [[[0.0f32; 4]; TN]; TM];
-    let mut frags = unsafe { p.load(tiles, 0, 0) };
-    // The stage being read; once read, the copies of the tile STAGES ahead go into it.
-    let mut read = 0u32;
-    for tile in 0..tiles_k {
-        unroll!(step < BK / 8; 4 => {
-            let next = if step + 1 < BK / 8 {
-                unsafe { p.load(tiles, read, step as u32 + 1) }
-            } else {
-                // This tile is all in registers: wait for the next one, then free its stage.
-                wait_for_oldest::<STAGES>();
-                sync_threads();
-                if tile + stages < tiles_k {
-                    unsafe { p.issue(sources, read, (tile + stages) * bk) };
-                }
-                commit_group();
-                read = if read + 1 == stages { 0 } else { read + 1 };
-                // The next tile's first step (after the last tile, unused).
-                unsafe { p.load(tiles, read, 0) }
-            };
-            mma_m16n8k8_tf32_tiles(&mut acc, &frags.0, &frags.1);
-            frags = next;
-        });
+    // The k loop in two versions, by 16-byte copies where k and n are multiples of 4
+    // (the usual case) and 4-byte ones elsewhere: chosen inside one loop, ptxas
+    // predicates both kinds of copies into one block and issues them all every tile.
+    // SAFETY: the array holds STAGES stages (the caller).
+    unsafe {
+        if p.vector {
+            p.k_loop::<true>((a, b, tiles), &mut acc);
+        } else {
+            p.k_loop::<false>((a, b, tiles), &mut acc);
+        }
     }
 
     // Lane (g, t) holds rows g and g + 8 of each 16-row tile; of each 32 columns, the
@@ -361,8 +400,8 @@ unsafe fn tf32_gemm<const BM: usize, const BN: usize, const BK: usize, const WM:
                 let (lo, hi) = (2 * half, 2 * half + 1);
                 // SAFETY: store4 guards C.
                 unsafe {
-                    store4(c, (m, n), row, col, Float4::new(d[0][lo], d[1][lo], d[2][lo], d[3][lo]), p.b_vector);
-                    store4(c, (m, n), row, col + 4, Float4::new(d[0][hi], d[1][hi], d[2][hi], d[3][hi]), p.b_vector);
+                    store4(c, (m, n), row, col, Float4::new(d[0][lo], d[1][lo], d[2][lo], d[3][lo]), p.c_vector);
+                    store4(c, (m, n), row, col + 4, Float4::new(d[0][hi], d[1][hi], d[2][hi], d[3][hi]), p.c_vector);
                 }
             });
         });
