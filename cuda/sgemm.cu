@@ -516,3 +516,172 @@ extern "C" __global__ void __launch_bounds__(256, 2) sgemm_async_128x128x8(int M
 extern "C" __global__ void sgemm_async_128x256x8(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
     async_warptile<128, 256, 8, 64, 64, 2, 4, 8, 256, 3>(M, N, K, A, B, C);
 }
+
+// 9. tf32: TF32 tensor cores (sm_80 and later) over the async rung's cp.async stages,
+// inline PTX mma.sync and ldmatrix as CUDA programmers write them without CUTLASS. A
+// warp owns 64 x 64 of C: 4 x 8 mma tiles of 16 x 8, 128 accumulators per lane. A's
+// tile is row-major, rows padded to BK + 4 floats (ldmatrix rows spread over the
+// banks); B's is k x n, rows padded to BN + 8, and each float4 a lane reads serves
+// four mma tiles: tile q of a group of four takes columns q, q + 4, ... of 32, so a
+// lane's outputs of a row are 8 consecutive columns (two float4 stores). Inputs are
+// rounded to TF32 by adding half a TF32 ulp to the bits (the tensor cores drop the 13
+// low bits): cvt.rna.tf32.f32 for every finite input, in one add that can write
+// straight into mma's B register pairs. The stages (> 48 KiB) are dynamic shared
+// memory; the host opts each kernel in before launching it.
+__device__ __forceinline__ unsigned to_tf32(float x) { return __float_as_uint(x) + 0x1000u; }
+
+__device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const float* smem) {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(static_cast<unsigned>(__cvta_generic_to_shared(smem))));
+#else
+    __trap();
+#endif
+}
+
+__device__ __forceinline__ void mma_tf32(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                 "{%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+    __trap();
+#endif
+}
+
+// VECTOR: tiles copied by 16-byte cp.async (K % 4 == 0 and N % 4 == 0), else by 4-byte
+// ones; a template parameter, so each version's loop holds one kind of copy.
+template <int BM, int BN, int BK, int WM, int WN, int STAGES, int NT, bool VECTOR>
+__device__ __forceinline__ void tf32_gemm(int M, int N, int K, const float* __restrict__ A,
+                                          const float* __restrict__ B, float* __restrict__ C) {
+    constexpr int AP = BK + 4, BP = BN + 8, MT = WM / 16, NG = WN / 32, KSTEPS = BK / 8;
+    constexpr int A_STAGE = BM * AP, B_STAGE = BK * BP;
+    static_assert(KSTEPS % 2 == 0, "the fragments' double buffer alternates within a tile");
+    extern __shared__ __align__(16) float smem[];
+    float* As = smem;
+    float* Bs = smem + STAGES * A_STAGE;
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+    const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
+    const int warp_row = warp / (BN / WN) * WM, warp_col = warp % (BN / WN) * WN;
+    // ldmatrix: matrix j = lane / 8 is rows 8 (j % 2).. and columns 4 (j / 2).. of a 16 x 8 tile.
+    const int a_lane = (warp_row + lane % 8 + 8 * (lane / 8 % 2)) * AP + 4 * (lane / 16);
+    const int b_lane = t * BP + warp_col + 4 * g;
+    float acc[MT][NG][4][4] = {};
+    auto issue = [&](int s, int k0) {
+        float* as = As + s * A_STAGE;
+        float* bs = Bs + s * B_STAGE;
+#pragma unroll
+        for (int i = 0; i < BM * BK / 4 / NT; ++i) {
+            const int id = tid + i * NT, r = id / (BK / 4), c = id % (BK / 4) * 4;
+            const int row = row0 + r, col = k0 + c;
+            if constexpr (VECTOR) {
+                const bool valid = row < M && col < K;
+                cp_async16(&as[r * AP + c], valid ? &A[row * K + col] : A, valid);
+            } else {
+#pragma unroll
+                for (int q = 0; q < 4; ++q) {
+                    const bool valid = row < M && col + q < K;
+                    cp_async4(&as[r * AP + c + q], valid ? &A[row * K + col + q] : A, valid);
+                }
+            }
+        }
+#pragma unroll
+        for (int i = 0; i < BK * BN / 4 / NT; ++i) {
+            const int id = tid + i * NT, r = id / (BN / 4), c = id % (BN / 4) * 4;
+            const int row = k0 + r, col = col0 + c;
+            if constexpr (VECTOR) {
+                const bool valid = row < K && col < N;
+                cp_async16(&bs[r * BP + c], valid ? &B[row * N + col] : B, valid);
+            } else {
+#pragma unroll
+                for (int q = 0; q < 4; ++q) {
+                    const bool valid = row < K && col + q < N;
+                    cp_async4(&bs[r * BP + c + q], valid ? &B[row * N + col + q] : B, valid);
+                }
+            }
+        }
+    };
+    // One k step's fragments of stage s, rounded to TF32.
+    auto load = [&](unsigned (&fa)[MT][4], unsigned (&fb)[NG][4][2], int s, int step) {
+        const float* as = As + s * A_STAGE + a_lane + 8 * step;
+        const float* bs = Bs + s * B_STAGE + b_lane + 8 * step * BP;
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt) {
+            ldmatrix_x4(fa[mt], as + 16 * mt * AP);
+#pragma unroll
+            for (int i = 0; i < 4; ++i) fa[mt][i] += 0x1000u;  // to_tf32 of the bits ldmatrix loaded
+        }
+#pragma unroll
+        for (int grp = 0; grp < NG; ++grp) {
+            const float4 lo = *reinterpret_cast<const float4*>(bs + 32 * grp);
+            const float4 hi = *reinterpret_cast<const float4*>(bs + 32 * grp + 4 * BP);
+            fb[grp][0][0] = to_tf32(lo.x), fb[grp][0][1] = to_tf32(hi.x);
+            fb[grp][1][0] = to_tf32(lo.y), fb[grp][1][1] = to_tf32(hi.y);
+            fb[grp][2][0] = to_tf32(lo.z), fb[grp][2][1] = to_tf32(hi.z);
+            fb[grp][3][0] = to_tf32(lo.w), fb[grp][3][1] = to_tf32(hi.w);
+        }
+    };
+    const int tiles = (K + BK - 1) / BK;
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < tiles) issue(s, s * BK);
+        cp_async_commit();
+    }
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();
+    if (STAGES - 1 < tiles) issue(STAGES - 1, (STAGES - 1) * BK);
+    cp_async_commit();
+    unsigned fa[2][MT][4], fb[2][NG][4][2];
+    load(fa[0], fb[0], 0, 0);
+    int read = 0;
+    for (int tile = 0; tile < tiles; ++tile) {
+#pragma unroll
+        for (int step = 0; step < KSTEPS; ++step) {
+            const int cur = step % 2, next = (step + 1) % 2;
+            if (step + 1 < KSTEPS) {
+                load(fa[next], fb[next], read, step + 1);
+            } else {
+                // This tile is all in registers: wait for the next one, then free its stage.
+                cp_async_wait<STAGES - 2>();
+                __syncthreads();
+                if (tile + STAGES < tiles) issue(read, (tile + STAGES) * BK);
+                cp_async_commit();
+                read = read + 1 == STAGES ? 0 : read + 1;
+                load(fa[next], fb[next], read, 0);
+            }
+#pragma unroll
+            for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+                for (int grp = 0; grp < NG; ++grp)
+#pragma unroll
+                    for (int q = 0; q < 4; ++q) mma_tf32(acc[mt][grp][q], fa[cur][mt], fb[cur][grp][q]);
+        }
+    }
+    // Lane (g, t): rows g and g + 8 of each 16-row tile, columns 8t.. of each 32.
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+            const int row = row0 + warp_row + 16 * mt + 8 * half + g;
+#pragma unroll
+            for (int grp = 0; grp < NG; ++grp) {
+                const int col = col0 + warp_col + 32 * grp + 8 * t;
+                const float(&d)[4][4] = acc[mt][grp];
+                const int lo = 2 * half, hi = 2 * half + 1;
+                store4(C, M, N, row, col, make_float4(d[0][lo], d[1][lo], d[2][lo], d[3][lo]), N % 4 == 0);
+                store4(C, M, N, row, col + 4, make_float4(d[0][hi], d[1][hi], d[2][hi], d[3][hi]), N % 4 == 0);
+            }
+        }
+}
+
+extern "C" __global__ void __launch_bounds__(128) sgemm_tf32_128x128x32(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
+    if (K % 4 == 0 && N % 4 == 0) tf32_gemm<128, 128, 32, 64, 64, 3, 128, true>(M, N, K, A, B, C);
+    else tf32_gemm<128, 128, 32, 64, 64, 3, 128, false>(M, N, K, A, B, C);
+}
+
+extern "C" __global__ void __launch_bounds__(256) sgemm_tf32_128x256x32(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
+    if (K % 4 == 0 && N % 4 == 0) tf32_gemm<128, 256, 32, 64, 64, 3, 256, true>(M, N, K, A, B, C);
+    else tf32_gemm<128, 256, 32, 64, 64, 3, 256, false>(M, N, K, A, B, C);
+}

@@ -411,3 +411,43 @@ fn sgemm_async_rungs_copy_tiles_with_cp_async_only() {
         );
     }
 }
+
+/// The tensor-core rungs (the sm_80 module): tiles go to shared memory by `cp.async`
+/// only; per k step of 8, A's fragments load by `ldmatrix` (four 16-row tiles) and
+/// B's by `ld.shared.v4` (two rows of each 32 columns), for 32 `mma.sync` (a warp's
+/// 64 x 64), four k steps per tile unrolled, the next step's fragments loaded during
+/// this one's (five loads of each: a tile's four steps and the first one ahead).
+/// The k loop comes in two versions, one by 16-byte copies only (k and n multiples of
+/// 4), one by 4-byte copies only. Accumulators stay in registers; one wait and one
+/// barrier per tile, and one each after the prologue. The baseline module has no
+/// tensor-core instruction.
+#[test]
+fn sgemm_tf32_rungs_multiply_on_tensor_cores() {
+    // (kernel, A's and B's 16-byte copies per thread per tile)
+    for (k, a16, b16) in [("sgemm_tf32_128x128x32", 8, 8), ("sgemm_tf32_128x256x32", 4, 8)] {
+        assert!(PTX_SM80.contains(&format!(".entry {k}(")) && !PTX.contains(&format!(".entry {k}(")));
+        let b = body(k);
+        // Two versions of the loop.
+        let mma = "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32";
+        assert_eq!(count(b, mma), 2 * 4 * 32, "{k}");
+        assert_eq!(
+            count(b, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"),
+            2 * 5 * 4,
+            "{k}"
+        );
+        assert_eq!(count(b, "ld.shared.v4.f32"), 2 * 5 * 4, "{k}");
+        for none in ["ld.global", "st.shared", "ld.shared.f32", ".local"] {
+            assert_eq!(count(b, none), 0, "{k} has {none}:\n{b}");
+        }
+        // Three places per version issue a tile (the prologue's loop and its last
+        // stage, the main loop): 16-byte copies in one version, 4-byte ones in the other.
+        assert_eq!(count(b, "cp.async.cg.shared.global"), 3 * (a16 + b16), "{k}");
+        assert_eq!(count(b, "cp.async.ca.shared.global"), 3 * 4 * (a16 + b16), "{k}");
+        assert_eq!(count(b, "cp.async.wait_group 1;"), 2 * 2, "{k}");
+        assert_eq!(count(b, "bar.sync"), 2 * 2, "{k}");
+        assert!(count(b, "st.global.v4.") >= 2, "{k}");
+    }
+    for forbidden in ["mma.sync", "ldmatrix"] {
+        assert_eq!(count(PTX, forbidden), 0, "the sm_70 baseline has {forbidden}");
+    }
+}

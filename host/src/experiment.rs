@@ -56,6 +56,9 @@ pub struct Variant {
     /// The variant's own scalar (a stride, an offset), passed by [`Arg::Param`] and
     /// seen by the reference.
     pub param: usize,
+    /// What its kernel multiplies in: sets its product's error bound and the cuBLAS
+    /// mode its rate is compared with.
+    pub arithmetic: Arithmetic,
 }
 
 impl Variant {
@@ -73,6 +76,7 @@ impl Variant {
             args,
             launch,
             param: 0,
+            arithmetic: Arithmetic::Fp32,
         }
     }
 
@@ -81,12 +85,50 @@ impl Variant {
         Variant { param, ..self }
     }
 
+    /// The same variant computing on TF32 tensor cores.
+    pub const fn tf32(self) -> Variant {
+        Variant {
+            arithmetic: Arithmetic::Tf32,
+            ..self
+        }
+    }
+
     /// The buffers its arguments pass, in argument order.
     pub fn buffers(&self) -> impl Iterator<Item = usize> + '_ {
         self.args.iter().filter_map(|a| match a {
             Arg::Buffer(b) => Some(*b),
             _ => None,
         })
+    }
+}
+
+/// The arithmetic a kernel multiplies in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arithmetic {
+    /// f32 operations throughout.
+    Fp32,
+    /// TF32 tensor cores: each input rounded to nearest (ties away) to 11 significant
+    /// bits, products accumulated in f32 (`kernels::gpu::mma`).
+    Tf32,
+}
+
+impl Arithmetic {
+    /// Relative rounding of each input before it is multiplied: half a unit in the
+    /// last of TF32's 11 significant bits, 2^-11 (0 for f32). It widens a product's
+    /// error bound ([`crate::validate::check_rounded_product`]).
+    pub fn input_rounding(self) -> f64 {
+        match self {
+            Arithmetic::Fp32 => 0.0,
+            Arithmetic::Tf32 => 2f64.powi(-11),
+        }
+    }
+
+    /// The cuBLAS SGEMM mode a kernel of this arithmetic is compared with.
+    pub fn cublas(self) -> crate::compare::cublas::Math {
+        match self {
+            Arithmetic::Fp32 => crate::compare::cublas::Math::Fp32,
+            Arithmetic::Tf32 => crate::compare::cublas::Math::Tf32,
+        }
     }
 }
 

@@ -55,6 +55,10 @@ pub struct Launch {
     pub shared_bytes: u32,
 }
 
+/// Dynamic shared memory a block may use without opting in: above it, CUDA requires
+/// the kernel's `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES` first.
+pub const DEFAULT_DYNAMIC_SHARED: u32 = 48 * 1024;
+
 /// CUDA's limit on gridDim.x.
 pub const MAX_GRID_X: u64 = (1 << 31) - 1;
 /// CUDA's limit on gridDim.y and gridDim.z.
@@ -108,6 +112,9 @@ impl Gpu {
     /// here; faults while running come back from the next [`Gpu::sync`].
     pub fn launch(&self, f: &Function<'_>, cfg: Launch, words: &[u64]) -> Result<()> {
         self.usable()?;
+        if cfg.shared_bytes > DEFAULT_DYNAMIC_SHARED {
+            self.allow_shared(f, cfg.shared_bytes)?;
+        }
         let params: Vec<*mut c_void> = words.iter().map(|w| w as *const u64 as *mut c_void).collect();
         // SAFETY: each pointer refers to an 8-byte value alive for the call; the driver
         // copies the parameters before cuLaunchKernel returns. `Stream::launch` is what
@@ -117,6 +124,33 @@ impl Gpu {
                 .launch(f, cfg.grid, cfg.block, cfg.shared_bytes, &params)
         };
         result.map_err(self.cuda_error("launching a kernel"))
+    }
+
+    /// Opts `f` in to `bytes` of dynamic shared memory per block, as
+    /// `cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes)`
+    /// does in CUDA C++ (cust 0.3.2 has no call for it). Cheap, so every such launch
+    /// does it rather than remember which functions did.
+    fn allow_shared(&self, f: &Function<'_>, bytes: u32) -> Result<()> {
+        use cust::error::CudaError;
+        use cust::sys::{CUfunction_attribute, cudaError_enum};
+        // SAFETY: a valid function handle of this context; the attribute takes an int.
+        let status = unsafe {
+            cust::sys::cuFuncSetAttribute(
+                f.to_raw(),
+                CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                bytes as i32,
+            )
+        };
+        let source = match status {
+            cudaError_enum::CUDA_SUCCESS => return Ok(()),
+            cudaError_enum::CUDA_ERROR_INVALID_VALUE => CudaError::InvalidValue,
+            cudaError_enum::CUDA_ERROR_INVALID_HANDLE => CudaError::InvalidHandle,
+            _ => CudaError::UnknownError,
+        };
+        Err(self.cuda_error(format!(
+            "allowing a kernel {} KiB of shared memory per block (more than this GPU has?)",
+            bytes / 1024
+        ))(source))
     }
 }
 

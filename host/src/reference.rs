@@ -18,8 +18,9 @@ pub enum Scope {
 
 /// Compares what `fetch(buffer)` returns with the reference for `variant` at
 /// `problem`, whose read buffers held `inputs` before the launch. `rounding` widens a
-/// product's bound for inputs rounded to that relative precision (TF32: 2^-10; 0 for
-/// plain f32).
+/// product's bound for inputs rounded to that relative precision (cuBLAS TF32: 2^-10;
+/// 0 for plain f32); a TF32 variant's own rounding widens it at least to its
+/// [`Arithmetic::input_rounding`](crate::experiment::Arithmetic::input_rounding).
 pub fn judge(
     experiment: &Experiment,
     variant: &Variant,
@@ -65,7 +66,7 @@ pub fn judge(
                     |i| inputs.get(a, i),
                     |i| inputs.get(bb, i),
                     &at,
-                    rounding,
+                    rounding.max(variant.arithmetic.input_rounding()),
                 )
             }
         };

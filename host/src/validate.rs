@@ -100,8 +100,9 @@ pub fn check_product(
 }
 
 /// [`check_product`] for a product whose inputs were first rounded to relative
-/// precision `r` (TF32: 2^-10): each term may be off by (2 r + r^2) |a_i b_i| more,
-/// so the bound grows by twice that, 2 (2 r + r^2) sum |a_i b_i|.
+/// precision `r`: each term may be off by (2 r + r^2) |a_i b_i| more, so the bound
+/// grows by twice that, 2 (2 r + r^2) sum |a_i b_i|. TF32 keeps 11 significant bits:
+/// rounded to nearest (the tensor-core rungs) r = 2^-11, truncated (cuBLAS may) 2^-10.
 pub fn check_rounded_product(
     c: &[f32],
     (m, n, k): (usize, usize, usize),
@@ -211,6 +212,44 @@ mod tests {
         let mut off = c.clone();
         off[9] += 0.5;
         assert!(!check_rounded_product(&off, (m, n, k), |i| a[i], |i| b[i], &all, r).ok);
+    }
+
+    /// The tensor-core rungs' bound (r = 2^-11): a product of inputs rounded to TF32
+    /// passes it (and, at small k, fails the FP32 bound: the widening is needed),
+    /// while one that skips a k step of 8 (a missed mma) or only the last k term (an
+    /// off-by-one at the k tail) fails it.
+    #[test]
+    fn the_tf32_bound_passes_rounded_inputs_and_catches_missing_terms() {
+        let r = 2f64.powi(-11);
+        // Round to nearest, ties away, to 10 mantissa bits, as kernels::gpu::mma does.
+        let tf32 = |x: f32| f32::from_bits((x.to_bits() + 0x1000) & !0x1fff);
+        for (m, n, k) in [(33, 65, 17), (17, 33, 1000)] {
+            let a: Vec<f32> = (0..m * k).map(|i| uniform(5, i as u64)).collect();
+            let b: Vec<f32> = (0..k * n).map(|i| uniform(6, i as u64)).collect();
+            let ta: Vec<f32> = a.iter().map(|&x| tf32(x)).collect();
+            let tb: Vec<f32> = b.iter().map(|&x| tf32(x)).collect();
+            // The product of the rounded inputs, leaving out k terms `skip`.
+            let without = |skip: std::ops::Range<usize>| {
+                let keep = |i: usize, x: f32| if skip.contains(&(i % k)) { 0.0 } else { x };
+                let ta: Vec<f32> = ta.iter().enumerate().map(|(i, &x)| keep(i, x)).collect();
+                reference(m, n, k, &ta, &tb)
+            };
+            let all: Vec<usize> = (0..m * n).collect();
+            let check = |c: &[f32], r| check_rounded_product(c, (m, n, k), |i| a[i], |i| b[i], &all, r);
+            let good = without(0..0);
+            assert!(check(&good, r).ok, "{m}x{n}x{k}: {}", check(&good, r).detail);
+            if k < 100 {
+                assert!(!check(&good, 0.0).ok, "{m}x{n}x{k} passed the FP32 bound");
+            }
+            assert!(
+                !check(&without(8..16), r).ok,
+                "{m}x{n}x{k}: a k step left out passed"
+            );
+            assert!(
+                !check(&without(k - 1..k), r).ok,
+                "{m}x{n}x{k}: the last k term left out passed"
+            );
+        }
     }
 
     #[test]

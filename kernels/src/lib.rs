@@ -28,7 +28,10 @@ pub mod matmul;
 pub mod offset;
 pub mod particles;
 pub mod saxpy;
+// `#[macro_use]`: sgemm_tf32 unrolls its register loops with sgemm's `unroll!`.
+#[macro_use]
 pub mod sgemm;
+pub mod sgemm_tf32;
 pub mod stride;
 pub mod throughput;
 pub mod transpose;

@@ -280,7 +280,14 @@ unsafe fn at4(x: Global<f32>, rows: u32, cols: u32, r: u32, c: u32, vector: bool
 /// Stores four outputs (r, c..c + 4) of C: one 16-byte store when n % 4 == 0 and
 /// the four are inside C, guarded scalars otherwise.
 #[inline(always)]
-unsafe fn store4(c: GlobalMut<f32>, (m, n): (u32, u32), r: u32, col: u32, v: Float4, vector: bool) {
+pub(crate) unsafe fn store4(
+    c: GlobalMut<f32>,
+    (m, n): (u32, u32),
+    r: u32,
+    col: u32,
+    v: Float4,
+    vector: bool,
+) {
     if r >= m {
         return;
     }
@@ -1098,7 +1105,7 @@ unsafe fn async_warptile<const BM: usize, const BN: usize, const BK: usize, cons
 /// `wait_group::<{ STAGES - 2 }>()`: all but the STAGES - 2 newest groups landed
 /// (a generic function cannot compute a const argument, so the few depths are spelled).
 #[inline(always)]
-fn wait_for_oldest<const STAGES: usize>() {
+pub(crate) fn wait_for_oldest<const STAGES: usize>() {
     const { assert!(STAGES >= 2 && STAGES <= 5) };
     match STAGES {
         2 => wait_group::<0>(),

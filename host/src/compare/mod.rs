@@ -34,23 +34,25 @@ pub struct Side {
     /// Effective bandwidth over the theoretical peak.
     #[serde(default)]
     pub pct_of_peak: Option<f64>,
-    /// GFLOP/s over cuBLAS SGEMM (FP32) on the same matrices (matmul only).
+    /// GFLOP/s over cuBLAS SGEMM on the same matrices (products only), in the
+    /// kernel's arithmetic: FP32, or TF32 for a tensor-core kernel.
     pub pct_of_cublas: Option<f64>,
     pub validated: bool,
     pub check: String,
 }
 
 impl Side {
-    /// One side of a kernel, from the row the harness made of its timing;
-    /// `sgemm_fp32` (cuBLAS GFLOP/s on the same matrices) gives its % of cuBLAS.
-    fn of(r: &Row, sgemm_fp32: Option<f64>) -> Side {
+    /// One side of a kernel, from the row the harness made of its timing; `cublas`
+    /// (cuBLAS GFLOP/s on the same matrices, in the kernel's arithmetic) gives its %
+    /// of cuBLAS.
+    fn of(r: &Row, cublas: Option<f64>) -> Side {
         Side {
             timing: r.timing,
             gb_per_s: r.gb_per_s,
             gflop_per_s: r.gflop_per_s,
             pct_of_copy: r.pct_of_copy,
             pct_of_peak: r.pct_of_peak,
-            pct_of_cublas: sgemm_fp32.zip(r.gflop_per_s).map(|(b, g)| 100.0 * g / b),
+            pct_of_cublas: cublas.zip(r.gflop_per_s).map(|(b, g)| 100.0 * g / b),
             validated: r.validated,
             check: r.check.clone(),
         }
@@ -83,9 +85,9 @@ pub struct CompareRow {
 
 impl CompareRow {
     /// A kernel's row from the harness rows of its Rust side and, where its twin
-    /// ran, its C++ side; `sgemm_fp32` as for [`Side`].
-    pub fn new(rust: &Row, cpp: Option<&Row>, sgemm_fp32: Option<f64>) -> CompareRow {
-        let (rust_side, cpp) = (Side::of(rust, sgemm_fp32), cpp.map(|c| Side::of(c, sgemm_fp32)));
+    /// ran, its C++ side; `cublas` as for [`Side`].
+    pub fn new(rust: &Row, cpp: Option<&Row>, cublas: Option<f64>) -> CompareRow {
+        let (rust_side, cpp) = (Side::of(rust, cublas), cpp.map(|c| Side::of(c, cublas)));
         CompareRow {
             experiment: rust.experiment.clone(),
             variant: rust.variant.clone(),

@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use super::{CompareReport, Side};
 use crate::columns::{Layout, columns, numbers_from};
+use crate::experiment::Arithmetic;
 use crate::table;
 use crate::units::format_bytes;
 
@@ -96,6 +97,19 @@ pub fn render(report: &CompareReport) -> String {
             ..Layout::default()
         },
     ));
+    let tf32: Vec<String> = report
+        .rows
+        .iter()
+        .filter(|r| crate::experiments::arithmetic(&r.experiment, &r.variant) == Arithmetic::Tf32)
+        .map(|r| format!("{}/{}", r.experiment, r.variant))
+        .collect();
+    if with_cublas && !tf32.is_empty() {
+        let _ = writeln!(
+            out,
+            "TF32 tensor cores ({}): % of cuBLAS SGEMM TF32; the other products: of FP32",
+            tf32.join(", ")
+        );
+    }
     for r in &report.rows {
         let sides = [("Rust", Some(&r.rust)), ("C++", r.cpp.as_ref())];
         for (lang, side) in sides {

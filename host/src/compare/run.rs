@@ -116,9 +116,13 @@ pub fn compare(
             },
             &mut progress,
         )?;
-        let fp32 = sgemm.iter().find(|c| c.math == Math::Fp32).map(|c| c.gflop_per_s);
+        // Each kernel beside cuBLAS in its own arithmetic: the TF32 rungs beside TF32.
+        let cublas = |math: Math| sgemm.iter().find(|c| c.math == math).map(|c| c.gflop_per_s);
         for (rust, cpp) in &measured.rows {
-            report.rows.push(CompareRow::new(rust, cpp.as_ref(), fp32));
+            let math = crate::experiments::arithmetic(exp.name, &rust.variant).cublas();
+            report
+                .rows
+                .push(CompareRow::new(rust, cpp.as_ref(), cublas(math)));
         }
         report.cublas_rows.extend(sgemm);
         report.baselines.push(ExperimentBaseline {

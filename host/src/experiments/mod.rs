@@ -2,7 +2,7 @@
 //! [`ALL`] is the registry every command, backend, bench and test reads.
 
 use crate::error::{Error, Result};
-use crate::experiment::Experiment;
+use crate::experiment::{Arithmetic, Experiment};
 
 /// Declares each experiment's module and lists it in [`ALL`], in suite order: adding
 /// an experiment is one line here.
@@ -26,6 +26,14 @@ pub fn known() -> String {
 /// The experiment called `name`.
 pub fn named(name: &str) -> Option<&'static Experiment> {
     ALL.iter().copied().find(|e| e.name == name)
+}
+
+/// The arithmetic of `experiment`'s variant `variant` (FP32 where either is unknown,
+/// as in results saved by an older coalesce): how saved rows are compared with cuBLAS.
+pub fn arithmetic(experiment: &str, variant: &str) -> Arithmetic {
+    named(experiment)
+        .and_then(|e| e.variant(variant))
+        .map_or(Arithmetic::Fp32, |v| v.arithmetic)
 }
 
 /// One experiment and, optionally, the variants of it to run.

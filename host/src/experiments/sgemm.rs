@@ -6,15 +6,23 @@
 //! line. C = A B, f32, row-major, any m, n, k; reported in
 //! GFLOP/s and validated against an f64 reference ([`Reference::Product`]), with
 //! cuBLAS SGEMM on the same buffers.
+//!
+//! The `tf32` rungs (sm_80 too) multiply on TF32 tensor cores ([`Arithmetic::Tf32`]):
+//! their bound allows for the inputs' rounding, and they are compared with cuBLAS in
+//! TF32 mode. Their shared stages exceed 48 KiB: dynamic shared memory, opted in at
+//! launch.
 
 use kernels::sgemm::{
     ASYNC_128X128X8, ASYNC_128X256X8, PIPE_128X64X16, PIPE_128X128X8, PIPE_128X128X8_4X8, PIPE_128X128X16, SMEM_TILE, T1_BM,
     T1_BN, T1_THREADS, T2_BM, T2_BN, T2_THREADS, WARPTILE, WarpTiling,
 };
+use kernels::sgemm_tf32::{TF32_128X128X32, TF32_128X256X32, Tf32Tiling};
 
 use super::matmul;
 use crate::device::DeviceInfo;
 use crate::error::Result;
+#[cfg(doc)]
+use crate::experiment::Arithmetic;
 use crate::experiment::{Arg, DefaultSize, Experiment, Kind, Problem, Reference, Variant};
 use crate::launch::Launch;
 use crate::twin;
@@ -42,9 +50,17 @@ fn warp(p: &Problem, t: WarpTiling) -> Result<Launch> {
     tiles(p, t.bm, t.bn, t.threads)
 }
 
+/// A tensor-core tuning's tiles, with its shared stages as dynamic shared memory.
+fn tf32(p: &Problem, t: Tf32Tiling) -> Result<Launch> {
+    Ok(Launch {
+        shared_bytes: t.shared_bytes() as u32,
+        ..tiles(p, t.bm, t.bn, t.threads)?
+    })
+}
+
 pub static EXPERIMENT: Experiment = Experiment {
     name: "sgemm",
-    about: "the matmul chapter continued: shared tiles, register blocking, float4, banks, warp tiles, double buffering, cp.async",
+    about: "the matmul chapter continued: shared tiles, register blocking, float4, banks, warp tiles, double buffering, cp.async, TF32 tensor cores",
     kind: Kind::Product,
     // 4096 x 4096 x 4096.
     default_size: DefaultSize::Bytes(4096 * 4096 * 4),
@@ -73,6 +89,14 @@ pub static EXPERIMENT: Experiment = Experiment {
         Variant::new("async-128x256x8", "sgemm_async_128x256x8", ARGS, |p, _| {
             warp(p, ASYNC_128X256X8)
         }),
+        Variant::new("tf32-128x128x32", "sgemm_tf32_128x128x32", ARGS, |p, _| {
+            tf32(p, TF32_128X128X32)
+        })
+        .tf32(),
+        Variant::new("tf32-128x256x32", "sgemm_tf32_128x256x32", ARGS, |p, _| {
+            tf32(p, TF32_128X256X32)
+        })
+        .tf32(),
     ],
     buffers: matmul::buffers,
     work: matmul::work,
@@ -101,9 +125,41 @@ mod tests {
         assert_eq!(by_name("pipeline-128x64x16").grid, (1, 8, 1));
         assert_eq!(by_name("async-128x128x8").block, (256, 1, 1));
         assert_eq!(by_name("async-128x256x8").grid, (1, 8, 1));
+        let t = by_name("tf32-128x256x32");
+        assert_eq!((t.grid, t.block, t.shared_bytes), ((1, 8, 1), (256, 1, 1), 156_672));
+        assert_eq!(by_name("tf32-128x128x32").shared_bytes, 107_520);
         let big = Problem::Product { m: 4096, n: 4096, k: 4096 };
         let l = EXPERIMENT.launches(&big, &DeviceInfo::h100()).unwrap();
         assert!(l.iter().all(|l| l.grid.0 * l.grid.1 * l.block.0 >= 4096 * 4096 / 128));
+    }
+
+    /// The tensor-core rungs on the emulator at a shape that is a multiple of nothing
+    /// (not of a tile, a warp's 64 or an mma's 16 x 8 x 8, nor of 4: the 4-byte copy
+    /// paths): every entry within the TF32 bound, and, since the emulated tensor cores
+    /// really see TF32 inputs, not within the FP32 bound.
+    #[test]
+    fn tf32_rungs_match_the_reference_at_an_awkward_shape() {
+        use crate::experiment::Arithmetic;
+        use crate::explain::emulate::{EmuLaunch, validate};
+        let info = DeviceInfo {
+            sm_count: 0,
+            ..DeviceInfo::h100()
+        };
+        let p = Problem::Product { m: 70, n: 45, k: 37 };
+        let tf32: Vec<&Variant> = EXPERIMENT
+            .variants
+            .iter()
+            .filter(|v| v.arithmetic == Arithmetic::Tf32)
+            .collect();
+        assert_eq!(tf32.len(), 2);
+        for v in tf32 {
+            let check = validate(&EmuLaunch::new(&EXPERIMENT, v, p, &info).unwrap(), 3).unwrap();
+            assert!(check.ok, "{} at {p}: {}", v.name, check.detail);
+            // The same kernel judged as an FP32 one.
+            let fp32: &'static Variant = Box::leak(Box::new(Variant::new(v.name, v.kernel, v.args, v.launch)));
+            let strict = validate(&EmuLaunch::new(&EXPERIMENT, fp32, p, &info).unwrap(), 3).unwrap();
+            assert!(!strict.ok, "{} passed the FP32 bound: {}", v.name, strict.detail);
+        }
     }
 
     #[test]
@@ -134,7 +190,11 @@ mod tests {
             let run = EmuLaunch::new(&EXPERIMENT, v, p, &info).unwrap();
             let check = validate(&run, 11).unwrap();
             assert!(check.ok, "{} at {p}: {}", v.name, check.detail);
-            if v.name.starts_with("pipeline") || v.name.starts_with("async") || v.name == "warptile" {
+            if v.name.starts_with("pipeline")
+                || v.name.starts_with("async")
+                || v.name.starts_with("tf32")
+                || v.name == "warptile"
+            {
                 let check = validate_with(&run, 12, Schedule::Reverse).unwrap();
                 assert!(check.ok, "{} at {p}, reverse schedule: {}", v.name, check.detail);
             }

@@ -1,12 +1,13 @@
 //! report.md's "The matmul ladder": every matrix-multiply kernel from the naive one
 //! to the best register-blocked rung, each beside its C++ twin, as % of cuBLAS SGEMM
-//! FP32 on the same matrices.
+//! FP32 on the same matrices; the TF32 tensor-core rungs as % of cuBLAS in TF32.
 
 use std::fmt::Write as _;
 
 use super::Results;
 use super::md::table;
 use crate::compare::cublas::Math;
+use crate::experiment::Arithmetic;
 
 /// The experiments whose variants are the ladder's rungs, in order.
 pub const EXPERIMENTS: [&str; 2] = ["matmul", "sgemm"];
@@ -14,6 +15,9 @@ pub const EXPERIMENTS: [&str; 2] = ["matmul", "sgemm"];
 /// The best SIMT rung's goal, as % of cuBLAS SGEMM FP32 (the issue's target; the best
 /// published FP32 SIMT ladder reaches about 71% on an H100).
 pub const TARGET_PCT: f64 = 87.0;
+
+/// The TF32 tensor-core rung's goal, as % of cuBLAS SGEMM TF32 (issue 12).
+pub const TF32_TARGET_PCT: f64 = 50.0;
 
 /// One rung, both languages.
 #[derive(Clone, Debug, PartialEq)]
@@ -24,6 +28,8 @@ pub struct Rung {
     pub rust_gflop_per_s: f64,
     pub cpp_gflop_per_s: Option<f64>,
     pub validated: bool,
+    /// FP32, or TF32 tensor cores (compared with cuBLAS in TF32).
+    pub arithmetic: Arithmetic,
 }
 
 /// The rungs that ran, and cuBLAS on the same matrices where it ran.
@@ -41,12 +47,25 @@ impl Ladder {
         self.cublas_fp32.filter(|c| *c > 0.0).map(|c| 100.0 * g / c)
     }
 
-    /// The fastest validated Rust rung.
-    pub fn best(&self) -> Option<&Rung> {
+    /// `g` of `rung` as % of cuBLAS in the rung's arithmetic (FP32 or TF32).
+    pub fn pct_of(&self, rung: &Rung, g: f64) -> Option<f64> {
+        match rung.arithmetic {
+            Arithmetic::Fp32 => self.pct(g),
+            Arithmetic::Tf32 => self.cublas_tf32.filter(|c| *c > 0.0).map(|c| 100.0 * g / c),
+        }
+    }
+
+    /// The fastest validated Rust rung of `arithmetic`.
+    pub fn best_of(&self, arithmetic: Arithmetic) -> Option<&Rung> {
         self.rungs
             .iter()
-            .filter(|r| r.validated)
+            .filter(|r| r.validated && r.arithmetic == arithmetic)
             .max_by(|a, b| a.rust_gflop_per_s.total_cmp(&b.rust_gflop_per_s))
+    }
+
+    /// The fastest validated FP32 rung: the one the SIMT goal is about.
+    pub fn best(&self) -> Option<&Rung> {
+        self.best_of(Arithmetic::Fp32)
     }
 }
 
@@ -69,6 +88,7 @@ pub fn ladder(results: &Results) -> Option<Ladder> {
                 rust_gflop_per_s: g,
                 cpp_gflop_per_s: cpp.and_then(|c| c.gflop_per_s),
                 validated: r.validated && cpp.is_none_or(|c| c.validated),
+                arithmetic: crate::experiments::arithmetic(&r.experiment, &r.variant),
             });
         }
     }
@@ -124,10 +144,17 @@ pub fn render(out: &mut String, results: &Results) {
         }
     }
     let dash = || "-".to_string();
-    let pct = |g: Option<f64>| {
-        g.and_then(|g| l.pct(g))
+    let pct = |r: &Rung, g: Option<f64>| {
+        g.and_then(|g| l.pct_of(r, g))
             .map(|p| format!("{p:.1}"))
             .unwrap_or_else(dash)
+    };
+    let tf32 = |r: &Rung| {
+        if r.arithmetic == Arithmetic::Tf32 {
+            " (TF32)"
+        } else {
+            ""
+        }
     };
     table(
         out,
@@ -143,7 +170,7 @@ pub fn render(out: &mut String, results: &Results) {
         ],
         l.rungs.iter().map(|r| {
             vec![
-                format!("{}/{}", r.experiment, r.variant),
+                format!("{}/{}{}", r.experiment, r.variant, tf32(r)),
                 format!("`{}`", r.kernel),
                 format!("{:.0}", r.rust_gflop_per_s),
                 r.cpp_gflop_per_s.map(|c| format!("{c:.0}")).unwrap_or_else(dash),
@@ -151,8 +178,8 @@ pub fn render(out: &mut String, results: &Results) {
                     .filter(|c| *c > 0.0)
                     .map(|c| format!("{:.3}", r.rust_gflop_per_s / c))
                     .unwrap_or_else(dash),
-                pct(Some(r.rust_gflop_per_s)),
-                pct(r.cpp_gflop_per_s),
+                pct(r, Some(r.rust_gflop_per_s)),
+                pct(r, r.cpp_gflop_per_s),
                 if r.validated {
                     "yes".into()
                 } else {
@@ -170,6 +197,58 @@ pub fn render(out: &mut String, results: &Results) {
             out,
             "\nBest Rust rung: {}/{} at {:.0} GFLOP/s{share}.",
             b.experiment, b.variant, b.rust_gflop_per_s
+        );
+    }
+    if let Some(b) = l.best_of(Arithmetic::Tf32) {
+        let share = l
+            .pct_of(b, b.rust_gflop_per_s)
+            .map(|p| format!(", {p:.1}% of cuBLAS SGEMM TF32 (goal {TF32_TARGET_PCT:.0}%)"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "\nRungs marked (TF32) multiply on TF32 tensor cores (inputs rounded to 11 significant \
+             bits, validated with a bound widened for that): their % is of cuBLAS in TF32. Best: \
+             {}/{} at {:.0} GFLOP/s{share}.",
+            b.experiment, b.variant, b.rust_gflop_per_s
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rung(variant: &str, g: f64) -> Rung {
+        Rung {
+            experiment: "sgemm".into(),
+            variant: variant.into(),
+            kernel: format!("sgemm_{variant}"),
+            rust_gflop_per_s: g,
+            cpp_gflop_per_s: None,
+            validated: true,
+            arithmetic: crate::experiments::arithmetic("sgemm", variant),
+        }
+    }
+
+    /// A TF32 rung is measured against cuBLAS in TF32, and the best FP32 rung (the
+    /// SIMT goal's) stays the best FP32 one however fast the tensor cores are.
+    #[test]
+    fn tf32_rungs_are_measured_against_cublas_tf32() {
+        let l = Ladder {
+            rungs: vec![
+                rung("async-128x256x8", 40_000.0),
+                rung("tf32-128x256x32", 200_000.0),
+            ],
+            cublas_fp32: Some(50_000.0),
+            cublas_tf32: Some(400_000.0),
+        };
+        assert_eq!(l.rungs[1].arithmetic, Arithmetic::Tf32);
+        assert_eq!(l.pct_of(&l.rungs[0], 40_000.0), Some(80.0));
+        assert_eq!(l.pct_of(&l.rungs[1], 200_000.0), Some(50.0));
+        assert_eq!(l.best().map(|r| r.variant.as_str()), Some("async-128x256x8"));
+        assert_eq!(
+            l.best_of(Arithmetic::Tf32).map(|r| r.variant.as_str()),
+            Some("tf32-128x256x32")
         );
     }
 }

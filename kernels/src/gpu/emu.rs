@@ -17,6 +17,9 @@
 //! in shared memory only when the issuing thread's `wait_group` covers their group:
 //! the latest moment the GPU allows, so a kernel that reads a stage before waiting
 //! for it reads the poison shared memory starts with ([`queue_async_copy`]).
+//!
+//! Warp-collective instructions (`mma.sync`, `ldmatrix`) exchange words among a warp's
+//! lanes ([`warp_exchange`], see [`warp`]).
 
 use core::fmt;
 use core::ops::Range;
@@ -31,6 +34,7 @@ use std::vec::Vec;
 
 pub mod schedule;
 pub use schedule::Schedule;
+mod warp;
 
 /// A kernel parameter as the host passes it: one 64-bit word.
 ///
@@ -219,6 +223,8 @@ struct BlockState {
     barrier: BlockBarrier,
     // Set under a serial schedule: it replaces the barrier.
     turns: Option<schedule::Turns>,
+    // Where the lanes of each warp meet for warp-collective instructions.
+    warps: warp::Warps,
     // Static arrays by name; u128 backing keeps 16-byte alignment.
     statics: Mutex<HashMap<&'static str, Box<[u128]>>>,
     dynamic: Mutex<Box<[u128]>>,
@@ -373,6 +379,50 @@ pub fn dynamic_shared_storage(bytes: usize) -> *mut u8 {
         );
         dynamic.as_mut_ptr().cast()
     })
+}
+
+/// A warp-collective exchange: this lane's `words` go to every lane of its warp, and
+/// every lane's words come back once all 32 lanes have called it, lane after lane
+/// (lane l's at `l * words.len()..`; see [`warp`]). The GPU side of such an instruction
+/// does this in hardware; its emulated side ([`crate::gpu::mma`], `ldmatrix`) computes
+/// what each lane receives from this.
+///
+/// In an [addresses-only](LaunchConfig::addresses_only) launch, whose values are not
+/// faithful anyway (loads read zeros), nothing is exchanged: every lane gets its own
+/// words back 32 times, and the lanes need not meet, which keeps `coalesce explain` of
+/// a tensor-core kernel as fast as of any other.
+///
+/// # Panics
+/// In a warp of fewer than 32 threads, or when a lane of the warp returned from the
+/// kernel without making the call (the GPU would hang or fault).
+pub fn warp_exchange(words: &[u32]) -> Vec<u32> {
+    if with_thread(|t| t.config.addresses_only) {
+        return words.repeat(32);
+    }
+    // The block state outlives every thread in it (as in sync_threads).
+    let (block, rank): (*const BlockState, usize) =
+        with_thread(|t| (t.block as *const BlockState, t.linear_thread));
+    // SAFETY: see above.
+    let block = unsafe { &*block };
+    let (warp, lane) = (rank / 32, rank % 32);
+    let (generation, _) = block.warps.deposit(warp, lane, words).unwrap_or_else(stalled);
+    match &block.turns {
+        Some(turns) => {
+            turns.exchange(rank);
+            block.warps.collect(warp, generation)
+        }
+        None => block.warps.wait(warp, generation),
+    }
+    .unwrap_or_else(stalled)
+}
+
+/// A lane that cannot complete a warp exchange: quietly unwinds when the block was
+/// aborted by another thread's panic, else panics with the reason.
+fn stalled<T>(why: warp::Stalled) -> T {
+    match why {
+        warp::Stalled::Aborted => resume_unwind(Box::new(Aborted)),
+        warp::Stalled::Incomplete(message) => panic!("{message}"),
+    }
 }
 
 /// Logs one access; returns true when the access must not touch memory
@@ -596,6 +646,7 @@ pub fn try_launch(config: &LaunchConfig, kernel: impl Fn() + Sync) -> Result<Vec
         let state = BlockState {
             barrier: BlockBarrier::new(block.count()),
             turns: schedule::Turns::new(config.schedule, block.count()),
+            warps: warp::Warps::new(block.count()),
             statics: Mutex::new(HashMap::new()),
             dynamic: Mutex::new(std::vec![POISON; words_for(config.dynamic_shared_bytes)].into_boxed_slice()),
         };
@@ -636,8 +687,10 @@ pub fn try_launch(config: &LaunchConfig, kernel: impl Fn() + Sync) -> Result<Vec
                                 message: panic_message(payload.as_ref()),
                             });
                             state.barrier.abort();
+                            state.warps.abort();
                         }
                         state.barrier.leave();
+                        state.warps.leave(t);
                         if let Some(ctx) = ctx {
                             log.lock().unwrap_or_else(|e| e.into_inner()).extend(ctx.log);
                         }
@@ -646,6 +699,7 @@ pub fn try_launch(config: &LaunchConfig, kernel: impl Fn() + Sync) -> Result<Vec
                     // The threads already running would wait for this one forever.
                     fail(LaunchError::Spawn(e.to_string()));
                     state.barrier.abort();
+                    state.warps.abort();
                     break;
                 }
             }

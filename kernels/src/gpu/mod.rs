@@ -8,6 +8,7 @@
 pub mod async_copy;
 pub mod math;
 pub mod mem;
+pub mod mma;
 #[macro_use]
 pub mod shared;
 pub mod thread;
@@ -26,7 +27,7 @@ pub use vec::Float4;
 /// the function; on the host it is a plain `unsafe fn` the emulator can call.
 /// Parameters must be plain `#[repr(C)]`/pointer-sized values.
 ///
-/// A kernel that needs sm_80 (it uses [`async_copy`]) opens with `#[requires(sm_80)]`:
+/// A kernel that needs sm_80 (it uses [`async_copy`] or [`mma`]) opens with `#[requires(sm_80)]`:
 /// `host/build.rs` builds two PTX modules from this crate, the baseline for sm_70
 /// (every other kernel) and, with the crate's `sm80` feature, one for sm_80 holding
 /// only the `#[requires(sm_80)]` kernels. In the module a kernel does not belong to it

@@ -7,6 +7,8 @@
 
 use core::marker::PhantomData;
 
+mod matrix;
+
 /// A block-wide array in shared memory.
 pub struct SharedArray<T> {
     #[cfg(target_arch = "nvptx64")]

@@ -1,9 +1,10 @@
-//! The ladder as bars: each rung's GFLOP/s as % of cuBLAS SGEMM FP32, Rust beside
-//! C++, with the goal marked.
+//! The ladder as bars: each rung's GFLOP/s as % of cuBLAS SGEMM FP32 (a TF32 rung's
+//! as % of cuBLAS in TF32), Rust beside C++, with the goal marked.
 
 use super::Plot;
 use super::chart::{self, Bar, BarChart};
 use crate::error::Result;
+use crate::experiment::Arithmetic;
 use crate::report::Results;
 use crate::report::ladder::{TARGET_PCT, ladder};
 
@@ -17,12 +18,17 @@ pub fn plot(results: &Results) -> Result<Option<Plot>> {
     }
     let mut bars = Vec::new();
     for r in &l.rungs {
-        let label = format!("{} {}", r.experiment, r.variant);
+        let tf32 = if r.arithmetic == Arithmetic::Tf32 {
+            " (TF32)"
+        } else {
+            ""
+        };
+        let label = format!("{} {}{tf32}", r.experiment, r.variant);
         for (lang, g, color) in [
             ("Rust", Some(r.rust_gflop_per_s), chart::BLUE),
             ("C++", r.cpp_gflop_per_s, chart::ORANGE),
         ] {
-            let (Some(g), Some(p)) = (g, g.and_then(|g| l.pct(g))) else {
+            let (Some(g), Some(p)) = (g, g.and_then(|g| l.pct_of(r, g))) else {
                 continue;
             };
             bars.push(Bar {
@@ -41,7 +47,7 @@ pub fn plot(results: &Results) -> Result<Option<Plot>> {
     let svg = chart::bar_chart(&BarChart {
         title: TITLE,
         device: &results.run.device.name,
-        x_desc: "% of cuBLAS SGEMM FP32 on the same matrices (GFLOP/s = 2 M N K / median time)",
+        x_desc: "% of cuBLAS SGEMM FP32 on the same matrices, TF32 rungs of cuBLAS TF32 (GFLOP/s = 2 M N K / median time)",
         origin: 0.0,
         bars,
         legend: vec![

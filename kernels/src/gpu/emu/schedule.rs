@@ -8,6 +8,12 @@
 //! emulator fills shared memory with NaN bytes). A correct kernel gives the same result
 //! under every schedule, because a barrier ends a thread's turn only after every other
 //! live thread has had its turn in the same phase.
+//!
+//! A warp-collective instruction ([`super::warp`]) ends a turn too, so a lane resumes
+//! after each of its warp's lanes has deposited. Turns line up with barriers only while
+//! every thread makes the same sequence of barriers and warp-collective calls; a thread
+//! that resumes from a barrier some live thread has not reached says so (a panic that
+//! fails the launch) rather than run ahead of it.
 
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::vec::Vec;
@@ -39,6 +45,8 @@ struct TurnState {
     pos: usize,
     /// By rank: the thread has returned (or panicked) and takes no more turns.
     done: Vec<bool>,
+    /// By rank: the barriers the thread has reached.
+    barriers: Vec<u64>,
     live: usize,
 }
 
@@ -55,6 +63,7 @@ impl Turns {
             state: Mutex::new(TurnState {
                 pos: 0,
                 done: std::vec![false; threads],
+                barriers: std::vec![0; threads],
                 live: threads,
             }),
             wake: (0..threads).map(|_| Condvar::new()).collect(),
@@ -100,7 +109,32 @@ impl Turns {
 
     /// `sync_threads()`: every other live thread runs up to its barrier (or its end)
     /// before this one goes on.
+    ///
+    /// # Panics
+    /// When a live thread's turn ended elsewhere (at a warp-collective instruction)
+    /// before this barrier: going on would let this thread past a barrier it has not
+    /// reached.
     pub(super) fn barrier(&self, rank: usize) {
+        let reached = {
+            let mut s = self.lock();
+            s.barriers[rank] += 1;
+            s.barriers[rank]
+        };
+        self.pass(rank, false);
+        self.wait_for_turn(rank);
+        let s = self.lock();
+        if let Some(behind) = (0..s.done.len()).find(|&r| !s.done[r] && s.barriers[r] < reached) {
+            drop(s);
+            panic!(
+                "under a serial schedule every thread must make the same barrier and warp-collective \
+                 calls: thread {rank} reached barrier {reached} while thread {behind} stopped short of it"
+            );
+        }
+    }
+
+    /// A warp-collective instruction: every other live thread takes a turn, up to its
+    /// own next one (or a barrier), before this one goes on.
+    pub(super) fn exchange(&self, rank: usize) {
         self.pass(rank, false);
         self.wait_for_turn(rank);
     }

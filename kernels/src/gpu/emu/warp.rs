@@ -1,0 +1,171 @@
+//! Warp-collective instructions on the emulator: the lanes of a warp exchange words.
+//!
+//! `mma.sync` and `ldmatrix` are executed by a warp's 32 lanes together: each lane
+//! contributes registers (or an address) and receives values other lanes contributed.
+//! The emulator runs lanes as OS threads, so such an instruction is a warp-level
+//! exchange ([`super::warp_exchange`]): every lane deposits its words, waits until all
+//! 32 have, and reads every lane's words; the instruction's own semantics (which lane
+//! gets what) are computed from that in [`crate::gpu`], where the GPU side lives too.
+//!
+//! Under a concurrent schedule the wait is a per-warp barrier. Under a serial schedule
+//! ([`super::schedule`]) a lane ends its turn at the exchange, as at `sync_threads()`:
+//! when its next turn comes every other thread has had one, so its warp's lanes have
+//! all deposited, provided every warp makes the same warp-collective calls between
+//! block barriers (the kernels' warp-uniform tiles do); otherwise the emulator says so
+//! instead of computing with missing lanes.
+
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::vec::Vec;
+
+/// The exchanges of one block: one per warp.
+pub(super) struct Warps {
+    warps: Vec<Exchange>,
+}
+
+struct Exchange {
+    state: Mutex<ExchangeState>,
+    done: Condvar,
+}
+
+struct ExchangeState {
+    /// Lanes of the block in this warp (32 but in a partial last warp).
+    lanes: usize,
+    /// Completed exchanges.
+    generation: u64,
+    /// Lanes that deposited into the current one, and their words (lane-major).
+    arrived: usize,
+    deposits: Vec<u32>,
+    /// Every lane's words of the last completed exchange.
+    result: Vec<u32>,
+    /// Lanes of this warp that returned from the kernel.
+    exited: usize,
+    aborted: bool,
+}
+
+/// Why a lane cannot complete an exchange.
+pub(super) enum Stalled {
+    /// Another thread of the block panicked: unwind quietly.
+    Aborted,
+    /// The instruction needs every lane of a full warp: the message says which is missing.
+    Incomplete(std::string::String),
+}
+
+impl Warps {
+    pub(super) fn new(threads: usize) -> Warps {
+        let warps = (0..threads.div_ceil(32))
+            .map(|w| Exchange {
+                state: Mutex::new(ExchangeState {
+                    lanes: (threads - 32 * w).min(32),
+                    generation: 0,
+                    arrived: 0,
+                    deposits: Vec::new(),
+                    result: Vec::new(),
+                    exited: 0,
+                    aborted: false,
+                }),
+                done: Condvar::new(),
+            })
+            .collect();
+        Warps { warps }
+    }
+
+    /// Lane `lane` of warp `warp` deposits `words`; returns the generation it joined
+    /// and whether it completed it (it was the last lane to arrive).
+    pub(super) fn deposit(&self, warp: usize, lane: usize, words: &[u32]) -> Result<(u64, bool), Stalled> {
+        let x = &self.warps[warp];
+        let mut s = x.lock();
+        s.usable(warp)?;
+        let n = words.len();
+        if s.arrived == 0 {
+            s.deposits.clear();
+            s.deposits.resize(32 * n, 0);
+        } else if s.deposits.len() != 32 * n {
+            return Err(Stalled::Incomplete(std::format!(
+                "the lanes of warp {warp} passed different numbers of words to one warp-collective instruction"
+            )));
+        }
+        s.deposits[lane * n..(lane + 1) * n].copy_from_slice(words);
+        s.arrived += 1;
+        let generation = s.generation;
+        let complete = s.arrived == 32;
+        if complete {
+            s.result = core::mem::take(&mut s.deposits);
+            s.arrived = 0;
+            s.generation += 1;
+        }
+        // Completed, or no lane is left to complete it (one returned): wake the waiters.
+        if complete || s.arrived + s.exited == s.lanes {
+            x.done.notify_all();
+        }
+        Ok((generation, complete))
+    }
+
+    /// Waits (concurrent schedule) until exchange `generation` of `warp` completes and
+    /// returns every lane's words.
+    pub(super) fn wait(&self, warp: usize, generation: u64) -> Result<Vec<u32>, Stalled> {
+        let x = &self.warps[warp];
+        let mut s = x.lock();
+        while s.generation == generation {
+            s.usable(warp)?;
+            if s.arrived + s.exited == s.lanes {
+                return Err(Stalled::Incomplete(std::format!(
+                    "a lane of warp {warp} returned from the kernel while the others wait for it at a warp-collective instruction"
+                )));
+            }
+            s = x.done.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+        Ok(s.result.clone())
+    }
+
+    /// The words of exchange `generation` after a serial turn: every lane of the warp
+    /// must have deposited during the round.
+    pub(super) fn collect(&self, warp: usize, generation: u64) -> Result<Vec<u32>, Stalled> {
+        let s = self.warps[warp].lock();
+        if s.aborted {
+            return Err(Stalled::Aborted);
+        }
+        if s.generation == generation {
+            return Err(Stalled::Incomplete(std::format!(
+                "under a serial schedule every warp must make the same warp-collective calls between \
+                 barriers, but {} lane(s) of warp {warp} had not reached this one after a full round",
+                32 - s.arrived
+            )));
+        }
+        Ok(s.result.clone())
+    }
+
+    /// A thread returned from the kernel: lanes waiting for it stop waiting.
+    pub(super) fn leave(&self, thread: usize) {
+        let x = &self.warps[thread / 32];
+        x.lock().exited += 1;
+        x.done.notify_all();
+    }
+
+    pub(super) fn abort(&self) {
+        for x in &self.warps {
+            x.lock().aborted = true;
+            x.done.notify_all();
+        }
+    }
+}
+
+impl Exchange {
+    fn lock(&self) -> MutexGuard<'_, ExchangeState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl ExchangeState {
+    fn usable(&self, warp: usize) -> Result<(), Stalled> {
+        if self.aborted {
+            return Err(Stalled::Aborted);
+        }
+        if self.lanes < 32 {
+            return Err(Stalled::Incomplete(std::format!(
+                "a warp-collective instruction needs 32 lanes, but warp {warp} of this block has {}",
+                self.lanes
+            )));
+        }
+        Ok(())
+    }
+}
