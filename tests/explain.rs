@@ -367,3 +367,34 @@ fn shared_wavefronts_weigh_each_site_by_its_executions() {
     let g = k.sectors_per_request(Direction::Load).unwrap();
     assert!((g - 32.0 / 5.0).abs() < 1e-12, "{g}");
 }
+
+/// `cp.async` is one `LDGSTS` instruction on the GPU: its global read counts with the
+/// global loads (as Nsight Compute counts it), its shared write is not a shared store
+/// but a class of its own.
+#[test]
+fn async_copies_are_ldgsts_not_shared_stores() {
+    let k = explain_at("sgemm/async-128x128x8", Some(4 << 20), None, Model::Sm70);
+    let copies: Vec<&SiteStats> = k.sites.iter().filter(|s| s.async_copy).collect();
+    assert_eq!(copies.len(), 4, "A and B, each a global read and a shared write");
+    assert!(
+        copies
+            .iter()
+            .all(|s| (s.space == Memory::Global) == (s.op == Direction::Load))
+    );
+    assert!(
+        k.sites
+            .iter()
+            .filter(|s| s.space == Memory::Shared && s.op == Direction::Store)
+            .all(|s| s.async_copy)
+    );
+    assert_eq!(k.wavefronts_per_request(Direction::Store), None);
+    // A's transposed 4-byte copies (rows 132 floats apart, 8 lanes per row) hit 32
+    // banks once: 1 wavefront; B's 16-byte copies are 512 contiguous bytes: 4. Four of
+    // A's per one of B's.
+    let w = k.async_copy_wavefronts_per_request().unwrap();
+    assert!((w - 8.0 / 5.0).abs() < 1e-12, "{w}");
+    // A kernel without cp.async has none.
+    let k = explain_at("sgemm/pipeline-128x128x8", Some(4 << 20), None, Model::Sm70);
+    assert_eq!(k.async_copy_wavefronts_per_request(), None);
+    assert!(k.wavefronts_per_request(Direction::Store).is_some());
+}

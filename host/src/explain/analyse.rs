@@ -73,6 +73,9 @@ pub struct SiteStats {
     pub space: Memory,
     /// Global: the kernel argument (buffer) the site accesses, where known.
     pub buffer: Option<String>,
+    /// The site is an asynchronous copy (`cp.async`): its global read (a global load
+    /// site) or its shared write (a shared store site), both one `LDGSTS` on the GPU.
+    pub async_copy: bool,
     /// Warp requests (warp-wide executions of the site) recorded: each thread's first
     /// executions only, so every per-request figure below is over these.
     pub requests: u64,
@@ -242,6 +245,7 @@ pub fn analyse(
                     .map(|(name, _)| name.clone()),
                 Memory::Shared => None,
             },
+            async_copy: log[group[0].4].async_copy,
             requests: 0,
             executions: 0,
             lanes: 0,

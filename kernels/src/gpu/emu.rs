@@ -173,6 +173,10 @@ pub struct Access {
     /// Start of the shared array (0 for global), so offsets of different arrays differ.
     pub array: usize,
     pub bytes: usize,
+    /// Half of an asynchronous copy (`cp.async`): its global read or its shared
+    /// write. The GPU issues both as one `LDGSTS` instruction, not as a load and a
+    /// store of its own.
+    pub async_copy: bool,
 }
 
 impl Access {
@@ -406,7 +410,15 @@ pub fn dynamic_shared_storage(bytes: usize) -> *mut u8 {
 const MAX_ACCESS: usize = 16;
 
 #[track_caller]
-fn record(space: Space, array: usize, addr: usize, bytes: usize, align: usize, op: Op) -> bool {
+fn record(
+    space: Space,
+    array: usize,
+    addr: usize,
+    bytes: usize,
+    align: usize,
+    op: Op,
+    async_copy: bool,
+) -> bool {
     let site = Location::caller();
     with_thread(|t| {
         let config = t.config;
@@ -459,6 +471,7 @@ fn record(space: Space, array: usize, addr: usize, bytes: usize, align: usize, o
                         addr: addr + offset,
                         array,
                         bytes: piece.min(bytes),
+                        async_copy,
                     });
                 }
             }
@@ -472,13 +485,27 @@ fn record(space: Space, array: usize, addr: usize, bytes: usize, align: usize, o
 /// the accessor must then not touch `addr`.
 #[track_caller]
 pub fn record_global(addr: usize, bytes: usize, align: usize, op: Op) -> bool {
-    record(Space::Global, 0, addr, bytes, align, op)
+    record(Space::Global, 0, addr, bytes, align, op, false)
 }
 
 /// Called by [`crate::gpu::SharedArray`] accessors for every shared access.
 #[track_caller]
 pub fn record_shared(array: usize, offset: usize, bytes: usize, op: Op) {
-    record(Space::Shared, array, offset, bytes, bytes, op);
+    record(Space::Shared, array, offset, bytes, bytes, op, false);
+}
+
+/// Called by [`crate::gpu::SharedArray`]'s asynchronous copies for the `bytes` they
+/// read at `addr` (when they read: a zero-filling copy reads nothing) and write at
+/// `offset` of the shared array at `array`. Returns as [`record_global`].
+#[track_caller]
+pub fn record_async_copy(read: Option<usize>, array: usize, offset: usize, bytes: usize) -> bool {
+    // No closure here: it would not pass the caller's location on.
+    let mut skip = false;
+    if let Some(addr) = read {
+        skip = record(Space::Global, 0, addr, bytes, bytes, Op::Load, true);
+    }
+    record(Space::Shared, array, offset, bytes, bytes, Op::Store, true);
+    skip
 }
 
 /// Queues an asynchronous copy of `data[..len]` to `dst` for the current thread: it
