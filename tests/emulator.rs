@@ -10,7 +10,9 @@ use coalesce::experiment::{Arg, Problem};
 use coalesce::experiments::{ALL, named};
 use coalesce::explain::emulate::{self, EmuLaunch};
 use kernels::fill::uniform;
-use kernels::gpu::emu::{Dim3, FromWord, HostKernel, LaunchConfig, LaunchError, launch, try_launch};
+use kernels::gpu::emu::{
+    Dim3, FromWord, HostKernel, LaunchConfig, LaunchError, Op, launch, try_launch, try_record,
+};
 use kernels::gpu::{Global, GlobalMut, thread};
 
 fn input(len: usize, seed: u64) -> Vec<f32> {
@@ -299,6 +301,44 @@ fn addresses_only_launches_touch_no_memory_and_record_capped_occurrences() {
         .unwrap();
     // Iteration 2 of global thread 64: float4 index 64 + 2 * 256.
     assert_eq!((first.addr, first.bytes), (src + 16 * (64 + 512), 16));
+}
+
+#[test]
+fn every_execution_is_counted_though_only_the_first_are_recorded() {
+    // The grid-stride copy again: 4 blocks of 64 threads over 2^18 float4s make 1024
+    // iterations per thread, of which the log keeps 3.
+    let n = 1 << 20;
+    let (src, dst) = (1usize << 40, (1usize << 40) + (64 << 20));
+    let cfg = LaunchConfig {
+        grid: Dim3::from(4),
+        block: Dim3::from(64),
+        record: true,
+        blocks: Some(vec![1, 3]),
+        max_occurrences: Some(3),
+        bounds: vec![src..src + 4 * n, dst..dst + 4 * n],
+        addresses_only: true,
+        ..Default::default()
+    };
+    let r = try_record(&cfg, || unsafe {
+        kernels::copy::copy_f32x4(
+            n,
+            Global::from_ptr(src as *const f32),
+            GlobalMut::from_ptr(dst as *mut f32),
+        )
+    })
+    .unwrap();
+    assert_eq!(r.accesses.len(), 2 * 64 * 3 * 2);
+    // One count per thread and site: the load and the store of 128 threads.
+    assert_eq!(r.executions.len(), 2 * 64 * 2);
+    for e in &r.executions {
+        assert_eq!((e.executions, e.recorded), (n / 4 / 256, 3), "{e:?}");
+        let logged = r
+            .accesses
+            .iter()
+            .filter(|a| (a.block, a.thread, a.op, a.site) == (e.block, e.thread, e.op, e.site));
+        assert_eq!(logged.count(), 3);
+    }
+    assert_eq!(r.executions.iter().filter(|e| e.op == Op::Load).count(), 128);
 }
 
 #[test]

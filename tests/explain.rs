@@ -336,3 +336,65 @@ fn residency_comes_from_ptxas_for_the_profiles_gpu() {
         assert!(r.shared_bytes >= 32 * 33 * 4, "{r:?}");
     }
 }
+
+/// Sites executed more often weigh more: the warp-tiled rungs load B's fragment
+/// (four float4s per k step, four wavefronts each) twice as often as A's (two float4s,
+/// two wavefronts: lanes pair up on one address), though the emulator records each
+/// thread's first 16 executions of both. Nsight Compute counted 10/3 on the H100
+/// (docs/explain.md); a per-site average would say 3.
+#[test]
+fn shared_wavefronts_weigh_each_site_by_its_executions() {
+    let k = explain_at("sgemm/warptile", Some(4 << 20), None, Model::Sm70);
+    let loads: Vec<&SiteStats> = k
+        .sites
+        .iter()
+        .filter(|s| s.space == Memory::Shared && s.op == Direction::Load)
+        .collect();
+    assert_eq!(loads.len(), 2, "the A and B fragment loads");
+    let (a, b) = (loads[0], loads[1]);
+    assert_eq!(
+        (a.wavefronts_per_request(), b.wavefronts_per_request()),
+        (2.0, 4.0)
+    );
+    assert_eq!(a.requests, b.requests, "both capped alike");
+    assert_eq!(2 * a.executions, b.executions);
+    let w = k.wavefronts_per_request(Direction::Load).unwrap();
+    assert!((w - 10.0 / 3.0).abs() < 1e-12, "{w}");
+    // The same for global loads: the cp.async rung copies A as four 4-byte copies per
+    // thread per tile (4 sectors each: 8 lanes per row of 32 bytes) and B as one
+    // 16-byte copy (16 sectors): 32 sectors over 5 requests.
+    let k = explain_at("sgemm/async-128x128x8", Some(4 << 20), None, Model::Sm70);
+    let g = k.sectors_per_request(Direction::Load).unwrap();
+    assert!((g - 32.0 / 5.0).abs() < 1e-12, "{g}");
+}
+
+/// `cp.async` is one `LDGSTS` instruction on the GPU: its global read counts with the
+/// global loads (as Nsight Compute counts it), its shared write is not a shared store
+/// but a class of its own.
+#[test]
+fn async_copies_are_ldgsts_not_shared_stores() {
+    let k = explain_at("sgemm/async-128x128x8", Some(4 << 20), None, Model::Sm70);
+    let copies: Vec<&SiteStats> = k.sites.iter().filter(|s| s.async_copy).collect();
+    assert_eq!(copies.len(), 4, "A and B, each a global read and a shared write");
+    assert!(
+        copies
+            .iter()
+            .all(|s| (s.space == Memory::Global) == (s.op == Direction::Load))
+    );
+    assert!(
+        k.sites
+            .iter()
+            .filter(|s| s.space == Memory::Shared && s.op == Direction::Store)
+            .all(|s| s.async_copy)
+    );
+    assert_eq!(k.wavefronts_per_request(Direction::Store), None);
+    // A's transposed 4-byte copies (rows 132 floats apart, 8 lanes per row) hit 32
+    // banks once: 1 wavefront; B's 16-byte copies are 512 contiguous bytes: 4. Four of
+    // A's per one of B's.
+    let w = k.async_copy_wavefronts_per_request().unwrap();
+    assert!((w - 8.0 / 5.0).abs() < 1e-12, "{w}");
+    // A kernel without cp.async has none.
+    let k = explain_at("sgemm/pipeline-128x128x8", Some(4 << 20), None, Model::Sm70);
+    assert_eq!(k.async_copy_wavefronts_per_request(), None);
+    assert!(k.wavefronts_per_request(Direction::Store).is_some());
+}

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::ops::Range;
 
-use kernels::gpu::emu::{Access, Op, Space};
+use kernels::gpu::emu::{Access, Executions, Op, Space};
 use serde::Serialize;
 
 use super::model::{self, Lane, Model};
@@ -73,8 +73,17 @@ pub struct SiteStats {
     pub space: Memory,
     /// Global: the kernel argument (buffer) the site accesses, where known.
     pub buffer: Option<String>,
-    /// Warp requests (warp-wide executions of the site).
+    /// The site is an asynchronous copy (`cp.async`): its global read (a global load
+    /// site) or its shared write (a shared store site), both one `LDGSTS` on the GPU.
+    pub async_copy: bool,
+    /// Warp requests (warp-wide executions of the site) recorded: each thread's first
+    /// executions only, so every per-request figure below is over these.
     pub requests: u64,
+    /// Warp requests the emulated blocks made at this site in all, recorded or not:
+    /// what weighs this site against the others of its kernel (a site executed four
+    /// times per loop iteration counts four times another's once, though both are
+    /// recorded the same number of times).
+    pub executions: u64,
     /// Active lanes, summed over requests.
     pub lanes: u64,
     /// Global: distinct 32-byte sectors, summed over requests (whatever the model).
@@ -156,24 +165,36 @@ struct Tally {
     patterns: HashMap<Pattern, u64>,
 }
 
+type SiteKey<'a> = (&'a str, u32, u32, Direction, Memory);
+
+fn site_key(site: &'static std::panic::Location<'static>, op: Op, space: Space) -> SiteKey<'static> {
+    let op = match op {
+        Op::Load => Direction::Load,
+        Op::Store => Direction::Store,
+    };
+    let space = match space {
+        Space::Global => Memory::Global,
+        Space::Shared => Memory::Shared,
+    };
+    (site.file(), site.line(), site.column(), op, space)
+}
+
 /// Groups `log` into requests and sums them per site under `model`, ordered by
-/// source line, loads before stores within a line. `buffers` names the kernel's
-/// global buffers by address range.
-pub fn analyse(log: &[Access], model: Model, buffers: &[(String, Range<usize>)]) -> Vec<SiteStats> {
+/// source line, loads before stores within a line. `executions` (each thread's count
+/// of each site, recorded or not) scales each site's recorded requests to all of
+/// them; `buffers` names the kernel's global buffers by address range.
+pub fn analyse(
+    log: &[Access],
+    executions: &[Executions],
+    model: Model,
+    buffers: &[(String, Range<usize>)],
+) -> Vec<SiteStats> {
     // Sites by identity; each kernel has a handful.
-    let mut site_ids: HashMap<(&str, u32, u32, Direction, Memory), usize> = HashMap::new();
-    let mut sites: Vec<(&str, u32, u32, Direction, Memory)> = Vec::new();
+    let mut site_ids: HashMap<SiteKey, usize> = HashMap::new();
+    let mut sites: Vec<SiteKey> = Vec::new();
     let mut keyed: Vec<(usize, usize, usize, usize, usize)> = Vec::with_capacity(log.len());
     for (i, a) in log.iter().enumerate() {
-        let op = match a.op {
-            Op::Load => Direction::Load,
-            Op::Store => Direction::Store,
-        };
-        let space = match a.space {
-            Space::Global => Memory::Global,
-            Space::Shared => Memory::Shared,
-        };
-        let key = (a.site.file(), a.site.line(), a.site.column(), op, space);
+        let key = site_key(a.site, a.op, a.space);
         let id = *site_ids.entry(key).or_insert_with(|| {
             sites.push(key);
             sites.len() - 1
@@ -181,6 +202,20 @@ pub fn analyse(log: &[Access], model: Model, buffers: &[(String, Range<usize>)])
         keyed.push((id, a.block, a.warp(), a.occurrence, i));
     }
     keyed.sort_unstable();
+    // Per (site, block, warp): every execution over the recorded ones, of the warp's
+    // busiest lane (a warp issues a site as often as its busiest lane executes it).
+    let mut counts: HashMap<(usize, usize, usize), (usize, usize)> = HashMap::new();
+    for e in executions {
+        if let Some(&id) = site_ids.get(&site_key(e.site, e.op, e.space)) {
+            let c = counts.entry((id, e.block, e.thread / 32)).or_default();
+            *c = (c.0.max(e.executions), c.1.max(e.recorded));
+        }
+    }
+    let scale = |id: usize, block: usize, warp: usize| match counts.get(&(id, block, warp)) {
+        Some(&(all, recorded)) if recorded > 0 => all as f64 / recorded as f64,
+        _ => 1.0,
+    };
+    let mut executed = vec![0.0f64; sites.len()];
 
     let mut tallies: Vec<Tally> = sites.iter().map(|_| Tally::default()).collect();
     let mut lanes: Vec<Lane> = Vec::with_capacity(32);
@@ -210,7 +245,9 @@ pub fn analyse(log: &[Access], model: Model, buffers: &[(String, Range<usize>)])
                     .map(|(name, _)| name.clone()),
                 Memory::Shared => None,
             },
+            async_copy: log[group[0].4].async_copy,
             requests: 0,
+            executions: 0,
             lanes: 0,
             sectors: 0,
             lines: 0,
@@ -224,6 +261,7 @@ pub fn analyse(log: &[Access], model: Model, buffers: &[(String, Range<usize>)])
             pattern_share: 0.0,
         });
         s.requests += 1;
+        executed[id] += scale(id, group[0].1, group[0].2);
         s.lanes += lanes.len() as u64;
         let useful = model::useful_bytes(&lanes);
         s.useful_bytes += useful;
@@ -254,8 +292,10 @@ pub fn analyse(log: &[Access], model: Model, buffers: &[(String, Range<usize>)])
 
     let mut out: Vec<SiteStats> = tallies
         .into_iter()
-        .filter_map(|t| {
+        .zip(executed)
+        .filter_map(|(t, executed)| {
             let mut s = t.stats?;
+            s.executions = executed.round() as u64;
             // Most common; ties go to the pattern listed first.
             let (pattern, count) = t
                 .patterns

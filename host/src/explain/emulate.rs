@@ -8,7 +8,7 @@
 
 use std::ops::Range;
 
-use kernels::gpu::emu::{self, Access, Dim3, HostKernel, LaunchConfig};
+use kernels::gpu::emu::{self, Access, Dim3, Executions, HostKernel, LaunchConfig};
 
 use crate::buffers::POISON_BITS;
 use crate::device::DeviceInfo;
@@ -212,6 +212,8 @@ pub fn sample_blocks(total: usize, want: usize) -> Option<Vec<usize>> {
 /// An addresses-only recorded run of some blocks.
 pub struct Recorded {
     pub accesses: Vec<Access>,
+    /// How often each thread executed each site, recorded or not.
+    pub executions: Vec<Executions>,
     /// The blocks emulated; `None` means the whole grid.
     pub blocks: Option<Vec<usize>>,
     /// Each buffer's name and virtual byte range.
@@ -239,10 +241,11 @@ pub fn record(launch: &EmuLaunch, blocks: Option<Vec<usize>>, max_occurrences: u
         addresses_only: true,
         ..Default::default()
     };
-    let accesses =
-        emu::try_launch(&config, || launch.call(&addrs)).map_err(emulation_error(launch.kernel.name))?;
+    let recording =
+        emu::try_record(&config, || launch.call(&addrs)).map_err(emulation_error(launch.kernel.name))?;
     Ok(Recorded {
-        accesses,
+        accesses: recording.accesses,
+        executions: recording.executions,
         blocks,
         regions,
     })

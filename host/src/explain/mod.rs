@@ -71,27 +71,49 @@ impl KernelReport {
         self.sampled_blocks.as_ref().map_or(self.blocks_total, Vec::len)
     }
 
-    /// Sectors per request over every global site of one direction (what Nsight
-    /// Compute's `l1tex__t_sectors_pipe_lsu_mem_global_op_*` over `..._requests_...`
-    /// measure), or `None` if the kernel has none.
-    pub fn sectors_per_request(&self, op: analyse::Direction) -> Option<f64> {
-        let sites = self
-            .sites
-            .iter()
-            .filter(|s| s.space == Memory::Global && s.op == op);
-        let (sectors, requests) = sites.fold((0, 0), |(s, r), x| (s + x.sectors, r + x.requests));
-        (requests > 0).then(|| sectors as f64 / requests as f64)
+    /// `per_request` of each site `which` picks, averaged over every request the
+    /// emulated blocks made (each site weighed by its executions, not by the requests
+    /// recorded of it), or `None` if the kernel has no such site.
+    fn over_executions(
+        &self,
+        which: impl Fn(&SiteStats) -> bool,
+        per_request: impl Fn(&SiteStats) -> f64,
+    ) -> Option<f64> {
+        let sites = self.sites.iter().filter(|s| which(s));
+        let (sum, executions) = sites.fold((0.0, 0), |(sum, n), s| {
+            (sum + per_request(s) * s.executions as f64, n + s.executions)
+        });
+        (executions > 0).then(|| sum / executions as f64)
     }
 
-    /// Wavefronts per shared request of one direction (Nsight Compute: shared
-    /// wavefronts per shared instruction), or `None`.
+    /// Sectors per request over every global site of one direction (what Nsight
+    /// Compute's `l1tex__t_sectors_pipe_lsu_mem_global_op_*` over `..._requests_...`
+    /// measure: its loads include the global reads of `cp.async`), or `None` if the
+    /// kernel has none.
+    pub fn sectors_per_request(&self, op: analyse::Direction) -> Option<f64> {
+        self.over_executions(
+            |s| s.space == Memory::Global && s.op == op,
+            SiteStats::sectors_per_request,
+        )
+    }
+
+    /// Wavefronts per shared load or store request (Nsight Compute: shared wavefronts
+    /// per shared instruction), or `None`. The shared writes of `cp.async` are not
+    /// shared stores: see [`KernelReport::async_copy_wavefronts_per_request`].
     pub fn wavefronts_per_request(&self, op: analyse::Direction) -> Option<f64> {
-        let sites = self
-            .sites
-            .iter()
-            .filter(|s| s.space == Memory::Shared && s.op == op);
-        let (waves, requests) = sites.fold((0, 0), |(w, r), x| (w + x.wavefronts, r + x.requests));
-        (requests > 0).then(|| waves as f64 / requests as f64)
+        self.over_executions(
+            |s| s.space == Memory::Shared && s.op == op && !s.async_copy,
+            SiteStats::wavefronts_per_request,
+        )
+    }
+
+    /// Wavefronts per request of the shared writes of `cp.async` (Nsight Compute:
+    /// shared wavefronts of `LDGSTS` per `LDGSTS` instruction), or `None`.
+    pub fn async_copy_wavefronts_per_request(&self) -> Option<f64> {
+        self.over_executions(
+            |s| s.space == Memory::Shared && s.async_copy,
+            SiteStats::wavefronts_per_request,
+        )
     }
 }
 
@@ -181,7 +203,12 @@ pub fn explain_variant(
         block: [launch.block.x, launch.block.y, launch.block.z],
         blocks_total: total,
         sampled_blocks: recorded.blocks,
-        sites: analyse::analyse(&recorded.accesses, opts.model, &recorded.regions),
+        sites: analyse::analyse(
+            &recorded.accesses,
+            &recorded.executions,
+            opts.model,
+            &recorded.regions,
+        ),
         traffic,
         prediction,
     })

@@ -15,7 +15,8 @@ use super::analyse::Direction;
 use crate::error::{Error, Result};
 
 /// Global sectors and requests (loads, stores), shared wavefronts, instructions and
-/// bank conflicts (loads, stores): what the comparison reads.
+/// bank conflicts (loads, stores, `cp.async`): what the comparison reads. The first
+/// ones every ncu has; [`OPTIONAL_METRICS`] are read where the CSV has them.
 pub const METRICS: [&str; 12] = [
     DRAM_READ,
     DRAM_WRITE,
@@ -30,6 +31,26 @@ pub const METRICS: [&str; 12] = [
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
 ];
+/// Counts the comparison prefers where ncu collects them (`scripts/gpu-run.sh` asks
+/// for them where its ncu knows them): shared wavefronts as the SASS-level
+/// (instrumented) counters give them, from each instruction's addresses alone (the
+/// l1tex hardware counter also counts cycles a shared access lost to other traffic of
+/// the L1's data banks, which differ from launch to launch); shared instructions with
+/// at least one thread predicated on (ptxas puts never-executed `@!PT LDS RZ, [RZ]`
+/// before each group of `LDGSTS`, which the hardware counts as shared loads that
+/// access nothing); and the shared writes of `cp.async` (`LDGSTS`), which are not
+/// shared stores.
+pub const OPTIONAL_METRICS: [&str; 9] = [
+    SLD_WAVEFRONTS_SASS,
+    SLD_INSTRUCTIONS_ON,
+    SST_WAVEFRONTS_SASS,
+    SST_INSTRUCTIONS_ON,
+    LDGSTS_WAVEFRONTS_SASS,
+    LDGSTS_WAVEFRONTS,
+    LDGSTS_INSTRUCTIONS,
+    "smsp__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
+    "smsp__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
+];
 const GLD_SECTORS: &str = "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum";
 const DRAM_READ: &str = "dram__bytes_read.sum";
 const DRAM_WRITE: &str = "dram__bytes_write.sum";
@@ -42,6 +63,13 @@ const SLD_WAVEFRONTS: &str = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ld.s
 const SLD_INSTRUCTIONS: &str = "smsp__inst_executed_op_shared_ld.sum";
 const SST_WAVEFRONTS: &str = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum";
 const SST_INSTRUCTIONS: &str = "smsp__inst_executed_op_shared_st.sum";
+const SLD_WAVEFRONTS_SASS: &str = "smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ld.sum";
+const SLD_INSTRUCTIONS_ON: &str = "smsp__inst_executed_op_shared_ld_pred_on_any.sum";
+const SST_WAVEFRONTS_SASS: &str = "smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_st.sum";
+const SST_INSTRUCTIONS_ON: &str = "smsp__inst_executed_op_shared_st_pred_on_any.sum";
+const LDGSTS_WAVEFRONTS_SASS: &str = "smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldgsts.sum";
+const LDGSTS_WAVEFRONTS: &str = "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ldgsts.sum";
+const LDGSTS_INSTRUCTIONS: &str = "smsp__inst_executed_op_ldgsts.sum";
 
 /// A prediction within this fraction of the measurement counts as a match.
 pub const TOLERANCE: f64 = 0.05;
@@ -198,7 +226,7 @@ pub fn variants(measured: &[Measured]) -> Vec<String> {
 pub struct Comparison {
     pub variant: String,
     pub kernel: String,
-    /// `global load`, `global store`, `shared load`, `shared store`.
+    /// `global load`, `global store`, `shared load`, `shared store`, `cp.async shared`.
     pub access: &'static str,
     /// `sectors/req` (global) or `wavefronts/req` (shared).
     pub unit: &'static str,
@@ -207,6 +235,9 @@ pub struct Comparison {
     /// Requests (global) or instructions (shared) ncu counted, or the launches its
     /// DRAM bytes are averaged over; `None` if the CSV lacks the metric.
     pub measured_requests: Option<f64>,
+    /// The ncu metrics `measured` divides, numerator then denominator (the preferred
+    /// ones the CSV has).
+    pub measured_as: [&'static str; 2],
     /// The deviation that still counts as a match.
     pub tolerance: f64,
 }
@@ -257,59 +288,86 @@ pub fn unpaired(report: &ExplainReport, measured: &[Measured]) -> Vec<String> {
         .collect()
 }
 
+/// One access class of the comparison: what explain predicts, and the ncu metrics
+/// that measure it, each as a list of alternatives in order of preference.
+struct Class {
+    access: &'static str,
+    unit: &'static str,
+    predicted: fn(&super::KernelReport) -> Option<f64>,
+    numerator: &'static [&'static str],
+    denominator: &'static [&'static str],
+}
+
+const CLASSES: [Class; 5] = [
+    Class {
+        access: "global load",
+        unit: "sectors/req",
+        predicted: |k| k.sectors_per_request(Direction::Load),
+        numerator: &[GLD_SECTORS],
+        denominator: &[GLD_REQUESTS],
+    },
+    Class {
+        access: "global store",
+        unit: "sectors/req",
+        predicted: |k| k.sectors_per_request(Direction::Store),
+        numerator: &[GST_SECTORS],
+        denominator: &[GST_REQUESTS],
+    },
+    Class {
+        access: "shared load",
+        unit: "wavefronts/req",
+        predicted: |k| k.wavefronts_per_request(Direction::Load),
+        numerator: &[SLD_WAVEFRONTS_SASS, SLD_WAVEFRONTS],
+        denominator: &[SLD_INSTRUCTIONS_ON, SLD_INSTRUCTIONS],
+    },
+    Class {
+        access: "shared store",
+        unit: "wavefronts/req",
+        predicted: |k| k.wavefronts_per_request(Direction::Store),
+        numerator: &[SST_WAVEFRONTS_SASS, SST_WAVEFRONTS],
+        denominator: &[SST_INSTRUCTIONS_ON, SST_INSTRUCTIONS],
+    },
+    Class {
+        access: "cp.async shared",
+        unit: "wavefronts/req",
+        predicted: super::KernelReport::async_copy_wavefronts_per_request,
+        numerator: &[LDGSTS_WAVEFRONTS_SASS, LDGSTS_WAVEFRONTS],
+        denominator: &[LDGSTS_INSTRUCTIONS],
+    },
+];
+
+/// The first of `names` the measurement has, with its value (the first name and
+/// `None` if it has none).
+fn first_of(m: &Measured, names: &'static [&'static str]) -> (&'static str, Option<f64>) {
+    names
+        .iter()
+        .find_map(|&n| m.metrics.get(n).map(|&v| (n, Some(v))))
+        .unwrap_or((names[0], None))
+}
+
+/// What `m` measured for `class`: the ratio, its denominator (requests or
+/// instructions) and the two metrics it divides.
+fn measure(m: &Measured, class: &Class) -> (Option<f64>, Option<f64>, [&'static str; 2]) {
+    let (numerator, count) = first_of(m, class.numerator);
+    let (denominator, requests) = first_of(m, class.denominator);
+    let ratio = match (count, requests) {
+        (Some(n), Some(r)) if r > 0.0 => Some(n / r),
+        _ => None,
+    };
+    (ratio, requests, [numerator, denominator])
+}
+
 /// Pairs each measured kernel with its prediction (kernels the report lacks, such as
 /// the input-filling `fill_uniform`, are skipped: see [`unpaired`]).
 pub fn compare(report: &ExplainReport, measured: &[Measured]) -> Vec<Comparison> {
-    let classes: [(&str, &str, Direction, bool, &str, &str); 4] = [
-        (
-            "global load",
-            "sectors/req",
-            Direction::Load,
-            true,
-            GLD_SECTORS,
-            GLD_REQUESTS,
-        ),
-        (
-            "global store",
-            "sectors/req",
-            Direction::Store,
-            true,
-            GST_SECTORS,
-            GST_REQUESTS,
-        ),
-        (
-            "shared load",
-            "wavefronts/req",
-            Direction::Load,
-            false,
-            SLD_WAVEFRONTS,
-            SLD_INSTRUCTIONS,
-        ),
-        (
-            "shared store",
-            "wavefronts/req",
-            Direction::Store,
-            false,
-            SST_WAVEFRONTS,
-            SST_INSTRUCTIONS,
-        ),
-    ];
     let mut out = Vec::new();
     for m in measured {
         let Some(k) = prediction(report, m) else {
             continue;
         };
-        for (access, unit, op, global, numerator, denominator) in classes {
-            let predicted = if global {
-                k.sectors_per_request(op)
-            } else {
-                k.wavefronts_per_request(op)
-            };
-            let requests = m.metrics.get(denominator).copied();
-            let measured = match (m.metrics.get(numerator), requests) {
-                (Some(n), Some(r)) if r > 0.0 => Some(n / r),
-                _ => None,
-            };
+        for class in &CLASSES {
+            let predicted = (class.predicted)(k);
+            let (measured, requests, measured_as) = measure(m, class);
             // Nothing predicted and nothing counted: the kernel has no such access.
             if predicted.is_none() && measured.is_none() {
                 continue;
@@ -317,11 +375,12 @@ pub fn compare(report: &ExplainReport, measured: &[Measured]) -> Vec<Comparison>
             out.push(Comparison {
                 variant: m.variant.clone(),
                 kernel: m.kernel.clone(),
-                access,
-                unit,
+                access: class.access,
+                unit: class.unit,
                 predicted,
                 measured,
                 measured_requests: requests,
+                measured_as,
                 tolerance: TOLERANCE,
             });
         }
@@ -341,6 +400,7 @@ pub fn compare(report: &ExplainReport, measured: &[Measured]) -> Vec<Comparison>
                     predicted: Some(predicted / f64::from(1 << 20)),
                     measured: measured.map(|b| b / f64::from(1 << 20)),
                     measured_requests: measured.map(|_| launches),
+                    measured_as: [metric, "launches"],
                     tolerance: DRAM_TOLERANCE,
                 });
             }
@@ -414,6 +474,22 @@ pub fn render(rows: &[Comparison], report: &ExplainReport, found: &Measurements)
         100.0 * DRAM_TOLERANCE,
         count(Verdict::NotMeasured)
     ));
+    // Which counts each access class was measured with, and for how many kernels.
+    let mut used: BTreeMap<&str, BTreeMap<[&str; 2], usize>> = BTreeMap::new();
+    for r in rows.iter().filter(|r| r.measured_requests.is_some()) {
+        *used
+            .entry(r.access)
+            .or_default()
+            .entry(r.measured_as)
+            .or_default() += 1;
+    }
+    for (access, pairs) in &used {
+        let pairs: Vec<String> = pairs
+            .iter()
+            .map(|([n, d], count)| format!("{n} / {d} ({count})"))
+            .collect();
+        out.push_str(&format!("{access} measured as: {}\n", pairs.join("; ")));
+    }
     let lone = unpaired(report, &found.measured);
     if !lone.is_empty() {
         out.push_str(&format!("measured, but no prediction: {}\n", lone.join(", ")));
@@ -464,9 +540,49 @@ mod tests {
     #[test]
     fn the_gpu_script_collects_every_metric_the_comparison_reads() {
         let script = include_str!("../../../scripts/gpu-run.sh");
-        for m in METRICS {
+        for m in METRICS.iter().chain(&OPTIONAL_METRICS) {
             assert!(script.contains(m), "scripts/gpu-run.sh does not collect {m}");
         }
+    }
+
+    #[test]
+    fn shared_counts_prefer_the_sass_level_ones_where_the_csv_has_them() {
+        // sgemm/async-128x128x8 on the H100 (one launch): the l1tex counter's shared
+        // load wavefronts over every issued shared load, 6 per tile of them the
+        // never-executed `@!PT LDS RZ, [RZ]` ptxas puts before LDGSTS groups.
+        let mut m = Measured {
+            variant: "sgemm/async-128x128x8".into(),
+            kernel: "sgemm_async_128x128x8".into(),
+            launches: 1,
+            metrics: BTreeMap::from([
+                (SLD_WAVEFRONTS.to_string(), 6_291_456.0),
+                (SLD_INSTRUCTIONS.to_string(), 2_490_368.0),
+            ]),
+        };
+        let (load, ldgsts) = (&CLASSES[2], &CLASSES[4]);
+        let (ratio, requests, with) = measure(&m, load);
+        assert_eq!(with, [SLD_WAVEFRONTS, SLD_INSTRUCTIONS]);
+        assert_eq!(requests, Some(2_490_368.0));
+        assert!((ratio.unwrap() - 2.526).abs() < 1e-3);
+        // Without them (2,490,368 less 6 for each of the 65,536 tiles of a warp, counted
+        // in the SASS): 3 per LDS.128.
+        m.metrics.insert(SLD_INSTRUCTIONS_ON.into(), 2_097_152.0);
+        assert_eq!(measure(&m, load).0, Some(3.0));
+        m.metrics.insert(SLD_WAVEFRONTS_SASS.into(), 6_291_456.0);
+        assert_eq!(measure(&m, load).2, [SLD_WAVEFRONTS_SASS, SLD_INSTRUCTIONS_ON]);
+        // The shared writes of cp.async are measured only where ncu counted LDGSTS
+        // (here made-up counts: 5 LDGSTS per tile of a warp, 1.6 wavefronts each).
+        assert_eq!(measure(&m, ldgsts).0, None);
+        m.metrics.insert(LDGSTS_WAVEFRONTS.into(), 524_288.0);
+        m.metrics.insert(LDGSTS_INSTRUCTIONS.into(), 327_680.0);
+        assert_eq!(
+            measure(&m, ldgsts),
+            (
+                Some(1.6),
+                Some(327_680.0),
+                [LDGSTS_WAVEFRONTS, LDGSTS_INSTRUCTIONS]
+            )
+        );
     }
 
     #[test]

@@ -602,6 +602,7 @@ mod tests {
                         addr,
                         array: 0,
                         bytes: 4,
+                        async_copy: false,
                     });
                 }
             }
@@ -786,6 +787,7 @@ mod tests {
             addr: 128 * lane,
             array: 0,
             bytes: 4,
+            async_copy: false,
         }));
     }
 

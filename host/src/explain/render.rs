@@ -108,9 +108,11 @@ fn site_rows(k: &KernelReport, model: Model) -> Vec<Vec<String>> {
         .to_vec(),
     ];
     for (s, name) in k.sites.iter().zip(site_names(&k.sites)) {
-        let op = match s.op {
-            Direction::Load => "load",
-            Direction::Store => "store",
+        // Both halves of an asynchronous copy are one LDGSTS instruction.
+        let op = match (s.async_copy, s.op) {
+            (true, _) => "cp.async",
+            (false, Direction::Load) => "load",
+            (false, Direction::Store) => "store",
         };
         let useful = s.useful_bytes as f64 / s.requests.max(1) as f64;
         let row = match s.space {

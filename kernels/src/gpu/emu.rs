@@ -166,8 +166,9 @@ pub struct Access {
     pub thread: usize,
     /// The kernel source line that made the access.
     pub site: &'static Location<'static>,
-    /// How many times this thread executed this site before (the loop iteration, for
-    /// an access in a loop): lanes of a warp with the same occurrence form one request.
+    /// How many times this thread executed this site (in this direction and space)
+    /// before: the loop iteration, for an access in a loop. Lanes of a warp with the
+    /// same occurrence form one request.
     pub occurrence: usize,
     pub op: Op,
     pub space: Space,
@@ -176,6 +177,10 @@ pub struct Access {
     /// Start of the shared array (0 for global), so offsets of different arrays differ.
     pub array: usize,
     pub bytes: usize,
+    /// Half of an asynchronous copy (`cp.async`): its global read or its shared
+    /// write. The GPU issues both as one `LDGSTS` instruction, not as a load and a
+    /// store of its own.
+    pub async_copy: bool,
 }
 
 impl Access {
@@ -185,6 +190,29 @@ impl Access {
     pub fn lane(&self) -> usize {
         self.thread % 32
     }
+}
+
+/// How often one emulated thread executed one access site (one direction, one space)
+/// in all, and how many of those executions the log holds: what scales a capped log
+/// ([`LaunchConfig::max_occurrences`]) back to the whole run, site by site.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Executions {
+    pub block: usize,
+    pub thread: usize,
+    pub site: &'static Location<'static>,
+    pub op: Op,
+    pub space: Space,
+    /// Every execution (each piece of a value wider than one instruction counts).
+    pub executions: usize,
+    /// Those recorded in the log.
+    pub recorded: usize,
+}
+
+/// A recorded launch: the accesses logged, and every thread's execution counts.
+#[derive(Clone, Debug, Default)]
+pub struct Recording {
+    pub accesses: Vec<Access>,
+    pub executions: Vec<Executions>,
 }
 
 /// What one emulated thread sees: its coordinates and its block's shared state.
@@ -197,8 +225,9 @@ pub struct ThreadCtx<'a> {
     config: &'a LaunchConfig,
     linear_block: usize,
     linear_thread: usize,
-    // Executions so far per site; a short list, as a kernel has a handful of sites.
-    occurrences: Vec<(&'static Location<'static>, usize)>,
+    // Executions so far per site, direction and space; a short list, as a kernel has a
+    // handful of sites.
+    counters: Vec<Executions>,
     log: Vec<Access>,
     copies: AsyncCopies,
 }
@@ -431,7 +460,15 @@ fn stalled<T>(why: warp::Stalled) -> T {
 const MAX_ACCESS: usize = 16;
 
 #[track_caller]
-fn record(space: Space, array: usize, addr: usize, bytes: usize, align: usize, op: Op) -> bool {
+fn record(
+    space: Space,
+    array: usize,
+    addr: usize,
+    bytes: usize,
+    align: usize,
+    op: Op,
+    async_copy: bool,
+) -> bool {
     let site = Location::caller();
     with_thread(|t| {
         let config = t.config;
@@ -450,20 +487,33 @@ fn record(space: Space, array: usize, addr: usize, bytes: usize, align: usize, o
             // warp-wide instruction of its own.
             let piece = align.clamp(1, MAX_ACCESS).min(bytes.max(1));
             for offset in (0..bytes.max(1)).step_by(piece) {
-                let occurrence = match t.occurrences.iter_mut().find(|(s, _)| *s == site) {
-                    Some((_, n)) => {
-                        *n += 1;
-                        *n - 1
-                    }
+                let (block, thread) = (t.linear_block, t.linear_thread);
+                let counter = match t
+                    .counters
+                    .iter()
+                    .position(|c| c.site == site && c.op == op && c.space == space)
+                {
+                    Some(i) => &mut t.counters[i],
                     None => {
-                        t.occurrences.push((site, 1));
-                        0
+                        t.counters.push(Executions {
+                            block,
+                            thread,
+                            site,
+                            op,
+                            space,
+                            executions: 0,
+                            recorded: 0,
+                        });
+                        t.counters.last_mut().expect("just pushed")
                     }
                 };
+                let occurrence = counter.executions;
+                counter.executions += 1;
                 if config.max_occurrences.is_none_or(|max| occurrence < max) {
+                    counter.recorded += 1;
                     t.log.push(Access {
-                        block: t.linear_block,
-                        thread: t.linear_thread,
+                        block,
+                        thread,
                         site,
                         occurrence,
                         op,
@@ -471,6 +521,7 @@ fn record(space: Space, array: usize, addr: usize, bytes: usize, align: usize, o
                         addr: addr + offset,
                         array,
                         bytes: piece.min(bytes),
+                        async_copy,
                     });
                 }
             }
@@ -484,13 +535,27 @@ fn record(space: Space, array: usize, addr: usize, bytes: usize, align: usize, o
 /// the accessor must then not touch `addr`.
 #[track_caller]
 pub fn record_global(addr: usize, bytes: usize, align: usize, op: Op) -> bool {
-    record(Space::Global, 0, addr, bytes, align, op)
+    record(Space::Global, 0, addr, bytes, align, op, false)
 }
 
 /// Called by [`crate::gpu::SharedArray`] accessors for every shared access.
 #[track_caller]
 pub fn record_shared(array: usize, offset: usize, bytes: usize, op: Op) {
-    record(Space::Shared, array, offset, bytes, bytes, op);
+    record(Space::Shared, array, offset, bytes, bytes, op, false);
+}
+
+/// Called by [`crate::gpu::SharedArray`]'s asynchronous copies for the `bytes` they
+/// read at `addr` (when they read: a zero-filling copy reads nothing) and write at
+/// `offset` of the shared array at `array`. Returns as [`record_global`].
+#[track_caller]
+pub fn record_async_copy(read: Option<usize>, array: usize, offset: usize, bytes: usize) -> bool {
+    // No closure here: it would not pass the caller's location on.
+    let mut skip = false;
+    if let Some(addr) = read {
+        skip = record(Space::Global, 0, addr, bytes, bytes, Op::Load, true);
+    }
+    record(Space::Shared, array, offset, bytes, bytes, Op::Store, true);
+    skip
 }
 
 /// Queues an asynchronous copy of `data[..len]` to `dst` for the current thread: it
@@ -616,6 +681,12 @@ pub fn launch(config: &LaunchConfig, kernel: impl Fn() + Sync) -> Vec<Access> {
 /// `kernel` is a closure that calls the kernel with its arguments; the emulated
 /// indices are visible to it through [`crate::gpu::thread`].
 pub fn try_launch(config: &LaunchConfig, kernel: impl Fn() + Sync) -> Result<Vec<Access>, LaunchError> {
+    try_record(config, kernel).map(|r| r.accesses)
+}
+
+/// [`try_launch`], also returning how often each thread executed each site (empty
+/// unless `config.record`).
+pub fn try_record(config: &LaunchConfig, kernel: impl Fn() + Sync) -> Result<Recording, LaunchError> {
     let (grid, block) = (config.grid, config.block);
     if grid.count() == 0 || block.count() == 0 {
         return Err(LaunchError::BadConfig(std::format!(
@@ -636,7 +707,7 @@ pub fn try_launch(config: &LaunchConfig, kernel: impl Fn() + Sync) -> Result<Vec
             grid.count()
         )));
     }
-    let log = Mutex::new(Vec::new());
+    let log = Mutex::new(Recording::default());
     let failure: Mutex<Option<LaunchError>> = Mutex::new(None);
     let fail = |e: LaunchError| {
         failure.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
@@ -666,7 +737,7 @@ pub fn try_launch(config: &LaunchConfig, kernel: impl Fn() + Sync) -> Result<Vec
                             config,
                             linear_block: b,
                             linear_thread: t,
-                            occurrences: Vec::new(),
+                            counters: Vec::new(),
                             log: Vec::new(),
                             copies: AsyncCopies::default(),
                         };
@@ -692,7 +763,9 @@ pub fn try_launch(config: &LaunchConfig, kernel: impl Fn() + Sync) -> Result<Vec
                         state.barrier.leave();
                         state.warps.leave(t);
                         if let Some(ctx) = ctx {
-                            log.lock().unwrap_or_else(|e| e.into_inner()).extend(ctx.log);
+                            let mut log = log.lock().unwrap_or_else(|e| e.into_inner());
+                            log.accesses.extend(ctx.log);
+                            log.executions.extend(ctx.counters);
                         }
                     });
                 if let Err(e) = spawned {

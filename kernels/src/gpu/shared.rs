@@ -227,18 +227,18 @@ impl<T: SharedWord + super::Element> SharedArray<T> {
     #[track_caller]
     unsafe fn emulate_copy_async(self, i: usize, src: Option<*const u8>, bytes: usize) {
         let mut data = [0u8; 16];
+        let skip = super::emu::record_async_copy(
+            src.map(|p| p as usize),
+            self.ptr as usize,
+            i * size_of::<T>(),
+            bytes,
+        );
         if let Some(p) = src
-            && !super::emu::record_global(p as usize, bytes, bytes, super::emu::Op::Load)
+            && !skip
         {
             // SAFETY: the source as the copy's caller promises.
             unsafe { core::ptr::copy_nonoverlapping(p, data.as_mut_ptr(), bytes) };
         }
-        super::emu::record_shared(
-            self.ptr as usize,
-            i * size_of::<T>(),
-            bytes,
-            super::emu::Op::Store,
-        );
         // SAFETY: i is in bounds (checked by the caller).
         unsafe { super::emu::queue_async_copy(self.ptr.add(i).cast(), data, bytes) };
     }
