@@ -263,6 +263,13 @@ pub struct Prediction {
     pub not_modelled: Vec<String>,
 }
 
+impl Prediction {
+    /// The profile's copy ceiling C, GB/s: GB/s / (% of copy / 100).
+    pub fn ceiling_gb_per_s(&self) -> f64 {
+        100.0 * self.gb_per_s / self.pct_of_copy
+    }
+}
+
 /// How a launch fills the GPU: blocks, threads per block and dynamic shared bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LaunchSize {
