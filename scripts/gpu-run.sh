@@ -219,9 +219,15 @@ for stage in "${stages[@]}"; do
       dir="$out/dram"
       rm -rf "$dir" && mkdir -p "$dir"
       # The bandwidth kernels only: a product's time is its arithmetic's.
+      # DRAM bytes as `coalesce run` times them, launch after launch: no flush of the
+      # caches before a profiled launch (ncu's default would write back the previous
+      # launch's writes outside it and leave this one's last writes, up to the L2's
+      # size, uncounted), and three launches of the kernel (the check, one warm-up,
+      # one timed), of which the comparison averages the two that follow a launch of
+      # their own kernel. Two metrics take one pass, so no replay disturbs the L2.
       for v in $("$bundle/coalesce" list --names | grep -vE '^(matmul|sgemm)/' | grep -E "${PREDICT_ONLY:-.}"); do
-        ncu --csv --print-units base --metrics dram__bytes_read.sum,dram__bytes_write.sum \
-          "$bundle/coalesce" run "$v" --reps 1 --warmup 0 --quiet >"$dir/${v/\//.}.csv" 2>>"$out/predict.log" || status=1
+        ncu --csv --print-units base --cache-control none --metrics dram__bytes_read.sum,dram__bytes_write.sum \
+          "$bundle/coalesce" run "$v" --reps 1 --warmup 1 --quiet >"$dir/${v/\//.}.csv" 2>>"$out/predict.log" || status=1
       done
       "$bundle/coalesce" explain --quiet --profile "$profile" --against-ncu "$dir" \
         --json "$out/predict-dram.json" >"$out/predict-dram.txt" 2>>"$out/predict.log" || status=1

@@ -18,6 +18,17 @@ use crate::table::Report;
 /// A prediction within this fraction of the measurement counts as a match.
 pub const TOLERANCE: f64 = 0.10;
 
+/// A predicted and a measured rate as `--against-run`, the predict stage and the
+/// report compare them: GB/s against GB/s, both stated as % of the profile's copy
+/// ceiling `ceiling_gb_per_s` (the prediction's own denominator). Returns (predicted
+/// %, measured %); the deviation is theirs, (predicted - measured) / measured.
+pub fn pct_of_ceiling(predicted_gb_per_s: f64, measured_gb_per_s: f64, ceiling_gb_per_s: f64) -> (f64, f64) {
+    (
+        100.0 * predicted_gb_per_s / ceiling_gb_per_s,
+        100.0 * measured_gb_per_s / ceiling_gb_per_s,
+    )
+}
+
 /// One kernel, predicted and measured.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Versus {
@@ -61,13 +72,12 @@ pub fn against(report: &ExplainReport, run: &Report, origin: &str) -> Result<Vec
                 .rows
                 .iter()
                 .find(|r| r.experiment == k.experiment && r.variant == k.variant && r.validated)?;
-            // The profile's ceiling, C = GB/s / (% of copy / 100), as the prediction has it.
-            let ceiling = 100.0 * p.gb_per_s / p.pct_of_copy;
+            let (predicted, measured) = pct_of_ceiling(p.gb_per_s, r.gb_per_s, p.ceiling_gb_per_s());
             Some(Versus {
                 variant: format!("{}/{}", k.experiment, k.variant),
                 kernel: k.kernel.clone(),
-                predicted_pct_of_copy: p.pct_of_copy,
-                measured_pct_of_copy: 100.0 * r.gb_per_s / ceiling,
+                predicted_pct_of_copy: predicted,
+                measured_pct_of_copy: measured,
                 run_pct_of_copy: r.pct_of_copy,
                 bound: p.bound,
             })

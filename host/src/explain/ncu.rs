@@ -82,6 +82,26 @@ pub struct Measured {
     pub kernel: String,
     pub launches: usize,
     pub metrics: BTreeMap<String, f64>,
+    /// The first launch's own values (the CSV's lowest ID of this kernel).
+    pub first: BTreeMap<String, f64>,
+}
+
+impl Measured {
+    /// One launch's count of `metric` in the steady state `coalesce run` times: the
+    /// mean over the launches after the first, each of which follows a launch of the
+    /// same kernel (the first follows the harness's reset of the buffers instead);
+    /// the one launch's count if there is only one. With the launch and the count
+    /// it is a mean over.
+    pub fn steady_per_launch(&self, metric: &str) -> Option<(f64, usize)> {
+        let all = *self.metrics.get(metric)?;
+        match self.launches {
+            0 | 1 => Some((all, 1)),
+            n => Some((
+                (all - self.first.get(metric).copied().unwrap_or(0.0)) / (n - 1) as f64,
+                n - 1,
+            )),
+        }
+    }
 }
 
 /// Splits one CSV line into fields (quoted fields may hold commas and `""`).
@@ -122,7 +142,8 @@ pub fn parse_csv(variant: &str, text: &str) -> std::result::Result<Vec<Measured>
         column("Metric Name")?,
         column("Metric Value")?,
     );
-    let mut by_kernel: BTreeMap<String, (Vec<String>, BTreeMap<String, f64>)> = BTreeMap::new();
+    type Sums = (Vec<String>, BTreeMap<String, f64>, BTreeMap<String, f64>);
+    let mut by_kernel: BTreeMap<String, Sums> = BTreeMap::new();
     for line in lines.filter(|l| l.starts_with('"')) {
         let f = csv_fields(line);
         let get = |i: usize| f.get(i).map(String::as_str).unwrap_or("");
@@ -140,15 +161,20 @@ pub fn parse_csv(variant: &str, text: &str) -> std::result::Result<Vec<Measured>
         if !entry.0.iter().any(|x| x == get(id)) {
             entry.0.push(get(id).to_string());
         }
+        // ncu lists launches in order: the first ID seen is the first launch.
+        if entry.0[0] == get(id) {
+            *entry.2.entry(get(metric).to_string()).or_insert(0.0) += v;
+        }
         *entry.1.entry(get(metric).to_string()).or_insert(0.0) += v;
     }
     Ok(by_kernel
         .into_iter()
-        .map(|(kernel, (ids, metrics))| Measured {
+        .map(|(kernel, (ids, metrics, first))| Measured {
             variant: variant.to_string(),
             kernel,
             launches: ids.len(),
             metrics,
+            first,
         })
         .collect())
 }
@@ -384,22 +410,23 @@ pub fn compare(report: &ExplainReport, measured: &[Measured]) -> Vec<Comparison>
                 tolerance: TOLERANCE,
             });
         }
-        // DRAM bytes per launch, where explain predicted them (a profile was given).
+        // DRAM bytes per launch in steady state, where explain predicted them (a
+        // profile was given): a launch writes back the previous launch's writes still
+        // in L2 and leaves its own last writes there, as `coalesce run`'s timed ones do.
         if let Some(p) = &k.prediction {
-            let launches = m.launches.max(1) as f64;
             for (access, predicted, metric) in [
                 ("DRAM read", p.dram_read_bytes, DRAM_READ),
                 ("DRAM write", p.dram_write_bytes, DRAM_WRITE),
             ] {
-                let measured = m.metrics.get(metric).map(|b| b / launches);
+                let measured = m.steady_per_launch(metric);
                 out.push(Comparison {
                     variant: m.variant.clone(),
                     kernel: m.kernel.clone(),
                     access,
                     unit: "MiB/launch",
                     predicted: Some(predicted / f64::from(1 << 20)),
-                    measured: measured.map(|b| b / f64::from(1 << 20)),
-                    measured_requests: measured.map(|_| launches),
+                    measured: measured.map(|(b, _)| b / f64::from(1 << 20)),
+                    measured_requests: measured.map(|(_, n)| n as f64),
                     measured_as: [metric, "launches"],
                     tolerance: DRAM_TOLERANCE,
                 });
@@ -528,6 +555,41 @@ mod tests {
         assert_eq!((s.kernel.as_str(), s.launches), ("stride_read", 2));
         assert_eq!(s.metrics[GLD_SECTORS] / s.metrics[GLD_REQUESTS], 32.0);
         assert_eq!(s.variant, "stride/64");
+        assert_eq!(s.first[GLD_SECTORS], 1048576.0);
+    }
+
+    #[test]
+    fn dram_bytes_per_launch_are_the_launches_after_the_first() {
+        // Three launches: the first wrote back less (ncu's default flush before it,
+        // or the harness's reset), the next two follow a launch of their own kernel.
+        let csv = |values: [&str; 3]| {
+            let head = SAMPLE.lines().take(3).collect::<Vec<_>>().join("\n");
+            let rows: Vec<String> = values
+                .iter()
+                .enumerate()
+                .map(|(i, v)| {
+                    format!(
+                        r#""{}","4242","coalesce","127.0.0.1","copy_f32","1","7","(256, 1, 1)","(4096, 1, 1)","0","9.0","Command line profiler metrics","{DRAM_WRITE}","byte","{v}""#,
+                        i + 1
+                    )
+                })
+                .collect();
+            format!("{head}\n{}\n", rows.join("\n"))
+        };
+        let m = &parse_csv("copy/f32", &csv(["230", "256", "258"])).unwrap()[0];
+        assert_eq!(m.launches, 3);
+        assert_eq!(m.steady_per_launch(DRAM_WRITE), Some((257.0, 2)));
+        assert_eq!(m.steady_per_launch(DRAM_READ), None);
+        // One launch: its own count.
+        let one = &parse_csv(
+            "copy/f32",
+            &csv(["230", "256", "258"])
+                .replace("\"2\",\"4242", "\"1\",\"4242")
+                .replace("\"3\",\"4242", "\"1\",\"4242"),
+        )
+        .unwrap()[0];
+        assert_eq!(one.launches, 1);
+        assert_eq!(one.steady_per_launch(DRAM_WRITE), Some((744.0, 1)));
     }
 
     #[test]
@@ -543,6 +605,10 @@ mod tests {
         for m in METRICS.iter().chain(&OPTIONAL_METRICS) {
             assert!(script.contains(m), "scripts/gpu-run.sh does not collect {m}");
         }
+        // DRAM bytes in the steady state `Measured::steady_per_launch` reads: no flush,
+        // and launches that follow a launch of the same kernel.
+        assert!(script.contains("--cache-control none --metrics dram__bytes_read.sum,dram__bytes_write.sum"));
+        assert!(script.contains("--reps 1 --warmup 1"));
     }
 
     #[test]

@@ -19,8 +19,9 @@
 //!   memory and block slots allow, with the kernel's registers and shared bytes from
 //!   ptxas ([`super::residency`]) and the SM's limits from the profile.
 //! - **On-chip rates**: the lines that global loads and stores touch and the
-//!   shared-memory wavefronts take time at the L1's, L2's and shared memory's
-//!   calibrated rates; the predicted time is the largest of the bounds' times.
+//!   shared-memory wavefronts take time at their calibrated rates, and the L1 serves
+//!   them one after another, so their times add; the predicted time is the larger of
+//!   the DRAM's time and the L1's.
 //!
 //! What explain sees but the profile has no rate for is named in
 //! [`Prediction::not_modelled`].
@@ -161,6 +162,8 @@ pub enum Bound {
     StoreLines,
     /// Shared-memory wavefronts (bank conflicts serialise a request into several).
     SharedWavefronts,
+    /// The L1 (the SM's load/store pipe): the three above, served one after another.
+    L1,
 }
 
 impl Bound {
@@ -171,6 +174,7 @@ impl Bound {
             Bound::LoadLines => "lines of global loads (the L1's lookup rate)",
             Bound::StoreLines => "lines of global stores (the L1/L2 line-write rate)",
             Bound::SharedWavefronts => "shared-memory wavefronts (bank conflicts)",
+            Bound::L1 => "the L1's lines and wavefronts, one after another",
         }
     }
 }
@@ -243,8 +247,12 @@ pub struct Prediction {
     pub latency_ns: f64,
     /// Blocks / (SMs x resident blocks per SM): full waves and the last, partial one.
     pub waves: f64,
-    /// Every calibrated bound's time; the largest is the prediction.
+    /// The DRAM's time and, where the window has requests the profile has rates for,
+    /// the L1's (the sum of `l1_parts`); the larger is the prediction.
     pub bounds: Vec<BoundTime>,
+    /// The L1's parts: lines of global loads, lines of global stores and shared
+    /// wavefronts, each at its calibrated rate (those the window has).
+    pub l1_parts: Vec<BoundTime>,
     pub time_ms: f64,
     /// Useful bytes over the predicted time, GB/s.
     pub gb_per_s: f64,
@@ -253,6 +261,13 @@ pub struct Prediction {
     /// What the time does not count, one line each: what the window shows that the
     /// profile has no rate for, and residency counted from threads only.
     pub not_modelled: Vec<String>,
+}
+
+impl Prediction {
+    /// The profile's copy ceiling C, GB/s: GB/s / (% of copy / 100).
+    pub fn ceiling_gb_per_s(&self) -> f64 {
+        100.0 * self.gb_per_s / self.pct_of_copy
+    }
 }
 
 /// How a launch fills the GPU: blocks, threads per block and dynamic shared bytes.
@@ -473,15 +488,24 @@ pub fn predict(
         bound: bound_at(rho, profile),
         time_ms: dram_s * 1e3,
     }];
+    let mut l1_parts = Vec::new();
     for (bound, count, per_sm_ns) in on_chip {
         if let (Some(r), true) = (per_sm_ns, count > 0) {
-            bounds.push(BoundTime {
+            l1_parts.push(BoundTime {
                 bound,
                 time_ms: count as f64 * scale / (busy * r) / 1e6,
             });
         }
     }
-    // The largest time sets the prediction; the first of equal ones names it.
+    // One pipe serves them all: each rate was measured with the L1 doing nothing
+    // else, and a kernel's requests of each kind queue behind the others'.
+    if !l1_parts.is_empty() {
+        bounds.push(BoundTime {
+            bound: Bound::L1,
+            time_ms: l1_parts.iter().map(|b| b.time_ms).sum(),
+        });
+    }
+    // The larger time sets the prediction; the DRAM names it if they are equal.
     let top = bounds
         .iter()
         .copied()
@@ -512,6 +536,7 @@ pub fn predict(
         latency_ns,
         waves: blocks as f64 / capacity as f64,
         bounds,
+        l1_parts,
         time_ms: top.time_ms,
         gb_per_s,
         pct_of_copy: 100.0 * gb_per_s / profile.copy_gb_per_s,
@@ -664,13 +689,14 @@ mod tests {
         // 16 lines per load request (two lanes a line): counted at the L1's rate, far
         // from binding here.
         assert!(p.not_modelled.is_empty(), "{:?}", p.not_modelled);
-        let lines = p.bounds.iter().find(|b| b.bound == Bound::LoadLines).unwrap();
+        let lines = p.l1_parts.iter().find(|b| b.bound == Bound::LoadLines).unwrap();
         // 4 requests of 16 lines per 1024 window bytes, 8 MiB of them, on 132 SMs at 2 per ns.
         let want = 64.0 * 8192.0 / (132.0 * 2.0) / 1e6;
         assert!((lines.time_ms - want).abs() < 1e-12, "{lines:?}");
         // A schema-2 profile has no rate for them: named, not counted.
         let p = predict(8 << 20, &t, shape, &schema_2(), light()).unwrap();
         assert_eq!(p.bounds.len(), 1);
+        assert!(p.l1_parts.is_empty());
         assert_eq!(
             p.not_modelled[0],
             "32.0 sectors per global load request, 8x the bytes used (not calibrated: the profile has no load_lines_per_ns_per_sm; recalibrate)"
@@ -808,7 +834,7 @@ mod tests {
     }
 
     #[test]
-    fn the_slowest_bound_sets_the_time_and_names_itself() {
+    fn the_l1_serves_lines_and_wavefronts_one_after_another() {
         // One warp: a coalesced load and store (1 line each) and a 32-way conflicted
         // shared load (32 wavefronts), per 256 useful bytes.
         let mut log = strided(1, 1);
@@ -820,15 +846,33 @@ mod tests {
             ..sample()
         };
         let p = predict(8 << 20, &t, whole_waves(100), &slow_banks, light()).unwrap();
-        assert_eq!(p.bound, Bound::SharedWavefronts);
-        // 32 wavefronts per 256 bytes, 8 MiB: 1 Mi wavefronts over 132 SMs at 0.05 per ns.
-        let want = 32.0 * 32768.0 / (132.0 * 0.05) / 1e6;
+        assert_eq!(p.bound, Bound::L1);
+        // Per 256 bytes, 8 MiB of them (32768) over 132 SMs: 1 load line at 2 per ns,
+        // 1 store line at 0.5 per ns, 32 wavefronts at 0.05 per ns; the times add.
+        let part = |n: f64, rate: f64| n * 32768.0 / (132.0 * rate) / 1e6;
+        let parts = [part(1.0, 2.0), part(1.0, 0.5), part(32.0, 0.05)];
+        let got: Vec<(Bound, f64)> = p.l1_parts.iter().map(|b| (b.bound, b.time_ms)).collect();
+        assert_eq!(
+            got,
+            [
+                (Bound::LoadLines, parts[0]),
+                (Bound::StoreLines, parts[1]),
+                (Bound::SharedWavefronts, parts[2])
+            ]
+        );
+        let want: f64 = parts.iter().sum();
         assert!((p.time_ms - want).abs() < 1e-12, "{p:?}");
         assert!((p.gb_per_s - (8 << 20) as f64 / (want * 1e6)).abs() < 1e-9);
-        let max = p.bounds.iter().map(|b| b.time_ms).fold(0.0, f64::max);
-        assert_eq!(p.time_ms, max);
-        // Four bounds timed: DRAM (or bytes in flight), load and store lines, wavefronts.
-        assert_eq!(p.bounds.len(), 4);
+        // Two bounds: DRAM (or bytes in flight) and the L1; the larger is the time.
+        assert_eq!(p.bounds.len(), 2);
+        assert_eq!(
+            p.bounds[1],
+            BoundTime {
+                bound: Bound::L1,
+                time_ms: want
+            }
+        );
+        assert!(p.bounds[0].time_ms < want);
         // At a fast rate the DRAM sets it again.
         let fast_banks = Profile {
             shared_wavefronts_per_ns_per_sm: Some(100.0),
@@ -836,13 +880,16 @@ mod tests {
         };
         let p = predict(8 << 20, &t, whole_waves(100), &fast_banks, light()).unwrap();
         assert_eq!(p.bound, Bound::BytesInFlight);
-        // Slow line writes: the store lines.
-        let slow_stores = Profile {
-            store_lines_per_ns_per_sm: Some(1e-4),
-            ..sample()
+        // Two parts, each under the DRAM's time, whose sum is over it: the L1.
+        let dram = p.bounds[0].time_ms;
+        let halves = Profile {
+            load_lines_per_ns_per_sm: Some(32768.0 / (132.0 * 0.6 * dram * 1e6)),
+            store_lines_per_ns_per_sm: Some(32768.0 / (132.0 * 0.6 * dram * 1e6)),
+            ..fast_banks
         };
-        let p = predict(8 << 20, &t, whole_waves(100), &slow_stores, light()).unwrap();
-        assert_eq!(p.bound, Bound::StoreLines);
+        let p = predict(8 << 20, &t, whole_waves(100), &halves, light()).unwrap();
+        assert!(p.l1_parts.iter().all(|b| b.time_ms < dram), "{p:?}");
+        assert_eq!(p.bound, Bound::L1);
     }
 
     #[test]

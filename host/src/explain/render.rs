@@ -172,10 +172,17 @@ pub fn prediction_line(p: &super::predict::Prediction) -> String {
         ),
         None => "threads only".into(),
     };
+    let timed = |b: &super::predict::BoundTime| {
+        format!("{} {}", b.bound.describe(), crate::units::format_ms(b.time_ms))
+    };
+    let parts: Vec<String> = p.l1_parts.iter().map(timed).collect();
     let bounds: Vec<String> = p
         .bounds
         .iter()
-        .map(|b| format!("{} {}", b.bound.describe(), crate::units::format_ms(b.time_ms)))
+        .map(|b| match b.bound {
+            super::predict::Bound::L1 => format!("{} ({})", timed(b), parts.join(" + ")),
+            _ => timed(b),
+        })
         .collect();
     let mut line = format!(
         "  predicted on {}: DRAM {} read + {} written; {} blocks per SM ({}; limit: {}), \

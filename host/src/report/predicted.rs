@@ -13,14 +13,42 @@ use crate::experiments::{Selection, named};
 use crate::explain::{self, model::Model};
 use crate::profile::Profile;
 
-/// One kernel's predicted % of copy on the profile's GPU.
+/// One kernel's predicted rate on the profile's GPU.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Predicted {
     pub experiment: String,
     pub variant: String,
+    /// % of the profile's copy ceiling.
     pub pct_of_copy: f64,
     /// The bound the model says sets the time.
     pub bound: String,
+    /// The predicted GB/s and the profile's copy ceiling (GB/s) it is a % of; `None` in
+    /// results saved by a coalesce before they were kept (rerun with `--profile`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gb_per_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ceiling_gb_per_s: Option<f64>,
+}
+
+impl Predicted {
+    /// (predicted %, measured %) of the profile's ceiling for the run's `row`, as the
+    /// predict stage compares them ([`crate::explain::measured::pct_of_ceiling`]).
+    pub fn versus(&self, row: &crate::harness::Row) -> Option<(f64, f64)> {
+        let (gb_per_s, ceiling) = (self.gb_per_s?, self.ceiling_gb_per_s?);
+        Some(crate::explain::measured::pct_of_ceiling(
+            gb_per_s,
+            row.gb_per_s,
+            ceiling,
+        ))
+    }
+
+    /// The prediction on the run's own scale, % of the copy the run timed beside the
+    /// kernel, so that it sits beside the run's % of copy in a plot: the run's % times
+    /// predicted GB/s / measured GB/s (the same ratio as [`Predicted::versus`]).
+    pub fn on_run_scale(&self, row: &crate::harness::Row) -> Option<f64> {
+        let gb_per_s = self.gb_per_s?;
+        (row.gb_per_s > 0.0).then(|| row.pct_of_copy * gb_per_s / row.gb_per_s)
+    }
 }
 
 /// Predicts every bandwidth kernel of `results` at the sizes it ran at, with a
@@ -60,6 +88,8 @@ pub fn predict(results: &Results, profile: Profile, origin: &str) -> Result<Vec<
                 variant: k.variant,
                 pct_of_copy: p.pct_of_copy,
                 bound: p.bound.describe().to_string(),
+                gb_per_s: Some(p.gb_per_s),
+                ceiling_gb_per_s: Some(p.ceiling_gb_per_s()),
             })
         }));
     }
@@ -74,7 +104,9 @@ pub fn of<'a>(results: &'a Results, experiment: &str, variant: &str) -> Option<&
         .find(|p| p.experiment == experiment && p.variant == variant)
 }
 
-/// The section: each predicted kernel, measured beside predicted.
+/// The section: each predicted kernel, measured beside predicted, both as % of the
+/// profile's copy ceiling (GB/s against GB/s, as `explain --against-run` and the
+/// predict stage compare them), with the run's own % of copy beside.
 pub fn render(out: &mut String, results: &Results) {
     if results.predicted.is_empty() {
         return;
@@ -83,9 +115,35 @@ pub fn render(out: &mut String, results: &Results) {
     let _ = writeln!(
         out,
         "`coalesce explain --profile` for this GPU (docs/model.md): each bandwidth kernel's \
-         % of copy from its emulated address stream and the GPU's calibration, beside what \
-         this run measured.\n"
+         rate from its emulated address stream and the GPU's calibration, beside what this run \
+         measured, both as % of the profile's copy ceiling (GB/s against GB/s); the run's own \
+         % of copy, over the copy it timed at the experiment's size, beside.\n"
     );
+    let mut stale = 0;
+    let rows: Vec<Vec<String>> = results
+        .predicted
+        .iter()
+        .filter_map(|p| {
+            let r = results
+                .run
+                .rows
+                .iter()
+                .find(|r| r.experiment == p.experiment && r.variant == p.variant)?;
+            let Some((predicted, measured)) = p.versus(r) else {
+                stale += 1;
+                return None;
+            };
+            Some(vec![
+                p.experiment.clone(),
+                p.variant.clone(),
+                format!("{measured:.1}"),
+                format!("{predicted:.1}"),
+                format!("{:+.1}%", 100.0 * (predicted - measured) / measured),
+                format!("{:.1}", r.pct_of_copy),
+                p.bound.clone(),
+            ])
+        })
+        .collect();
     table(
         out,
         &[
@@ -94,22 +152,70 @@ pub fn render(out: &mut String, results: &Results) {
             "measured % of copy",
             "predicted % of copy",
             "deviation",
+            "run's % of copy",
             "bound",
         ],
-        results.predicted.iter().filter_map(|p| {
-            let r = results
-                .run
-                .rows
-                .iter()
-                .find(|r| r.experiment == p.experiment && r.variant == p.variant)?;
-            Some(vec![
-                p.experiment.clone(),
-                p.variant.clone(),
-                format!("{:.1}", r.pct_of_copy),
-                format!("{:.1}", p.pct_of_copy),
-                format!("{:+.1}%", 100.0 * (p.pct_of_copy - r.pct_of_copy) / r.pct_of_copy),
-                p.bound.clone(),
-            ])
-        }),
+        rows,
     );
+    if stale > 0 {
+        let _ = writeln!(
+            out,
+            "\n{stale} prediction(s) were saved without the profile's ceiling (an older coalesce): \
+             rerun the report with --profile to compare them."
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::Row;
+    use crate::timing::Timing;
+
+    fn row(gb_per_s: f64, pct_of_copy: f64) -> Row {
+        Row {
+            experiment: "particles".into(),
+            variant: "soa".into(),
+            kernel: "particles_soa".into(),
+            size_bytes: 128 << 20,
+            size_label: None,
+            useful_bytes: 0,
+            flops: None,
+            timing: Timing::from_samples(vec![1.0]),
+            gb_per_s,
+            gflop_per_s: None,
+            pct_of_copy,
+            pct_of_peak: None,
+            speedup_over_slowest: 1.0,
+            validated: true,
+            check: String::new(),
+        }
+    }
+
+    #[test]
+    fn predictions_compare_gb_per_s_with_gb_per_s() {
+        // A run whose own copy baseline (2890 GB/s) is under the profile's ceiling (3000).
+        let r = row(2890.0, 100.0);
+        let p = Predicted {
+            experiment: "particles".into(),
+            variant: "soa".into(),
+            pct_of_copy: 90.0,
+            bound: "DRAM bytes at the copy ceiling".into(),
+            gb_per_s: Some(2700.0),
+            ceiling_gb_per_s: Some(3000.0),
+        };
+        // Both over the profile's ceiling: 90.0 against 96.3, not against the run's 100.
+        let (predicted, measured) = p.versus(&r).unwrap();
+        assert_eq!(predicted, 90.0);
+        assert!((measured - 100.0 * 2890.0 / 3000.0).abs() < 1e-12);
+        // On the run's scale the same ratio of GB/s: 100 x 2700 / 2890.
+        assert!((p.on_run_scale(&r).unwrap() - 100.0 * 2700.0 / 2890.0).abs() < 1e-12);
+        // Saved by an older coalesce: nothing to compare.
+        let old = Predicted {
+            gb_per_s: None,
+            ceiling_gb_per_s: None,
+            ..p
+        };
+        assert_eq!((old.versus(&r), old.on_run_scale(&r)), (None, None));
+    }
 }

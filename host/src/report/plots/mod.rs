@@ -106,7 +106,10 @@ fn stride(rows: &[Row], device: &str, results: &Results) -> Result<Option<Plot>>
     // With a profile: what `explain --profile` predicts for each stride on this GPU.
     let predicted: Vec<(f64, f64)> = points
         .iter()
-        .filter_map(|(s, r)| predicted::of(results, &r.experiment, &r.variant).map(|p| (*s, p.pct_of_copy)))
+        .filter_map(|(s, r)| {
+            let p = predicted::of(results, &r.experiment, &r.variant)?;
+            Some((*s, p.on_run_scale(r)?))
+        })
         .collect();
     let mut series = vec![
         Series {
@@ -136,7 +139,7 @@ fn stride(rows: &[Row], device: &str, results: &Results) -> Result<Option<Plot>>
     ];
     if !predicted.is_empty() {
         series.push(Series {
-            name: "predicted for this GPU (coalesce explain --profile: DRAM bytes, bytes in flight)".into(),
+            name: "predicted for this GPU (coalesce explain --profile), on this run's copy scale".into(),
             points: predicted,
             color: chart::GREY,
             measured: true,
@@ -217,8 +220,10 @@ fn good_vs_bad(rows: &[Row], device: &str, results: &Results) -> Result<Option<P
     for e in experiments {
         if let Some((good, bad)) = contrast(rows, e) {
             for (r, color, first) in [(good, chart::GREEN, true), (bad, chart::RED, false)] {
-                let text = match predicted::of(results, &r.experiment, &r.variant) {
-                    Some(p) => format!("{} (predicted {:.1}%)", pct_text(r), p.pct_of_copy),
+                let predicted =
+                    predicted::of(results, &r.experiment, &r.variant).and_then(|p| p.on_run_scale(r));
+                let text = match predicted {
+                    Some(p) => format!("{} (predicted {p:.1}%)", pct_text(r)),
                     None => pct_text(r),
                 };
                 bars.push(Bar {
