@@ -60,8 +60,13 @@ pub struct KernelReport {
     /// The linear indices of the blocks emulated; `None`: the whole grid.
     pub sampled_blocks: Option<Vec<usize>>,
     pub sites: Vec<SiteStats>,
-    /// What the emulated window moved, before any GPU's parameters.
+    /// What the emulated window moved, before any GPU's parameters: the sampled
+    /// blocks', or the [`KernelReport::dram_window`]'s where one was emulated.
     pub traffic: predict::Traffic,
+    /// With a profile, the run of consecutive blocks the prediction counted traffic
+    /// over instead of the sampled blocks: one wave, `blocks` from `first`, emulated
+    /// when the sample uses some segments or sectors only in part. `None`: the sample.
+    pub dram_window: Option<DramWindow>,
     /// Time and bandwidth on the profile's GPU (bandwidth-bound kernels, with a profile).
     pub prediction: Option<predict::Prediction>,
 }
@@ -115,6 +120,13 @@ impl KernelReport {
             SiteStats::wavefronts_per_request,
         )
     }
+}
+
+/// A run of consecutive blocks of the grid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct DramWindow {
+    pub first: u64,
+    pub blocks: u64,
 }
 
 /// Everything `coalesce explain` found.
@@ -178,17 +190,31 @@ pub fn explain_variant(
     let launch = EmuLaunch::new(experiment, variant, problem, &sizing_gpu(opts))?;
     let total = launch.grid.count();
     let sample = emulate::sample_blocks(total, opts.blocks);
+    let sampled = sample.is_some();
     let recorded = emulate::record(&launch, sample, MAX_OCCURRENCES)?;
-    let traffic = predict::traffic(&recorded.accesses);
+    let mut traffic = predict::traffic(&recorded.accesses);
     let size = predict::LaunchSize {
         blocks: total as u64,
         threads_per_block: launch.block.x * launch.block.y * launch.block.z,
         dynamic_shared_bytes: u32::try_from(launch.dynamic_shared_bytes).unwrap_or(u32::MAX),
     };
+    let mut dram_window = None;
     // Only bandwidth-bound kernels: a product's time is set by its arithmetic.
     let prediction = match ((experiment.work)(&problem), &opts.profile) {
         (Work::Bytes(bytes), Some(p)) => {
             let resources = residency::resources(launch.kernel.name, p);
+            // The GPU runs a wave of consecutive blocks at once, and the L2 serves a
+            // segment they share once: where the sampled blocks, far apart, use a
+            // segment only in part, count the traffic over the first wave instead.
+            if sampled && traffic.shares_segments(p.dram_read_granularity) {
+                let wave = predict::wave_blocks(size, p, resources.as_ref().ok().copied());
+                let run = emulate::record(&launch, Some((0..wave as usize).collect()), MAX_OCCURRENCES)?;
+                traffic = predict::traffic(&run.accesses);
+                dram_window = Some(DramWindow {
+                    first: 0,
+                    blocks: wave,
+                });
+            }
             predict::predict(bytes, &traffic, size, p, resources)
         }
         _ => None,
@@ -210,6 +236,7 @@ pub fn explain_variant(
             &recorded.regions,
         ),
         traffic,
+        dram_window,
         prediction,
     })
 }

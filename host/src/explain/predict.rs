@@ -49,6 +49,11 @@ pub struct Traffic {
     pub read_segments: [u64; 3],
     /// Distinct 32-byte sectors written over the whole window.
     pub write_sectors: u64,
+    /// Of those segments (per size) and sectors, the ones whose bytes the window's
+    /// requests use only in part: the rest may be another block's, read while the
+    /// segment is still in L2 ([`Traffic::shares_segments`]).
+    pub partial_read_segments: [u64; 3],
+    pub partial_write_sectors: u64,
     /// The mean global bytes a thread loads before its first global store (or in all,
     /// if it stores nothing): what it has in flight at once.
     pub in_flight_per_thread: f64,
@@ -63,12 +68,47 @@ pub struct Traffic {
     pub shared_wavefronts: [u64; 2],
 }
 
+impl Traffic {
+    /// Whether the window reads a `granularity`-byte segment, or writes a sector, of
+    /// which it uses only some bytes: then blocks outside the window may use the rest
+    /// while it is in L2, and DRAM bytes counted over the window alone overstate them.
+    pub fn shares_segments(&self, granularity: u32) -> bool {
+        let at = GRANULARITIES.iter().rposition(|&c| c <= granularity).unwrap_or(0);
+        self.partial_read_segments[at] > 0 || self.partial_write_sectors > 0
+    }
+}
+
+/// Marks bytes `addr .. addr + bytes` in the `size`-byte pieces they fall in (each
+/// piece's bytes as a bit mask; sizes up to 128).
+fn cover(pieces: &mut HashMap<usize, u128>, size: usize, addr: usize, bytes: usize) {
+    let (mut at, end) = (addr, addr + bytes);
+    while at < end {
+        let piece = at / size;
+        let upto = ((piece + 1) * size).min(end);
+        let n = upto - at;
+        let bits = if n >= 128 { u128::MAX } else { (1u128 << n) - 1 };
+        *pieces.entry(piece).or_insert(0) |= bits << (at % size);
+        at = upto;
+    }
+}
+
+/// How many pieces of `size` bytes have some but not all bytes marked.
+fn partial(pieces: &HashMap<usize, u128>, size: usize) -> u64 {
+    let full = if size >= 128 {
+        u128::MAX
+    } else {
+        (1u128 << size) - 1
+    };
+    pieces.values().filter(|&&m| m != full).count() as u64
+}
+
 /// Counts a recorded window's traffic. Each thread's accesses appear in the log in
 /// its program order (the emulator appends a thread's own log whole).
 pub fn traffic(accesses: &[Access]) -> Traffic {
     let mut t = Traffic::default();
-    let mut segments: [HashSet<usize>; 3] = Default::default();
-    let mut sectors: HashSet<usize> = HashSet::new();
+    // Per segment size, and for written sectors: the bytes used of each piece touched.
+    let mut segments: [HashMap<usize, u128>; 3] = Default::default();
+    let mut sectors: HashMap<usize, u128> = HashMap::new();
     // Per (block, thread): bytes loaded so far, and whether it has stored yet.
     let mut threads: HashMap<(usize, usize), (u64, bool)> = HashMap::new();
     // Lanes of one request asking for the same bytes count once (a broadcast).
@@ -121,8 +161,7 @@ pub fn traffic(accesses: &[Access]) -> Traffic {
                     t.useful_read += a.bytes as u64;
                 }
                 for (set, g) in segments.iter_mut().zip(GRANULARITIES) {
-                    let g = g as usize;
-                    set.extend((a.addr / g)..=((a.addr + a.bytes - 1) / g));
+                    cover(set, g as usize, a.addr, a.bytes);
                 }
                 if !entry.1 {
                     entry.0 += a.bytes as u64;
@@ -132,15 +171,17 @@ pub fn traffic(accesses: &[Access]) -> Traffic {
                 if fresh {
                     t.useful_write += a.bytes as u64;
                 }
-                sectors.extend((a.addr / 32)..=((a.addr + a.bytes - 1) / 32));
+                cover(&mut sectors, 32, a.addr, a.bytes);
                 entry.1 = true;
             }
         }
     }
-    for (count, set) in t.read_segments.iter_mut().zip(&segments) {
-        *count = set.len() as u64;
+    for (i, (set, g)) in segments.iter().zip(GRANULARITIES).enumerate() {
+        t.read_segments[i] = set.len() as u64;
+        t.partial_read_segments[i] = partial(set, g as usize);
     }
     t.write_sectors = sectors.len() as u64;
+    t.partial_write_sectors = partial(&sectors, 32);
     if !threads.is_empty() {
         t.in_flight_per_thread = threads.values().map(|v| v.0 as f64).sum::<f64>() / threads.len() as f64;
     }
@@ -350,6 +391,14 @@ pub fn resident_threads(launch: LaunchSize, profile: &Profile, resources: Option
     let spread = launch.blocks.div_ceil(u64::from(profile.sm_count.max(1)));
     let blocks = u64::from(blocks_per_sm(launch, profile, resources).blocks).min(spread.max(1)) as u32;
     blocks * launch.threads_per_block.max(1)
+}
+
+/// Blocks the GPU runs at once: one wave, S x the blocks per SM (at most the grid).
+/// The L2 serves what blocks resident together share.
+pub fn wave_blocks(launch: LaunchSize, profile: &Profile, resources: Option<Resources>) -> u64 {
+    let known = resources.filter(|_| profile.sm.is_some());
+    let per_sm = u64::from(blocks_per_sm(launch, profile, known).blocks);
+    (per_sm * u64::from(profile.sm_count.max(1))).min(launch.blocks.max(1))
 }
 
 /// The read + written rate, GB/s, at which `in_flight` DRAM bytes (over the whole GPU,
@@ -704,6 +753,50 @@ mod tests {
     }
 
     #[test]
+    fn segments_used_in_part_are_told_apart() {
+        // Contiguous floats: every 64-byte segment read and 32-byte sector written whole.
+        let t = traffic(&strided(1, 8));
+        assert_eq!((t.partial_read_segments, t.partial_write_sectors), ([0, 0, 0], 0));
+        assert!(!t.shares_segments(64));
+        // Every other float: each 32-, 64- and 128-byte segment read in part (its other
+        // floats may be another block's); the writes stay whole.
+        let t = traffic(&strided(2, 8));
+        assert_eq!(t.partial_read_segments, t.read_segments);
+        assert_eq!(t.partial_write_sectors, 0);
+        assert!(t.shares_segments(64));
+        // A 16-byte store into a 32-byte sector: written in part.
+        let mut log = strided(1, 1);
+        log.retain(|a| a.op == Op::Load);
+        log.push(Access {
+            op: Op::Store,
+            addr: 1 << 34,
+            bytes: 16,
+            ..log[0]
+        });
+        let t = traffic(&log);
+        assert_eq!((t.write_sectors, t.partial_write_sectors), (1, 1));
+    }
+
+    #[test]
+    fn a_wave_is_the_blocks_the_gpu_holds_at_once() {
+        let p = sample();
+        let launch = |blocks| LaunchSize {
+            blocks,
+            threads_per_block: 256,
+            dynamic_shared_bytes: 0,
+        };
+        assert_eq!(wave_blocks(launch(1 << 20), &p, None), 8 * 132);
+        // 42 registers: 5 blocks of 256 threads per SM.
+        let heavy = Resources {
+            registers: 42,
+            shared_bytes: 0,
+        };
+        assert_eq!(wave_blocks(launch(1 << 20), &p, Some(heavy)), 5 * 132);
+        // A grid of less than a wave is all of it.
+        assert_eq!(wave_blocks(launch(100), &p, None), 100);
+    }
+
+    #[test]
     fn one_float_per_thread_is_bound_by_bytes_in_flight() {
         let t = traffic(&strided(1, 8));
         let profile = sample();
@@ -974,6 +1067,46 @@ mod tests {
         assert_eq!(resident_threads(shape(1 << 20, 1024), &p, None), 2048);
         assert_eq!(resident_threads(shape(1 << 20, 768), &p, None), 1536);
         assert_eq!(resident_threads(shape(1 << 20, 32), &p, None), 1024);
+    }
+
+    #[test]
+    fn blocks_resident_together_share_their_segments_in_l2() {
+        use crate::experiments::{Selection, named};
+        // saxpy/f32x4-strided: a thread's float4 shares its 64-byte segment with the
+        // threads 4096, 8192 and 12288 further on (16, 32 and 48 blocks away, in the
+        // same wave). The evenly spaced sample sees a quarter of each segment used;
+        // a wave of consecutive blocks sees the segments whole but at its ends.
+        let profile = Profile::shipped("H100").unwrap().unwrap();
+        let opts = crate::explain::Options {
+            size: None,
+            shape: None,
+            model: crate::explain::model::Model::Sm70,
+            blocks: 8,
+            profile: Some(profile),
+        };
+        let exp = named("saxpy").unwrap();
+        let report = crate::explain::explain(&[Selection::all(exp)], &opts, |_| {}).unwrap();
+        let k = |v: &str| report.kernels.iter().find(|k| k.variant == v).unwrap();
+        let strided = k("f32x4-strided");
+        assert_eq!(
+            strided.dram_window,
+            Some(crate::explain::DramWindow {
+                first: 0,
+                blocks: 8 * 132
+            })
+        );
+        let p = strided.prediction.as_ref().unwrap();
+        // 2 x 256 MiB read (x and y) and 256 MiB written, as Nsight Compute counts them
+        // (512.3 and 240.7 MiB on the H100): within the wave's edge, 48 of 1056 blocks.
+        let mib = |b: f64| b / f64::from(1 << 20);
+        assert!(
+            (mib(p.dram_read_bytes) / 512.0 - 1.0).abs() < 48.0 / 1056.0,
+            "{}",
+            mib(p.dram_read_bytes)
+        );
+        assert_eq!(mib(p.dram_write_bytes), 256.0);
+        // The coalesced walk uses every segment it touches whole: the sample stands.
+        assert_eq!(k("f32x4").dram_window, None);
     }
 
     #[test]

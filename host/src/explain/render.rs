@@ -75,8 +75,16 @@ pub fn kernel_header(k: &KernelReport) -> String {
         Problem::Elements { .. } => format!(" ({} per array)", format_bytes(k.size_bytes)),
         Problem::Matrix { .. } | Problem::Product { .. } => String::new(),
     };
+    let window = match k.dram_window {
+        Some(w) => format!(
+            "; traffic counted over blocks {}..{} (one wave, as the L2 sees it)",
+            w.first,
+            w.first + w.blocks - 1
+        ),
+        None => String::new(),
+    };
     format!(
-        "{}/{}: {}, {}{size}, grid {} of {} threads; {emulated}",
+        "{}/{}: {}, {}{size}, grid {} of {} threads; {emulated}{window}",
         k.experiment,
         k.variant,
         k.kernel,
