@@ -624,6 +624,7 @@ mod tests {
                 (SLD_WAVEFRONTS.to_string(), 6_291_456.0),
                 (SLD_INSTRUCTIONS.to_string(), 2_490_368.0),
             ]),
+            first: BTreeMap::new(),
         };
         let (load, ldgsts) = (&CLASSES[2], &CLASSES[4]);
         let (ratio, requests, with) = measure(&m, load);
