@@ -150,6 +150,11 @@ pub fn parse_csv(variant: &str, text: &str) -> std::result::Result<Vec<Measured>
         // Demangled names may carry a parameter list; ours are plain symbols.
         let name = get(kernel).split('(').next().unwrap_or("").trim().to_string();
         let raw = get(value).replace(',', "");
+        // ncu says "n/a" for a metric a kernel has no counter for (an optional one such
+        // as LDGSTS wavefronts, in a kernel without cp.async): absent, not an error.
+        if raw.trim() == "n/a" && OPTIONAL_METRICS.contains(&get(metric)) {
+            continue;
+        }
         let v: f64 = raw.trim().parse().map_err(|_| {
             format!(
                 "metric {} of {name}: {:?} is not a number",
@@ -650,6 +655,22 @@ mod tests {
                 [LDGSTS_WAVEFRONTS, LDGSTS_INSTRUCTIONS]
             )
         );
+    }
+
+    #[test]
+    fn an_optional_metric_ncu_has_no_value_for_is_absent_and_a_required_one_an_error() {
+        let head = r#""ID","Kernel Name","Metric Name","Metric Value""#;
+        let row = |m: &str, v: &str| format!(r#""0","fill_uniform","{m}","{v}""#);
+        let text = format!(
+            "{head}\n{}\n{}\n",
+            row(OPTIONAL_METRICS[0], "n/a"),
+            row(GLD_SECTORS, "8")
+        );
+        let m = parse_csv("copy/f32", &text).unwrap();
+        assert_eq!(m[0].metrics.get(GLD_SECTORS), Some(&8.0));
+        assert!(!m[0].metrics.contains_key(OPTIONAL_METRICS[0]));
+        let bad = format!("{head}\n{}\n", row(GLD_SECTORS, "n/a"));
+        assert!(parse_csv("copy/f32", &bad).is_err());
     }
 
     #[test]
