@@ -15,6 +15,7 @@ pub mod ncu;
 pub mod predict;
 pub mod render;
 pub mod residency;
+pub mod vectorize;
 
 use serde::Serialize;
 
@@ -62,6 +63,10 @@ pub struct KernelReport {
     pub sites: Vec<SiteStats>,
     /// What the emulated window moved, before any GPU's parameters.
     pub traffic: predict::Traffic,
+    /// The runs of scalar shared accesses ptxas merges into vector ones (from the PTX).
+    pub vectorized: vectorize::Vectorized,
+    /// Recorded scalar shared accesses folded into those vector accesses.
+    pub folded: usize,
     /// Time and bandwidth on the profile's GPU (bandwidth-bound kernels, with a profile).
     pub prediction: Option<predict::Prediction>,
 }
@@ -178,7 +183,10 @@ pub fn explain_variant(
     let launch = EmuLaunch::new(experiment, variant, problem, &sizing_gpu(opts))?;
     let total = launch.grid.count();
     let sample = emulate::sample_blocks(total, opts.blocks);
-    let recorded = emulate::record(&launch, sample, MAX_OCCURRENCES)?;
+    let mut recorded = emulate::record(&launch, sample, MAX_OCCURRENCES)?;
+    // The GPU runs what ptxas made of the source: its vector shared accesses.
+    let vectorized = vectorize::of_kernel(launch.kernel.name);
+    let folded = vectorize::merge(&mut recorded.accesses, &vectorized);
     let traffic = predict::traffic(&recorded.accesses);
     let size = predict::LaunchSize {
         blocks: total as u64,
@@ -210,6 +218,8 @@ pub fn explain_variant(
             &recorded.regions,
         ),
         traffic,
+        vectorized,
+        folded,
         prediction,
     })
 }

@@ -601,6 +601,8 @@ mod tests {
                         space: Space::Global,
                         addr,
                         array: 0,
+                        array_name: "",
+                        epoch: 0,
                         bytes: 4,
                         async_copy: false,
                     });
@@ -786,6 +788,8 @@ mod tests {
             space: Space::Shared,
             addr: 128 * lane,
             array: 0,
+            array_name: "",
+            epoch: 0,
             bytes: 4,
             async_copy: false,
         }));
