@@ -512,7 +512,7 @@ pub fn of_kernel(kernel: &str) -> Vectorized {
 
 /// Merges `log`'s scalar shared accesses as ptxas merges them (`vectorized`): per
 /// thread, array and direction, between two barriers, the 4-byte accesses that share
-/// one of [`windows`] (offsets into the array, 16-byte aligned, as its PTX base is)
+/// one of `windows` (offsets into the array, 16-byte aligned, as its PTX base is)
 /// become one access of the window at the first of them to run (its site and
 /// occurrence), the others dropped. Returns how many accesses were folded into others.
 pub fn merge(log: &mut Vec<Access>, vectorized: &Vectorized) -> usize {

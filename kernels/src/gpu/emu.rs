@@ -595,7 +595,9 @@ pub struct LaunchConfig {
     /// Run only these linear block indices (a sample); `None` runs the whole grid.
     pub blocks: Option<Vec<usize>>,
     /// Record only each thread's first this-many executions of each access site
-    /// (a loop's first iterations), to bound the log; `None` records them all.
+    /// (a loop's first iterations), to bound the log, and of a shared-memory site
+    /// those up to the barrier after that; `None` records them all. Every execution is
+    /// counted either way ([`Executions`]).
     pub max_occurrences: Option<usize>,
     /// The byte ranges of the launch's buffers: a global access outside all of them
     /// panics (and fails the launch) instead of touching foreign memory. Empty: no check.
