@@ -170,20 +170,21 @@ for stage in "${stages[@]}"; do
       # Preferred where this ncu has them (explain::ncu::OPTIONAL_METRICS says why):
       # SASS-level shared wavefronts, shared instructions with a thread predicated on,
       # and the shared writes of cp.async (LDGSTS). An ncu that lacks one refuses the
-      # whole list, so one short profile tries them first.
+      # whole list, so a short profile tries each first.
       extra=smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ld.sum,smsp__inst_executed_op_shared_ld_pred_on_any.sum
       extra+=,smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_st.sum,smsp__inst_executed_op_shared_st_pred_on_any.sum
       extra+=,smsp__sass_l1tex_data_pipe_lsu_wavefronts_mem_shared_op_ldgsts.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_ldgsts.sum
       extra+=,smsp__inst_executed_op_ldgsts.sum
       extra+=,smsp__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum,smsp__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum
-      if ncu --csv --print-units base --launch-count 1 --metrics "$metrics,$extra" \
-          "$bundle/coalesce" run transpose/tiled --size 1M --reps 1 --warmup 0 --quiet >"$out/ncu-probe.csv" 2>>"$out/ncu.log" \
-          && grep -q smsp__inst_executed_op_ldgsts "$out/ncu-probe.csv"; then
-        metrics+=",$extra"
-        rm -f "$out/ncu-probe.csv"
-      else
-        echo "ncu lacks some of $extra: profiling without them (see $out/ncu-probe.csv)" | tee -a "$out/ncu.log"
-      fi
+      for m in ${extra//,/ }; do
+        probe=$(ncu --csv --print-units base --launch-count 1 --metrics "$m" \
+          "$bundle/coalesce" run transpose/tiled --size 1M --reps 1 --warmup 0 --quiet 2>>"$out/ncu.log") || true
+        if grep -q "\"$m\"" <<<"$probe"; then
+          metrics+=",$m"
+        else
+          echo "ncu lacks $m: profiling without it" | tee -a "$out/ncu.log"
+        fi
+      done
       for v in $("$bundle/coalesce" list --names | grep -E "${NCU_ONLY:-.}"); do
         csv="$dir/${v/\//.}.csv"
         echo "== ncu $v" | tee -a "$out/ncu.log"

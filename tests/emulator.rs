@@ -11,7 +11,7 @@ use coalesce::experiments::{ALL, named};
 use coalesce::explain::emulate::{self, EmuLaunch};
 use kernels::fill::uniform;
 use kernels::gpu::emu::{
-    Dim3, FromWord, HostKernel, LaunchConfig, LaunchError, Op, launch, try_launch, try_record,
+    Dim3, FromWord, HostKernel, LaunchConfig, LaunchError, Op, Space, launch, try_launch, try_record,
 };
 use kernels::gpu::{Global, GlobalMut, thread};
 
@@ -339,6 +339,65 @@ fn every_execution_is_counted_though_only_the_first_are_recorded() {
         assert_eq!(logged.count(), 3);
     }
     assert_eq!(r.executions.iter().filter(|e| e.op == Op::Load).count(), 128);
+}
+
+#[test]
+fn shared_accesses_are_recorded_to_the_barrier_after_the_cap() {
+    // Four rounds of five shared reads and one global read, a barrier after each; the
+    // cap of 3 cuts the global reads at 3, the shared ones at the end of the round in
+    // which they reach it (a run ptxas may merge is never cut), with each access's
+    // round as its epoch.
+    let base = 1usize << 40;
+    let cfg = LaunchConfig {
+        grid: Dim3::from(1),
+        block: Dim3::from(32),
+        dynamic_shared_bytes: 64,
+        record: true,
+        max_occurrences: Some(3),
+        bounds: std::iter::once(base..base + 4 * 32).collect(),
+        addresses_only: true,
+        ..Default::default()
+    };
+    let r = try_record(&cfg, || unsafe {
+        let s = kernels::gpu::shared::dynamic_shared_array::<f32>(16);
+        for _ in 0..4 {
+            for j in 0..5 {
+                s.read(j);
+            }
+            Global::<f32>::from_ptr(base as *const f32).read(thread::thread_idx_x() as usize);
+            thread::sync_threads();
+        }
+    })
+    .unwrap();
+    let shared: Vec<_> = r
+        .accesses
+        .iter()
+        .filter(|a| a.thread == 0 && a.space == Space::Shared)
+        .collect();
+    assert_eq!(shared.len(), 5);
+    assert!(
+        shared
+            .iter()
+            .all(|a| a.epoch == 0 && a.array_name == "coalesce_dynamic_smem")
+    );
+    let global: Vec<_> = r
+        .accesses
+        .iter()
+        .filter(|a| a.thread == 0 && a.space == Space::Global)
+        .collect();
+    assert_eq!(global.iter().map(|a| a.epoch).collect::<Vec<_>>(), [0, 1, 2]);
+    let counted = |space| {
+        let e = r
+            .executions
+            .iter()
+            .find(|e| e.thread == 0 && e.space == space)
+            .unwrap();
+        (e.executions, e.recorded)
+    };
+    assert_eq!(
+        (counted(Space::Shared), counted(Space::Global)),
+        ((20, 5), (4, 3))
+    );
 }
 
 #[test]

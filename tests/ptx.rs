@@ -451,3 +451,114 @@ fn sgemm_tf32_rungs_multiply_on_tensor_cores() {
         assert_eq!(count(PTX, forbidden), 0, "the sm_70 baseline has {forbidden}");
     }
 }
+
+/// nvdisasm, to read the SASS ptxas makes: `$NVDISASM`, else next to `$PTXAS`, else on
+/// the PATH.
+fn nvdisasm() -> Option<String> {
+    let beside_ptxas = std::env::var("PTXAS").ok().and_then(|p| {
+        let dir = std::path::Path::new(&p).parent()?;
+        Some(dir.join("nvdisasm").to_string_lossy().into_owned())
+    });
+    [
+        std::env::var("NVDISASM").ok(),
+        beside_ptxas,
+        Some("nvdisasm".into()),
+    ]
+    .into_iter()
+    .flatten()
+    .find(|exe| {
+        Command::new(exe)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
+}
+
+/// Each function's SASS in `nvdisasm -c` output, by name.
+fn sass_functions(listing: &str) -> std::collections::HashMap<&str, String> {
+    let mut out = std::collections::HashMap::new();
+    let mut current: Option<(&str, String)> = None;
+    for line in listing.lines() {
+        let t = line.trim();
+        if let Some(name) = t.strip_prefix(".text.").and_then(|n| n.strip_suffix(':')) {
+            if let Some((n, text)) = current.take() {
+                out.insert(n, text);
+            }
+            current = Some((name, String::new()));
+        } else if let Some((_, text)) = current.as_mut() {
+            text.push_str(t);
+            text.push('\n');
+        }
+    }
+    if let Some((n, text)) = current {
+        out.insert(n, text);
+    }
+    out
+}
+
+/// What `explain` assumes ptxas does with scalar shared accesses (explain::vectorize:
+/// 4-byte `ld.shared`/`st.shared` off one base in one block, in an aligned 16- or
+/// 8-byte window, become one `LDS.128`/`LDS.64`), counted in the SASS of every
+/// kernel with scalar shared accesses: its vector shared accesses are the PTX's own
+/// plus the windows the analysis finds, no more, no fewer. Where ptxas and nvdisasm
+/// are installed.
+#[test]
+fn ptxas_merges_the_shared_accesses_explain_assumes() {
+    let (Some(ptxas), Some(nvdisasm)) = (ptxas(), nvdisasm()) else {
+        assert!(
+            std::env::var_os("COALESCE_REQUIRE_NVDISASM").is_none(),
+            "COALESCE_REQUIRE_NVDISASM is set but ptxas or nvdisasm was not found"
+        );
+        eprintln!("ptxas or nvdisasm not found (set PTXAS and NVDISASM): skipped");
+        return;
+    };
+    let dir = std::env::temp_dir().join(format!("coalesce-sass-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut merged = Vec::new();
+    for (name, ptx) in [("kernels", PTX), ("kernels-sm80", PTX_SM80)] {
+        let (src, cubin) = (dir.join(format!("{name}.ptx")), dir.join(format!("{name}.cubin")));
+        std::fs::write(&src, ptx).unwrap();
+        let out = Command::new(&ptxas)
+            .args(["-arch", "sm_90", "-o"])
+            .arg(&cubin)
+            .arg(&src)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let out = Command::new(&nvdisasm).arg("-c").arg(&cubin).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let listing = String::from_utf8_lossy(&out.stdout).into_owned();
+        let sass = sass_functions(&listing);
+        for kernel in entry_points(ptx) {
+            let v = coalesce::explain::vectorize::analyse(ptx, kernel).unwrap();
+            let code = sass.get(kernel).unwrap_or_else(|| panic!("no SASS for {kernel}"));
+            let b = body(kernel);
+            for (dir, ptx_op, sass_op) in [(0, "ld.shared", "LDS"), (1, "st.shared", "STS")] {
+                let [wide, pair] = v.vectors[dir];
+                let ptx4 = count(b, &format!("{ptx_op}.v4."));
+                let ptx2 = count(b, &format!("{ptx_op}.v2."));
+                let words = ["f32", "u32", "s32", "b32"];
+                let scalar: usize = words.iter().map(|w| count(b, &format!("{ptx_op}.{w} "))).sum();
+                // Only where the PTX has scalar accesses to merge: elsewhere ptxas may
+                // unroll a loop of vector ones (banks: 4 in the PTX, 16 in the SASS).
+                if scalar == 0 {
+                    continue;
+                }
+                assert_eq!(
+                    (
+                        count(code, &format!("{sass_op}.128 ")),
+                        count(code, &format!("{sass_op}.64 "))
+                    ),
+                    (ptx4 + wide, ptx2 + pair),
+                    "{kernel}: {sass_op}.128 and .64 in the SASS against {ptx_op}.v4 and .v2 in the PTX plus the windows {v:?}"
+                );
+            }
+            if v.vectors != [[0; 2]; 2] {
+                merged.push(kernel);
+            }
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+    // The scalar sgemm rungs are where it matters (docs/explain.md).
+    assert_eq!(merged, ["sgemm_smem", "sgemm_tile_1d", "sgemm_tile_2d"]);
+}

@@ -15,6 +15,7 @@ pub mod ncu;
 pub mod predict;
 pub mod render;
 pub mod residency;
+pub mod vectorize;
 
 use serde::Serialize;
 
@@ -67,6 +68,10 @@ pub struct KernelReport {
     /// over instead of the sampled blocks: one wave, `blocks` from `first`, emulated
     /// when the sample uses some segments or sectors only in part. `None`: the sample.
     pub dram_window: Option<DramWindow>,
+    /// The runs of scalar shared accesses ptxas merges into vector ones (from the PTX).
+    pub vectorized: vectorize::Vectorized,
+    /// Recorded scalar shared accesses folded into those vector accesses.
+    pub folded: usize,
     /// Time and bandwidth on the profile's GPU (bandwidth-bound kernels, with a profile).
     pub prediction: Option<predict::Prediction>,
 }
@@ -191,7 +196,10 @@ pub fn explain_variant(
     let total = launch.grid.count();
     let sample = emulate::sample_blocks(total, opts.blocks);
     let sampled = sample.is_some();
-    let recorded = emulate::record(&launch, sample, MAX_OCCURRENCES)?;
+    let mut recorded = emulate::record(&launch, sample, MAX_OCCURRENCES)?;
+    // The GPU runs what ptxas made of the source: its vector shared accesses.
+    let vectorized = vectorize::of_kernel(launch.kernel.name);
+    let folded = vectorize::merge(&mut recorded.accesses, &vectorized);
     let mut traffic = predict::traffic(&recorded.accesses);
     let size = predict::LaunchSize {
         blocks: total as u64,
@@ -208,7 +216,8 @@ pub fn explain_variant(
             // segment only in part, count the traffic over the first wave instead.
             if sampled && traffic.shares_segments(p.dram_read_granularity) {
                 let wave = predict::wave_blocks(size, p, resources.as_ref().ok().copied());
-                let run = emulate::record(&launch, Some((0..wave as usize).collect()), MAX_OCCURRENCES)?;
+                let mut run = emulate::record(&launch, Some((0..wave as usize).collect()), MAX_OCCURRENCES)?;
+                vectorize::merge(&mut run.accesses, &vectorized);
                 traffic = predict::traffic(&run.accesses);
                 dram_window = Some(DramWindow {
                     first: 0,
@@ -237,6 +246,8 @@ pub fn explain_variant(
         ),
         traffic,
         dram_window,
+        vectorized,
+        folded,
         prediction,
     })
 }

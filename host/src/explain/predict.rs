@@ -675,6 +675,8 @@ mod tests {
                         space: Space::Global,
                         addr,
                         array: 0,
+                        array_name: "",
+                        epoch: 0,
                         bytes: 4,
                         async_copy: false,
                     });
@@ -905,6 +907,8 @@ mod tests {
             space: Space::Shared,
             addr: 128 * lane,
             array: 0,
+            array_name: "",
+            epoch: 0,
             bytes: 4,
             async_copy: false,
         }));

@@ -239,8 +239,8 @@ pub fn render(report: &ExplainReport) -> String {
     let _ = writeln!(out, "{}", report.calibration);
     let _ = writeln!(
         out,
-        "a request = one warp executing one access once; recorded: each thread's first {} executions of each site; \
-         shared memory: 32 banks of 4 bytes",
+        "a request = one warp executing one access once; recorded: each thread's first {} executions of each site \
+         (shared ones: to the next barrier), every execution counted; shared memory: 32 banks of 4 bytes",
         report.max_occurrences
     );
     for k in &report.kernels {
@@ -258,11 +258,36 @@ pub fn render(report: &ExplainReport) -> String {
                 rule: false,
             },
         ));
+        if !k.vectorized.widths.is_empty() {
+            let _ = writeln!(out, "{}", vectorized_line(k));
+        }
         if let Some(p) = &k.prediction {
             let _ = writeln!(out, "{}", prediction_line(p));
         }
     }
     out
+}
+
+/// `  ptxas merges ...`: which scalar shared accesses the GPU makes as vector ones.
+fn vectorized_line(k: &KernelReport) -> String {
+    let arrays: Vec<String> = k
+        .vectorized
+        .widths
+        .iter()
+        .map(|(array, op, bytes)| {
+            let op = match op {
+                Direction::Load => "loads",
+                Direction::Store => "stores",
+            };
+            format!("{array} {op}, {bytes} bytes")
+        })
+        .collect();
+    format!(
+        "  vector accesses ptxas makes of a thread's 4-byte shared accesses in one aligned window (from the PTX): {}; \
+         the rows above count them as the GPU issues them ({} recorded accesses folded)",
+        arrays.join(", "),
+        k.folded
+    )
 }
 
 #[cfg(test)]

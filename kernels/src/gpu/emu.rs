@@ -176,6 +176,11 @@ pub struct Access {
     pub addr: usize,
     /// Start of the shared array (0 for global), so offsets of different arrays differ.
     pub array: usize,
+    /// The shared array's PTX symbol ("" for global).
+    pub array_name: &'static str,
+    /// Barriers (`sync_threads`) the thread had passed: accesses of one thread with the
+    /// same epoch lie between the same two barriers.
+    pub epoch: usize,
     pub bytes: usize,
     /// Half of an asynchronous copy (`cp.async`): its global read or its shared
     /// write. The GPU issues both as one `LDGSTS` instruction, not as a load and a
@@ -226,8 +231,9 @@ pub struct ThreadCtx<'a> {
     linear_block: usize,
     linear_thread: usize,
     // Executions so far per site, direction and space; a short list, as a kernel has a
-    // handful of sites.
-    counters: Vec<Executions>,
+    // handful of sites. With each, the epoch in which its recording reached the cap.
+    counters: Vec<(Executions, Option<usize>)>,
+    epoch: usize,
     log: Vec<Access>,
     copies: AsyncCopies,
 }
@@ -368,6 +374,7 @@ pub fn sync_threads() {
         // Another thread of the block panicked: unwind without a second message.
         resume_unwind(Box::new(Aborted));
     }
+    with_thread(|t| t.epoch += 1);
 }
 
 const POISON: u128 = u128::from_ne_bytes([0xff; 16]);
@@ -454,22 +461,27 @@ fn stalled<T>(why: warp::Stalled) -> T {
     }
 }
 
-/// Logs one access; returns true when the access must not touch memory
-/// ([`LaunchConfig::addresses_only`]).
 /// The widest access one instruction makes: `ld.global.v4.b32`, 16 bytes.
 const MAX_ACCESS: usize = 16;
 
-#[track_caller]
-fn record(
+/// Where one access went: its space, and for shared memory the array (start, symbol).
+#[derive(Clone, Copy)]
+struct Target {
     space: Space,
-    array: usize,
-    addr: usize,
-    bytes: usize,
-    align: usize,
-    op: Op,
-    async_copy: bool,
-) -> bool {
+    array: (usize, &'static str),
+}
+
+const GLOBAL: Target = Target {
+    space: Space::Global,
+    array: (0, ""),
+};
+
+/// Logs one access; returns true when the access must not touch memory
+/// ([`LaunchConfig::addresses_only`]).
+#[track_caller]
+fn record(to: Target, addr: usize, bytes: usize, align: usize, op: Op, async_copy: bool) -> bool {
     let site = Location::caller();
+    let space = to.space;
     with_thread(|t| {
         let config = t.config;
         if space == Space::Global
@@ -486,16 +498,16 @@ fn record(
             // is as many accesses as the GPU makes: one per aligned piece, each piece a
             // warp-wide instruction of its own.
             let piece = align.clamp(1, MAX_ACCESS).min(bytes.max(1));
+            let (block, thread, epoch) = (t.linear_block, t.linear_thread, t.epoch);
             for offset in (0..bytes.max(1)).step_by(piece) {
-                let (block, thread) = (t.linear_block, t.linear_thread);
-                let counter = match t
+                let i = match t
                     .counters
                     .iter()
-                    .position(|c| c.site == site && c.op == op && c.space == space)
+                    .position(|(c, _)| c.site == site && c.op == op && c.space == space)
                 {
-                    Some(i) => &mut t.counters[i],
+                    Some(i) => i,
                     None => {
-                        t.counters.push(Executions {
+                        let fresh = Executions {
                             block,
                             thread,
                             site,
@@ -503,13 +515,25 @@ fn record(
                             space,
                             executions: 0,
                             recorded: 0,
-                        });
-                        t.counters.last_mut().expect("just pushed")
+                        };
+                        t.counters.push((fresh, None));
+                        t.counters.len() - 1
                     }
                 };
+                let (counter, capped_in) = &mut t.counters[i];
                 let occurrence = counter.executions;
                 counter.executions += 1;
-                if config.max_occurrences.is_none_or(|max| occurrence < max) {
+                // Shared accesses are recorded past the cap up to the next barrier, so
+                // the log never cuts a run of them that ptxas may merge into one vector
+                // access (coalesce's explain::vectorize).
+                let record = match config.max_occurrences {
+                    None => true,
+                    Some(max) => occurrence < max || (space == Space::Shared && *capped_in == Some(epoch)),
+                };
+                if config.max_occurrences.is_some_and(|max| occurrence + 1 == max) {
+                    *capped_in = Some(epoch);
+                }
+                if record {
                     counter.recorded += 1;
                     t.log.push(Access {
                         block,
@@ -519,7 +543,9 @@ fn record(
                         op,
                         space,
                         addr: addr + offset,
-                        array,
+                        array: to.array.0,
+                        array_name: to.array.1,
+                        epoch,
                         bytes: piece.min(bytes),
                         async_copy,
                     });
@@ -535,26 +561,41 @@ fn record(
 /// the accessor must then not touch `addr`.
 #[track_caller]
 pub fn record_global(addr: usize, bytes: usize, align: usize, op: Op) -> bool {
-    record(Space::Global, 0, addr, bytes, align, op, false)
+    record(GLOBAL, addr, bytes, align, op, false)
 }
 
-/// Called by [`crate::gpu::SharedArray`] accessors for every shared access.
+/// Called by [`crate::gpu::SharedArray`] accessors for every shared access, of the
+/// array starting at `array` whose PTX symbol is `name`.
 #[track_caller]
-pub fn record_shared(array: usize, offset: usize, bytes: usize, op: Op) {
-    record(Space::Shared, array, offset, bytes, bytes, op, false);
+pub fn record_shared(array: usize, name: &'static str, offset: usize, bytes: usize, op: Op) {
+    let to = Target {
+        space: Space::Shared,
+        array: (array, name),
+    };
+    record(to, offset, bytes, bytes, op, false);
 }
 
 /// Called by [`crate::gpu::SharedArray`]'s asynchronous copies for the `bytes` they
 /// read at `addr` (when they read: a zero-filling copy reads nothing) and write at
-/// `offset` of the shared array at `array`. Returns as [`record_global`].
+/// `offset` of the shared array `array` (start, PTX symbol). Returns as
+/// [`record_global`].
 #[track_caller]
-pub fn record_async_copy(read: Option<usize>, array: usize, offset: usize, bytes: usize) -> bool {
+pub fn record_async_copy(
+    read: Option<usize>,
+    array: (usize, &'static str),
+    offset: usize,
+    bytes: usize,
+) -> bool {
     // No closure here: it would not pass the caller's location on.
     let mut skip = false;
     if let Some(addr) = read {
-        skip = record(Space::Global, 0, addr, bytes, bytes, Op::Load, true);
+        skip = record(GLOBAL, addr, bytes, bytes, Op::Load, true);
     }
-    record(Space::Shared, array, offset, bytes, bytes, Op::Store, true);
+    let to = Target {
+        space: Space::Shared,
+        array,
+    };
+    record(to, offset, bytes, bytes, Op::Store, true);
     skip
 }
 
@@ -604,7 +645,9 @@ pub struct LaunchConfig {
     /// Run only these linear block indices (a sample); `None` runs the whole grid.
     pub blocks: Option<Vec<usize>>,
     /// Record only each thread's first this-many executions of each access site
-    /// (a loop's first iterations), to bound the log; `None` records them all.
+    /// (a loop's first iterations), to bound the log, and of a shared-memory site
+    /// those up to the barrier after that; `None` records them all. Every execution is
+    /// counted either way ([`Executions`]).
     pub max_occurrences: Option<usize>,
     /// The byte ranges of the launch's buffers: a global access outside all of them
     /// panics (and fails the launch) instead of touching foreign memory. Empty: no check.
@@ -738,6 +781,7 @@ pub fn try_record(config: &LaunchConfig, kernel: impl Fn() + Sync) -> Result<Rec
                             linear_block: b,
                             linear_thread: t,
                             counters: Vec::new(),
+                            epoch: 0,
                             log: Vec::new(),
                             copies: AsyncCopies::default(),
                         };
@@ -765,7 +809,7 @@ pub fn try_record(config: &LaunchConfig, kernel: impl Fn() + Sync) -> Result<Rec
                         if let Some(ctx) = ctx {
                             let mut log = log.lock().unwrap_or_else(|e| e.into_inner());
                             log.accesses.extend(ctx.log);
-                            log.executions.extend(ctx.counters);
+                            log.executions.extend(ctx.counters.into_iter().map(|(c, _)| c));
                         }
                     });
                 if let Err(e) = spawned {

@@ -15,6 +15,9 @@ pub struct SharedArray<T> {
     addr: u32,
     #[cfg(not(target_arch = "nvptx64"))]
     ptr: *mut T,
+    /// The array's PTX symbol, for the emulator's log.
+    #[cfg(not(target_arch = "nvptx64"))]
+    name: &'static str,
     len: usize,
     _elem: PhantomData<T>,
 }
@@ -87,15 +90,17 @@ impl<T: SharedWord> SharedArray<T> {
         }
     }
 
-    /// Wraps emulator storage. Used by [`shared_array!`](crate::shared_array) on the host.
+    /// Wraps emulator storage of the array whose PTX symbol is `name`. Used by
+    /// [`shared_array!`](crate::shared_array) on the host.
     ///
     /// # Safety
     /// `ptr` must point to at least `len` elements that outlive the block.
     #[cfg(not(target_arch = "nvptx64"))]
     #[doc(hidden)]
-    pub unsafe fn from_host_ptr(ptr: *mut T, len: usize) -> Self {
+    pub unsafe fn from_host_ptr(ptr: *mut T, name: &'static str, len: usize) -> Self {
         Self {
             ptr,
+            name,
             len,
             _elem: PhantomData,
         }
@@ -135,6 +140,7 @@ impl<T: SharedWord> SharedArray<T> {
             );
             super::emu::record_shared(
                 self.ptr as usize,
+                self.name,
                 i * size_of::<T>(),
                 size_of::<T>(),
                 super::emu::Op::Load,
@@ -165,6 +171,7 @@ impl<T: SharedWord> SharedArray<T> {
             );
             super::emu::record_shared(
                 self.ptr as usize,
+                self.name,
                 i * size_of::<T>(),
                 size_of::<T>(),
                 super::emu::Op::Store,
@@ -229,7 +236,7 @@ impl<T: SharedWord + super::Element> SharedArray<T> {
         let mut data = [0u8; 16];
         let skip = super::emu::record_async_copy(
             src.map(|p| p as usize),
-            self.ptr as usize,
+            (self.ptr as usize, self.name),
             i * size_of::<T>(),
             bytes,
         );
@@ -311,7 +318,7 @@ impl SharedArray<f32> {
         // SAFETY: checked aligned and in bounds (the GPU would fault or read a neighbour).
         unsafe {
             self.check4(i);
-            super::emu::record_shared(self.ptr as usize, i * 4, 16, super::emu::Op::Load);
+            super::emu::record_shared(self.ptr as usize, self.name, i * 4, 16, super::emu::Op::Load);
             let p = self.ptr.add(i);
             super::Float4::new(p.read(), p.add(1).read(), p.add(2).read(), p.add(3).read())
         }
@@ -338,7 +345,7 @@ impl SharedArray<f32> {
         // SAFETY: checked aligned and in bounds.
         unsafe {
             self.check4(i);
-            super::emu::record_shared(self.ptr as usize, i * 4, 16, super::emu::Op::Store);
+            super::emu::record_shared(self.ptr as usize, self.name, i * 4, 16, super::emu::Op::Store);
             let p = self.ptr.add(i);
             p.write(value.x);
             p.add(1).write(value.y);
@@ -395,6 +402,10 @@ macro_rules! shared_array {
 #[cfg(target_arch = "nvptx64")]
 core::arch::global_asm!(".extern .shared .align 16 .b8 coalesce_dynamic_smem[];");
 
+/// The PTX symbol of the dynamic shared segment (declared just above on the GPU).
+#[cfg(not(target_arch = "nvptx64"))]
+const DYNAMIC_SYMBOL: &str = "coalesce_dynamic_smem";
+
 /// The dynamic shared-memory segment (sized by the launch) viewed as `len` elements.
 ///
 /// # Safety
@@ -415,7 +426,7 @@ pub unsafe fn dynamic_shared_array<T: SharedWord>(len: usize) -> SharedArray<T> 
     {
         let ptr = super::emu::dynamic_shared_storage(len * size_of::<T>());
         // SAFETY: the storage holds `len` elements (checked above) and lives as long as the block.
-        unsafe { SharedArray::from_host_ptr(ptr.cast(), len) }
+        unsafe { SharedArray::from_host_ptr(ptr.cast(), DYNAMIC_SYMBOL, len) }
     }
 }
 
@@ -427,5 +438,5 @@ pub unsafe fn dynamic_shared_array<T: SharedWord>(len: usize) -> SharedArray<T> 
 pub fn emulated_shared_array<T: SharedWord>(name: &'static str, len: usize) -> SharedArray<T> {
     let ptr = super::emu::static_shared_storage(name, len * size_of::<T>());
     // SAFETY: the storage holds `len` elements and lives as long as the block.
-    unsafe { SharedArray::from_host_ptr(ptr.cast(), len) }
+    unsafe { SharedArray::from_host_ptr(ptr.cast(), name, len) }
 }
