@@ -156,6 +156,16 @@ impl<T: Element> Global<T> {
     pub unsafe fn cast<U: Element>(self) -> Global<U> {
         Global::from_ptr(self.ptr.cast())
     }
+
+    /// The pointer `i` elements further. A loop that steps it, as C steps a pointer,
+    /// lets LLVM keep one 64-bit address per stream with immediate offsets, where
+    /// `read(index)` with a 32-bit index rebuilds and widens each address
+    /// (docs/perf-notes.md, "matmul: pointers that step"). Safe: the result may lie
+    /// anywhere (a loop's last step may pass the end); reading it is what needs bounds.
+    #[inline(always)]
+    pub fn offset(self, i: usize) -> Self {
+        Self::from_ptr(self.ptr.wrapping_add(i))
+    }
 }
 
 impl<T: Element> GlobalMut<T> {
