@@ -418,6 +418,42 @@ fn async_copies_are_ldgsts_not_shared_stores() {
     assert!(k.wavefronts_per_request(Direction::Store).is_some());
 }
 
+/// Nsight Compute's global load sectors of a 16-byte `cp.async` (`cp.async.cg`,
+/// `LDGSTS.BYPASS`) are the 32-byte sectors of shared memory it writes; a 4-byte one's
+/// (`cp.async.ca`) the global sectors it reads. The TF32 rung's A tile has rows of 128
+/// bytes, 144 apart in shared memory: a copy's four rows read 16 sectors and write 18
+/// (the two odd rows start 16 bytes into a sector), B's 512 contiguous bytes 16 each,
+/// as many A copies as B: 17 per request, as the H100 counted (docs/explain.md).
+#[test]
+fn a_16_byte_cp_async_counts_the_shared_sectors_it_writes() {
+    let k = explain_at(
+        "sgemm/tf32-128x128x32",
+        None,
+        Some(vec![256, 256, 64]),
+        Model::Sm70,
+    );
+    let copies: Vec<&SiteStats> = k.sites.iter().filter(|s| s.async_copy).collect();
+    assert!(copies.iter().all(|s| s.lane_bytes == 16), "cp.async.cg only");
+    assert_eq!(k.sectors_per_request(Direction::Load), Some(16.0));
+    assert_eq!(k.ncu_sectors_per_request(Direction::Load), Some(17.0));
+    // The FP32 rung's 4-byte copies of A (transposed: 8 shared sectors, 4 global)
+    // count their global sectors: 32 over 5 requests either way.
+    let k = explain_at(
+        "sgemm/async-128x128x8",
+        None,
+        Some(vec![256, 256, 64]),
+        Model::Sm70,
+    );
+    let a = k
+        .sites
+        .iter()
+        .find(|s| s.async_copy && s.space == Memory::Shared && s.lane_bytes == 4)
+        .unwrap();
+    assert_eq!(a.sectors_per_request(), 8.0);
+    let g = k.ncu_sectors_per_request(Direction::Load).unwrap();
+    assert!((g - 32.0 / 5.0).abs() < 1e-12, "{g}");
+}
+
 /// The scalar rungs' shared loads as the GPU makes them: ptxas loads a thread's
 /// 4-byte reads of one aligned 16-byte window with one `LDS.128` (explain::vectorize,
 /// checked against the SASS in tests/ptx.rs), and a warp-wide broadcast of one float4

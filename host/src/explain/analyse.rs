@@ -86,7 +86,12 @@ pub struct SiteStats {
     pub executions: u64,
     /// Active lanes, summed over requests.
     pub lanes: u64,
-    /// Global: distinct 32-byte sectors, summed over requests (whatever the model).
+    /// The widest access of one lane, in bytes (16: a float4, or a 16-byte `cp.async`,
+    /// which is `cp.async.cg`; 4: a 4-byte one, `cp.async.ca`).
+    pub lane_bytes: u64,
+    /// Distinct 32-byte sectors, summed over requests (global: whatever the model;
+    /// shared: of shared memory, which Nsight Compute counts as the global sectors of
+    /// a 16-byte `cp.async`: see [`super::KernelReport::ncu_sectors_per_request`]).
     pub sectors: u64,
     /// Global: distinct 128-byte lines, summed.
     pub lines: u64,
@@ -249,6 +254,7 @@ pub fn analyse(
             requests: 0,
             executions: 0,
             lanes: 0,
+            lane_bytes: 0,
             sectors: 0,
             lines: 0,
             transactions: 0,
@@ -263,6 +269,7 @@ pub fn analyse(
         s.requests += 1;
         executed[id] += scale(id, group[0].1, group[0].2);
         s.lanes += lanes.len() as u64;
+        s.lane_bytes = lanes.iter().map(|l| l.bytes).fold(s.lane_bytes, u64::max);
         let useful = model::useful_bytes(&lanes);
         s.useful_bytes += useful;
         let pattern = match space {
@@ -276,6 +283,17 @@ pub fn analyse(
                 global_pattern(&lanes, sectors, useful)
             }
             Memory::Shared => {
+                // Offsets within the array: the GPU places it sector-aligned, the
+                // emulator's storage only 16-byte aligned.
+                let offsets: Vec<Lane> = group
+                    .iter()
+                    .zip(&lanes)
+                    .map(|(k, l)| Lane {
+                        addr: log[k.4].addr as u64,
+                        ..*l
+                    })
+                    .collect();
+                s.sectors += model::sectors(&offsets);
                 let ways = model::bank_ways(&lanes, op == Direction::Load);
                 s.bank_ways += ways;
                 s.wavefronts += model::shared_wavefronts(&lanes, op == Direction::Load);

@@ -107,6 +107,31 @@ impl KernelReport {
         )
     }
 
+    /// Sectors per request over every global site of one direction as Nsight Compute
+    /// counts them (`l1tex__t_sectors_pipe_lsu_mem_global_op_*`): as
+    /// [`KernelReport::sectors_per_request`], except that a 16-byte `cp.async`
+    /// (`cp.async.cg`, `LDGSTS.BYPASS`: L2 straight to shared memory) counts the 32-byte
+    /// sectors of shared memory it writes, its site's shared half (a 4-byte one,
+    /// `cp.async.ca`, through L1, counts the global sectors it reads). On the H100 the
+    /// TF32 rungs' A tile, rows of 128 bytes 144 apart in shared memory, counts 18
+    /// sectors per copy (two of its four rows start 16 bytes into a sector) where it
+    /// reads 16: docs/explain.md.
+    pub fn ncu_sectors_per_request(&self, op: analyse::Direction) -> Option<f64> {
+        let sectors = |s: &SiteStats| {
+            let write = (s.async_copy && s.lane_bytes == 16)
+                .then(|| {
+                    self.sites.iter().find(|w| {
+                        w.async_copy
+                            && w.space == Memory::Shared
+                            && (&w.file, w.line, w.column) == (&s.file, s.line, s.column)
+                    })
+                })
+                .flatten();
+            write.unwrap_or(s).sectors_per_request()
+        };
+        self.over_executions(|s| s.space == Memory::Global && s.op == op, sectors)
+    }
+
     /// Wavefronts per shared load or store request (Nsight Compute: shared wavefronts
     /// per shared instruction), or `None`. The shared writes of `cp.async` are not
     /// shared stores: see [`KernelReport::async_copy_wavefronts_per_request`].

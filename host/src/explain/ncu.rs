@@ -333,7 +333,7 @@ const CLASSES: [Class; 5] = [
     Class {
         access: "global load",
         unit: "sectors/req",
-        predicted: |k| k.sectors_per_request(Direction::Load),
+        predicted: |k| k.ncu_sectors_per_request(Direction::Load),
         numerator: &[GLD_SECTORS],
         denominator: &[GLD_REQUESTS],
     },
