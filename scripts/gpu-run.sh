@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine over a bundle made by scripts/gpu-bundle.sh:
-#   scripts/gpu-run.sh [STAGE...]     stages: tests suite check sanitize report bench compare ncu broken calibrate predict stalls (default: tests suite)
+#   scripts/gpu-run.sh [STAGE...]     stages: tests suite check sanitize report bench compare ncu broken calibrate predict predict-dram stalls (default: tests suite)
 # Logs and results go to $OUT (default ./gpu-out); the last thing printed is the table.
 # DEADLINE=S runs the stages under one clock of S seconds (below).
 # Only a few files come back from $OUT, two folders deep at most: stages that make
 # many files (report, bench, ncu) pack them into one archive each.
-#   predict: with a profile from the calibrate stage ($out/profile-*.json), each
-#        bandwidth kernel's predicted % of copy against a run of the suite, and its
-#        predicted DRAM bytes against ncu's at the default sizes (PREDICT_ONLY: regex);
-#        the run is the report stage's when it ran before it in the same call.
+#   predict: with a profile from the calibrate stage ($out/profile-*.json, or the
+#        file PROFILE names), each bandwidth kernel's predicted % of copy against a run
+#        of the suite: the report stage's when it ran before it in the same call.
+#   predict-dram: with the same profile, each bandwidth kernel's predicted DRAM bytes
+#        against ncu's at the default sizes (PREDICT_ONLY: regex). Its own stage, as
+#        42 ncu processes at those sizes take minutes: a call can hold it alone.
 #   ncu: Nsight Compute counts each kernel's global sectors and requests and shared
 #        wavefronts (one profile per EXPERIMENT/VARIANT at NCU_SIZE, default 4M; only
 #        variants matching the regex NCU_ONLY, default all), then
@@ -203,20 +205,23 @@ for stage in "${stages[@]}"; do
       # The per-variant CSVs travel as one archive.
       tar -czf "$out/ncu.tar.gz" -C "$out" ncu && rm -rf "$dir"
       ;;
-    predict)
-      profile=$(ls "$out"/profile-*.json 2>/dev/null | head -n 1)
-      if [ -z "$profile" ]; then
-        echo "predict: no $out/profile-*.json (run the calibrate stage first)"; status=1; continue
+    predict|predict-dram)
+      profile=${PROFILE:-$(ls "$out"/profile-*.json 2>/dev/null | head -n 1)}
+      if [ -z "$profile" ] || [ ! -f "$profile" ]; then
+        echo "$stage: no profile (run the calibrate stage first, or set PROFILE)"; status=1; continue
       fi
-      # Measured: the report stage's run of this call if there was one, else a run now.
-      if [ -f "$out/report-results.json" ]; then
-        cp "$out/report-results.json" "$out/predict-run.json"
-      else
-        "$bundle/coalesce" run --quiet --json "$out/predict-run.json" >"$out/predict-run.txt" 2>&1 || status=1
+      if [ "$stage" = predict ]; then
+        # Measured: the report stage's run of this call if there was one, else a run now.
+        if [ -f "$out/report-results.json" ]; then
+          cp "$out/report-results.json" "$out/predict-run.json"
+        else
+          "$bundle/coalesce" run --quiet --json "$out/predict-run.json" >"$out/predict-run.txt" 2>&1 || status=1
+        fi
+        "$bundle/coalesce" explain --quiet --profile "$profile" --against-run "$out/predict-run.json" \
+          --json "$out/predict-copy.json" >"$out/predict-copy.txt" 2>&1 || status=1
+        cat "$out/predict-copy.txt"
+        continue
       fi
-      "$bundle/coalesce" explain --quiet --profile "$profile" --against-run "$out/predict-run.json" \
-        --json "$out/predict-copy.json" >"$out/predict-copy.txt" 2>&1 || status=1
-      cat "$out/predict-copy.txt"
       dir="$out/dram"
       rm -rf "$dir" && mkdir -p "$dir"
       # The bandwidth kernels only: a product's time is its arithmetic's.
@@ -268,7 +273,7 @@ for stage in "${stages[@]}"; do
       grep -c '^"' "$out/stalls-${v/\//.}.csv" | sed 's/^/csv lines: /'
       ;;
     *)
-      echo "unknown stage $stage (tests, suite, check, sanitize, report, bench, compare, ncu, broken, calibrate, predict, stalls)"; status=2 ;;
+      echo "unknown stage $stage (tests, suite, check, sanitize, report, bench, compare, ncu, broken, calibrate, predict, predict-dram, stalls)"; status=2 ;;
   esac
 done
 exit $status
