@@ -427,3 +427,56 @@ fn warps_are_32_consecutive_linear_thread_ids_x_fastest() {
         );
     }
 }
+
+#[test]
+fn addresses_only_blocks_run_thread_after_thread_until_a_barrier_needs_them_at_once() {
+    use kernels::gpu::emu::Schedule;
+    const BASE: usize = 1 << 40;
+    let cfg = |schedule| LaunchConfig {
+        grid: Dim3::from(3),
+        block: Dim3::from(64),
+        record: true,
+        bounds: std::iter::once(BASE..BASE + 4 * 256).collect(),
+        addresses_only: true,
+        schedule,
+        ..Default::default()
+    };
+    let kernel = |barrier: bool| {
+        move || unsafe {
+            let src = Global::<f32>::from_ptr(BASE as *const f32);
+            let i = thread::index_1d();
+            src.read(i);
+            if barrier {
+                thread::sync_threads();
+            }
+            src.read(255 - i);
+        }
+    };
+    let sorted = |mut log: Vec<kernels::gpu::emu::Access>| {
+        log.sort_by_key(|a| (a.block, a.thread, a.addr, a.occurrence));
+        log.iter()
+            .map(|a| (a.block, a.thread, a.addr, a.occurrence))
+            .collect::<Vec<_>>()
+    };
+    // Without a barrier the threads run one after another; with one, the launch runs
+    // again with a thread each: either way the accesses are those of OS threads
+    // taking turns (Schedule::Forward).
+    for barrier in [false, true] {
+        let fast = within(Duration::from_secs(60), move || {
+            launch(&cfg(Schedule::Concurrent), kernel(barrier))
+        });
+        let turns = launch(&cfg(Schedule::Forward), kernel(barrier));
+        assert_eq!(fast.len(), 3 * 64 * 2);
+        assert_eq!(sorted(fast), sorted(turns), "barrier: {barrier}");
+    }
+    // A panic in a thread run so is the launch's error, as with OS threads.
+    let r = try_launch(&cfg(Schedule::Concurrent), || {
+        if thread::index_1d() == 70 {
+            panic!("thread 70 gives up");
+        }
+    });
+    match r {
+        Err(LaunchError::Panicked { thread, block, .. }) => assert_eq!((thread.x, block.x), (6, 1)),
+        other => panic!("expected the panic as an error, got {other:?}"),
+    }
+}

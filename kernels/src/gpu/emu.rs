@@ -1,7 +1,10 @@
 //! The host-side backend of [`crate::gpu`]: runs a kernel's threads as CPU threads.
 //!
 //! A launch runs its blocks one after another; the threads of a block run as OS
-//! threads, so `sync_threads()` is a real barrier and shared memory is per block.
+//! threads, so `sync_threads()` is a real barrier and shared memory is per block. An
+//! addresses-only launch first runs each block's threads one after another on one OS
+//! thread (most of a block's cost is starting its OS threads), and runs again as above
+//! if a thread reaches `sync_threads()`.
 //! Every global and shared access goes through [`record_global`]/[`record_shared`],
 //! which, when the launch records, log it with the kernel source line it came from.
 //!
@@ -255,6 +258,9 @@ struct AsyncCopies {
 }
 
 struct BlockState {
+    /// The block's threads run one after another on one OS thread (an addresses-only
+    /// launch's first try): a barrier then cannot be honoured, and ends the try.
+    one_by_one: bool,
     barrier: BlockBarrier,
     // Set under a serial schedule: it replaces the barrier.
     turns: Option<schedule::Turns>,
@@ -285,6 +291,10 @@ struct BarrierState {
 
 /// The unwind payload of a thread released from an aborted barrier.
 struct Aborted;
+
+/// The unwind payload of a thread that reached a barrier while its block's threads ran
+/// one after another: the launch must run them as OS threads.
+struct NeedsThreads;
 
 impl BlockBarrier {
     fn new(threads: usize) -> Self {
@@ -368,6 +378,9 @@ pub fn sync_threads() {
         with_thread(|t| (t.block as *const BlockState, t.linear_thread));
     // SAFETY: see above.
     let block = unsafe { &*block };
+    if block.one_by_one {
+        resume_unwind(Box::new(NeedsThreads));
+    }
     if let Some(turns) = &block.turns {
         turns.barrier(rank);
     } else if block.barrier.wait().is_err() {
@@ -750,80 +763,140 @@ pub fn try_record(config: &LaunchConfig, kernel: impl Fn() + Sync) -> Result<Rec
             grid.count()
         )));
     }
+    // Addresses only, the threads of a block need not run at once unless they meet
+    // at a barrier: try them one after another on this OS thread (spawning an OS
+    // thread per emulated thread is most of a block's cost), and run the launch again
+    // with OS threads if one reaches `sync_threads()`. Validation keeps OS threads, so
+    // a kernel's races can show. A warp exchange needs no meeting in such a launch
+    // ([`warp_exchange`]).
+    if config.addresses_only && config.schedule == Schedule::Concurrent {
+        match run_blocks(config, blocks, &kernel, true) {
+            Err(Stop::NeedsThreads) => {}
+            Err(Stop::Failed(e)) => return Err(e),
+            Ok(log) => return Ok(log),
+        }
+    }
+    run_blocks(config, blocks, &kernel, false).map_err(|stop| match stop {
+        Stop::Failed(e) => e,
+        // Only a one-by-one run stops so.
+        Stop::NeedsThreads => LaunchError::BadConfig("a barrier in a block run with OS threads".into()),
+    })
+}
+
+/// Why [`run_blocks`] stopped early.
+enum Stop {
+    Failed(LaunchError),
+    /// A thread reached a barrier while its block's threads ran one after another.
+    NeedsThreads,
+}
+
+/// Runs `blocks`, each block's threads as OS threads or, `one_by_one`, one after
+/// another on this one.
+fn run_blocks(
+    config: &LaunchConfig,
+    blocks: &[usize],
+    kernel: &(impl Fn() + Sync),
+    one_by_one: bool,
+) -> Result<Recording, Stop> {
+    let block = config.block;
     let log = Mutex::new(Recording::default());
-    let failure: Mutex<Option<LaunchError>> = Mutex::new(None);
-    let fail = |e: LaunchError| {
+    let failure: Mutex<Option<Stop>> = Mutex::new(None);
+    let fail = |e: Stop| {
         failure.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
     };
     for &b in blocks {
-        let block_idx = unflatten(b, grid);
         let state = BlockState {
+            one_by_one,
             barrier: BlockBarrier::new(block.count()),
             turns: schedule::Turns::new(config.schedule, block.count()),
             warps: warp::Warps::new(block.count()),
             statics: Mutex::new(HashMap::new()),
             dynamic: Mutex::new(std::vec![POISON; words_for(config.dynamic_shared_bytes)].into_boxed_slice()),
         };
-        std::thread::scope(|s| {
+        let thread = |t: usize| run_thread(config, &state, kernel, b, t, &log, &fail);
+        if one_by_one {
             for t in 0..block.count() {
-                let (state, kernel, log, fail) = (&state, &kernel, &log, &fail);
-                let spawned = std::thread::Builder::new()
-                    .stack_size(256 * 1024)
-                    .spawn_scoped(s, move || {
-                        let thread_idx = unflatten(t, block);
-                        let ctx = ThreadCtx {
-                            thread_idx,
-                            block_idx,
-                            block_dim: block,
-                            grid_dim: grid,
-                            block: state,
-                            config,
-                            linear_block: b,
-                            linear_thread: t,
-                            counters: Vec::new(),
-                            epoch: 0,
-                            log: Vec::new(),
-                            copies: AsyncCopies::default(),
-                        };
-                        // SAFETY: the context is removed below, before `state` and
-                        // `config` go out of scope; nothing else keeps it.
-                        let ctx: ThreadCtx<'static> = unsafe { core::mem::transmute(ctx) };
-                        CURRENT.with(|c| *c.borrow_mut() = Some(ctx));
-                        let turn = state.turns.as_ref().map(|turns| turns.start(t));
-                        let outcome = catch_unwind(AssertUnwindSafe(kernel));
-                        drop(turn);
-                        let ctx = CURRENT.with(|c| c.borrow_mut().take());
-                        if let Err(payload) = outcome
-                            && !payload.is::<Aborted>()
-                        {
-                            fail(LaunchError::Panicked {
-                                block: block_idx,
-                                thread: thread_idx,
-                                message: panic_message(payload.as_ref()),
-                            });
-                            state.barrier.abort();
-                            state.warps.abort();
-                        }
-                        state.barrier.leave();
-                        state.warps.leave(t);
-                        if let Some(ctx) = ctx {
-                            let mut log = log.lock().unwrap_or_else(|e| e.into_inner());
-                            log.accesses.extend(ctx.log);
-                            log.executions.extend(ctx.counters.into_iter().map(|(c, _)| c));
-                        }
-                    });
-                if let Err(e) = spawned {
-                    // The threads already running would wait for this one forever.
-                    fail(LaunchError::Spawn(e.to_string()));
-                    state.barrier.abort();
-                    state.warps.abort();
+                thread(t);
+                if failure.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
                     break;
                 }
             }
-        });
+        } else {
+            std::thread::scope(|s| {
+                for t in 0..block.count() {
+                    let thread = &thread;
+                    let spawned = std::thread::Builder::new()
+                        .stack_size(256 * 1024)
+                        .spawn_scoped(s, move || thread(t));
+                    if let Err(e) = spawned {
+                        // The threads already running would wait for this one forever.
+                        fail(Stop::Failed(LaunchError::Spawn(e.to_string())));
+                        state.barrier.abort();
+                        state.warps.abort();
+                        break;
+                    }
+                }
+            });
+        }
         if let Some(e) = failure.lock().unwrap_or_else(|p| p.into_inner()).take() {
             return Err(e);
         }
     }
     Ok(log.into_inner().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// Runs emulated thread `t` of block `b` on the current OS thread and appends its log.
+fn run_thread(
+    config: &LaunchConfig,
+    state: &BlockState,
+    kernel: &(impl Fn() + Sync),
+    b: usize,
+    t: usize,
+    log: &Mutex<Recording>,
+    fail: &impl Fn(Stop),
+) {
+    let (grid, block) = (config.grid, config.block);
+    let (block_idx, thread_idx) = (unflatten(b, grid), unflatten(t, block));
+    let ctx = ThreadCtx {
+        thread_idx,
+        block_idx,
+        block_dim: block,
+        grid_dim: grid,
+        block: state,
+        config,
+        linear_block: b,
+        linear_thread: t,
+        counters: Vec::new(),
+        epoch: 0,
+        log: Vec::new(),
+        copies: AsyncCopies::default(),
+    };
+    // SAFETY: the context is removed below, before `state` and `config` go out of
+    // scope; nothing else keeps it.
+    let ctx: ThreadCtx<'static> = unsafe { core::mem::transmute(ctx) };
+    CURRENT.with(|c| *c.borrow_mut() = Some(ctx));
+    let turn = state.turns.as_ref().map(|turns| turns.start(t));
+    let outcome = catch_unwind(AssertUnwindSafe(kernel));
+    drop(turn);
+    let ctx = CURRENT.with(|c| c.borrow_mut().take());
+    match outcome {
+        Err(payload) if payload.is::<NeedsThreads>() => fail(Stop::NeedsThreads),
+        Err(payload) if !payload.is::<Aborted>() => {
+            fail(Stop::Failed(LaunchError::Panicked {
+                block: block_idx,
+                thread: thread_idx,
+                message: panic_message(payload.as_ref()),
+            }));
+            state.barrier.abort();
+            state.warps.abort();
+        }
+        _ => {}
+    }
+    state.barrier.leave();
+    state.warps.leave(t);
+    if let Some(ctx) = ctx {
+        let mut log = log.lock().unwrap_or_else(|e| e.into_inner());
+        log.accesses.extend(ctx.log);
+        log.executions.extend(ctx.counters.into_iter().map(|(c, _)| c));
+    }
 }
