@@ -161,7 +161,9 @@ struct Fetched {
     float4 b[BK * BN / 4 / NT];
 };
 
-template <int BM, int BN, int BK, int NT>
+// WHOLE: the block's tiles lie inside A and B, K % BK == 0 and N % 4 == 0 (the
+// caller checked): plain float4 loads.
+template <int BM, int BN, int BK, int NT, bool WHOLE = false>
 __device__ __forceinline__ Fetched<BM, BN, BK, NT> fetch_tiles(int M, int N, int K, const float* __restrict__ A,
                                                                const float* __restrict__ B, int row0, int col0,
                                                                int k0, bool a_vector, bool b_vector) {
@@ -170,12 +172,14 @@ __device__ __forceinline__ Fetched<BM, BN, BK, NT> fetch_tiles(int M, int N, int
 #pragma unroll
     for (int i = 0; i < BM * BK / 4 / NT; ++i) {
         const int r = tid / (BK / 4) + i * (NT / (BK / 4)), c = tid % (BK / 4) * 4;
-        f.a[i] = at4(A, M, K, row0 + r, k0 + c, a_vector);
+        f.a[i] = WHOLE ? *reinterpret_cast<const float4*>(&A[(row0 + r) * K + k0 + c])
+                       : at4(A, M, K, row0 + r, k0 + c, a_vector);
     }
 #pragma unroll
     for (int i = 0; i < BK * BN / 4 / NT; ++i) {
         const int r = tid / (BN / 4) + i * (NT / (BN / 4)), c = tid % (BN / 4) * 4;
-        f.b[i] = at4(B, K, N, k0 + r, col0 + c, b_vector);
+        f.b[i] = WHOLE ? *reinterpret_cast<const float4*>(&B[(k0 + r) * N + col0 + c])
+                       : at4(B, K, N, k0 + r, col0 + c, b_vector);
     }
     return f;
 }
@@ -253,7 +257,7 @@ extern "C" __global__ void sgemm_banks(int M, int N, int K, const float* __restr
 // 6. warptile and 7. pipeline: warp w owns a WM x WN tile walked as WMITER x WNITER
 // sub-tiles of TM x TN per thread; STAGES = 2 double-buffers shared memory with the
 // next tile's loads in flight in registers during the compute.
-template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int NT, int STAGES>
+template <int BM, int BN, int BK, int WM, int WN, int WNITER, int TM, int TN, int NT, int STAGES, bool WHOLE = false>
 __device__ __forceinline__ void warptile(int M, int N, int K, const float* __restrict__ A,
                                          const float* __restrict__ B, float* __restrict__ C) {
     constexpr int PITCH = BM + 4;
@@ -271,17 +275,17 @@ __device__ __forceinline__ void warptile(int M, int N, int K, const float* __res
     float reg_m[WMITER][TM], reg_n[WNITER][TN];
     int stage = 0;
     if (STAGES == 2 && K > 0) {
-        store_tiles<BM, BN, BK, NT, PITCH>(fetch_tiles<BM, BN, BK, NT>(M, N, K, A, B, row0, col0, 0, a_vector, b_vector),
+        store_tiles<BM, BN, BK, NT, PITCH>(fetch_tiles<BM, BN, BK, NT, WHOLE>(M, N, K, A, B, row0, col0, 0, a_vector, b_vector),
                                            As, Bs);
         __syncthreads();
     }
     for (int k0 = 0; k0 < K; k0 += BK) {
         Fetched<BM, BN, BK, NT> next;
         const bool more = STAGES == 2 && k0 + BK < K;
-        if (more) next = fetch_tiles<BM, BN, BK, NT>(M, N, K, A, B, row0, col0, k0 + BK, a_vector, b_vector);
+        if (more) next = fetch_tiles<BM, BN, BK, NT, WHOLE>(M, N, K, A, B, row0, col0, k0 + BK, a_vector, b_vector);
         if (STAGES == 1) {
             store_tiles<BM, BN, BK, NT, PITCH>(
-                fetch_tiles<BM, BN, BK, NT>(M, N, K, A, B, row0, col0, k0, a_vector, b_vector), As, Bs);
+                fetch_tiles<BM, BN, BK, NT, WHOLE>(M, N, K, A, B, row0, col0, k0, a_vector, b_vector), As, Bs);
             __syncthreads();
         }
         const float* as = As + stage * BK * PITCH;
@@ -348,6 +352,16 @@ extern "C" __global__ void sgemm_pipeline_128x128x8(int M, int N, int K, const f
 // takes 129 without the bound, and one block).
 extern "C" __global__ void __launch_bounds__(256, 2) sgemm_pipeline_128x128x8_4x8(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
     warptile<128, 128, 8, 64, 32, 1, 4, 8, 256, 2>(M, N, K, A, B, C);
+}
+
+// interior: blocks wholly inside C with every K tile full take an unguarded copy of
+// the loop.
+extern "C" __global__ void __launch_bounds__(256, 2) sgemm_interior(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
+    const bool whole = (blockIdx.y + 1) * 128 <= M && (blockIdx.x + 1) * 128 <= N && K % 8 == 0 && N % 4 == 0;
+    if (whole)
+        warptile<128, 128, 8, 64, 32, 1, 4, 8, 256, 2, true>(M, N, K, A, B, C);
+    else
+        warptile<128, 128, 8, 64, 32, 1, 4, 8, 256, 2>(M, N, K, A, B, C);
 }
 
 extern "C" __global__ void sgemm_pipeline_128x64x16(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
@@ -516,7 +530,6 @@ extern "C" __global__ void __launch_bounds__(256, 2) sgemm_async_128x128x8(int M
 extern "C" __global__ void sgemm_async_128x256x8(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
     async_warptile<128, 256, 8, 64, 64, 2, 4, 8, 256, 3>(M, N, K, A, B, C);
 }
-
 // 9. tf32: TF32 tensor cores (sm_80 and later) over the async rung's cp.async stages,
 // inline PTX mma.sync and ldmatrix as CUDA programmers write them without CUTLASS. A
 // warp owns 64 x 64 of C: 4 x 8 mma tiles of 16 x 8, 128 accumulators per lane. A's

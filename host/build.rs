@@ -4,8 +4,11 @@
 
 use std::env;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
+
+// The `kernel!` scanner, for the kernels' `#[launch_bounds]`.
+include!("../kernels/kernel_table.rs");
 
 const TARGET: &str = "nvptx64-nvidia-cuda";
 /// PTX for sm_70 is JIT-compiled by the driver on every GPU from Volta up.
@@ -31,7 +34,15 @@ fn build_ptx(manifest: &Path, out: &Path) {
     println!("cargo:rerun-if-env-changed=COALESCE_ARCH");
     let arch = arch();
     let target_dir = out.join("kernels-target");
-    let text = compile_to_ptx(&kernels, "kernels", &target_dir, &arch, None);
+    let files = module_files(&kernels.join("src"));
+    let files: Vec<(&Path, String)> = files.iter().map(|(p, m)| (p.as_path(), m.clone())).collect();
+    let bounds = scan_launch_bounds(&files);
+    let mut bounded = Vec::new();
+    let text = with_launch_bounds(
+        compile_to_ptx(&kernels, "kernels", &target_dir, &arch, None),
+        &bounds,
+        &mut bounded,
+    );
     fs::write(out.join("kernels.ptx"), text).unwrap_or_else(|e| fail(&format!("write PTX: {e}")));
     println!("cargo:rustc-env=COALESCE_PTX_ARCH={arch}");
 
@@ -41,13 +52,22 @@ fn build_ptx(manifest: &Path, out: &Path) {
     // the device has sm_80. Its own target directory: a different target-cpu and
     // feature set would otherwise rebuild the baseline's artefacts every time.
     let sm80 = at_least_sm80(&arch);
-    let text = compile_to_ptx(
-        &kernels,
-        "kernels",
-        &out.join("kernels-sm80-target"),
-        &sm80,
-        Some("sm80"),
+    let text = with_launch_bounds(
+        compile_to_ptx(
+            &kernels,
+            "kernels",
+            &out.join("kernels-sm80-target"),
+            &sm80,
+            Some("sm80"),
+        ),
+        &bounds,
+        &mut bounded,
     );
+    if let Some((kernel, ..)) = bounds.iter().find(|(k, ..)| !bounded.contains(k)) {
+        fail(&format!(
+            "#[launch_bounds] of {kernel}: no PTX module has the kernel"
+        ));
+    }
     fs::write(out.join("kernels_sm80.ptx"), text).unwrap_or_else(|e| fail(&format!("write PTX: {e}")));
     println!("cargo:rustc-env=COALESCE_PTX_SM80_ARCH={sm80}");
 
@@ -61,6 +81,28 @@ fn build_ptx(manifest: &Path, out: &Path) {
         let text = compile_to_ptx(&broken, "broken_kernels", &target_dir, &arch, None);
         fs::write(out.join("broken_kernels.ptx"), text).unwrap_or_else(|e| fail(&format!("write PTX: {e}")));
     }
+}
+
+/// Writes each kernel's `#[launch_bounds(THREADS, BLOCKS)]` (from its `kernel!` block,
+/// `bounds`) into the PTX module that has it, after its parameter list: `.maxntid
+/// THREADS, 1, 1` and `.minnctapersm BLOCKS`, what nvcc emits for
+/// `__launch_bounds__(THREADS, BLOCKS)` and what ptxas reads to cap registers per
+/// thread (Rust has no attribute for it). Each kernel it finds goes into `found`.
+fn with_launch_bounds(mut ptx: String, bounds: &[(String, u32, u32)], found: &mut Vec<String>) -> String {
+    for (kernel, threads, blocks) in bounds {
+        let Some(start) = ptx.find(&format!(".entry {kernel}(")) else {
+            continue;
+        };
+        let Some(close) = ptx[start..].find(')').map(|i| start + i + 1) else {
+            fail(&format!("the PTX entry {kernel} has no parameter list"));
+        };
+        ptx.insert_str(
+            close,
+            &format!("\n.maxntid {threads}, 1, 1\n.minnctapersm {blocks}"),
+        );
+        found.push(kernel.clone());
+    }
+    ptx
 }
 
 /// `COALESCE_ARCH`, checked, or the default.

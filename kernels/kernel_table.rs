@@ -24,11 +24,53 @@ struct ScannedKernel {
     params: Vec<String>,
     /// `file:line` of the `kernel!` block, for duplicate-name errors.
     site: String,
+    /// `#[launch_bounds(THREADS, BLOCKS)]`: the most threads per block and the blocks
+    /// that must fit on one SM, which `host/build.rs` writes into the PTX.
+    launch_bounds: Option<(u32, u32)>,
+}
+
+/// The kernel crate's module files in `src` (sorted, so the table's order does not
+/// depend on the file system), each with its module path: every top-level file is a
+/// module of lib.rs named after it, and lib.rs is the root.
+#[allow(dead_code)] // The broken-kernels crate lists its one file itself.
+fn module_files(src: &Path) -> Vec<(std::path::PathBuf, String)> {
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(src)
+        .unwrap_or_else(|e| panic!("{} is not readable: {e}", src.display()))
+        .map(|e| e.expect("the kernel sources list").path())
+        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "rs"))
+        .collect();
+    files.sort();
+    files
+        .into_iter()
+        .map(|p| {
+            let stem = p.file_stem().and_then(|s| s.to_str()).expect("UTF-8 file names in src");
+            let prefix = if stem == "lib" { "crate".to_string() } else { format!("crate::{stem}") };
+            (p, prefix)
+        })
+        .collect()
+}
+
+/// Every kernel of `files` (as for [`generate_host_kernels`]) declared with
+/// `#[launch_bounds(THREADS, BLOCKS)]`: (name, threads, blocks).
+#[allow(dead_code)] // Only host/build.rs asks.
+fn scan_launch_bounds(files: &[(&Path, String)]) -> Vec<(String, u32, u32)> {
+    let mut bounds = Vec::new();
+    for (file, prefix) in files {
+        let source = std::fs::read_to_string(file)
+            .unwrap_or_else(|e| panic!("cannot read {} to list its kernels: {e}", file.display()));
+        for k in scan_kernels(&file.display().to_string(), &source, prefix) {
+            if let Some((threads, blocks)) = k.launch_bounds {
+                bounds.push((k.name, threads, blocks));
+            }
+        }
+    }
+    bounds
 }
 
 /// Scans `files` (each with the module path its kernels live at, e.g. `crate::copy`,
 /// or `crate` for lib.rs) and writes `$OUT_DIR/host_kernels.rs`. `emu` is the path of
 /// `kernels::gpu::emu` as the including crate sees it.
+#[allow(dead_code)] // host/build.rs includes the scanner for launch bounds only.
 fn generate_host_kernels(files: &[(&Path, String)], emu: &str) {
     let mut kernels = Vec::new();
     for (file, prefix) in files {
@@ -158,6 +200,7 @@ fn parse_block(
         _ => fail("balanced brackets", at),
     };
     let mut p = skip_ws(c, start);
+    let mut launch_bounds = None;
     // Attributes (doc comments are already blanked): `#[...]`, possibly `#![...]`.
     while p < end && c[p] == b'#' {
         let mut q = skip_ws(c, p + 1);
@@ -167,7 +210,21 @@ fn parse_block(
         if c.get(q) != Some(&b'[') {
             fail("`[` after `#`", q);
         }
-        p = skip_ws(c, within(matching(c, q), q) + 1);
+        let close = within(matching(c, q), q);
+        let inside = String::from_utf8_lossy(&c[q + 1..close]);
+        if let Some(args) = inside.trim().strip_prefix("launch_bounds") {
+            let numbers: Option<Vec<u32>> = args
+                .trim()
+                .strip_prefix('(')
+                .and_then(|a| a.strip_suffix(')'))
+                .map(|a| a.split(',').map(|n| n.trim().parse().ok()).collect::<Option<Vec<u32>>>())
+                .unwrap_or(None);
+            match numbers.as_deref() {
+                Some(&[threads, blocks]) if threads > 0 && blocks > 0 => launch_bounds = Some((threads, blocks)),
+                _ => fail("`#[launch_bounds(THREADS, BLOCKS)]` with two positive integers", q),
+            }
+        }
+        p = skip_ws(c, close + 1);
     }
     let word = |p: &mut usize, what: &str| -> String {
         if *p >= end || !is_ident_start(c[*p]) {
@@ -209,6 +266,7 @@ fn parse_block(
         name,
         params,
         site,
+        launch_bounds,
     }
 }
 

@@ -190,8 +190,13 @@ fn assembles_without_spills_where_ptxas_is_installed() {
                 );
             }
             // The 128 x 128 x 8 pipelines run two blocks of 256 threads per SM only at
-            // 128 registers or fewer (65536 per SM); the 4 x 8 tuning's lesson needs it.
-            for k in ["sgemm_pipeline_128x128x8", "sgemm_pipeline_128x128x8_4x8"] {
+            // 128 registers or fewer (65536 per SM); the 4 x 8 tuning's lesson needs it,
+            // and the interior rung's launch bounds must hold it there.
+            for k in [
+                "sgemm_pipeline_128x128x8",
+                "sgemm_pipeline_128x128x8_4x8",
+                "sgemm_interior",
+            ] {
                 if name == "kernels" {
                     let r = registers(&log, k).unwrap_or_else(|| panic!("{k} not in the log:\n{log}"));
                     assert!(r <= 128, "{name} {arch}: {k} uses {r} registers");
@@ -377,6 +382,21 @@ fn sgemm_rungs_use_vector_accesses_and_no_local_memory() {
         // Two barriers per tile; the pipelines one per tile and one after the prologue.
         assert_eq!(count(b, "bar.sync"), 2, "{k}");
     }
+    // The interior rung: the pipeline's loop twice, one of them with float4 loads only
+    // (no scalar fallback: the guarded copy's 8 scalar loads per tile are its only ones).
+    let interior = body("sgemm_interior");
+    assert_eq!(count(interior, ".local"), 0);
+    assert_eq!(count(interior, "bar.sync"), 4);
+    assert_eq!(
+        count(interior, "ld.global.nc.f32"),
+        count(body("sgemm_pipeline_128x128x8_4x8"), "ld.global.nc.f32")
+    );
+    assert_eq!(
+        count(interior, "ld.global.nc.v4.f32"),
+        2 * count(body("sgemm_pipeline_128x128x8_4x8"), "ld.global.nc.v4.f32")
+    );
+    // Its launch bounds, written into the PTX by the build.
+    assert!(interior.contains(".maxntid 256, 1, 1") && interior.contains(".minnctapersm 2"));
     // Warp tiling: 8 x 4 outputs in each of 4 sub-tiles per k step.
     assert!(count(body("sgemm_warptile"), "fma.rn.f32") >= 128);
 }

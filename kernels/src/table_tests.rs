@@ -216,4 +216,31 @@ mod scanner {
         assert!(check < call, "{table}");
         assert!(table.contains("params: &[\"u32\", \"f32\"],"), "{table}");
     }
+
+    #[test]
+    fn reads_launch_bounds_and_refuses_malformed_ones() {
+        let kernels = scan_kernels(
+            "test.rs",
+            "kernel! {\n    #[launch_bounds(256, 2)]\n    /// doc\n    pub fn bounded(x: u32) {}\n}\n\
+             kernel! { pub fn free(x: u32) {} }",
+            "crate::m",
+        );
+        let bounds: Vec<_> = kernels
+            .iter()
+            .map(|k| (k.name.as_str(), k.launch_bounds))
+            .collect();
+        assert_eq!(bounds, [("bounded", Some((256, 2))), ("free", None)]);
+        for bad in [
+            "#[launch_bounds(256)]",
+            "#[launch_bounds(0, 2)]",
+            "#[launch_bounds(x, 2)]",
+            "#[launch_bounds]",
+        ] {
+            let message = scan_error(&format!("kernel! {{ {bad} pub fn k(x: u32) {{}} }}"));
+            assert!(
+                message.contains("launch_bounds(THREADS, BLOCKS)"),
+                "{bad}: {message}"
+            );
+        }
+    }
 }

@@ -80,6 +80,7 @@ pub static EXPERIMENT: Experiment = Experiment {
         Variant::new("pipeline-128x128x8-4x8", "sgemm_pipeline_128x128x8_4x8", ARGS, |p, _| {
             warp(p, PIPE_128X128X8_4X8)
         }),
+        Variant::new("interior", "sgemm_interior", ARGS, |p, _| warp(p, PIPE_128X128X8_4X8)),
         Variant::new("pipeline-128x64x16", "sgemm_pipeline_128x64x16", ARGS, |p, _| {
             warp(p, PIPE_128X64X16)
         }),

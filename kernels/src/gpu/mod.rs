@@ -36,8 +36,17 @@ pub use vec::Float4;
 /// `build.rs` lists every `kernel!` block of a top-level module file in
 /// [`HOST_KERNELS`](crate::HOST_KERNELS), so the host can run it on the emulator by
 /// name; each parameter type needs an [`emu::FromWord`] impl for that table to compile.
+///
+/// `#[launch_bounds(THREADS, BLOCKS)]`, first in the block, is CUDA's
+/// `__launch_bounds__(THREADS, BLOCKS)`: at most THREADS threads per block, and
+/// registers capped so BLOCKS blocks fit on one SM. Rust has no attribute for it, so
+/// the macro drops it and `host/build.rs` (which reads the `kernel!` blocks) writes it
+/// into the PTX as `.maxntid` and `.minnctapersm`.
 #[macro_export]
 macro_rules! kernel {
+    (#[launch_bounds($threads:literal, $blocks:literal)] $($rest:tt)*) => {
+        $crate::kernel! { $($rest)* }
+    };
     (#[requires(sm_80)] $(#[$meta:meta])* pub fn $name:ident($($arg:ident : $ty:ty),* $(,)?) $body:block) => {
         #[cfg(target_arch = "nvptx64")]
         $crate::__in_sm80_module! { $(#[$meta])* pub fn $name($($arg: $ty),*) $body }
