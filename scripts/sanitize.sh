@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every kernel at awkward sizes (`coalesce check`) under compute-sanitizer's
-# memcheck, initcheck and synccheck, and the shared-memory kernels (transpose) under
-# racecheck. Ends with one line per tool: launches checked, errors found.
+# memcheck, initcheck and synccheck, and the shared-memory kernels (transpose, sgemm)
+# under racecheck. Ends with one line per tool: launches checked, errors found.
 #   scripts/sanitize.sh [COALESCE_BINARY]   (default: gpu-bundle/coalesce, else target/release/coalesce)
 # Logs go to $OUT (default ./gpu-out). Exit status: 0 only if every tool found 0 errors.
 set -uo pipefail
@@ -19,7 +19,7 @@ status=0
 summary=()
 for tool in memcheck initcheck synccheck racecheck; do
   experiments=()
-  [ "$tool" = racecheck ] && experiments=(transpose)
+  [ "$tool" = racecheck ] && experiments=(transpose sgemm)
   log="$out/sanitize-$tool.log"
   "$sanitizer" --tool "$tool" --error-exitcode 99 --print-limit 20 "$bin" check "${experiments[@]}" >"$log" 2>&1
   rc=$?

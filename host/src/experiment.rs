@@ -232,8 +232,16 @@ impl Kind {
 pub const AWKWARD_N: [usize; 7] = [1, 31, 33, 255, 1029, 4095, (1 << 20) + 7];
 /// Matrices that are neither square nor multiples of a tile.
 pub const AWKWARD_2D: [[usize; 2]; 4] = [[1, 1], [33, 65], [1000, 17], [17, 1000]];
-/// Products likewise (m x n x k).
-pub const AWKWARD_3D: [[usize; 3]; 4] = [[1, 1, 1], [33, 65, 17], [1000, 17, 33], [17, 33, 1000]];
+/// Products likewise (m x n x k). The last has whole 128 x 128 blocks beside partial
+/// ones, with k and n multiples of 8 and 4: the interior rung's unguarded loop runs
+/// there, next to its guarded one.
+pub const AWKWARD_3D: [[usize; 3]; 5] = [
+    [1, 1, 1],
+    [33, 65, 17],
+    [1000, 17, 33],
+    [17, 33, 1000],
+    [260, 136, 40],
+];
 
 /// A problem size, as an experiment measures it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
