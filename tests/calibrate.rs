@@ -122,7 +122,7 @@ fn calibrate_quick_writes_a_profile_of_this_gpu() {
 /// Runs one of calibrate's on-chip kernels (kernels/src/throughput.rs) on the emulator
 /// over `blocks` blocks and counts its traffic as `explain` does: the units its rate is
 /// stated in are the units the model counts.
-fn on_chip(kernel: &str, blocks: u32, rounds: usize) -> coalesce::explain::predict::Traffic {
+fn on_chip(kernel: &str, blocks: u32, rounds: usize) -> coalesce::explain::traffic::Traffic {
     use kernels::throughput::{BLOCK, WINDOW};
     let k = kernels::host_kernel(kernel).expect("in the emulator's kernel table");
     // 128-byte aligned, as a device allocation is, so lines and sectors fall as on a GPU.
@@ -150,7 +150,7 @@ fn on_chip(kernel: &str, blocks: u32, rounds: usize) -> coalesce::explain::predi
     };
     // SAFETY: the words are live host buffers of the sizes the kernels index.
     let log = launch(&cfg, || unsafe { (k.call)(&words) });
-    coalesce::explain::predict::traffic(&log)
+    coalesce::explain::traffic::traffic(&log)
 }
 
 #[test]

@@ -265,7 +265,7 @@ fn interleaved_complex_reads_are_the_stride_2_trap() {
 /// threads only.
 #[test]
 fn residency_comes_from_ptxas_for_the_profiles_gpu() {
-    use coalesce::explain::predict::{Limit, residency};
+    use coalesce::explain::residency::{Limit, residency};
     use coalesce::profile::{Profile, SmLimits};
     let shipped = Profile::shipped("H100").unwrap().unwrap();
     let profile = Profile {

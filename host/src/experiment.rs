@@ -122,14 +122,6 @@ impl Arithmetic {
             Arithmetic::Tf32 => 2f64.powi(-11),
         }
     }
-
-    /// The cuBLAS SGEMM mode a kernel of this arithmetic is compared with.
-    pub fn cublas(self) -> crate::compare::cublas::Math {
-        match self {
-            Arithmetic::Fp32 => crate::compare::cublas::Math::Fp32,
-            Arithmetic::Tf32 => crate::compare::cublas::Math::Tf32,
-        }
-    }
 }
 
 /// One kernel parameter, as declared.

@@ -19,7 +19,7 @@ pub struct OccupancySample {
 pub const ALLOCATION_UNITS: [u32; 4] = [256, 128, 512, 64];
 
 /// The register allocation unit: the one of [`ALLOCATION_UNITS`] with which the
-/// residency formula ([`crate::explain::predict::residency`], with the SM's other
+/// residency formula ([`crate::explain::residency::residency`], with the SM's other
 /// limits `sm`) gives the driver's blocks per SM for the most samples. Returns it and
 /// how many samples agree; `None` without samples.
 pub fn register_allocation_unit(
@@ -27,7 +27,7 @@ pub fn register_allocation_unit(
     max_threads_per_sm: u32,
     sm: &crate::profile::SmLimits,
 ) -> Option<(u32, usize)> {
-    use crate::explain::predict::{Resources, residency};
+    use crate::explain::residency::{Resources, residency};
     if samples.is_empty() {
         return None;
     }

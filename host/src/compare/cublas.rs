@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use super::libs::{self, Found, Lib};
 use crate::device::Gpu;
 use crate::error::{Error, Result};
+use crate::experiment::Arithmetic;
 use crate::prepared::Gemm;
 
 const LIB: Lib = Lib {
@@ -51,6 +52,16 @@ impl Math {
         match self {
             Math::Fp32 => cublasMath_t::CUBLAS_DEFAULT_MATH,
             Math::Tf32 => cublasMath_t::CUBLAS_TF32_TENSOR_OP_MATH,
+        }
+    }
+}
+
+/// The cuBLAS SGEMM mode a kernel of this arithmetic is compared with.
+impl From<Arithmetic> for Math {
+    fn from(a: Arithmetic) -> Math {
+        match a {
+            Arithmetic::Fp32 => Math::Fp32,
+            Arithmetic::Tf32 => Math::Tf32,
         }
     }
 }

@@ -119,7 +119,7 @@ pub fn compare(
         // Each kernel beside cuBLAS in its own arithmetic: the TF32 rungs beside TF32.
         let cublas = |math: Math| sgemm.iter().find(|c| c.math == math).map(|c| c.gflop_per_s);
         for (rust, cpp) in &measured.rows {
-            let math = crate::experiments::arithmetic(exp.name, &rust.variant).cublas();
+            let math = Math::from(crate::experiments::arithmetic(exp.name, &rust.variant));
             report
                 .rows
                 .push(CompareRow::new(rust, cpp.as_ref(), cublas(math)));

@@ -15,6 +15,7 @@ pub mod ncu;
 pub mod predict;
 pub mod render;
 pub mod residency;
+pub mod traffic;
 pub mod vectorize;
 
 use serde::Serialize;
@@ -63,7 +64,7 @@ pub struct KernelReport {
     pub sites: Vec<SiteStats>,
     /// What the emulated window moved, before any GPU's parameters: the sampled
     /// blocks', or the [`KernelReport::dram_window`]'s where one was emulated.
-    pub traffic: predict::Traffic,
+    pub traffic: traffic::Traffic,
     /// With a profile, the run of consecutive blocks the prediction counted traffic
     /// over instead of the sampled blocks: one wave, `blocks` from `first`, emulated
     /// when the sample uses some segments or sectors only in part. `None`: the sample.
@@ -225,8 +226,8 @@ pub fn explain_variant(
     // The GPU runs what ptxas made of the source: its vector shared accesses.
     let vectorized = vectorize::of_kernel(launch.kernel.name);
     let folded = vectorize::merge(&mut recorded.accesses, &vectorized);
-    let mut traffic = predict::traffic(&recorded.accesses);
-    let size = predict::LaunchSize {
+    let mut traffic = traffic::traffic(&recorded.accesses);
+    let size = residency::LaunchSize {
         blocks: total as u64,
         threads_per_block: launch.block.x * launch.block.y * launch.block.z,
         dynamic_shared_bytes: u32::try_from(launch.dynamic_shared_bytes).unwrap_or(u32::MAX),
@@ -240,10 +241,10 @@ pub fn explain_variant(
             // segment they share once: where the sampled blocks, far apart, use a
             // segment only in part, count the traffic over the first wave instead.
             if sampled && traffic.shares_segments(p.dram_read_granularity) {
-                let wave = predict::wave_blocks(size, p, resources.as_ref().ok().copied());
+                let wave = residency::wave_blocks(size, p, resources.as_ref().ok().copied());
                 let mut run = emulate::record(&launch, Some((0..wave as usize).collect()), MAX_OCCURRENCES)?;
                 vectorize::merge(&mut run.accesses, &vectorized);
-                traffic = predict::traffic(&run.accesses);
+                traffic = traffic::traffic(&run.accesses);
                 dram_window = Some(DramWindow {
                     first: 0,
                     blocks: wave,

@@ -1,5 +1,6 @@
-//! How fast a bandwidth-bound kernel will run, and why: the emulated address stream
-//! ([`Traffic`]) and a GPU's calibration ([`Profile`]) give the DRAM bytes it moves
+//! How fast a bandwidth-bound kernel will run, and why: the emulated address stream's
+//! counts ([`Traffic`], [`super::traffic`]), the blocks an SM holds
+//! ([`super::residency`]) and a GPU's calibration ([`Profile`]) give the DRAM bytes it moves
 //! and the bytes it keeps in flight; Little's law with a latency that rises with the
 //! DRAM's load turns those into a rate. docs/model.md states the model in the same words.
 //!
@@ -26,167 +27,11 @@
 //! What explain sees but the profile has no rate for is named in
 //! [`Prediction::not_modelled`].
 
-use std::collections::{HashMap, HashSet};
-
-use kernels::gpu::emu::{Access, Op, Space};
 use serde::Serialize;
 
-use super::model::{self, Lane};
-use crate::profile::{Profile, SmLimits};
-
-/// Segment sizes a read's DRAM traffic is counted in (a profile's granularity is
-/// one of them).
-pub const GRANULARITIES: [u32; 3] = [32, 64, 128];
-
-/// What an emulated window of a launch moves, before any GPU's parameters.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
-pub struct Traffic {
-    /// Bytes the lanes asked for, over every global load and store request.
-    pub useful_read: u64,
-    pub useful_write: u64,
-    /// Distinct aligned segments read over the whole window, one count per size in
-    /// [`GRANULARITIES`].
-    pub read_segments: [u64; 3],
-    /// Distinct 32-byte sectors written over the whole window.
-    pub write_sectors: u64,
-    /// Of those segments (per size) and sectors, the ones whose bytes the window's
-    /// requests use only in part: the rest may be another block's, read while the
-    /// segment is still in L2 ([`Traffic::shares_segments`]).
-    pub partial_read_segments: [u64; 3],
-    pub partial_write_sectors: u64,
-    /// The mean global bytes a thread loads before its first global store (or in all,
-    /// if it stores nothing): what it has in flight at once.
-    pub in_flight_per_thread: f64,
-    /// Warp requests to global memory, [loads, stores], and the 32-byte sectors and
-    /// 128-byte lines they touch (each request counted on its own, as the L1 sees them).
-    pub global_requests: [u64; 2],
-    pub global_sectors: [u64; 2],
-    pub global_lines: [u64; 2],
-    /// Warp requests to shared memory, [loads, stores], and the wavefronts the banks
-    /// serve them in (1 per conflict-free request, n per n-way conflict).
-    pub shared_requests: [u64; 2],
-    pub shared_wavefronts: [u64; 2],
-}
-
-impl Traffic {
-    /// Whether the window reads a `granularity`-byte segment, or writes a sector, of
-    /// which it uses only some bytes: then blocks outside the window may use the rest
-    /// while it is in L2, and DRAM bytes counted over the window alone overstate them.
-    pub fn shares_segments(&self, granularity: u32) -> bool {
-        let at = GRANULARITIES.iter().rposition(|&c| c <= granularity).unwrap_or(0);
-        self.partial_read_segments[at] > 0 || self.partial_write_sectors > 0
-    }
-}
-
-/// Marks bytes `addr .. addr + bytes` in the `size`-byte pieces they fall in (each
-/// piece's bytes as a bit mask; sizes up to 128).
-fn cover(pieces: &mut HashMap<usize, u128>, size: usize, addr: usize, bytes: usize) {
-    let (mut at, end) = (addr, addr + bytes);
-    while at < end {
-        let piece = at / size;
-        let upto = ((piece + 1) * size).min(end);
-        let n = upto - at;
-        let bits = if n >= 128 { u128::MAX } else { (1u128 << n) - 1 };
-        *pieces.entry(piece).or_insert(0) |= bits << (at % size);
-        at = upto;
-    }
-}
-
-/// How many pieces of `size` bytes have some but not all bytes marked.
-fn partial(pieces: &HashMap<usize, u128>, size: usize) -> u64 {
-    let full = if size >= 128 {
-        u128::MAX
-    } else {
-        (1u128 << size) - 1
-    };
-    pieces.values().filter(|&&m| m != full).count() as u64
-}
-
-/// Counts a recorded window's traffic. Each thread's accesses appear in the log in
-/// its program order (the emulator appends a thread's own log whole).
-pub fn traffic(accesses: &[Access]) -> Traffic {
-    let mut t = Traffic::default();
-    // Per segment size, and for written sectors: the bytes used of each piece touched.
-    let mut segments: [HashMap<usize, u128>; 3] = Default::default();
-    let mut sectors: HashMap<usize, u128> = HashMap::new();
-    // Per (block, thread): bytes loaded so far, and whether it has stored yet.
-    let mut threads: HashMap<(usize, usize), (u64, bool)> = HashMap::new();
-    // Lanes of one request asking for the same bytes count once (a broadcast).
-    let mut requested: HashSet<(usize, usize, &'static std::panic::Location<'static>, usize, usize)> =
-        HashSet::new();
-    // Every request's lanes, global and shared: (block, warp, site, occurrence, op, space).
-    type Request = (
-        usize,
-        usize,
-        &'static std::panic::Location<'static>,
-        usize,
-        usize,
-        bool,
-    );
-    let mut requests: HashMap<Request, Vec<Lane>> = HashMap::new();
-    for a in accesses {
-        let op = usize::from(a.op == Op::Store);
-        requests
-            .entry((
-                a.block,
-                a.warp(),
-                a.site,
-                a.occurrence,
-                op,
-                a.space == Space::Shared,
-            ))
-            .or_default()
-            .push(Lane {
-                lane: a.lane(),
-                addr: (a.array + a.addr) as u64,
-                bytes: a.bytes as u64,
-            });
-    }
-    for ((.., op, shared), lanes) in &requests {
-        if *shared {
-            t.shared_requests[*op] += 1;
-            t.shared_wavefronts[*op] += model::shared_wavefronts(lanes, *op == 0);
-        } else {
-            t.global_requests[*op] += 1;
-            t.global_sectors[*op] += model::sectors(lanes);
-            t.global_lines[*op] += model::lines(lanes);
-        }
-    }
-    for a in accesses.iter().filter(|a| a.space == Space::Global) {
-        let fresh = requested.insert((a.block, a.warp(), a.site, a.occurrence, a.addr));
-        let entry = threads.entry((a.block, a.thread)).or_insert((0, false));
-        match a.op {
-            Op::Load => {
-                if fresh {
-                    t.useful_read += a.bytes as u64;
-                }
-                for (set, g) in segments.iter_mut().zip(GRANULARITIES) {
-                    cover(set, g as usize, a.addr, a.bytes);
-                }
-                if !entry.1 {
-                    entry.0 += a.bytes as u64;
-                }
-            }
-            Op::Store => {
-                if fresh {
-                    t.useful_write += a.bytes as u64;
-                }
-                cover(&mut sectors, 32, a.addr, a.bytes);
-                entry.1 = true;
-            }
-        }
-    }
-    for (i, (set, g)) in segments.iter().zip(GRANULARITIES).enumerate() {
-        t.read_segments[i] = set.len() as u64;
-        t.partial_read_segments[i] = partial(set, g as usize);
-    }
-    t.write_sectors = sectors.len() as u64;
-    t.partial_write_sectors = partial(&sectors, 32);
-    if !threads.is_empty() {
-        t.in_flight_per_thread = threads.values().map(|v| v.0 as f64).sum::<f64>() / threads.len() as f64;
-    }
-    t
-}
+use super::residency::{LaunchSize, Residency, Resources, blocks_per_sm, resident_threads};
+use super::traffic::{GRANULARITIES, Traffic};
+use crate::profile::Profile;
 
 /// Which bound sets the predicted time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -225,42 +70,6 @@ impl Bound {
 pub struct BoundTime {
     pub bound: Bound,
     pub time_ms: f64,
-}
-
-/// A kernel's registers per thread and static shared bytes per block, as ptxas
-/// assigns them for the profile's GPU ([`super::residency`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub struct Resources {
-    pub registers: u32,
-    pub shared_bytes: u32,
-}
-
-/// What limits the blocks one SM holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Limit {
-    Threads,
-    Registers,
-    SharedMemory,
-    Blocks,
-}
-
-impl Limit {
-    pub fn describe(self) -> &'static str {
-        match self {
-            Limit::Threads => "threads",
-            Limit::Registers => "registers",
-            Limit::SharedMemory => "shared memory",
-            Limit::Blocks => "the block limit",
-        }
-    }
-}
-
-/// Blocks one SM holds at once, and which limit sets it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub struct Residency {
-    pub blocks: u32,
-    pub limit: Limit,
 }
 
 /// A kernel's predicted DRAM traffic, time and bandwidth on one GPU.
@@ -309,96 +118,6 @@ impl Prediction {
     pub fn ceiling_gb_per_s(&self) -> f64 {
         100.0 * self.gb_per_s / self.pct_of_copy
     }
-}
-
-/// How a launch fills the GPU: blocks, threads per block and dynamic shared bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LaunchSize {
-    pub blocks: u64,
-    pub threads_per_block: u32,
-    pub dynamic_shared_bytes: u32,
-}
-
-/// Hopper, Ampere and Volta hold at most 32 blocks per SM: the block limit of a profile
-/// that does not state its own (schema 2).
-const MAX_BLOCKS_PER_SM: u32 = 32;
-
-/// Blocks resident on one SM at once: the least of what each limit allows, at least 1.
-///
-/// - threads: T / threads per block;
-/// - the block limit (the profile's, else 32);
-/// - registers (with the kernel's registers r from ptxas): each warp gets
-///   ceil(32 r / unit) x unit registers, so registers per SM / that / warps per block;
-/// - shared memory: shared bytes per SM / (static + dynamic + reserved bytes per block).
-///
-/// Without `resources` (or a profile without limits), registers are not counted and
-/// shared memory counts the dynamic bytes only.
-pub fn blocks_per_sm(launch: LaunchSize, profile: &Profile, resources: Option<Resources>) -> Residency {
-    residency(
-        launch.threads_per_block,
-        launch.dynamic_shared_bytes,
-        profile.max_threads_per_sm,
-        profile.sm.as_ref(),
-        resources,
-    )
-}
-
-/// [`blocks_per_sm`] from its parts: a block's threads and dynamic shared bytes, the
-/// SM's threads and its other limits (if known), the kernel's resources (if known).
-pub fn residency(
-    threads_per_block: u32,
-    dynamic_shared_bytes: u32,
-    max_threads_per_sm: u32,
-    sm: Option<&SmLimits>,
-    resources: Option<Resources>,
-) -> Residency {
-    let threads = threads_per_block.max(1);
-    let mut limits = vec![
-        (Limit::Threads, max_threads_per_sm / threads),
-        (
-            Limit::Blocks,
-            sm.map_or(MAX_BLOCKS_PER_SM, |sm| sm.max_blocks_per_sm),
-        ),
-    ];
-    if let Some(sm) = sm {
-        if let Some(r) = resources.filter(|r| r.registers > 0) {
-            let per_warp = (32 * r.registers).next_multiple_of(sm.register_allocation_unit.max(1));
-            limits.push((
-                Limit::Registers,
-                sm.registers_per_sm / per_warp / threads.div_ceil(32),
-            ));
-        }
-        let static_bytes = resources.map_or(0, |r| r.shared_bytes);
-        let per_block = static_bytes + dynamic_shared_bytes + sm.reserved_shared_bytes_per_block;
-        if let Some(blocks) = sm.shared_bytes_per_sm.checked_div(per_block) {
-            limits.push((Limit::SharedMemory, blocks));
-        }
-    }
-    // The first of equal limits names it: threads before the others.
-    let (limit, blocks) = limits
-        .into_iter()
-        .reduce(|a, b| if b.1 < a.1 { b } else { a })
-        .unwrap_or((Limit::Threads, 1));
-    Residency {
-        blocks: blocks.max(1),
-        limit,
-    }
-}
-
-/// Threads resident on one SM: as many whole blocks as fit, no more than the grid
-/// spread over every SM.
-pub fn resident_threads(launch: LaunchSize, profile: &Profile, resources: Option<Resources>) -> u32 {
-    let spread = launch.blocks.div_ceil(u64::from(profile.sm_count.max(1)));
-    let blocks = u64::from(blocks_per_sm(launch, profile, resources).blocks).min(spread.max(1)) as u32;
-    blocks * launch.threads_per_block.max(1)
-}
-
-/// Blocks the GPU runs at once: one wave, S x the blocks per SM (at most the grid).
-/// The L2 serves what blocks resident together share.
-pub fn wave_blocks(launch: LaunchSize, profile: &Profile, resources: Option<Resources>) -> u64 {
-    let known = resources.filter(|_| profile.sm.is_some());
-    let per_sm = u64::from(blocks_per_sm(launch, profile, known).blocks);
-    (per_sm * u64::from(profile.sm_count.max(1))).min(launch.blocks.max(1))
 }
 
 /// The read + written rate, GB/s, at which `in_flight` DRAM bytes (over the whole GPU,
@@ -644,6 +363,10 @@ fn ratio(dram: u64, useful: u64) -> f64 {
 
 #[cfg(test)]
 mod tests {
+    use kernels::gpu::emu::{Access, Op, Space};
+
+    use super::super::residency::Limit;
+    use super::super::traffic::traffic;
     use super::*;
     use crate::profile::tests::{sample, schema_2};
 
@@ -777,25 +500,6 @@ mod tests {
         });
         let t = traffic(&log);
         assert_eq!((t.write_sectors, t.partial_write_sectors), (1, 1));
-    }
-
-    #[test]
-    fn a_wave_is_the_blocks_the_gpu_holds_at_once() {
-        let p = sample();
-        let launch = |blocks| LaunchSize {
-            blocks,
-            threads_per_block: 256,
-            dynamic_shared_bytes: 0,
-        };
-        assert_eq!(wave_blocks(launch(1 << 20), &p, None), 8 * 132);
-        // 42 registers: 5 blocks of 256 threads per SM.
-        let heavy = Resources {
-            registers: 42,
-            shared_bytes: 0,
-        };
-        assert_eq!(wave_blocks(launch(1 << 20), &p, Some(heavy)), 5 * 132);
-        // A grid of less than a wave is all of it.
-        assert_eq!(wave_blocks(launch(100), &p, None), 100);
     }
 
     #[test]
@@ -1056,21 +760,6 @@ mod tests {
         assert_eq!(pr.resident_threads_per_sm, 1280);
         assert_eq!(pr.waves, (1u64 << 20) as f64 / (5.0 * 132.0));
         assert_eq!(pr.in_flight_bytes_per_sm, 1280.0 * 4.0);
-    }
-
-    #[test]
-    fn small_grids_and_big_blocks_hold_fewer_threads() {
-        let p = sample();
-        let shape = |blocks, threads_per_block| LaunchSize {
-            blocks,
-            threads_per_block,
-            dynamic_shared_bytes: 0,
-        };
-        assert_eq!(resident_threads(shape(1 << 20, 256), &p, None), 2048);
-        assert_eq!(resident_threads(shape(132, 256), &p, None), 256);
-        assert_eq!(resident_threads(shape(1 << 20, 1024), &p, None), 2048);
-        assert_eq!(resident_threads(shape(1 << 20, 768), &p, None), 1536);
-        assert_eq!(resident_threads(shape(1 << 20, 32), &p, None), 1024);
     }
 
     #[test]

@@ -1,0 +1,166 @@
+//! What a kernel's emulated address stream moves ([`Traffic`]): the bytes its lanes ask
+//! for, the DRAM segments and sectors those touch (each counted once over the window:
+//! the L2 serves every later touch), the bytes a thread keeps in flight, and the L1's
+//! work (128-byte lines per global request, wavefronts per shared request). The
+//! prediction ([`super::predict`]) turns these counts into time on one GPU.
+
+use std::collections::{HashMap, HashSet};
+
+use kernels::gpu::emu::{Access, Op, Space};
+use serde::Serialize;
+
+use super::model::{self, Lane};
+
+/// Segment sizes a read's DRAM traffic is counted in (a profile's granularity is
+/// one of them).
+pub const GRANULARITIES: [u32; 3] = [32, 64, 128];
+
+/// What an emulated window of a launch moves, before any GPU's parameters.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Traffic {
+    /// Bytes the lanes asked for, over every global load and store request.
+    pub useful_read: u64,
+    pub useful_write: u64,
+    /// Distinct aligned segments read over the whole window, one count per size in
+    /// [`GRANULARITIES`].
+    pub read_segments: [u64; 3],
+    /// Distinct 32-byte sectors written over the whole window.
+    pub write_sectors: u64,
+    /// Of those segments (per size) and sectors, the ones whose bytes the window's
+    /// requests use only in part: the rest may be another block's, read while the
+    /// segment is still in L2 ([`Traffic::shares_segments`]).
+    pub partial_read_segments: [u64; 3],
+    pub partial_write_sectors: u64,
+    /// The mean global bytes a thread loads before its first global store (or in all,
+    /// if it stores nothing): what it has in flight at once.
+    pub in_flight_per_thread: f64,
+    /// Warp requests to global memory, [loads, stores], and the 32-byte sectors and
+    /// 128-byte lines they touch (each request counted on its own, as the L1 sees them).
+    pub global_requests: [u64; 2],
+    pub global_sectors: [u64; 2],
+    pub global_lines: [u64; 2],
+    /// Warp requests to shared memory, [loads, stores], and the wavefronts the banks
+    /// serve them in (1 per conflict-free request, n per n-way conflict).
+    pub shared_requests: [u64; 2],
+    pub shared_wavefronts: [u64; 2],
+}
+
+impl Traffic {
+    /// Whether the window reads a `granularity`-byte segment, or writes a sector, of
+    /// which it uses only some bytes: then blocks outside the window may use the rest
+    /// while it is in L2, and DRAM bytes counted over the window alone overstate them.
+    pub fn shares_segments(&self, granularity: u32) -> bool {
+        let at = GRANULARITIES.iter().rposition(|&c| c <= granularity).unwrap_or(0);
+        self.partial_read_segments[at] > 0 || self.partial_write_sectors > 0
+    }
+}
+
+/// Marks bytes `addr .. addr + bytes` in the `size`-byte pieces they fall in (each
+/// piece's bytes as a bit mask; sizes up to 128).
+fn cover(pieces: &mut HashMap<usize, u128>, size: usize, addr: usize, bytes: usize) {
+    let (mut at, end) = (addr, addr + bytes);
+    while at < end {
+        let piece = at / size;
+        let upto = ((piece + 1) * size).min(end);
+        let n = upto - at;
+        let bits = if n >= 128 { u128::MAX } else { (1u128 << n) - 1 };
+        *pieces.entry(piece).or_insert(0) |= bits << (at % size);
+        at = upto;
+    }
+}
+
+/// How many pieces of `size` bytes have some but not all bytes marked.
+fn partial(pieces: &HashMap<usize, u128>, size: usize) -> u64 {
+    let full = if size >= 128 {
+        u128::MAX
+    } else {
+        (1u128 << size) - 1
+    };
+    pieces.values().filter(|&&m| m != full).count() as u64
+}
+
+/// Counts a recorded window's traffic. Each thread's accesses appear in the log in
+/// its program order (the emulator appends a thread's own log whole).
+pub fn traffic(accesses: &[Access]) -> Traffic {
+    let mut t = Traffic::default();
+    // Per segment size, and for written sectors: the bytes used of each piece touched.
+    let mut segments: [HashMap<usize, u128>; 3] = Default::default();
+    let mut sectors: HashMap<usize, u128> = HashMap::new();
+    // Per (block, thread): bytes loaded so far, and whether it has stored yet.
+    let mut threads: HashMap<(usize, usize), (u64, bool)> = HashMap::new();
+    // Lanes of one request asking for the same bytes count once (a broadcast).
+    let mut requested: HashSet<(usize, usize, &'static std::panic::Location<'static>, usize, usize)> =
+        HashSet::new();
+    // Every request's lanes, global and shared: (block, warp, site, occurrence, op, space).
+    type Request = (
+        usize,
+        usize,
+        &'static std::panic::Location<'static>,
+        usize,
+        usize,
+        bool,
+    );
+    let mut requests: HashMap<Request, Vec<Lane>> = HashMap::new();
+    for a in accesses {
+        let op = usize::from(a.op == Op::Store);
+        requests
+            .entry((
+                a.block,
+                a.warp(),
+                a.site,
+                a.occurrence,
+                op,
+                a.space == Space::Shared,
+            ))
+            .or_default()
+            .push(Lane {
+                lane: a.lane(),
+                addr: (a.array + a.addr) as u64,
+                bytes: a.bytes as u64,
+            });
+    }
+    for ((.., op, shared), lanes) in &requests {
+        if *shared {
+            t.shared_requests[*op] += 1;
+            t.shared_wavefronts[*op] += model::shared_wavefronts(lanes, *op == 0);
+        } else {
+            t.global_requests[*op] += 1;
+            t.global_sectors[*op] += model::sectors(lanes);
+            t.global_lines[*op] += model::lines(lanes);
+        }
+    }
+    for a in accesses.iter().filter(|a| a.space == Space::Global) {
+        let fresh = requested.insert((a.block, a.warp(), a.site, a.occurrence, a.addr));
+        let entry = threads.entry((a.block, a.thread)).or_insert((0, false));
+        match a.op {
+            Op::Load => {
+                if fresh {
+                    t.useful_read += a.bytes as u64;
+                }
+                for (set, g) in segments.iter_mut().zip(GRANULARITIES) {
+                    cover(set, g as usize, a.addr, a.bytes);
+                }
+                if !entry.1 {
+                    entry.0 += a.bytes as u64;
+                }
+            }
+            Op::Store => {
+                if fresh {
+                    t.useful_write += a.bytes as u64;
+                }
+                cover(&mut sectors, 32, a.addr, a.bytes);
+                entry.1 = true;
+            }
+        }
+    }
+    for (i, (set, g)) in segments.iter().zip(GRANULARITIES).enumerate() {
+        t.read_segments[i] = set.len() as u64;
+        t.partial_read_segments[i] = partial(set, g as usize);
+    }
+    t.write_sectors = sectors.len() as u64;
+    t.partial_write_sectors = partial(&sectors, 32);
+    if !threads.is_empty() {
+        t.in_flight_per_thread = threads.values().map(|v| v.0 as f64).sum::<f64>() / threads.len() as f64;
+    }
+    t
+}
