@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine over a bundle made by scripts/gpu-bundle.sh:
-#   scripts/gpu-run.sh [STAGE...]     stages: tests suite check sanitize report bench compare ncu broken calibrate predict predict-dram stalls (default: tests suite)
+#   scripts/gpu-run.sh [STAGE...]     stages: tests suite check sanitize report bench compare ncu broken calibrate predict predict-dram stalls source (default: tests suite)
 # Logs and results go to $OUT (default ./gpu-out); the last thing printed is the table.
 # DEADLINE=S runs the stages under one clock of S seconds (below).
 # Only a few files come back from $OUT, two folders deep at most: stages that make
@@ -263,6 +263,8 @@ for stage in "${stages[@]}"; do
       m+=,l1tex__data_pipe_lsu_wavefronts_mem_shared.avg.pct_of_peak_sustained_elapsed,dram__throughput.avg.pct_of_peak_sustained_elapsed
       m+=,launch__registers_per_thread,launch__waves_per_multiprocessor,launch__occupancy_limit_registers,launch__occupancy_limit_shared_mem
       m+=,smsp__inst_executed.sum,smsp__average_warp_latency_per_inst_issued.ratio
+      m+=,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_tensor_op_hmma.avg.pct_of_peak_sustained_active
+      m+=,sm__cycles_elapsed.avg.per_second,smsp__cycles_active.avg
       for r in barrier long_scoreboard short_scoreboard mio_throttle math_pipe_throttle not_selected selected wait \
           dispatch_stall lg_throttle no_instruction branch_resolving tex_throttle drain imc_miss membar sleeping; do
         m+=,smsp__average_warps_issue_stalled_${r}_per_issue_active.ratio
@@ -272,8 +274,33 @@ for stage in "${stages[@]}"; do
         "$bundle/coalesce" compare "$v" --reps 1 --warmup 0 --quiet >"$out/stalls-${v/\//.}.csv" 2>>"$out/stalls.log" || status=1
       grep -c '^"' "$out/stalls-${v/\//.}.csv" | sed 's/^/csv lines: /'
       ;;
+    source)
+      # Nsight Compute's per-instruction (SASS) counters, the source page of its full
+      # set, for the Rust kernel of each variant in SOURCE_VARIANTS (default the two
+      # cp.async FP32 rungs and the 128 x 128 TF32 one) at each shape in SOURCE_SHAPES
+      # (MxNxK, default 1024^3 and 2048 x 2048 x 512): what each instruction executed,
+      # its sectors and its shared wavefronts against their ideal.
+      dir="$out/source"
+      rm -rf "$dir" && mkdir -p "$dir"
+      for v in ${SOURCE_VARIANTS:-sgemm/async-128x128x8 sgemm/async-128x256x8 sgemm/tf32-128x128x32}; do
+        k=sgemm_$(printf '%s' "${v#*/}" | tr -- '-' '_')
+        for shape in ${SOURCE_SHAPES:-1024x1024x1024 2048x2048x512}; do
+          rep="$dir/${v/\//.}.$shape"
+          echo "== ncu source: $v $shape" | tee -a "$out/source.log"
+          if ncu --set full --import-source no -k "regex:^$k\$" --launch-count 1 -f -o "$rep" \
+              "$bundle/coalesce" run "$v" --shape "$shape" --reps 1 --warmup 0 --quiet >>"$out/source.log" 2>&1; then
+            ncu --import "$rep.ncu-rep" --page source --csv --print-source sass >"$rep.sass.csv" 2>>"$out/source.log" || status=1
+            ncu --import "$rep.ncu-rep" --page details --csv --print-units base >"$rep.details.csv" 2>>"$out/source.log" || status=1
+            rm -f "$rep.ncu-rep"
+          else
+            status=1; echo "FAILED: ncu source $v $shape" | tee -a "$out/source.log"
+          fi
+        done
+      done
+      tar -czf "$out/source.tar.gz" -C "$out" source && rm -rf "$dir"
+      ;;
     *)
-      echo "unknown stage $stage (tests, suite, check, sanitize, report, bench, compare, ncu, broken, calibrate, predict, predict-dram, stalls)"; status=2 ;;
+      echo "unknown stage $stage (tests, suite, check, sanitize, report, bench, compare, ncu, broken, calibrate, predict, predict-dram, stalls, source)"; status=2 ;;
   esac
 done
 exit $status
