@@ -566,7 +566,7 @@ __device__ __forceinline__ void mma_tf32(float (&d)[4], const unsigned (&a)[4], 
 
 // VECTOR: tiles copied by 16-byte cp.async (K % 4 == 0 and N % 4 == 0), else by 4-byte
 // ones; a template parameter, so each version's loop holds one kind of copy.
-template <int BM, int BN, int BK, int WM, int WN, int STAGES, int NT, bool VECTOR>
+template <int BM, int BN, int BK, int WM, int WN, int STAGES, int NT, int COPY_STEPS, bool VECTOR>
 __device__ __forceinline__ void tf32_gemm(int M, int N, int K, const float* __restrict__ A,
                                           const float* __restrict__ B, float* __restrict__ C) {
     constexpr int AP = BK + 4, BP = BN + 8, MT = WM / 16, NG = WN / 32, KSTEPS = BK / 8;
@@ -582,11 +582,14 @@ __device__ __forceinline__ void tf32_gemm(int M, int N, int K, const float* __re
     const int a_lane = (warp_row + lane % 8 + 8 * (lane / 8 % 2)) * AP + 4 * (lane / 16);
     const int b_lane = t * BP + warp_col + 4 * g;
     float acc[MT][NG][4][4] = {};
-    auto issue = [&](int s, int k0) {
+    // Part `part` of `parts` of the copies of the tile at k0 into stage s (chunk i of
+    // a thread's n in part i * parts / n).
+    auto issue = [&](int s, int k0, int part, int parts) {
         float* as = As + s * A_STAGE;
         float* bs = Bs + s * B_STAGE;
 #pragma unroll
         for (int i = 0; i < BM * BK / 4 / NT; ++i) {
+            if (i * parts / (BM * BK / 4 / NT) != part) continue;
             const int id = tid + i * NT, r = id / (BK / 4), c = id % (BK / 4) * 4;
             const int row = row0 + r, col = k0 + c;
             if constexpr (VECTOR) {
@@ -602,6 +605,7 @@ __device__ __forceinline__ void tf32_gemm(int M, int N, int K, const float* __re
         }
 #pragma unroll
         for (int i = 0; i < BK * BN / 4 / NT; ++i) {
+            if (i * parts / (BK * BN / 4 / NT) != part) continue;
             const int id = tid + i * NT, r = id / (BN / 4), c = id % (BN / 4) * 4;
             const int row = k0 + r, col = col0 + c;
             if constexpr (VECTOR) {
@@ -639,28 +643,31 @@ __device__ __forceinline__ void tf32_gemm(int M, int N, int K, const float* __re
     const int tiles = (K + BK - 1) / BK;
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < tiles) issue(s, s * BK);
+        if (s < tiles) issue(s, s * BK, 0, 1);
         cp_async_commit();
     }
     cp_async_wait<STAGES - 2>();
     __syncthreads();
-    if (STAGES - 1 < tiles) issue(STAGES - 1, (STAGES - 1) * BK);
-    cp_async_commit();
     unsigned fa[2][MT][4], fb[2][NG][4][2];
     load(fa[0], fb[0], 0, 0);
-    int read = 0;
+    // The stage being read, and the one being filled (free since the last barrier):
+    // the tile STAGES - 1 ahead, a share of its copies at each of COPY_STEPS k steps.
+    int read = 0, fill = STAGES - 1;
     for (int tile = 0; tile < tiles; ++tile) {
 #pragma unroll
         for (int step = 0; step < KSTEPS; ++step) {
             const int cur = step % 2, next = (step + 1) % 2;
+            // Past the last tile the copies zero-fill (their sources lie outside A and B).
+            constexpr int EVERY = KSTEPS / COPY_STEPS;
+            if (step % EVERY == 0) issue(fill, (tile + STAGES - 1) * BK, step / EVERY, COPY_STEPS);
             if (step + 1 < KSTEPS) {
                 load(fa[next], fb[next], read, step + 1);
             } else {
                 // This tile is all in registers: wait for the next one, then free its stage.
+                cp_async_commit();
                 cp_async_wait<STAGES - 2>();
                 __syncthreads();
-                if (tile + STAGES < tiles) issue(read, (tile + STAGES) * BK);
-                cp_async_commit();
+                fill = read;
                 read = read + 1 == STAGES ? 0 : read + 1;
                 load(fa[next], fb[next], read, 0);
             }
@@ -690,11 +697,11 @@ __device__ __forceinline__ void tf32_gemm(int M, int N, int K, const float* __re
 }
 
 extern "C" __global__ void __launch_bounds__(128) sgemm_tf32_128x128x32(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
-    if (K % 4 == 0 && N % 4 == 0) tf32_gemm<128, 128, 32, 64, 64, 3, 128, true>(M, N, K, A, B, C);
-    else tf32_gemm<128, 128, 32, 64, 64, 3, 128, false>(M, N, K, A, B, C);
+    if (K % 4 == 0 && N % 4 == 0) tf32_gemm<128, 128, 32, 64, 64, 3, 128, 2, true>(M, N, K, A, B, C);
+    else tf32_gemm<128, 128, 32, 64, 64, 3, 128, 2, false>(M, N, K, A, B, C);
 }
 
 extern "C" __global__ void __launch_bounds__(256) sgemm_tf32_128x256x32(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C) {
-    if (K % 4 == 0 && N % 4 == 0) tf32_gemm<128, 256, 32, 64, 64, 3, 256, true>(M, N, K, A, B, C);
-    else tf32_gemm<128, 256, 32, 64, 64, 3, 256, false>(M, N, K, A, B, C);
+    if (K % 4 == 0 && N % 4 == 0) tf32_gemm<128, 256, 32, 64, 64, 3, 256, 4, true>(M, N, K, A, B, C);
+    else tf32_gemm<128, 256, 32, 64, 64, 3, 256, 4, false>(M, N, K, A, B, C);
 }

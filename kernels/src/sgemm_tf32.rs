@@ -45,6 +45,9 @@ pub struct Tf32Tiling {
     pub wn: usize,
     pub stages: usize,
     pub threads: usize,
+    /// The k steps of a tile over which the next tile's copies are spread (1 to BK /
+    /// 8, dividing it): a share of the copies before each step's multiplies.
+    pub copy_steps: usize,
 }
 
 impl Tf32Tiling {
@@ -83,11 +86,14 @@ impl Tf32Tiling {
             && self.bk * self.bn / 4 / self.threads <= 8
             && self.stages >= 2
             && self.stages <= 5
+            && self.copy_steps >= 1
+            && (self.bk / 8).is_multiple_of(self.copy_steps)
     }
 }
 
 /// `tf32-128x128x32`: four warps of 64 x 64, 3 stages (105 KiB): two blocks per SM,
-/// so one block's barrier overlaps the other's multiplies.
+/// so one block's barrier overlaps the other's multiplies. Copies at 2 of the 4 k
+/// steps: at 4, nvcc spills in the twin (255 registers), 0.68x the Rust kernel.
 pub const TF32_128X128X32: Tf32Tiling = Tf32Tiling {
     bm: 128,
     bn: 128,
@@ -96,6 +102,7 @@ pub const TF32_128X128X32: Tf32Tiling = Tf32Tiling {
     wn: 64,
     stages: 3,
     threads: 128,
+    copy_steps: 2,
 };
 
 /// `tf32-128x256x32`: eight warps of 64 x 64, 3 stages (153 KiB): one block per SM,
@@ -108,6 +115,7 @@ pub const TF32_128X256X32: Tf32Tiling = Tf32Tiling {
     wn: 64,
     stages: 3,
     threads: 256,
+    copy_steps: 4,
 };
 
 const _: () = assert!(TF32_128X128X32.is_valid() && TF32_128X256X32.is_valid());
@@ -199,22 +207,23 @@ impl<
         }
     }
 
-    /// Issues the copies of the tile at k0 into stage s: A's BM x BK and B's BK x BN,
-    /// by 16-byte copies if VECTOR (`self.vector`), else by 4-byte ones.
+    /// Issues part `part` of `parts` of the copies of the tile at k0 into stage s: A's
+    /// BM x BK and B's BK x BN, by 16-byte copies if VECTOR (`self.vector`), else by
+    /// 4-byte ones.
     ///
     /// # Safety
     /// `tiles` holds STAGES stages; s < STAGES; VECTOR only where `self.vector`; no
     /// thread reads stage s until a wait covering these copies and a barrier.
     #[inline(always)]
     #[rustfmt::skip]
-    unsafe fn issue<const VECTOR: bool>(&self, (a, b, tiles): (Global<f32>, Global<f32>, SharedArray<f32>), s: u32, k0: u32) {
+    unsafe fn issue<const VECTOR: bool>(&self, (a, b, tiles): (Global<f32>, Global<f32>, SharedArray<f32>), s: u32, k0: u32, parts: (usize, usize)) {
         let (ap, bp, a_stage, b_stage, b_region) = Self::LAYOUT;
         let (m, n, k) = (self.m, self.n, self.k);
         // SAFETY: each stage holds A's BM rows of pitch ap >= BK and B's BK rows of
         // pitch bp >= BN, 16-byte aligned; the rest is the caller's.
         unsafe {
-            copy_tile::<BM, BK, NT, VECTOR>(self.tid, a, (m, k), (self.row0, k0), (tiles, s * a_stage, ap));
-            copy_tile::<BK, BN, NT, VECTOR>(self.tid, b, (k, n), (k0, self.col0), (tiles, b_region + s * b_stage, bp));
+            copy_tile::<BM, BK, NT, VECTOR>(self.tid, a, (m, k), (self.row0, k0), (tiles, s * a_stage, ap), parts);
+            copy_tile::<BK, BN, NT, VECTOR>(self.tid, b, (k, n), (k0, self.col0), (tiles, b_region + s * b_stage, bp), parts);
         }
     }
 
@@ -248,17 +257,20 @@ impl<
 
     /// The k loop: tiles through the shared stages, `acc` += their products.
     ///
-    /// Stages 0..STAGES - 1 are issued up front; then, at the last k step of each
-    /// tile (its fragments already in registers), a thread waits for the next tile's
-    /// copies and the barrier makes them visible to all and frees the stage just read,
-    /// into which the tile STAGES ahead is issued: one barrier per tile, as in the async
-    /// rung. The next tile's first fragments load before this tile's last multiplies.
+    /// Stages 0..STAGES - 1 are issued up front. During each tile the copies of the
+    /// tile STAGES - 1 ahead go into the stage the barrier before it freed, a share of
+    /// them at each of COPY_STEPS k steps (issued all at once, each copy's address
+    /// registers waited for the one before to leave: a fifth of the warps' stall
+    /// samples on the H100, long scoreboard). At the last k step (its fragments already in registers) a thread
+    /// waits for the next tile's copies and the barrier makes them visible to all and
+    /// frees the stage just read: one barrier per tile, as in the async rung. The next
+    /// tile's first fragments load before this tile's last multiplies.
     ///
     /// # Safety
     /// `tiles` holds STAGES stages; VECTOR only where `self.vector`; every thread of
     /// the block calls it (its waits, barriers and warp-wide loads line up).
     #[inline(always)]
-    unsafe fn k_loop<const VECTOR: bool>(
+    unsafe fn k_loop<const VECTOR: bool, const COPY_STEPS: usize>(
         &self,
         sources: (Global<f32>, Global<f32>, SharedArray<f32>),
         acc: &mut [[[f32; 4]; TN]; TM],
@@ -268,32 +280,32 @@ impl<
         // SAFETY (every issue and load): the caller's, and stages < STAGES.
         for s in 0..stages - 1 {
             if s < tiles_k {
-                unsafe { self.issue::<VECTOR>(sources, s, s * bk) };
+                unsafe { self.issue::<VECTOR>(sources, s, s * bk, (0, 1)) };
             }
             commit_group();
         }
         wait_for_oldest::<STAGES>();
         sync_threads();
-        if stages - 1 < tiles_k {
-            unsafe { self.issue::<VECTOR>(sources, stages - 1, (stages - 1) * bk) };
-        }
-        commit_group();
 
         let mut frags = unsafe { self.load(tiles, 0, 0) };
-        // The stage being read; once read, the copies of the tile STAGES ahead go into it.
-        let mut read = 0u32;
+        // The stage being read, and the one being filled (free since the last barrier).
+        let (mut read, mut fill) = (0u32, stages - 1);
         for tile in 0..tiles_k {
             unroll!(step < BK / 8; 4 => {
+                // Past the last tile the copies zero-fill (their sources lie outside the
+                // matrices) rather than branch: one block per step for ptxas to schedule.
+                let every = BK / 8 / COPY_STEPS;
+                if step.is_multiple_of(every) {
+                    unsafe { self.issue::<VECTOR>(sources, fill, (tile + stages - 1) * bk, (step / every, COPY_STEPS)) };
+                }
                 let next = if step + 1 < BK / 8 {
                     unsafe { self.load(tiles, read, step as u32 + 1) }
                 } else {
                     // This tile is all in registers: wait for the next one, free its stage.
+                    commit_group();
                     wait_for_oldest::<STAGES>();
                     sync_threads();
-                    if tile + stages < tiles_k {
-                        unsafe { self.issue::<VECTOR>(sources, read, (tile + stages) * bk) };
-                    }
-                    commit_group();
+                    fill = read;
                     read = if read + 1 == stages { 0 } else { read + 1 };
                     // The next tile's first step (after the last tile, unused).
                     unsafe { self.load(tiles, read, 0) }
@@ -305,10 +317,11 @@ impl<
     }
 }
 
-/// Issues the copies of the R x C tile at (row0, col0) of a rows x cols row-major
-/// matrix into `tiles` at `at` (rows `pitch` floats apart): R C / 4 chunks of 4 floats,
-/// chunk `tid + i NT` the thread's i-th. Each chunk is one 16-byte copy if VECTOR,
-/// four 4-byte copies otherwise; zeros outside the matrix.
+/// Issues part `part` of `parts` of the copies of the R x C tile at (row0, col0) of a
+/// rows x cols row-major matrix into `tiles` at `at` (rows `pitch` floats apart): R C
+/// / 4 chunks of 4 floats, chunk `tid + i NT` the thread's i-th, in part i parts / (R C
+/// / 4 / NT). Each chunk is one 16-byte copy if VECTOR, four 4-byte copies otherwise;
+/// zeros outside the matrix.
 ///
 /// # Safety
 /// The tile fits at `at` (aligned, C <= pitch, 16-byte aligned rows); VECTOR only if
@@ -322,8 +335,10 @@ unsafe fn copy_tile<const R: usize, const C: usize, const NT: usize, const VECTO
     (rows, cols): (u32, u32),
     (row0, col0): (u32, u32),
     (tiles, at, pitch): (SharedArray<f32>, u32, u32),
+    (part, parts): (usize, usize),
 ) {
     let c4 = (C / 4) as u32;
+    let mine = |i: usize| i * parts / (R * C / 4 / NT) == part;
     // The tile row and first column of the thread's i-th chunk.
     let place = |i: usize| {
         let id = tid + (i * NT) as u32;
@@ -332,19 +347,23 @@ unsafe fn copy_tile<const R: usize, const C: usize, const NT: usize, const VECTO
     let from = |row: u32, col: u32| if row < rows && col < cols { Some((row * cols + col) as usize) } else { None };
     if VECTOR {
         unroll!(i < R * C / 4 / NT; 8 => {
-            let (r, cc) = place(i);
-            // SAFETY: r < R, cc + 4 <= C: inside the tile, aligned; cols % 4 == 0 and
-            // col0 + cc % 4 == 0: the source float4 is aligned and wholly in or out.
-            unsafe { tiles.copy4_async((at + r * pitch + cc) as usize, src, from(row0 + r, col0 + cc)) };
+            if mine(i) {
+                let (r, cc) = place(i);
+                // SAFETY: r < R, cc + 4 <= C: inside the tile, aligned; cols % 4 == 0 and
+                // col0 + cc % 4 == 0: the source float4 is aligned and wholly in or out.
+                unsafe { tiles.copy4_async((at + r * pitch + cc) as usize, src, from(row0 + r, col0 + cc)) };
+            }
         });
     } else {
         unroll!(i < R * C / 4 / NT; 8 => {
-            let (r, cc) = place(i);
-            unroll!(q < 4; 4 => {
-                let q = q as u32;
-                // SAFETY: inside the tile; the source element inside the matrix.
-                unsafe { tiles.copy_async((at + r * pitch + cc + q) as usize, src, from(row0 + r, col0 + cc + q)) };
-            });
+            if mine(i) {
+                let (r, cc) = place(i);
+                unroll!(q < 4; 4 => {
+                    let q = q as u32;
+                    // SAFETY: inside the tile; the source element inside the matrix.
+                    unsafe { tiles.copy_async((at + r * pitch + cc + q) as usize, src, from(row0 + r, col0 + cc + q)) };
+                });
+            }
         });
     }
 }
@@ -354,7 +373,7 @@ unsafe fn copy_tile<const R: usize, const C: usize, const NT: usize, const VECTO
 /// ([`Place::k_loop`]), then the stores of C.
 #[inline(always)]
 #[rustfmt::skip]
-unsafe fn tf32_gemm<const BM: usize, const BN: usize, const BK: usize, const WM: usize, const WN: usize, const TM: usize, const TN: usize, const STAGES: usize, const NT: usize>(
+unsafe fn tf32_gemm<const BM: usize, const BN: usize, const BK: usize, const WM: usize, const WN: usize, const TM: usize, const TN: usize, const STAGES: usize, const NT: usize, const COPY_STEPS: usize>(
     (m, n, k): (u32, u32, u32),
     a: Global<f32>,
     b: Global<f32>,
@@ -381,9 +400,9 @@ unsafe fn tf32_gemm<const BM: usize, const BN: usize, const BK: usize, const WM:
     // SAFETY: the array holds STAGES stages (the caller).
     unsafe {
         if p.vector {
-            p.k_loop::<true>((a, b, tiles), &mut acc);
+            p.k_loop::<true, COPY_STEPS>((a, b, tiles), &mut acc);
         } else {
-            p.k_loop::<false>((a, b, tiles), &mut acc);
+            p.k_loop::<false, COPY_STEPS>((a, b, tiles), &mut acc);
         }
     }
 
@@ -420,7 +439,7 @@ kernel! {
         let tiles = unsafe { dynamic_shared_array::<f32>(T.stages * T.stage_floats()) };
         // SAFETY: the array holds T.stages stages of the tiling.
         unsafe {
-            tf32_gemm::<{ T.bm }, { T.bn }, { T.bk }, { T.wm }, { T.wn }, { T.wm / 16 }, { T.wn / 8 }, { T.stages }, { T.threads }>(
+            tf32_gemm::<{ T.bm }, { T.bn }, { T.bk }, { T.wm }, { T.wn }, { T.wm / 16 }, { T.wn / 8 }, { T.stages }, { T.threads }, { T.copy_steps }>(
                 (m, n, k), a, b, c, tiles,
             )
         }
@@ -437,7 +456,7 @@ kernel! {
         let tiles = unsafe { dynamic_shared_array::<f32>(T.stages * T.stage_floats()) };
         // SAFETY: the array holds T.stages stages of the tiling.
         unsafe {
-            tf32_gemm::<{ T.bm }, { T.bn }, { T.bk }, { T.wm }, { T.wn }, { T.wm / 16 }, { T.wn / 8 }, { T.stages }, { T.threads }>(
+            tf32_gemm::<{ T.bm }, { T.bn }, { T.bk }, { T.wm }, { T.wn }, { T.wm / 16 }, { T.wn / 8 }, { T.stages }, { T.threads }, { T.copy_steps }>(
                 (m, n, k), a, b, c, tiles,
             )
         }
