@@ -144,11 +144,26 @@ impl KernelReport {
     }
 
     /// Wavefronts per request of the shared writes of `cp.async` (Nsight Compute:
-    /// shared wavefronts of `LDGSTS` per `LDGSTS` instruction), or `None`.
+    /// shared wavefronts of `LDGSTS` per `LDGSTS` instruction), or `None`. A copy's
+    /// shared writes happen as its global lines arrive, each line in a wavefront of
+    /// its own, so a request takes the larger of its banks' wavefronts and the 128-byte
+    /// lines its global half reads: the FP32 rungs' transposed 4-byte copies of A, one
+    /// bank wavefront over four lines, take 4 (ncu's source counters, H100: 4.00 per
+    /// `LDGSTS.E` and per `LDGSTS.E.BYPASS.128`, at two shapes).
     pub fn async_copy_wavefronts_per_request(&self) -> Option<f64> {
+        let lines = |w: &SiteStats| {
+            self.sites
+                .iter()
+                .find(|g| {
+                    g.async_copy
+                        && g.space == Memory::Global
+                        && (&g.file, g.line, g.column) == (&w.file, w.line, w.column)
+                })
+                .map_or(0.0, SiteStats::lines_per_request)
+        };
         self.over_executions(
             |s| s.space == Memory::Shared && s.async_copy,
-            SiteStats::wavefronts_per_request,
+            |s| s.wavefronts_per_request().max(lines(s)),
         )
     }
 }
