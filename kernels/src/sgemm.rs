@@ -259,8 +259,9 @@ unsafe fn at4(x: Global<f32>, rows: u32, cols: u32, r: u32, c: u32, vector: bool
     if vector {
         if r < rows && c < cols {
             // SAFETY: cols % 4 == 0 and c % 4 == 0, so the float4 is aligned and, as
-            // c < cols, wholly inside row r.
-            unsafe { x.cast::<Float4>().read(((r * cols + c) / 4) as usize) }
+            // c < cols, wholly inside row r. Offset in floats, then cast: an index in
+            // float4s would be shifted right by 2 and scaled by 16 again per load.
+            unsafe { x.offset((r * cols + c) as usize).cast::<Float4>().read(0) }
         } else {
             Float4::default()
         }
@@ -364,12 +365,22 @@ unsafe fn smem<const T: usize>(
     let (row, col) = (row0 + tr, col0 + tc);
     let mut acc = 0.0f32;
     let mut k0 = 0;
+    // This thread's elements of A (row, k0 + tc) and B (k0 + tr, col), stepped a tile
+    // at a time as C steps pointers (read only where the guards below hold).
+    let (mut a_at, mut b_at) = (
+        a.offset((row * k + tc) as usize),
+        b.offset((tr * n + col) as usize),
+    );
     while k0 < k {
-        // SAFETY: at() guards the matrices; tr, tc < T index the T x T tiles.
+        let a_in = row < m && k0 + tc < k;
+        let b_in = k0 + tr < k && col < n;
+        // SAFETY: each read is guarded; tr, tc < T index the T x T tiles.
         unsafe {
-            a_tile.write((tr * t + tc) as usize, at(a, m, k, row, k0 + tc));
-            b_tile.write((tr * t + tc) as usize, at(b, k, n, k0 + tr, col));
+            a_tile.write((tr * t + tc) as usize, if a_in { a_at.read(0) } else { 0.0 });
+            b_tile.write((tr * t + tc) as usize, if b_in { b_at.read(0) } else { 0.0 });
         }
+        a_at = a_at.offset(t as usize);
+        b_at = b_at.offset((t * n) as usize);
         sync_threads();
         for kk in 0..t {
             // SAFETY: in the tiles; written before the barrier.
@@ -588,28 +599,51 @@ unsafe fn fetch_tiles<
     let (bk4, bn4) = ((BK / 4) as u32, (BN / 4) as u32);
     let mut av = [Float4::default(); AL];
     let mut bv = [Float4::default(); BL];
-    unroll!(i < AL; 8 => {
-        let (r, cc) = (tid / bk4 + (i * NT / (BK / 4)) as u32, tid % bk4 * 4);
-        av[i] = if WHOLE {
+    let a_at = |i: usize| (row0 + tid / bk4 + (i * NT / (BK / 4)) as u32, k0 + tid % bk4 * 4);
+    let b_at = |i: usize| (k0 + tid / bn4 + (i * NT / (BN / 4)) as u32, col0 + tid % bn4 * 4);
+    if WHOLE {
+        unroll!(i < AL; 8 => {
+            let (r, c) = a_at(i);
             // SAFETY (WHOLE): rows row0 + r < m, columns k0 + cc + 3 < k (full tiles),
             // aligned as k % 4 == 0 and cc % 4 == 0.
-            unsafe { a.cast::<Float4>().read((((row0 + r) * k + k0 + cc) / 4) as usize) }
-        } else {
-            // SAFETY: at4 guards A.
-            unsafe { at4(a, m, k, row0 + r, k0 + cc, a_vector) }
-        };
-    });
-    unroll!(i < BL; 8 => {
-        let (r, cc) = (tid / bn4 + (i * NT / (BN / 4)) as u32, tid % bn4 * 4);
-        bv[i] = if WHOLE {
+            av[i] = unsafe { a.cast::<Float4>().read(((r * k + c) / 4) as usize) };
+        });
+        unroll!(i < BL; 8 => {
+            let (r, c) = b_at(i);
             // SAFETY (WHOLE): rows k0 + r < k, columns col0 + cc + 3 < n, aligned as
             // n % 4 == 0 and cc % 4 == 0.
-            unsafe { b.cast::<Float4>().read((((k0 + r) * n + col0 + cc) / 4) as usize) }
-        } else {
+            bv[i] = unsafe { b.cast::<Float4>().read(((r * n + c) / 4) as usize) };
+        });
+        return (av, bv);
+    }
+    // One test of `vector` per matrix, not one per load: each tile's loads of A (and
+    // of B) are then one block of float4 loads, or one of scalars.
+    if a_vector {
+        unroll!(i < AL; 8 => {
+            let (r, c) = a_at(i);
+            // SAFETY: at4 guards A.
+            av[i] = unsafe { at4(a, m, k, r, c, true) };
+        });
+    } else {
+        unroll!(i < AL; 8 => {
+            let (r, c) = a_at(i);
+            // SAFETY: at4 guards A.
+            av[i] = unsafe { at4(a, m, k, r, c, false) };
+        });
+    }
+    if b_vector {
+        unroll!(i < BL; 8 => {
+            let (r, c) = b_at(i);
             // SAFETY: at4 guards B.
-            unsafe { at4(b, k, n, k0 + r, col0 + cc, b_vector) }
-        };
-    });
+            bv[i] = unsafe { at4(b, k, n, r, c, true) };
+        });
+    } else {
+        unroll!(i < BL; 8 => {
+            let (r, c) = b_at(i);
+            // SAFETY: at4 guards B.
+            bv[i] = unsafe { at4(b, k, n, r, c, false) };
+        });
+    }
     (av, bv)
 }
 
