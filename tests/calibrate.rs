@@ -88,6 +88,13 @@ fn a_quick_calibration_is_plausible() {
     assert!(p.max_threads_per_sm >= 1024, "{text}");
     assert_eq!(p.stride_sweep.len(), plan.strides().len());
     assert_eq!(p.inflight_sweep.len(), 8);
+    // Every pitch point fits in an H100's or H200's memory at the quick plan.
+    assert_eq!(
+        c.notes.pitch_sweep.len(),
+        coalesce::calibrate::pitch_grid(plan).len(),
+        "{text}"
+    );
+    assert!(c.notes.pitch_sweep.iter().all(|q| q.gb_per_s > 1.0), "{text}");
     let json = serde_json::to_string(p).unwrap();
     let back = coalesce::profile::Profile::parse(&json, "test").unwrap();
     assert_eq!(&back, p);
@@ -180,4 +187,64 @@ fn the_on_chip_kernels_touch_what_their_rates_are_stated_in() {
         t.shared_wavefronts[0] + t.shared_wavefronts[1],
         on_chip_units("bank_conflicts", blocks, rounds)
     );
+}
+
+/// Runs `pitch_read` on the emulator over a rows x pitch view of `src` (float4s) and
+/// returns the sums and the traffic as `explain` counts it.
+fn pitch_read(
+    src: &[[f32; 4]],
+    rows: usize,
+    pitch: usize,
+    cols: usize,
+) -> (Vec<f32>, coalesce::explain::traffic::Traffic) {
+    let k = kernels::host_kernel("pitch_read").expect("in the emulator's kernel table");
+    // 128-byte aligned, as a device allocation is.
+    #[derive(Clone, Copy)]
+    #[repr(align(128))]
+    struct Lines([[f32; 4]; 8]);
+    let mut buf = vec![Lines([[0.0; 4]; 8]); src.len().div_ceil(8)];
+    for (i, v) in src.iter().enumerate() {
+        buf[i / 8].0[i % 8] = *v;
+    }
+    let threads = rows * cols;
+    let mut out = vec![0f32; threads];
+    let words = [
+        rows.trailing_zeros() as u64,
+        pitch as u64,
+        cols as u64,
+        buf.as_ptr() as u64,
+        out.as_mut_ptr() as u64,
+    ];
+    let cfg = LaunchConfig {
+        grid: Dim3::from(threads.div_ceil(kernels::pitch::BLOCK as usize) as u32),
+        block: Dim3::from(kernels::pitch::BLOCK),
+        record: true,
+        ..Default::default()
+    };
+    // SAFETY: the words are live host buffers of the sizes the kernel indexes.
+    let log = launch(&cfg, || unsafe { (k.call)(&words) });
+    (out, coalesce::explain::traffic::traffic(&log))
+}
+
+#[test]
+fn the_pitch_gather_reads_down_columns_one_pitch_apart() {
+    // 64 rows of 40 float4s (640 B apart), 24 columns read: 1536 threads, 6 blocks.
+    let (rows, pitch, cols) = (64, 40, 24);
+    let src: Vec<[f32; 4]> = (0..rows * pitch).map(|i| [i as f32, 1.0, 2.0, 0.5]).collect();
+    let (sums, t) = pitch_read(&src, rows, pitch, cols);
+    for (g, s) in sums.iter().enumerate() {
+        let (r, c) = (g % rows, g / rows);
+        assert_eq!(*s, (r * pitch + c) as f32 + 3.5, "thread {g}");
+    }
+    // Each warp reads 32 rows of one column: 32 sectors and 32 lines a request, and
+    // stores its 32 sums in one line.
+    let warps = (rows * cols / 32) as u64;
+    assert_eq!(t.global_requests, [warps, warps]);
+    assert_eq!(t.global_sectors[0], 32 * warps);
+    assert_eq!(t.global_lines[0], 32 * warps);
+    assert_eq!(t.useful_read, 16 * (rows * cols) as u64);
+    // Three columns: 192 threads in one block of 256; the 64 past rows x cols read nothing.
+    let (sums, t) = pitch_read(&src, rows, pitch, 3);
+    assert_eq!(sums.len(), 192);
+    assert_eq!(t.global_requests[0], 6);
 }

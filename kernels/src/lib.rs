@@ -27,6 +27,7 @@ pub mod inflight;
 pub mod matmul;
 pub mod offset;
 pub mod particles;
+pub mod pitch;
 pub mod saxpy;
 // `#[macro_use]`: sgemm_tf32 unrolls its register loops with sgemm's `unroll!`.
 #[macro_use]

@@ -10,8 +10,10 @@
 //! chasing pointers (the idle latency); the SM's residency limits (device attributes,
 //! and the register allocation unit that agrees with the driver's occupancy
 //! calculator on every kernel); the on-chip rates (kernels/src/throughput.rs: lines of
-//! global loads and stores, shared-memory wavefronts); the copy again (the faster copy
-//! is kept, as the harness does, so a slow first copy cannot inflate the fits).
+//! global loads and stores, shared-memory wavefronts); the pitch sweep
+//! (kernels/src/pitch.rs: a gather down columns at pitches and spans, reported beside
+//! the profile, not in it); the copy again (the faster copy is kept, as the harness
+//! does, so a slow first copy cannot inflate the fits).
 
 use std::path::PathBuf;
 use std::time::SystemTime;
@@ -102,10 +104,18 @@ impl Plan {
     }
 
     /// Progress steps of [`measure`]: two copies, each sweep's setup and points, the
-    /// chase, the residency limits, the three on-chip rates.
+    /// chase, the residency limits, the three on-chip rates, the pitch sweep's setup and
+    /// points.
     pub fn steps(self) -> u64 {
-        (2 + 1 + self.strides().len() + 1 + inflight::EXPERIMENT.variants.len() + 1 + 1 + ON_CHIP.len())
-            as u64
+        (2 + 1
+            + self.strides().len()
+            + 1
+            + inflight::EXPERIMENT.variants.len()
+            + 1
+            + 1
+            + ON_CHIP.len()
+            + 1
+            + pitch_grid(self).len()) as u64
     }
 }
 
@@ -131,6 +141,61 @@ pub struct Notes {
     /// Blocks and rounds of the on-chip microbenchmarks.
     pub on_chip_blocks: u32,
     pub on_chip_rounds: usize,
+    /// The pitch sweep (informational: not in the profile, not used by the model yet).
+    pub pitch_sweep: Vec<PitchPoint>,
+}
+
+/// Bytes of the pages [`PitchPoint`] counts: CUDA maps device memory in 2 MiB pages.
+pub const PAGE_BYTES: u64 = 2 << 20;
+
+/// One point of the pitch sweep (kernels/src/pitch.rs): `pitch_read` gathers
+/// [`pitch_read_bytes`] in float4s one pitch apart down the columns of a span of
+/// rows x pitch bytes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PitchPoint {
+    /// Bytes between two lanes' float4s.
+    pub pitch_bytes: u64,
+    /// Bytes the gather walks: rows x pitch.
+    pub span_bytes: u64,
+    /// Read + written bytes per second (16 read and 4 written per thread), GB/s.
+    pub gb_per_s: f64,
+}
+
+impl PitchPoint {
+    /// 2 MiB pages one warp request's 32 lanes span (32 x pitch bytes), at least one.
+    pub fn pages_per_request(&self) -> u64 {
+        (32 * self.pitch_bytes).div_ceil(PAGE_BYTES).max(1)
+    }
+
+    /// 2 MiB pages of the span.
+    pub fn pages(&self) -> u64 {
+        self.span_bytes.div_ceil(PAGE_BYTES)
+    }
+}
+
+/// Bytes `pitch_read` reads at every point: 256 MiB (64 MiB quick), 5 x L2 of an H100.
+pub fn pitch_read_bytes(plan: Plan) -> u64 {
+    if plan.quick { 64 << 20 } else { 256 << 20 }
+}
+
+/// The sweep's (pitch, span) points, bytes: every pitch from 64 B to 1 MiB at a 1 GiB
+/// span (what a request's spread costs), then the span from the bytes read up to
+/// 4 GiB (1 GiB quick) at a 64 KiB pitch (a request within one page) and at a 1 MiB
+/// pitch (16 pages a request): what the whole walk's pages cost. Each span holds the
+/// read (span >= bytes read, so the columns fit in a row).
+pub fn pitch_grid(plan: Plan) -> Vec<(u64, u64)> {
+    let read = pitch_read_bytes(plan);
+    let top = if plan.quick { 1 << 30 } else { 4 << 30 };
+    let step = if plan.quick { 2 } else { 1 };
+    let mut grid: Vec<(u64, u64)> = (6..=20).step_by(step).map(|k| (1u64 << k, 1u64 << 30)).collect();
+    for pitch in [64 << 10, 1 << 20] {
+        let mut span = read;
+        while span <= top {
+            grid.push((pitch, span));
+            span *= 2;
+        }
+    }
+    grid
 }
 
 /// A calibration: the profile, how it was measured, and the kernels that failed
@@ -455,6 +520,88 @@ fn on_chip_rates(gpu: &Gpu, plan: Plan, progress: &mut impl FnMut(&str)) -> Resu
     Ok((rates, blocks))
 }
 
+/// The pitch sweep: `pitch_read` at every point of [`pitch_grid`] whose span fits in
+/// free memory, over one buffer of 1.0s, each launch's sums checked (every one is 4)
+/// before it is timed. Returns the points and the validation failures.
+fn pitch_sweep(
+    gpu: &Gpu,
+    plan: Plan,
+    progress: &mut impl FnMut(&str),
+) -> Result<(Vec<PitchPoint>, Vec<String>)> {
+    use kernels::pitch::BLOCK;
+    let read = pitch_read_bytes(plan);
+    let threads = (read / 16) as usize;
+    let (free, _) = gpu.memory()?;
+    // Leave room for the sums and the driver.
+    let room = free.saturating_sub(threads as u64 * 4 + (512 << 20));
+    let grid: Vec<(u64, u64)> = pitch_grid(plan)
+        .into_iter()
+        .filter(|&(_, span)| span <= room)
+        .collect();
+    let Some(largest) = grid.iter().map(|&(_, span)| span).max() else {
+        return Ok((
+            Vec::new(),
+            vec![format!(
+                "pitch: {} free, too little for any point",
+                format_bytes(free)
+            )],
+        ));
+    };
+    progress(&format!(
+        "pitch: {} read per point, spans up to {}",
+        format_bytes(read),
+        format_bytes(largest)
+    ));
+    let mut src = gpu.alloc::<u32>((largest / 4) as usize)?;
+    let mut out = gpu.alloc::<f32>(threads)?;
+    // SAFETY: both buffers live until the syncs below.
+    unsafe { src.set_32_async(1.0f32.to_bits(), &gpu.stream) }
+        .map_err(gpu.cuda_error("filling the pitch span"))?;
+    gpu.sync("filling the pitch span")?;
+    let f = gpu.function("pitch_read")?;
+    let cfg = Launch {
+        grid: (threads.div_ceil(BLOCK as usize) as u32, 1, 1),
+        block: (BLOCK, 1, 1),
+        shared_bytes: 0,
+    };
+    let mut sums = vec![0f32; threads];
+    let (mut points, mut failures) = (Vec::new(), Vec::new());
+    for (pitch, span) in grid {
+        progress(&format!(
+            "pitch {} over {}",
+            format_bytes(pitch),
+            format_bytes(span)
+        ));
+        let rows = span / pitch;
+        let words = args![
+            rows.trailing_zeros(),
+            (pitch / 16) as usize,
+            threads / rows as usize,
+            src.as_device_ptr(),
+            out.as_device_ptr()
+        ];
+        // SAFETY: out lives until the sync below.
+        unsafe { out.set_32_async(0, &gpu.stream) }.map_err(gpu.cuda_error("clearing the sums"))?;
+        gpu.launch(&f, cfg, &words)?;
+        gpu.sync("pitch_read")?;
+        out.copy_to(&mut sums[..])
+            .map_err(gpu.cuda_error("copying the sums"))?;
+        if let Some(g) = sums.iter().position(|&v| v != 4.0) {
+            failures.push(format!(
+                "pitch_read at pitch {pitch} over {span}: thread {g} summed {}, not 4",
+                sums[g]
+            ));
+        }
+        let t = time_launches(gpu, plan.reps(), || gpu.launch(&f, cfg, &words))?;
+        points.push(PitchPoint {
+            pitch_bytes: pitch,
+            span_bytes: span,
+            gb_per_s: gb_per_s(read + read / 4, t.median_ms),
+        });
+    }
+    Ok((points, failures))
+}
+
 /// Runs every microbenchmark on `gpu` and fits the profile; `progress` hears of each
 /// step ([`Plan::steps`] in all).
 pub fn measure(gpu: &Gpu, plan: Plan, mut progress: impl FnMut(&str)) -> Result<Calibration> {
@@ -468,6 +615,7 @@ pub fn measure(gpu: &Gpu, plan: Plan, mut progress: impl FnMut(&str)) -> Result<
     let (idle_ns, chase_bytes, chase_steps, chase_failure) = idle_latency(gpu, plan, &mut progress)?;
     let (sm, occupancy_samples, occupancy_agreeing) = sm_limits(gpu, &mut progress)?;
     let (rates, on_chip_blocks) = on_chip_rates(gpu, plan, &mut progress)?;
+    let (pitch_points, pitch_failures) = pitch_sweep(gpu, plan, &mut progress)?;
     progress("copy baseline again");
     let after = memcpy_baseline(gpu, copy_bytes, reps)?;
     let copy_gb_per_s = before.faster(after).gb_per_s;
@@ -502,6 +650,7 @@ pub fn measure(gpu: &Gpu, plan: Plan, mut progress: impl FnMut(&str)) -> Result<
     let mut failures = strided.failures;
     failures.extend(inflight.failures);
     failures.extend(chase_failure);
+    failures.extend(pitch_failures);
     Ok(Calibration {
         profile,
         notes: Notes {
@@ -517,6 +666,7 @@ pub fn measure(gpu: &Gpu, plan: Plan, mut progress: impl FnMut(&str)) -> Result<
             occupancy_agreeing,
             on_chip_blocks,
             on_chip_rounds: plan.rounds(),
+            pitch_sweep: pitch_points,
         },
         failures,
     })
@@ -661,10 +811,39 @@ pub fn summary(p: &Profile, n: &Notes) -> String {
             lines.push((name, format!("{rate:.3}"), from));
         }
     }
-    lines
+    let mut text: String = lines
         .iter()
         .map(|(name, value, from)| format!("{name:<31} {value:>11}  {from}\n"))
-        .collect()
+        .collect();
+    text.push_str(&pitch_table(&n.pitch_sweep, p.copy_gb_per_s));
+    text
+}
+
+/// The pitch sweep as a table, each rate also as % of the copy (informational: the
+/// model does not use it yet).
+pub fn pitch_table(points: &[PitchPoint], copy_gb_per_s: f64) -> String {
+    if points.is_empty() {
+        return String::new();
+    }
+    let mut t = String::from(
+        "\npitch sweep (pitch_read: 32 lanes one pitch apart, 16 B each; read + written bytes; not used by the model)\n",
+    );
+    t.push_str(&format!(
+        "{:>9} {:>9} {:>13} {:>6} {:>9} {:>9}\n",
+        "pitch", "span", "pages/request", "pages", "GB/s", "% of copy"
+    ));
+    for p in points {
+        t.push_str(&format!(
+            "{:>9} {:>9} {:>13} {:>6} {:>9.1} {:>9.1}\n",
+            format_bytes(p.pitch_bytes),
+            format_bytes(p.span_bytes),
+            p.pages_per_request(),
+            p.pages(),
+            p.gb_per_s,
+            100.0 * p.gb_per_s / copy_gb_per_s
+        ));
+    }
+    t
 }
 
 #[cfg(test)]
@@ -759,7 +938,7 @@ mod tests {
         assert_eq!(quick.size(&info), 100 << 20);
         assert!(quick.reps().timed < full.reps().timed);
         assert_eq!(full.reps(), Reps::default());
-        assert_eq!(full.steps(), 2 + 1 + 64 + 1 + 8 + 1 + 1 + 3);
+        assert_eq!(full.steps(), 2 + 1 + 64 + 1 + 8 + 1 + 1 + 3 + 1 + 25);
         assert!(quick.rounds() < full.rounds());
     }
 
@@ -791,6 +970,7 @@ mod tests {
             occupancy_agreeing: 118,
             on_chip_blocks: 1056,
             on_chip_rounds: 2048,
+            pitch_sweep: Vec::new(),
         };
         let text = summary(&p, &notes);
         assert_eq!(text.lines().count(), 16, "{text}");
@@ -839,5 +1019,45 @@ mod tests {
             },
         );
         assert!(bound.contains("an upper bound"), "{bound}");
+    }
+
+    #[test]
+    fn the_pitch_grid_holds_every_read_and_counts_its_pages() {
+        for plan in [Plan { quick: false }, Plan { quick: true }] {
+            let read = pitch_read_bytes(plan);
+            let grid = pitch_grid(plan);
+            for &(pitch, span) in &grid {
+                assert!(
+                    pitch.is_power_of_two() && span.is_power_of_two(),
+                    "{pitch} {span}"
+                );
+                // The columns read (read / 16 / rows) fit in a row of pitch / 16 float4s,
+                // and a warp's 32 lanes lie in 32 different rows.
+                let rows = span / pitch;
+                assert!(read / 16 / rows <= pitch / 16 && rows >= 32, "{pitch} {span}");
+            }
+        }
+        let full = pitch_grid(Plan { quick: false });
+        assert_eq!(full.len(), 25);
+        assert_eq!((full[0], full[14]), ((64, 1 << 30), (1 << 20, 1 << 30)));
+        let at = |pitch, span| PitchPoint {
+            pitch_bytes: pitch,
+            span_bytes: span,
+            gb_per_s: 1000.0,
+        };
+        // 32 lanes 64 KiB apart span one 2 MiB page; 1 MiB apart, 16.
+        assert_eq!(
+            (
+                at(64 << 10, 1 << 30).pages_per_request(),
+                at(64 << 10, 1 << 30).pages()
+            ),
+            (1, 512)
+        );
+        assert_eq!(at(1 << 20, 4 << 30).pages_per_request(), 16);
+        assert_eq!(at(64, 1 << 30).pages_per_request(), 1);
+        let table = pitch_table(&[at(1 << 20, 4 << 30)], 2000.0);
+        assert!(table.contains("1.0 GiB") || table.contains("4.0 GiB"), "{table}");
+        assert!(table.lines().last().unwrap().ends_with("50.0"), "{table}");
+        assert_eq!(pitch_table(&[], 2000.0), "");
     }
 }

@@ -1,0 +1,32 @@
+//! pitch: `coalesce calibrate`'s gather down columns. Lane l of a warp reads one float4
+//! of row r + l of a view whose rows lie `pitch` float4s apart, so every warp request
+//! reads 32 16-byte segments one pitch apart, as a column of a row-major matrix is
+//! read (saxpy's f32x4-strided, a transpose's writes). Sweeping the pitch at a fixed
+//! span (rows x pitch), and the span at a fixed pitch, separates what a request costs
+//! for how far apart its addresses lie (DRAM rows, the pages one request touches) from
+//! how much memory the whole launch walks (the pages all requests touch).
+
+use crate::gpu::thread::index_1d;
+use crate::gpu::{Float4, Global, GlobalMut};
+
+/// Threads per block.
+pub const BLOCK: u32 = 256;
+
+kernel! {
+    /// Thread g reads float4 (g mod rows, g / rows) of the view, element
+    /// (g mod rows) x pitch + g / rows, for g < rows x cols, and stores the sum of its
+    /// four floats at out[g] (a coalesced store, a quarter of the bytes read). Rows
+    /// come as log2(rows), so the split of g is a mask and a shift, not a division.
+    pub fn pitch_read(rows_log2: u32, pitch: usize, cols: usize, src: Global<Float4>, out: GlobalMut<f32>) {
+        let g = index_1d();
+        let (r, c) = (g & ((1 << rows_log2) - 1), g >> rows_log2);
+        if c < cols {
+            // SAFETY: r < rows and c < cols <= pitch: inside the host's rows x pitch
+            // float4s; out holds rows x cols floats.
+            unsafe {
+                let v = src.read(r * pitch + c);
+                out.write(g, v.x + v.y + v.z + v.w);
+            }
+        }
+    }
+}
