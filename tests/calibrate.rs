@@ -248,3 +248,37 @@ fn the_pitch_gather_reads_down_columns_one_pitch_apart() {
     assert_eq!(sums.len(), 192);
     assert_eq!(t.global_requests[0], 6);
 }
+
+#[test]
+fn the_pitch_write_stores_down_the_same_columns() {
+    let k = kernels::host_kernel("pitch_write").expect("in the emulator's kernel table");
+    let (rows, pitch, cols) = (64usize, 40usize, 24usize);
+    #[derive(Clone, Copy)]
+    #[repr(align(128))]
+    struct Lines([[f32; 4]; 8]);
+    let mut buf = vec![Lines([[0.0; 4]; 8]); rows * pitch / 8];
+    let words = [
+        rows.trailing_zeros() as u64,
+        pitch as u64,
+        cols as u64,
+        u64::from(2.5f32.to_bits()),
+        buf.as_mut_ptr() as u64,
+    ];
+    let cfg = LaunchConfig {
+        grid: Dim3::from((rows * cols).div_ceil(kernels::pitch::BLOCK as usize) as u32),
+        block: Dim3::from(kernels::pitch::BLOCK),
+        record: true,
+        ..Default::default()
+    };
+    // SAFETY: the words are a live host buffer of rows x pitch float4s.
+    let log = launch(&cfg, || unsafe { (k.call)(&words) });
+    let t = coalesce::explain::traffic::traffic(&log);
+    for i in 0..rows * pitch {
+        let want = if i % pitch < cols { 2.5 } else { 0.0 };
+        assert_eq!(buf[i / 8].0[i % 8], [want; 4], "float4 {i}");
+    }
+    // 32 lanes one pitch apart: 32 sectors a store request, half of each written.
+    let warps = (rows * cols / 32) as u64;
+    assert_eq!(t.global_requests, [0, warps]);
+    assert_eq!(t.global_sectors[1], 32 * warps);
+}

@@ -30,3 +30,17 @@ kernel! {
         }
     }
 }
+
+kernel! {
+    /// The same walk, writing: thread g stores `value` in all four floats of float4
+    /// (g mod rows, g / rows), for g < rows x cols. 16 bytes of a 32-byte sector per
+    /// lane, as saxpy's f32x4-strided writes y.
+    pub fn pitch_write(rows_log2: u32, pitch: usize, cols: usize, value: f32, dst: GlobalMut<Float4>) {
+        let g = index_1d();
+        let (r, c) = (g & ((1 << rows_log2) - 1), g >> rows_log2);
+        if c < cols {
+            // SAFETY: r < rows and c < cols <= pitch: inside the host's rows x pitch float4s.
+            unsafe { dst.write(r * pitch + c, Float4::new(value, value, value, value)) };
+        }
+    }
+}

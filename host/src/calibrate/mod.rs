@@ -157,8 +157,11 @@ pub struct PitchPoint {
     pub pitch_bytes: u64,
     /// Bytes the gather walks: rows x pitch.
     pub span_bytes: u64,
-    /// Read + written bytes per second (16 read and 4 written per thread), GB/s.
+    /// `pitch_read`: read + written bytes per second (16 read and 4 written per
+    /// thread), GB/s.
     pub gb_per_s: f64,
+    /// `pitch_write`: written bytes per second (16 per thread), GB/s.
+    pub write_gb_per_s: f64,
 }
 
 impl PitchPoint {
@@ -178,16 +181,16 @@ pub fn pitch_read_bytes(plan: Plan) -> u64 {
     if plan.quick { 64 << 20 } else { 256 << 20 }
 }
 
-/// The sweep's (pitch, span) points, bytes: every pitch from 64 B to 1 MiB at a 1 GiB
-/// span (what a request's spread costs), then the span from the bytes read up to
-/// 4 GiB (1 GiB quick) at a 64 KiB pitch (a request within one page) and at a 1 MiB
-/// pitch (16 pages a request): what the whole walk's pages cost. Each span holds the
-/// read (span >= bytes read, so the columns fit in a row).
+/// The sweep's (pitch, span) points, bytes: every pitch from 64 B to 1 MiB at a span
+/// of 4 x the bytes read, 1 GiB (what a request's spread costs), then the span from
+/// the bytes read up to 16 x them, 4 GiB, at a 64 KiB pitch (a request within one
+/// page) and at a 1 MiB pitch (16 pages a request): what the whole walk's pages cost.
+/// Every point reads whole columns: 1 <= columns <= a row's float4s.
 pub fn pitch_grid(plan: Plan) -> Vec<(u64, u64)> {
     let read = pitch_read_bytes(plan);
-    let top = if plan.quick { 1 << 30 } else { 4 << 30 };
+    let top = 16 * read;
     let step = if plan.quick { 2 } else { 1 };
-    let mut grid: Vec<(u64, u64)> = (6..=20).step_by(step).map(|k| (1u64 << k, 1u64 << 30)).collect();
+    let mut grid: Vec<(u64, u64)> = (6..=20).step_by(step).map(|k| (1u64 << k, 4 * read)).collect();
     for pitch in [64 << 10, 1 << 20] {
         let mut span = read;
         while span <= top {
@@ -520,9 +523,9 @@ fn on_chip_rates(gpu: &Gpu, plan: Plan, progress: &mut impl FnMut(&str)) -> Resu
     Ok((rates, blocks))
 }
 
-/// The pitch sweep: `pitch_read` at every point of [`pitch_grid`] whose span fits in
-/// free memory, over one buffer of 1.0s, each launch's sums checked (every one is 4)
-/// before it is timed. Returns the points and the validation failures.
+/// The pitch sweep: at every point of [`pitch_grid`] whose span fits in free memory,
+/// `pitch_write` of 1.0s timed, then `pitch_read` of what it wrote, its sums checked
+/// (every one is 4), then timed. Returns the points and the validation failures.
 fn pitch_sweep(
     gpu: &Gpu,
     plan: Plan,
@@ -554,11 +557,12 @@ fn pitch_sweep(
     ));
     let mut src = gpu.alloc::<u32>((largest / 4) as usize)?;
     let mut out = gpu.alloc::<f32>(threads)?;
-    // SAFETY: both buffers live until the syncs below.
-    unsafe { src.set_32_async(1.0f32.to_bits(), &gpu.stream) }
-        .map_err(gpu.cuda_error("filling the pitch span"))?;
-    gpu.sync("filling the pitch span")?;
+    // SAFETY: the buffer lives until the sync below. Zeros: a float4 the write missed
+    // sums to 0.
+    unsafe { src.set_32_async(0, &gpu.stream) }.map_err(gpu.cuda_error("clearing the pitch span"))?;
+    gpu.sync("clearing the pitch span")?;
     let f = gpu.function("pitch_read")?;
+    let w = gpu.function("pitch_write")?;
     let cfg = Launch {
         grid: (threads.div_ceil(BLOCK as usize) as u32, 1, 1),
         block: (BLOCK, 1, 1),
@@ -573,13 +577,14 @@ fn pitch_sweep(
             format_bytes(span)
         ));
         let rows = span / pitch;
-        let words = args![
+        let (rows_log2, pitch4, cols) = (
             rows.trailing_zeros(),
             (pitch / 16) as usize,
             threads / rows as usize,
-            src.as_device_ptr(),
-            out.as_device_ptr()
-        ];
+        );
+        let write = args![rows_log2, pitch4, cols, 1.0f32, src.as_device_ptr()];
+        let written = time_launches(gpu, plan.reps(), || gpu.launch(&w, cfg, &write))?;
+        let words = args![rows_log2, pitch4, cols, src.as_device_ptr(), out.as_device_ptr()];
         // SAFETY: out lives until the sync below.
         unsafe { out.set_32_async(0, &gpu.stream) }.map_err(gpu.cuda_error("clearing the sums"))?;
         gpu.launch(&f, cfg, &words)?;
@@ -597,7 +602,11 @@ fn pitch_sweep(
             pitch_bytes: pitch,
             span_bytes: span,
             gb_per_s: gb_per_s(read + read / 4, t.median_ms),
+            write_gb_per_s: gb_per_s(read, written.median_ms),
         });
+        // The next point's write must not find this one's 1.0s where it writes none.
+        // SAFETY: the buffer lives until the next sync.
+        unsafe { src.set_32_async(0, &gpu.stream) }.map_err(gpu.cuda_error("clearing the pitch span"))?;
     }
     Ok((points, failures))
 }
@@ -826,21 +835,23 @@ pub fn pitch_table(points: &[PitchPoint], copy_gb_per_s: f64) -> String {
         return String::new();
     }
     let mut t = String::from(
-        "\npitch sweep (pitch_read: 32 lanes one pitch apart, 16 B each; read + written bytes; not used by the model)\n",
+        "\npitch sweep (32 lanes one pitch apart, 16 B each; pitch_read: read + written bytes, pitch_write: written bytes; not used by the model)\n",
     );
     t.push_str(&format!(
-        "{:>9} {:>9} {:>13} {:>6} {:>9} {:>9}\n",
-        "pitch", "span", "pages/request", "pages", "GB/s", "% of copy"
+        "{:>9} {:>9} {:>13} {:>6} {:>9} {:>9} {:>10} {:>9}\n",
+        "pitch", "span", "pages/request", "pages", "read GB/s", "% of copy", "write GB/s", "% of copy"
     ));
     for p in points {
         t.push_str(&format!(
-            "{:>9} {:>9} {:>13} {:>6} {:>9.1} {:>9.1}\n",
+            "{:>9} {:>9} {:>13} {:>6} {:>9.1} {:>9.1} {:>10.1} {:>9.1}\n",
             format_bytes(p.pitch_bytes),
             format_bytes(p.span_bytes),
             p.pages_per_request(),
             p.pages(),
             p.gb_per_s,
-            100.0 * p.gb_per_s / copy_gb_per_s
+            100.0 * p.gb_per_s / copy_gb_per_s,
+            p.write_gb_per_s,
+            100.0 * p.write_gb_per_s / copy_gb_per_s
         ));
     }
     t
@@ -1034,7 +1045,8 @@ mod tests {
                 // The columns read (read / 16 / rows) fit in a row of pitch / 16 float4s,
                 // and a warp's 32 lanes lie in 32 different rows.
                 let rows = span / pitch;
-                assert!(read / 16 / rows <= pitch / 16 && rows >= 32, "{pitch} {span}");
+                let cols = read / 16 / rows;
+                assert!((1..=pitch / 16).contains(&cols) && rows >= 32, "{pitch} {span}");
             }
         }
         let full = pitch_grid(Plan { quick: false });
@@ -1044,6 +1056,7 @@ mod tests {
             pitch_bytes: pitch,
             span_bytes: span,
             gb_per_s: 1000.0,
+            write_gb_per_s: 500.0,
         };
         // 32 lanes 64 KiB apart span one 2 MiB page; 1 MiB apart, 16.
         assert_eq!(
@@ -1057,7 +1070,14 @@ mod tests {
         assert_eq!(at(64, 1 << 30).pages_per_request(), 1);
         let table = pitch_table(&[at(1 << 20, 4 << 30)], 2000.0);
         assert!(table.contains("1.0 GiB") || table.contains("4.0 GiB"), "{table}");
-        assert!(table.lines().last().unwrap().ends_with("50.0"), "{table}");
+        assert!(
+            table
+                .lines()
+                .last()
+                .unwrap()
+                .ends_with("50.0      500.0      25.0"),
+            "{table}"
+        );
         assert_eq!(pitch_table(&[], 2000.0), "");
     }
 }
