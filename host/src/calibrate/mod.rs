@@ -181,22 +181,28 @@ pub fn pitch_read_bytes(plan: Plan) -> u64 {
     if plan.quick { 64 << 20 } else { 256 << 20 }
 }
 
-/// The sweep's (pitch, span) points, bytes: every pitch from 64 B to 1 MiB at a span
-/// of 4 x the bytes read, 1 GiB (what a request's spread costs), then the span from
-/// the bytes read up to 16 x them, 4 GiB, at a 64 KiB pitch (a request within one
-/// page) and at a 1 MiB pitch (16 pages a request): what the whole walk's pages cost.
-/// Every point reads whole columns: 1 <= columns <= a row's float4s.
+/// The sweep's (pitch, span) points, bytes, span = rows x pitch with rows a power of
+/// two: every pitch from 64 B to 1 MiB over 4 x the bytes read, 1 GiB (what a
+/// request's spread costs); the span from the bytes read up to 32 x them, 8 GiB, at a
+/// 64 KiB pitch (a request within one page) and at a 1 MiB pitch (16 pages a request):
+/// what the whole walk's pages cost; and four of the first pitches 64 B longer, over
+/// the same rows: whether the lanes' power-of-two spacing is what costs (it puts them
+/// on the same DRAM channels). Every point reads whole columns: 1 <= columns <= a
+/// row's float4s.
 pub fn pitch_grid(plan: Plan) -> Vec<(u64, u64)> {
     let read = pitch_read_bytes(plan);
-    let top = 16 * read;
     let step = if plan.quick { 2 } else { 1 };
     let mut grid: Vec<(u64, u64)> = (6..=20).step_by(step).map(|k| (1u64 << k, 4 * read)).collect();
     for pitch in [64 << 10, 1 << 20] {
         let mut span = read;
-        while span <= top {
+        while span <= 32 * read {
             grid.push((pitch, span));
             span *= 2;
         }
+    }
+    for pitch in [256, 1 << 10, 64 << 10, 1 << 20] {
+        let rows = 4 * read / pitch;
+        grid.push((pitch + 64, rows * (pitch + 64)));
     }
     grid
 }
@@ -949,7 +955,7 @@ mod tests {
         assert_eq!(quick.size(&info), 100 << 20);
         assert!(quick.reps().timed < full.reps().timed);
         assert_eq!(full.reps(), Reps::default());
-        assert_eq!(full.steps(), 2 + 1 + 64 + 1 + 8 + 1 + 1 + 3 + 1 + 25);
+        assert_eq!(full.steps(), 2 + 1 + 64 + 1 + 8 + 1 + 1 + 3 + 1 + 31);
         assert!(quick.rounds() < full.rounds());
     }
 
@@ -1039,7 +1045,7 @@ mod tests {
             let grid = pitch_grid(plan);
             for &(pitch, span) in &grid {
                 assert!(
-                    pitch.is_power_of_two() && span.is_power_of_two(),
+                    pitch % 16 == 0 && span % pitch == 0 && (span / pitch).is_power_of_two(),
                     "{pitch} {span}"
                 );
                 // The columns read (read / 16 / rows) fit in a row of pitch / 16 float4s,
@@ -1050,7 +1056,8 @@ mod tests {
             }
         }
         let full = pitch_grid(Plan { quick: false });
-        assert_eq!(full.len(), 25);
+        assert_eq!(full.len(), 15 + 2 * 6 + 4);
+        assert_eq!(full[full.len() - 1], ((1 << 20) + 64, 1024 * ((1 << 20) + 64)));
         assert_eq!((full[0], full[14]), ((64, 1 << 30), (1 << 20, 1 << 30)));
         let at = |pitch, span| PitchPoint {
             pitch_bytes: pitch,
