@@ -366,11 +366,13 @@ unsafe fn smem<const T: usize>(
     let mut acc = 0.0f32;
     let mut k0 = 0;
     // This thread's elements of A (row, k0 + tc) and B (k0 + tr, col), stepped a tile
-    // at a time as C steps pointers (read only where the guards below hold).
+    // at a time as C steps pointers (read only where the guards below hold). In usize:
+    // a block past the edge may point past 2^32 elements, which it never reads.
     let (mut a_at, mut b_at) = (
-        a.offset((row * k + tc) as usize),
-        b.offset((tr * n + col) as usize),
+        a.offset(row as usize * k as usize + tc as usize),
+        b.offset(tr as usize * n as usize + col as usize),
     );
+    let b_step = T * n as usize;
     while k0 < k {
         let a_in = row < m && k0 + tc < k;
         let b_in = k0 + tr < k && col < n;
@@ -379,8 +381,8 @@ unsafe fn smem<const T: usize>(
             a_tile.write((tr * t + tc) as usize, if a_in { a_at.read(0) } else { 0.0 });
             b_tile.write((tr * t + tc) as usize, if b_in { b_at.read(0) } else { 0.0 });
         }
-        a_at = a_at.offset(t as usize);
-        b_at = b_at.offset((t * n) as usize);
+        a_at = a_at.offset(T);
+        b_at = b_at.offset(b_step);
         sync_threads();
         for kk in 0..t {
             // SAFETY: in the tiles; written before the barrier.
@@ -604,14 +606,14 @@ unsafe fn fetch_tiles<
     if WHOLE {
         unroll!(i < AL; 8 => {
             let (r, c) = a_at(i);
-            // SAFETY (WHOLE): rows row0 + r < m, columns k0 + cc + 3 < k (full tiles),
-            // aligned as k % 4 == 0 and cc % 4 == 0.
+            // SAFETY (WHOLE): row r < m, columns c..c + 3 < k (full tiles), aligned as
+            // k % 4 == 0 and c % 4 == 0.
             av[i] = unsafe { a.cast::<Float4>().read(((r * k + c) / 4) as usize) };
         });
         unroll!(i < BL; 8 => {
             let (r, c) = b_at(i);
-            // SAFETY (WHOLE): rows k0 + r < k, columns col0 + cc + 3 < n, aligned as
-            // n % 4 == 0 and cc % 4 == 0.
+            // SAFETY (WHOLE): row r < k, columns c..c + 3 < n, aligned as n % 4 == 0
+            // and c % 4 == 0.
             bv[i] = unsafe { b.cast::<Float4>().read(((r * n + c) / 4) as usize) };
         });
         return (av, bv);
