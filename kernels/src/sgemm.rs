@@ -599,11 +599,11 @@ unsafe fn fetch_tiles<
         )
     };
     let (bk4, bn4) = ((BK / 4) as u32, (BN / 4) as u32);
-    let mut av = [Float4::default(); AL];
-    let mut bv = [Float4::default(); BL];
     let a_at = |i: usize| (row0 + tid / bk4 + (i * NT / (BK / 4)) as u32, k0 + tid % bk4 * 4);
     let b_at = |i: usize| (k0 + tid / bn4 + (i * NT / (BN / 4)) as u32, col0 + tid % bn4 * 4);
     if WHOLE {
+        let mut av = [Float4::default(); AL];
+        let mut bv = [Float4::default(); BL];
         unroll!(i < AL; 8 => {
             let (r, c) = a_at(i);
             // SAFETY (WHOLE): row r < m, columns c..c + 3 < k (full tiles), aligned as
@@ -618,35 +618,40 @@ unsafe fn fetch_tiles<
         });
         return (av, bv);
     }
-    // One test of `vector` per matrix, not one per load: each tile's loads of A (and
-    // of B) are then one block of float4 loads, or one of scalars.
-    if a_vector {
-        unroll!(i < AL; 8 => {
-            let (r, c) = a_at(i);
-            // SAFETY: at4 guards A.
-            av[i] = unsafe { at4(a, m, k, r, c, true) };
+    // SAFETY: at4 guards both matrices.
+    unsafe {
+        (
+            guarded_loads(a, (m, k), a_at, a_vector),
+            guarded_loads(b, (k, n), b_at, b_vector),
+        )
+    }
+}
+
+/// N float4s of a rows x cols matrix at `at(i)` = (row, column), through [`at4`] with
+/// one test of `vector` for all N, not one per load: a tile's loads of a matrix are
+/// then one block of float4 loads, or one of scalars.
+#[inline(always)]
+unsafe fn guarded_loads<const N: usize>(
+    x: Global<f32>,
+    (rows, cols): (u32, u32),
+    at: impl Fn(usize) -> (u32, u32),
+    vector: bool,
+) -> [Float4; N] {
+    let mut v = [Float4::default(); N];
+    if vector {
+        unroll!(i < N; 8 => {
+            let (r, c) = at(i);
+            // SAFETY: at4 guards the matrix.
+            v[i] = unsafe { at4(x, rows, cols, r, c, true) };
         });
     } else {
-        unroll!(i < AL; 8 => {
-            let (r, c) = a_at(i);
-            // SAFETY: at4 guards A.
-            av[i] = unsafe { at4(a, m, k, r, c, false) };
+        unroll!(i < N; 8 => {
+            let (r, c) = at(i);
+            // SAFETY: at4 guards the matrix.
+            v[i] = unsafe { at4(x, rows, cols, r, c, false) };
         });
     }
-    if b_vector {
-        unroll!(i < BL; 8 => {
-            let (r, c) = b_at(i);
-            // SAFETY: at4 guards B.
-            bv[i] = unsafe { at4(b, k, n, r, c, true) };
-        });
-    } else {
-        unroll!(i < BL; 8 => {
-            let (r, c) = b_at(i);
-            // SAFETY: at4 guards B.
-            bv[i] = unsafe { at4(b, k, n, r, c, false) };
-        });
-    }
-    (av, bv)
+    v
 }
 
 /// Stores what [`fetch_tiles`] loaded: A transposed (four scalar stores per float4,
