@@ -91,7 +91,7 @@ fn a_quick_calibration_is_plausible() {
     // Every pitch point fits in an H100's or H200's memory at the quick plan.
     assert_eq!(
         c.notes.pitch_sweep.len(),
-        coalesce::calibrate::pitch_grid(plan).len(),
+        coalesce::calibrate::pitch_grid(plan.quick).len(),
         "{text}"
     );
     assert!(c.notes.pitch_sweep.iter().all(|q| q.gb_per_s > 1.0), "{text}");
@@ -126,19 +126,36 @@ fn calibrate_quick_writes_a_profile_of_this_gpu() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// One 128-byte line of host memory, 128-byte aligned as a device allocation is, so
+/// lines and sectors fall as on a GPU: 8 float4s.
+#[derive(Clone, Copy)]
+#[repr(align(128))]
+struct Line([[f32; 4]; 8]);
+
+const ZERO_LINE: Line = Line([[0.0; 4]; 8]);
+
+/// Runs `kernel` on the emulator over `grid` blocks of `block` threads with `words`
+/// (live host buffers of the sizes it indexes) and counts its traffic as `explain` does.
+fn traffic_of(kernel: &str, grid: u32, block: u32, words: &[u64]) -> coalesce::explain::traffic::Traffic {
+    let k = kernels::host_kernel(kernel).expect("in the emulator's kernel table");
+    let cfg = LaunchConfig {
+        grid: Dim3::from(grid),
+        block: Dim3::from(block),
+        record: true,
+        ..Default::default()
+    };
+    // SAFETY: the callers' words are live host buffers of the sizes the kernel indexes.
+    let log = launch(&cfg, || unsafe { (k.call)(words) });
+    coalesce::explain::traffic::traffic(&log)
+}
+
 /// Runs one of calibrate's on-chip kernels (kernels/src/throughput.rs) on the emulator
 /// over `blocks` blocks and counts its traffic as `explain` does: the units its rate is
 /// stated in are the units the model counts.
 fn on_chip(kernel: &str, blocks: u32, rounds: usize) -> coalesce::explain::traffic::Traffic {
     use kernels::throughput::{BLOCK, WINDOW};
-    let k = kernels::host_kernel(kernel).expect("in the emulator's kernel table");
-    // 128-byte aligned, as a device allocation is, so lines and sectors fall as on a GPU.
     // Only its bytes are used, through the pointer below.
-    #[derive(Clone, Copy)]
-    #[repr(align(128))]
-    #[allow(dead_code)]
-    struct Line([f32; 32]);
-    let mut window = vec![Line([0.0; 32]); blocks as usize * WINDOW / 32];
+    let mut window = vec![ZERO_LINE; blocks as usize * WINDOW / 32];
     let mut out = vec![0f32; (blocks * BLOCK) as usize];
     let words: Vec<u64> = match kernel {
         "lines_load" => vec![rounds as u64, window.as_ptr() as u64, out.as_mut_ptr() as u64],
@@ -149,15 +166,7 @@ fn on_chip(kernel: &str, blocks: u32, rounds: usize) -> coalesce::explain::traff
         ],
         _ => vec![rounds as u64, out.as_mut_ptr() as u64],
     };
-    let cfg = LaunchConfig {
-        grid: Dim3::from(blocks),
-        block: Dim3::from(BLOCK),
-        record: true,
-        ..Default::default()
-    };
-    // SAFETY: the words are live host buffers of the sizes the kernels index.
-    let log = launch(&cfg, || unsafe { (k.call)(&words) });
-    coalesce::explain::traffic::traffic(&log)
+    traffic_of(kernel, blocks, BLOCK, &words)
 }
 
 #[test]
@@ -189,6 +198,11 @@ fn the_on_chip_kernels_touch_what_their_rates_are_stated_in() {
     );
 }
 
+/// Blocks of the pitch kernels for `threads` threads.
+fn pitch_blocks(threads: usize) -> u32 {
+    threads.div_ceil(kernels::pitch::BLOCK as usize) as u32
+}
+
 /// Runs `pitch_read` on the emulator over a rows x pitch view of `src` (float4s) and
 /// returns the sums and the traffic as `explain` counts it.
 fn pitch_read(
@@ -197,12 +211,7 @@ fn pitch_read(
     pitch: usize,
     cols: usize,
 ) -> (Vec<f32>, coalesce::explain::traffic::Traffic) {
-    let k = kernels::host_kernel("pitch_read").expect("in the emulator's kernel table");
-    // 128-byte aligned, as a device allocation is.
-    #[derive(Clone, Copy)]
-    #[repr(align(128))]
-    struct Lines([[f32; 4]; 8]);
-    let mut buf = vec![Lines([[0.0; 4]; 8]); src.len().div_ceil(8)];
+    let mut buf = vec![ZERO_LINE; src.len().div_ceil(8)];
     for (i, v) in src.iter().enumerate() {
         buf[i / 8].0[i % 8] = *v;
     }
@@ -215,15 +224,8 @@ fn pitch_read(
         buf.as_ptr() as u64,
         out.as_mut_ptr() as u64,
     ];
-    let cfg = LaunchConfig {
-        grid: Dim3::from(threads.div_ceil(kernels::pitch::BLOCK as usize) as u32),
-        block: Dim3::from(kernels::pitch::BLOCK),
-        record: true,
-        ..Default::default()
-    };
-    // SAFETY: the words are live host buffers of the sizes the kernel indexes.
-    let log = launch(&cfg, || unsafe { (k.call)(&words) });
-    (out, coalesce::explain::traffic::traffic(&log))
+    let t = traffic_of("pitch_read", pitch_blocks(threads), kernels::pitch::BLOCK, &words);
+    (out, t)
 }
 
 #[test]
@@ -251,12 +253,8 @@ fn the_pitch_gather_reads_down_columns_one_pitch_apart() {
 
 #[test]
 fn the_pitch_write_stores_down_the_same_columns() {
-    let k = kernels::host_kernel("pitch_write").expect("in the emulator's kernel table");
     let (rows, pitch, cols) = (64usize, 40usize, 24usize);
-    #[derive(Clone, Copy)]
-    #[repr(align(128))]
-    struct Lines([[f32; 4]; 8]);
-    let mut buf = vec![Lines([[0.0; 4]; 8]); rows * pitch / 8];
+    let mut buf = vec![ZERO_LINE; rows * pitch / 8];
     let words = [
         rows.trailing_zeros() as u64,
         pitch as u64,
@@ -264,15 +262,12 @@ fn the_pitch_write_stores_down_the_same_columns() {
         u64::from(2.5f32.to_bits()),
         buf.as_mut_ptr() as u64,
     ];
-    let cfg = LaunchConfig {
-        grid: Dim3::from((rows * cols).div_ceil(kernels::pitch::BLOCK as usize) as u32),
-        block: Dim3::from(kernels::pitch::BLOCK),
-        record: true,
-        ..Default::default()
-    };
-    // SAFETY: the words are a live host buffer of rows x pitch float4s.
-    let log = launch(&cfg, || unsafe { (k.call)(&words) });
-    let t = coalesce::explain::traffic::traffic(&log);
+    let t = traffic_of(
+        "pitch_write",
+        pitch_blocks(rows * cols),
+        kernels::pitch::BLOCK,
+        &words,
+    );
     for i in 0..rows * pitch {
         let want = if i % pitch < cols { 2.5 } else { 0.0 };
         assert_eq!(buf[i / 8].0[i % 8], [want; 4], "float4 {i}");
