@@ -89,12 +89,18 @@ fn a_quick_calibration_is_plausible() {
     assert_eq!(p.stride_sweep.len(), plan.strides().len());
     assert_eq!(p.inflight_sweep.len(), 8);
     // Every pitch point fits in an H100's or H200's memory at the quick plan.
+    let sweep = p.pitch_sweep.as_deref().unwrap_or_default();
     assert_eq!(
-        c.notes.pitch_sweep.len(),
+        sweep.len(),
         coalesce::calibrate::pitch_grid(plan.quick).len(),
         "{text}"
     );
-    assert!(c.notes.pitch_sweep.iter().all(|q| q.gb_per_s > 1.0), "{text}");
+    assert!(
+        sweep
+            .iter()
+            .all(|q| q.read_gb_per_s > 1.0 && q.write_gb_per_s > 1.0 && q.update_gb_per_s > 1.0),
+        "{text}"
+    );
     let json = serde_json::to_string(p).unwrap();
     let back = coalesce::profile::Profile::parse(&json, "test").unwrap();
     assert_eq!(&back, p);
@@ -276,4 +282,50 @@ fn the_pitch_write_stores_down_the_same_columns() {
     let warps = (rows * cols / 32) as u64;
     assert_eq!(t.global_requests, [0, warps]);
     assert_eq!(t.global_sectors[1], 32 * warps);
+}
+
+#[test]
+fn the_pitch_update_stores_where_it_loaded_and_keeps_ones() {
+    let (rows, pitch, cols) = (64usize, 40usize, 24usize);
+    let mut buf = vec![ZERO_LINE; rows * pitch / 8];
+    for (i, v) in buf.iter_mut().flat_map(|l| l.0.iter_mut()).enumerate() {
+        *v = if i % 2 == 0 { [1.0; 4] } else { [3.0; 4] };
+    }
+    let words = [
+        rows.trailing_zeros() as u64,
+        pitch as u64,
+        cols as u64,
+        buf.as_mut_ptr() as u64,
+    ];
+    let t = traffic_of(
+        "pitch_update",
+        pitch_blocks(rows * cols),
+        kernels::pitch::BLOCK,
+        &words,
+    );
+    // 2 v - 1 inside the columns read (1.0 stays 1.0, 3.0 becomes 5.0), untouched past them.
+    for i in 0..rows * pitch {
+        let was = if i % 2 == 0 { 1.0 } else { 3.0 };
+        let want = if i % pitch < cols { 2.0 * was - 1.0 } else { was };
+        assert_eq!(buf[i / 8].0[i % 8], [want; 4], "float4 {i}");
+    }
+    // One gather and one scatter of the same 32 sectors per warp; over the window, a
+    // row's 24 columns (384 bytes) are 6 segments read and 12 sectors written.
+    let warps = (rows * cols / 32) as u64;
+    assert_eq!(t.global_requests, [warps, warps]);
+    assert_eq!(t.global_sectors, [32 * warps, 32 * warps]);
+    assert_eq!(
+        (t.read_segments[1], t.write_sectors),
+        (6 * rows as u64, 12 * rows as u64)
+    );
+    // Which explain counts as updates at their pitch, each a segment per lane.
+    assert_eq!(t.scattered.len(), 1, "{:?}", t.scattered);
+    assert_eq!(
+        (
+            t.scattered[0].shape,
+            t.scattered[0].pitch_bytes,
+            t.scattered[0].requests
+        ),
+        (coalesce::profile::Shape::Update, 640, warps)
+    );
 }

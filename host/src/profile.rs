@@ -14,8 +14,11 @@ use crate::error::{Error, Result};
 /// its base; a schema-1 file is read by refitting both from its raw inflight sweep
 /// ([`Profile::refit`]), and becomes schema 2. Schema 3 added the SM's residency
 /// limits (`sm`) and the L1, L2 and shared-memory rates; a schema-2 file is read as it
-/// is, and the bounds those fields set report themselves as not calibrated.
-pub const PROFILE_SCHEMA: u32 = 3;
+/// is, and the bounds those fields set report themselves as not calibrated. Schema 4
+/// added the pitch sweep (`pitch_sweep`), the rates of scattered requests; a schema-3
+/// file is read as it is, and its scattered requests report themselves as not
+/// calibrated.
+pub const PROFILE_SCHEMA: u32 = 4;
 
 /// The fields schema 3 added: required in a schema-3 file, absent before.
 pub const SCHEMA_3_FIELDS: [&str; 4] = [
@@ -104,16 +107,24 @@ pub struct Profile {
     /// wavefronts per request), wavefronts / time / SMs. Schema 3.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shared_wavefronts_per_ns_per_sm: Option<f64>,
+    /// The pitch sweep (schema 4; `None` before): `pitch_read`, `pitch_write` and
+    /// `pitch_update` (kernels/src/pitch.rs), 32 lanes one pitch apart, at pitches
+    /// from 64 B to 1 MiB and at spans of up to 32 x 256 MiB: the rates at which the
+    /// GPU serves warp requests whose lanes each read or write a segment of their own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pitch_sweep: Option<Vec<PitchPoint>>,
     /// The measurements behind the fits, for the record.
     pub stride_sweep: Vec<SweepPoint>,
     pub inflight_sweep: Vec<SweepPoint>,
 }
 
-/// The sweeps' points are the fits' input, so they are declared with the fits.
+/// The sweeps' points are the fits' input, so they are declared with the fits; the
+/// pitch sweep's, with the sweep.
 pub use crate::calibrate::fit::SweepPoint;
+pub use crate::calibrate::pitch::{PAGE_BYTES, PitchPoint, Shape};
 
 /// The profiles that ship with coalesce, measured on the GPUs named in them by
-/// `coalesce calibrate` (host/profiles, schema 3, as `calibrate` wrote them).
+/// `coalesce calibrate` (host/profiles, schema 4, as `calibrate` wrote them).
 pub const SHIPPED: &[(&str, &str)] = &[
     (
         "NVIDIA H100 80GB HBM3",
@@ -156,6 +167,15 @@ impl Profile {
         {
             return Err(bad(format!(
                 "not a coalesce profile: schema {schema} has no field `{field}`"
+            )));
+        }
+        let has_sweep = value.get("pitch_sweep").is_some_and(|v| !v.is_null());
+        if schema >= 4 && !has_sweep {
+            return Err(bad("not a coalesce profile: missing field `pitch_sweep`".into()));
+        }
+        if schema < 4 && has_sweep {
+            return Err(bad(format!(
+                "not a coalesce profile: schema {schema} has no field `pitch_sweep`"
             )));
         }
         let mut profile: Profile =
@@ -288,6 +308,18 @@ impl Profile {
                 );
             }
         }
+        if let Some(p) = self.pitch_sweep.iter().flatten().find(|p| {
+            p.pitch_bytes == 0
+                || p.wave_pages == 0
+                || ![p.read_gb_per_s, p.write_gb_per_s, p.update_gb_per_s]
+                    .iter()
+                    .all(|v| v.is_finite() && *v > 0.0)
+        }) {
+            return Err(format!(
+                "pitch_sweep: the point at pitch {} over {} has a zero pitch, no pages or a rate that is not a positive number",
+                p.pitch_bytes, p.span_bytes
+            ));
+        }
         if self.sm_count == 0 || self.max_threads_per_sm == 0 {
             return Err("sm_count and max_threads_per_sm must be positive".into());
         }
@@ -331,8 +363,27 @@ pub(crate) mod tests {
             load_lines_per_ns_per_sm: Some(2.0),
             store_lines_per_ns_per_sm: Some(0.5),
             shared_wavefronts_per_ns_per_sm: Some(2.0),
+            pitch_sweep: Some(vec![PitchPoint {
+                pitch_bytes: 64,
+                span_bytes: 1 << 30,
+                wave_pages: 9,
+                segment_bytes_per_lane: 64.0,
+                sector_bytes_per_lane: 32.0,
+                read_gb_per_s: 900.0,
+                write_gb_per_s: 650.0,
+                update_gb_per_s: 700.0,
+            }]),
             stride_sweep: Vec::new(),
             inflight_sweep: Vec::new(),
+        }
+    }
+
+    /// [`sample`] as a schema-3 file would give it: no pitch sweep.
+    pub(crate) fn schema_3() -> Profile {
+        Profile {
+            schema: 3,
+            pitch_sweep: None,
+            ..sample()
         }
     }
 
@@ -340,6 +391,7 @@ pub(crate) mod tests {
     pub(crate) fn schema_2() -> Profile {
         Profile {
             schema: 2,
+            pitch_sweep: None,
             sm: None,
             load_lines_per_ns_per_sm: None,
             store_lines_per_ns_per_sm: None,
@@ -356,7 +408,7 @@ pub(crate) mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("p.json: not a coalesce profile (no schema"), "{e}");
-        let newer = text.replace("\"schema\":3", "\"schema\":7");
+        let newer = text.replace("\"schema\":4", "\"schema\":7");
         let e = Profile::parse(&newer, "p.json").unwrap_err().to_string();
         assert!(e.contains("newer coalesce (profile schema 7"), "{e}");
         let missing = text.replace("\"loaded_latency_ns\"", "\"renamed\"");
@@ -406,6 +458,28 @@ pub(crate) mod tests {
         );
         let no_regs = text.replace("\"registers_per_sm\":65536", "\"registers_per_sm\":0");
         assert!(Profile::parse(&no_regs, "p.json").is_err());
+    }
+
+    #[test]
+    fn schema_4_needs_its_pitch_sweep_and_schema_3_loads_without_it() {
+        let mut v = serde_json::to_value(sample()).unwrap();
+        v.as_object_mut().unwrap().remove("pitch_sweep");
+        let e = Profile::parse(&v.to_string(), "p.json").unwrap_err().to_string();
+        assert_eq!(e, "p.json: not a coalesce profile: missing field `pitch_sweep`");
+        let old = serde_json::to_string(&schema_3()).unwrap();
+        assert!(!old.contains("pitch_sweep"), "{old}");
+        assert_eq!(Profile::parse(&old, "p.json").unwrap(), schema_3());
+        let odd = old.replace("\"schema\":3", "\"schema\":3,\"pitch_sweep\":[]");
+        let e = Profile::parse(&odd, "p.json").unwrap_err().to_string();
+        assert!(e.contains("schema 3 has no field `pitch_sweep`"), "{e}");
+        let text = serde_json::to_string(&sample()).unwrap();
+        let zero = text.replace("\"write_gb_per_s\":650.0", "\"write_gb_per_s\":0.0");
+        let e = Profile::parse(&zero, "p.json").unwrap_err().to_string();
+        assert!(
+            e.contains("pitch_sweep: the point at pitch 64 over 1073741824"),
+            "{e}"
+        );
+        assert!(!e.contains('\n'));
     }
 
     #[test]
@@ -465,9 +539,11 @@ pub(crate) mod tests {
         for (name, text) in SHIPPED {
             let p = Profile::parse(text, name).unwrap();
             assert_eq!(p.device, *name);
-            // Schema 3, measured by `calibrate` on each GPU: residency limits and on-chip rates.
-            assert_eq!(p.schema, 3);
+            // Schema 4, measured by `calibrate` on each GPU: residency limits, on-chip
+            // rates and the pitch sweep.
+            assert_eq!(p.schema, 4);
             assert!(p.sm.is_some() && p.load_lines_per_ns_per_sm.is_some(), "{name}");
+            assert_eq!(p.pitch_sweep.as_ref().map(Vec::len), Some(31), "{name}");
             // Every fitted value is what the fits give from the raw sweeps.
             let mut refit = p.clone();
             refit.refit();

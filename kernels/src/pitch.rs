@@ -4,7 +4,9 @@
 //! read (saxpy's f32x4-strided, a transpose's writes). Sweeping the pitch at a fixed
 //! span (rows x pitch), and the span at a fixed pitch, separates what a request costs
 //! for how far apart its addresses lie (DRAM rows, the pages one request touches) from
-//! how much memory the whole launch walks (the pages all requests touch).
+//! how much memory the whole launch walks (the pages all requests touch). The three
+//! kernels are the three shapes a scattered request takes: a gather, a scatter, and
+//! an update (a store to what the same thread just loaded, saxpy's y).
 
 use crate::gpu::thread::index_1d;
 use crate::gpu::{Float4, Global, GlobalMut};
@@ -41,6 +43,22 @@ kernel! {
         if c < cols {
             // SAFETY: r < rows and c < cols <= pitch: inside the host's rows x pitch float4s.
             unsafe { dst.write(r * pitch + c, Float4::new(value, value, value, value)) };
+        }
+    }
+}
+
+kernel! {
+    /// The same walk, in place: thread g loads float4 (g mod rows, g / rows) and stores
+    /// 2 v - 1 back to it, for g < rows x cols: a gather and, of the sectors it just
+    /// read, a scatter, as saxpy's f32x4-strided updates y. 1.0 is the update's fixed
+    /// point, so a later `pitch_read` of `pitch_write`'s 1.0s still sums to 4.
+    pub fn pitch_update(rows_log2: u32, pitch: usize, cols: usize, dst: GlobalMut<Float4>) {
+        let g = index_1d();
+        let (r, c) = (g & ((1 << rows_log2) - 1), g >> rows_log2);
+        if c < cols {
+            let at = r * pitch + c;
+            // SAFETY: r < rows and c < cols <= pitch: inside the host's rows x pitch float4s.
+            unsafe { dst.write(at, dst.read(at).axpy(2.0, Float4::new(-1.0, -1.0, -1.0, -1.0))) };
         }
     }
 }

@@ -11,8 +11,8 @@
 //! and the register allocation unit that agrees with the driver's occupancy
 //! calculator on every kernel); the on-chip rates (kernels/src/throughput.rs: lines of
 //! global loads and stores, shared-memory wavefronts); the pitch sweep
-//! (kernels/src/pitch.rs: a gather down columns at pitches and spans, reported beside
-//! the profile, not in it); the copy again (the faster copy is kept, as the harness
+//! (kernels/src/pitch.rs: a scatter, an update and a gather down columns at pitches
+//! and spans: the rates of scattered requests); the copy again (the faster copy is kept, as the harness
 //! does, so a slow first copy cannot inflate the fits).
 
 use std::path::PathBuf;
@@ -144,8 +144,6 @@ pub struct Notes {
     /// Blocks and rounds of the on-chip microbenchmarks.
     pub on_chip_blocks: u32,
     pub on_chip_rounds: usize,
-    /// The pitch sweep (informational: not in the profile, not used by the model yet).
-    pub pitch_sweep: Vec<PitchPoint>,
 }
 
 /// A calibration: the profile, how it was measured, and the kernels that failed
@@ -483,7 +481,8 @@ pub fn measure(gpu: &Gpu, plan: Plan, mut progress: impl FnMut(&str)) -> Result<
     let (idle_ns, chase_bytes, chase_steps, chase_failure) = idle_latency(gpu, plan, &mut progress)?;
     let (sm, occupancy_samples, occupancy_agreeing) = sm_limits(gpu, &mut progress)?;
     let (rates, on_chip_blocks) = on_chip_rates(gpu, plan, &mut progress)?;
-    let (pitch_points, pitch_failures) = pitch_sweep(gpu, plan.quick, plan.reps(), &mut progress)?;
+    let wave = u64::from(info.sm_count) * u64::from(info.max_threads_per_sm);
+    let (pitch_points, pitch_failures) = pitch_sweep(gpu, plan.quick, plan.reps(), wave, &mut progress)?;
     progress("copy baseline again");
     let after = memcpy_baseline(gpu, copy_bytes, reps)?;
     let copy_gb_per_s = before.faster(after).gb_per_s;
@@ -512,6 +511,7 @@ pub fn measure(gpu: &Gpu, plan: Plan, mut progress: impl FnMut(&str)) -> Result<
         load_lines_per_ns_per_sm: Some(rates[0]),
         store_lines_per_ns_per_sm: Some(rates[1]),
         shared_wavefronts_per_ns_per_sm: Some(rates[2]),
+        pitch_sweep: Some(pitch_points),
         stride_sweep: strided.points,
         inflight_sweep: inflight.points,
     };
@@ -534,7 +534,6 @@ pub fn measure(gpu: &Gpu, plan: Plan, mut progress: impl FnMut(&str)) -> Result<
             occupancy_agreeing,
             on_chip_blocks,
             on_chip_rounds: plan.rounds(),
-            pitch_sweep: pitch_points,
         },
         failures,
     })
@@ -683,7 +682,10 @@ pub fn summary(p: &Profile, n: &Notes) -> String {
         .iter()
         .map(|(name, value, from)| format!("{name:<31} {value:>11}  {from}\n"))
         .collect();
-    text.push_str(&pitch_table(&n.pitch_sweep, p.copy_gb_per_s));
+    text.push_str(&pitch_table(
+        p.pitch_sweep.as_deref().unwrap_or_default(),
+        p.copy_gb_per_s,
+    ));
     text
 }
 
@@ -811,10 +813,12 @@ mod tests {
             occupancy_agreeing: 118,
             on_chip_blocks: 1056,
             on_chip_rounds: 2048,
-            pitch_sweep: Vec::new(),
         };
         let text = summary(&p, &notes);
-        assert_eq!(text.lines().count(), 16, "{text}");
+        // 16 parameters, then the pitch sweep: a blank line, its title, its header and
+        // one line per point.
+        assert_eq!(text.lines().count(), 16 + 3 + 1, "{text}");
+        assert!(text.contains("\npitch sweep (32 lanes one pitch apart"), "{text}");
         for field in [
             "copy_gb_per_s",
             "sm_count",

@@ -1,8 +1,10 @@
-//! The pitch sweep `calibrate` prints beside the profile (informational: the model does
-//! not use it yet): `pitch_write` and `pitch_read` (kernels/src/pitch.rs), 32 lanes one
-//! pitch apart, over a grid of pitches and spans.
+//! The pitch sweep: `pitch_write`, `pitch_update` and `pitch_read`
+//! (kernels/src/pitch.rs), 32 lanes one pitch apart, over a grid of pitches and
+//! spans. The profile keeps it (schema 4): `explain` times a kernel's scattered
+//! requests (a segment per lane, no other request's) at its rates.
 
 use cust::memory::CopyDestination;
+use serde::{Deserialize, Serialize};
 
 use crate::args;
 use crate::device::Gpu;
@@ -14,31 +16,74 @@ use crate::units::{format_bytes, gb_per_s};
 /// Bytes of the pages [`PitchPoint`] counts: CUDA maps device memory in 2 MiB pages.
 pub const PAGE_BYTES: u64 = 2 << 20;
 
-/// One point of the pitch sweep (kernels/src/pitch.rs): `pitch_read` gathers
+/// The three shapes of a scattered warp request, each timed by one kernel of the sweep.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Shape {
+    /// A load (`pitch_read`: 16 bytes a lane, then a coalesced 4-byte store a thread).
+    Gather,
+    /// A store (`pitch_write`: 16 bytes a lane, half a sector).
+    Scatter,
+    /// A store to the bytes the same lanes just loaded (`pitch_update`), counted with
+    /// its load: the store finds its sectors in L2.
+    Update,
+}
+
+/// One point of the pitch sweep (kernels/src/pitch.rs): each kernel walks
 /// [`pitch_read_bytes`] in float4s one pitch apart down the columns of a span of
-/// rows x pitch bytes.
-#[derive(Clone, Debug, PartialEq)]
+/// rows x pitch bytes, at every SM's full residency. The DRAM bytes a lane moves are
+/// counted as `explain` counts a kernel's ([`super::super::explain`]'s window: the
+/// first wave, each 64-byte segment read and 32-byte sector written once), so
+/// [`PitchPoint::dram_gb_per_s`] times those of a kernel's scattered requests alike.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PitchPoint {
     /// Bytes between two lanes' float4s.
     pub pitch_bytes: u64,
-    /// Bytes the gather walks: rows x pitch.
+    /// Bytes the walk spans: rows x pitch.
     pub span_bytes: u64,
+    /// 2 MiB pages the first wave's requests touch (every SM full of 256-thread blocks):
+    /// all of the span's once a wave reaches every row, fewer at small pitches.
+    pub wave_pages: u64,
+    /// DRAM bytes per lane of the first wave's 16-byte reads: its distinct 64-byte
+    /// segments x 64 / lanes (64 where each lane has a segment to itself, 16 where
+    /// four columns of a wave share each).
+    pub segment_bytes_per_lane: f64,
+    /// The same for its 16-byte writes, in 32-byte sectors (32 down to 16).
+    pub sector_bytes_per_lane: f64,
     /// `pitch_read`: read + written bytes per second (16 read and 4 written per
     /// thread), GB/s.
-    pub gb_per_s: f64,
+    pub read_gb_per_s: f64,
     /// `pitch_write`: written bytes per second (16 per thread), GB/s.
     pub write_gb_per_s: f64,
+    /// `pitch_update`: read + written bytes per second (16 and 16 per thread), GB/s.
+    pub update_gb_per_s: f64,
 }
 
 impl PitchPoint {
+    /// The rate at which the DRAM moved the DRAM bytes of `shape`'s requests at this
+    /// point, GB/s: a thread's DRAM bytes over its time. `pitch_read`'s coalesced
+    /// 4-byte sums take their time at the copy ceiling `copy_gb_per_s`, the rest is
+    /// the gather's. Above the ceiling where L2 reuse across waves (which the window
+    /// does not see) saves DRAM bytes.
+    pub fn dram_gb_per_s(&self, shape: Shape, copy_gb_per_s: f64) -> f64 {
+        // ns per thread (GB/s are bytes per ns) and the DRAM bytes in that time.
+        let (ns, bytes) = match shape {
+            Shape::Gather => (
+                20.0 / self.read_gb_per_s - 4.0 / copy_gb_per_s,
+                self.segment_bytes_per_lane,
+            ),
+            Shape::Scatter => (16.0 / self.write_gb_per_s, self.sector_bytes_per_lane),
+            Shape::Update => (
+                32.0 / self.update_gb_per_s,
+                self.segment_bytes_per_lane + self.sector_bytes_per_lane,
+            ),
+        };
+        bytes / ns
+    }
+
     /// 2 MiB pages one warp request's 32 lanes span (32 x pitch bytes), rounded up.
     pub fn pages_per_request(&self) -> u64 {
         (32 * self.pitch_bytes).div_ceil(PAGE_BYTES)
-    }
-
-    /// 2 MiB pages of the span.
-    pub fn pages(&self) -> u64 {
-        self.span_bytes.div_ceil(PAGE_BYTES)
     }
 }
 
@@ -74,13 +119,32 @@ pub fn pitch_grid(quick: bool) -> Vec<(u64, u64)> {
     grid
 }
 
+/// What threads 0 .. `wave` of a pitch kernel touch over a view of rows (a power of
+/// two) x `pitch` bytes, `cols` float4 columns walked (thread g takes float4
+/// (g mod rows, g / rows)): (2 MiB pages, distinct 64-byte segments x 64 per thread,
+/// distinct 32-byte sectors x 32 per thread).
+pub fn wave_footprint(rows: u64, pitch: u64, cols: u64, wave: u64) -> (u64, f64, f64) {
+    use std::collections::HashSet;
+    let threads = wave.min(rows * cols).max(1);
+    let addrs = (0..threads).map(|g| (g % rows) * pitch + (g / rows) * 16);
+    let distinct = |size: u64| addrs.clone().map(|a| a / size).collect::<HashSet<u64>>().len() as u64;
+    (
+        distinct(PAGE_BYTES),
+        (distinct(64) * 64) as f64 / threads as f64,
+        (distinct(32) * 32) as f64 / threads as f64,
+    )
+}
+
 /// The pitch sweep: at every point of [`pitch_grid`] whose span fits in free memory,
-/// `pitch_write` of 1.0s timed, then `pitch_read` of what it wrote, its sums checked
-/// (every one is 4), then timed. Returns the points and the validation failures.
+/// `pitch_write` of 1.0s timed, `pitch_update` (whose fixed point is 1.0) timed, then
+/// `pitch_read` of what they left, its sums checked (every one is 4), then timed.
+/// `wave` is the threads the GPU holds at once (SMs x threads per SM). Returns the
+/// points and the validation failures.
 pub(super) fn pitch_sweep(
     gpu: &Gpu,
     quick: bool,
     reps: Reps,
+    wave: u64,
     progress: &mut impl FnMut(&str),
 ) -> Result<(Vec<PitchPoint>, Vec<String>)> {
     use kernels::pitch::BLOCK;
@@ -111,6 +175,7 @@ pub(super) fn pitch_sweep(
     let mut out = gpu.alloc::<f32>(threads)?;
     let f = gpu.function("pitch_read")?;
     let w = gpu.function("pitch_write")?;
+    let u = gpu.function("pitch_update")?;
     let cfg = Launch {
         grid: (threads.div_ceil(BLOCK as usize) as u32, 1, 1),
         block: (BLOCK, 1, 1),
@@ -137,6 +202,8 @@ pub(super) fn pitch_sweep(
         );
         let write = args![rows_log2, pitch4, cols, 1.0f32, src.as_device_ptr()];
         let written = time_launches(gpu, reps, || gpu.launch(&w, cfg, &write))?;
+        let update = args![rows_log2, pitch4, cols, src.as_device_ptr()];
+        let updated = time_launches(gpu, reps, || gpu.launch(&u, cfg, &update))?;
         let words = args![rows_log2, pitch4, cols, src.as_device_ptr(), out.as_device_ptr()];
         // SAFETY: out lives until the sync below.
         unsafe { out.set_32_async(0, &gpu.stream) }.map_err(gpu.cuda_error("clearing the sums"))?;
@@ -146,45 +213,62 @@ pub(super) fn pitch_sweep(
             .map_err(gpu.cuda_error("copying the sums"))?;
         if let Some(g) = sums.iter().position(|&v| v != 4.0) {
             failures.push(format!(
-                "pitch_read at pitch {pitch} over {span}: thread {g} summed {}, not 4",
+                "pitch_read after pitch_write and pitch_update at pitch {pitch} over {span}: thread {g} summed {}, not 4",
                 sums[g]
             ));
         }
         let t = time_launches(gpu, reps, || gpu.launch(&f, cfg, &words))?;
+        let (wave_pages, segment_bytes_per_lane, sector_bytes_per_lane) =
+            wave_footprint(rows, pitch, cols as u64, wave);
         points.push(PitchPoint {
             pitch_bytes: pitch,
             span_bytes: span,
-            gb_per_s: gb_per_s(read + read / 4, t.median_ms),
+            wave_pages,
+            segment_bytes_per_lane,
+            sector_bytes_per_lane,
+            read_gb_per_s: gb_per_s(read + read / 4, t.median_ms),
             write_gb_per_s: gb_per_s(read, written.median_ms),
+            update_gb_per_s: gb_per_s(2 * read, updated.median_ms),
         });
     }
     Ok((points, failures))
 }
 
-/// The pitch sweep as a table, each rate also as % of the copy (informational: the
-/// model does not use it yet).
+/// The pitch sweep as a table, each rate also as % of the copy.
 pub fn pitch_table(points: &[PitchPoint], copy_gb_per_s: f64) -> String {
     if points.is_empty() {
         return String::new();
     }
     let mut t = String::from(
-        "\npitch sweep (32 lanes one pitch apart, 16 B each; pitch_read: read + written bytes, pitch_write: written bytes; not used by the model)\n",
+        "\npitch sweep (32 lanes one pitch apart, 16 B each; read: pitch_read, 16 B read + 4 written a thread; write: pitch_write, 16 written; update: pitch_update, 16 read + 16 written)\n",
     );
     t.push_str(&format!(
-        "{:>9} {:>9} {:>13} {:>6} {:>9} {:>9} {:>10} {:>9}\n",
-        "pitch", "span", "pages/request", "pages", "read GB/s", "% of copy", "write GB/s", "% of copy"
+        "{:>9} {:>9} {:>13} {:>10} {:>9} {:>6} {:>10} {:>6} {:>11} {:>6}\n",
+        "pitch",
+        "span",
+        "pages/request",
+        "wave pages",
+        "read GB/s",
+        "%",
+        "write GB/s",
+        "%",
+        "update GB/s",
+        "%"
     ));
+    let pct = |gb: f64| 100.0 * gb / copy_gb_per_s;
     for p in points {
         t.push_str(&format!(
-            "{:>9} {:>9} {:>13} {:>6} {:>9.1} {:>9.1} {:>10.1} {:>9.1}\n",
+            "{:>9} {:>9} {:>13} {:>10} {:>9.1} {:>6.1} {:>10.1} {:>6.1} {:>11.1} {:>6.1}\n",
             format_bytes(p.pitch_bytes),
             format_bytes(p.span_bytes),
             p.pages_per_request(),
-            p.pages(),
-            p.gb_per_s,
-            100.0 * p.gb_per_s / copy_gb_per_s,
+            p.wave_pages,
+            p.read_gb_per_s,
+            pct(p.read_gb_per_s),
             p.write_gb_per_s,
-            100.0 * p.write_gb_per_s / copy_gb_per_s
+            pct(p.write_gb_per_s),
+            p.update_gb_per_s,
+            pct(p.update_gb_per_s)
         ));
     }
     t
@@ -218,17 +302,15 @@ mod tests {
         let at = |pitch, span| PitchPoint {
             pitch_bytes: pitch,
             span_bytes: span,
-            gb_per_s: 1000.0,
+            wave_pages: 7,
+            segment_bytes_per_lane: 64.0,
+            sector_bytes_per_lane: 32.0,
+            read_gb_per_s: 1000.0,
             write_gb_per_s: 500.0,
+            update_gb_per_s: 800.0,
         };
         // 32 lanes 64 KiB apart span one 2 MiB page; 1 MiB apart, 16.
-        assert_eq!(
-            (
-                at(64 << 10, 1 << 30).pages_per_request(),
-                at(64 << 10, 1 << 30).pages()
-            ),
-            (1, 512)
-        );
+        assert_eq!(at(64 << 10, 1 << 30).pages_per_request(), 1);
         assert_eq!(at(1 << 20, 4 << 30).pages_per_request(), 16);
         assert_eq!(at(64, 1 << 30).pages_per_request(), 1);
         let table = pitch_table(&[at(1 << 20, 4 << 30)], 2000.0);
@@ -238,9 +320,30 @@ mod tests {
                 .lines()
                 .last()
                 .unwrap()
-                .ends_with("50.0      500.0      25.0"),
+                .ends_with("7    1000.0   50.0      500.0   25.0       800.0   40.0"),
             "{table}"
         );
         assert_eq!(pitch_table(&[], 2000.0), "");
+        // DRAM rates: a thread's DRAM bytes over its time. A gather of 64 B a lane
+        // in 20 / 1000 ns, less its 4-byte sum at the ceiling, 4 / 2000 ns.
+        let p = at(64, 1 << 30);
+        assert!((p.dram_gb_per_s(Shape::Gather, 2000.0) - 64.0 / 0.018).abs() < 1e-9);
+        assert_eq!(p.dram_gb_per_s(Shape::Scatter, 2000.0), 32.0 / (16.0 / 500.0));
+        assert_eq!(p.dram_gb_per_s(Shape::Update, 2000.0), 96.0 / (32.0 / 800.0));
+    }
+
+    #[test]
+    fn a_wave_touches_the_pages_and_segments_of_the_rows_it_reaches() {
+        let wave = 132 * 2048;
+        // 64 B apart over 1 GiB: a wave reaches 270336 rows of one column, 16.5 MiB,
+        // 9 pages; every lane a segment and a sector of its own.
+        assert_eq!(wave_footprint(1 << 24, 64, 1, wave), (9, 64.0, 32.0));
+        // 64 KiB apart over 256 MiB (4096 rows): a wave walks 66 columns of every row,
+        // all 128 pages; four columns share a segment (17 segments for 66), two a sector.
+        let (pages, segment, sector) = wave_footprint(4096, 64 << 10, 1024, wave);
+        assert_eq!((pages, sector), (128, 16.0));
+        assert!((segment - 64.0 * 17.0 / 66.0).abs() < 1e-9, "{segment}");
+        // Fewer threads than the view: only the rows they read.
+        assert_eq!(wave_footprint(4096, 64 << 10, 16, 64).0, 2);
     }
 }

@@ -15,6 +15,7 @@ pub mod ncu;
 pub mod predict;
 pub mod render;
 pub mod residency;
+pub mod sweep;
 pub mod traffic;
 pub mod vectorize;
 

@@ -21,8 +21,13 @@
 //!   ptxas ([`super::residency`]) and the SM's limits from the profile.
 //! - **On-chip rates**: the lines that global loads and stores touch and the
 //!   shared-memory wavefronts take time at their calibrated rates, and the L1 serves
-//!   them one after another, so their times add; the predicted time is the larger of
-//!   the DRAM's time and the L1's.
+//!   them one after another, so their times add.
+//! - **Scattered requests** (a 64-byte segment per lane): their DRAM bytes at the rate
+//!   the pitch sweep's kernel of the same shape moved its own at that pitch and pages
+//!   ([`super::sweep`]), the kernel's other DRAM bytes at the copy ceiling; one DRAM
+//!   serves them all, so their times add.
+//!
+//! The predicted time is the largest of the DRAM's, the L1's and the scattered requests'.
 //!
 //! What explain sees but the profile has no rate for is named in
 //! [`Prediction::not_modelled`].
@@ -31,7 +36,7 @@ use serde::Serialize;
 
 use super::residency::{LaunchSize, Residency, Resources, blocks_per_sm, resident_threads};
 use super::traffic::{GRANULARITIES, Traffic};
-use crate::profile::Profile;
+use crate::profile::{Profile, Shape};
 
 /// Which bound sets the predicted time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -50,6 +55,9 @@ pub enum Bound {
     SharedWavefronts,
     /// The L1 (the SM's load/store pipe): the three above, served one after another.
     L1,
+    /// Requests whose lanes each take a DRAM segment of their own, at the pitch sweep's
+    /// rates.
+    Scattered,
 }
 
 impl Bound {
@@ -61,6 +69,9 @@ impl Bound {
             Bound::StoreLines => "lines of global stores (the L1/L2 line-write rate)",
             Bound::SharedWavefronts => "shared-memory wavefronts (bank conflicts)",
             Bound::L1 => "the L1's lines and wavefronts, one after another",
+            Bound::Scattered => {
+                "DRAM bytes of scattered requests (a segment per lane), at the pitch sweep's rates"
+            }
         }
     }
 }
@@ -69,6 +80,20 @@ impl Bound {
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct BoundTime {
     pub bound: Bound,
+    pub time_ms: f64,
+}
+
+/// One group of a launch's scattered requests, its DRAM bytes timed at the pitch
+/// sweep's rate (`shape` None: the launch's other DRAM bytes, at the copy ceiling).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct ScatteredTime {
+    pub shape: Option<Shape>,
+    pub pitch_bytes: u64,
+    /// Warp requests and DRAM bytes over the launch.
+    pub requests: f64,
+    pub dram_bytes: f64,
+    /// The rate those DRAM bytes move at, GB/s.
+    pub dram_gb_per_s: f64,
     pub time_ms: f64,
 }
 
@@ -103,6 +128,9 @@ pub struct Prediction {
     /// The L1's parts: lines of global loads, lines of global stores and shared
     /// wavefronts, each at its calibrated rate (those the window has).
     pub l1_parts: Vec<BoundTime>,
+    /// The scattered requests' groups, whose times add to the `Scattered` bound (none
+    /// when the window has none, or the profile no pitch sweep).
+    pub scattered_parts: Vec<ScatteredTime>,
     pub time_ms: f64,
     /// Useful bytes over the predicted time, GB/s.
     pub gb_per_s: f64,
@@ -273,7 +301,44 @@ pub fn predict(
             time_ms: l1_parts.iter().map(|b| b.time_ms).sum(),
         });
     }
-    // The larger time sets the prediction; the DRAM names it if they are equal.
+    // Scattered requests' DRAM bytes at the sweep's rates, the rest at the ceiling:
+    // one DRAM serves them one after another.
+    let mut scattered_parts = Vec::new();
+    if let Some(sweep) = &profile.pitch_sweep {
+        let c = profile.copy_gb_per_s;
+        for s in &traffic.scattered {
+            let pages = traffic.scattered_pages;
+            if let Some(rate) = super::sweep::dram_gb_per_s(sweep, s.shape, s.pitch_bytes, pages, c) {
+                let bytes = s.dram_bytes as f64 * scale;
+                scattered_parts.push(ScatteredTime {
+                    shape: Some(s.shape),
+                    pitch_bytes: s.pitch_bytes,
+                    requests: s.requests as f64 * scale,
+                    dram_bytes: bytes,
+                    dram_gb_per_s: rate,
+                    time_ms: bytes / rate / 1e6,
+                });
+            }
+        }
+        let rest = dram - scattered_parts.iter().map(|s| s.dram_bytes).sum::<f64>();
+        if !scattered_parts.is_empty() && rest > 0.0 {
+            scattered_parts.push(ScatteredTime {
+                shape: None,
+                pitch_bytes: 0,
+                requests: 0.0,
+                dram_bytes: rest,
+                dram_gb_per_s: c,
+                time_ms: rest / c / 1e6,
+            });
+        }
+    }
+    if !scattered_parts.is_empty() {
+        bounds.push(BoundTime {
+            bound: Bound::Scattered,
+            time_ms: scattered_parts.iter().map(|s| s.time_ms).sum(),
+        });
+    }
+    // The largest time sets the prediction; the DRAM names it if they are equal.
     let top = bounds
         .iter()
         .copied()
@@ -305,6 +370,7 @@ pub fn predict(
         waves: blocks as f64 / capacity as f64,
         bounds,
         l1_parts,
+        scattered_parts,
         time_ms: top.time_ms,
         gb_per_s,
         pct_of_copy: 100.0 * gb_per_s / profile.copy_gb_per_s,
@@ -317,11 +383,18 @@ pub fn predict(
 /// when the profile has no rate for the lines it touches.
 const SCATTERED: f64 = 4.0;
 
-/// What the window shows that the profile has no rate for (a schema-2 profile): bank
-/// conflicts, and requests of many sectors.
+/// What the window shows that the profile has no rate for (a schema-2 profile: bank
+/// conflicts, requests of many sectors; schema 3: scattered requests).
 pub fn not_modelled(t: &Traffic, profile: &Profile) -> Vec<String> {
     let mut out = Vec::new();
     let uncalibrated = |field: &str| format!("not calibrated: the profile has no {field}; recalibrate");
+    if profile.pitch_sweep.is_none() && !t.scattered.is_empty() {
+        out.push(format!(
+            "{} scattered requests, a DRAM segment per lane ({})",
+            t.scattered.iter().map(|s| s.requests).sum::<u64>(),
+            uncalibrated("pitch_sweep")
+        ));
+    }
     for (d, op) in ["load", "store"].into_iter().enumerate() {
         let requests = t.shared_requests[d];
         if requests > 0
@@ -366,7 +439,7 @@ mod tests {
     use kernels::gpu::emu::{Access, Op, Space};
 
     use super::super::residency::Limit;
-    use super::super::traffic::traffic;
+    use super::super::traffic::{Scattered, traffic};
     use super::*;
     use crate::profile::tests::{sample, schema_2};
 
@@ -472,8 +545,127 @@ mod tests {
         assert_eq!(p.bounds.len(), 1);
         assert!(p.l1_parts.is_empty());
         assert_eq!(
-            p.not_modelled[0],
-            "32.0 sectors per global load request, 8x the bytes used (not calibrated: the profile has no load_lines_per_ns_per_sm; recalibrate)"
+            p.not_modelled[..2],
+            [
+                "4 scattered requests, a DRAM segment per lane (not calibrated: the profile has no pitch_sweep; recalibrate)",
+                "32.0 sectors per global load request, 8x the bytes used (not calibrated: the profile has no load_lines_per_ns_per_sm; recalibrate)"
+            ]
+        );
+    }
+
+    /// One warp per request, 32 lanes `pitch` bytes apart, 16 bytes each: a load, then
+    /// (with `update`) a store to the same addresses, else a coalesced 4-byte store.
+    fn columns(pitch: usize, warps: usize, update: bool) -> Vec<Access> {
+        let site = std::panic::Location::caller();
+        let mut log = Vec::new();
+        for w in 0..warps {
+            for lane in 0..32 {
+                let i = w * 32 + lane;
+                // Warp w reads column w of a view of 32 rows.
+                let at = (1 << 30) + lane * pitch + 16 * w;
+                let store = if update { at } else { (1 << 34) + 4 * i };
+                for (op, addr, bytes) in [
+                    (Op::Load, at, 16),
+                    (Op::Store, store, if update { 16 } else { 4 }),
+                ] {
+                    log.push(Access {
+                        block: 0,
+                        thread: i,
+                        site,
+                        occurrence: 0,
+                        op,
+                        space: Space::Global,
+                        addr,
+                        array: 0,
+                        array_name: "",
+                        epoch: 0,
+                        bytes,
+                        async_copy: false,
+                    });
+                }
+            }
+        }
+        log
+    }
+
+    #[test]
+    fn scattered_requests_are_told_by_their_lanes_segments() {
+        // 4 floats apart share segments: not scattered.
+        assert!(traffic(&strided(4, 8)).scattered.is_empty());
+        // 64 floats (256 B) apart: every load a gather, a 64-byte segment per lane; the
+        // coalesced stores are not scattered.
+        let t = traffic(&strided(64, 8));
+        assert_eq!(
+            t.scattered,
+            [Scattered {
+                shape: Shape::Gather,
+                pitch_bytes: 256,
+                requests: 8,
+                dram_bytes: 8 * 32 * 64
+            }]
+        );
+        assert_eq!(t.scattered_pages, 1);
+        // Four warps down four adjacent columns 64 KiB apart: four gathers share each
+        // segment, so the group's DRAM bytes are 64 per lane, once.
+        let t = traffic(&columns(64 << 10, 4, false));
+        assert_eq!((t.scattered[0].requests, t.scattered[0].dram_bytes), (4, 32 * 64));
+        // A store to what the same lanes loaded: one update with its load, its
+        // segments read and its sectors (two columns a sector) written.
+        let t = traffic(&columns(64 << 10, 4, true));
+        assert_eq!(
+            t.scattered,
+            [Scattered {
+                shape: Shape::Update,
+                pitch_bytes: 64 << 10,
+                requests: 4,
+                dram_bytes: 32 * 64 + 2 * 32 * 32
+            }]
+        );
+    }
+
+    #[test]
+    fn scattered_requests_take_the_pitch_sweeps_rate() {
+        use crate::profile::PitchPoint;
+        // The sweep at 256 B: 64 DRAM bytes a lane in 20 / 500 - 4 / 3000 ns, 1655 GB/s.
+        let point = PitchPoint {
+            pitch_bytes: 256,
+            span_bytes: 1 << 30,
+            wave_pages: 33,
+            segment_bytes_per_lane: 64.0,
+            sector_bytes_per_lane: 32.0,
+            read_gb_per_s: 500.0,
+            write_gb_per_s: 200.0,
+            update_gb_per_s: 300.0,
+        };
+        let profile = Profile {
+            pitch_sweep: Some(vec![point.clone()]),
+            ..sample()
+        };
+        let rate = 64.0 / (20.0 / 500.0 - 4.0 / 3000.0);
+        let t = traffic(&strided(64, 8));
+        let p = predict(8 << 20, &t, whole_waves(16), &profile, light()).unwrap();
+        assert_eq!(p.bound, Bound::Scattered);
+        // 4 MiB read, 64 B of DRAM per 4: 64 MiB at the sweep's rate; the 4 MiB written
+        // at the ceiling.
+        let want = (64.0 * (1 << 20) as f64 / rate + 4.0 * (1 << 20) as f64 / 3000.0) / 1e6;
+        assert!((p.time_ms - want).abs() < 1e-9, "{} {want}", p.time_ms);
+        assert_eq!(p.scattered_parts.len(), 2);
+        assert_eq!(p.scattered_parts[1].shape, None);
+        // Without a sweep it is named, not timed; the DRAM bytes set the time again.
+        let p = predict(
+            8 << 20,
+            &t,
+            whole_waves(16),
+            &crate::profile::tests::schema_3(),
+            light(),
+        )
+        .unwrap();
+        assert_eq!(p.bound, Bound::DramBytes);
+        assert!(p.scattered_parts.is_empty());
+        assert!(
+            p.not_modelled[0].starts_with("8 scattered requests"),
+            "{:?}",
+            p.not_modelled
         );
     }
 

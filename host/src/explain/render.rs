@@ -184,11 +184,37 @@ pub fn prediction_line(p: &super::predict::Prediction) -> String {
         format!("{} {}", b.bound.describe(), crate::units::format_ms(b.time_ms))
     };
     let parts: Vec<String> = p.l1_parts.iter().map(timed).collect();
+    let scattered: Vec<String> = p
+        .scattered_parts
+        .iter()
+        .map(|s| {
+            let what = match s.shape {
+                Some(crate::profile::Shape::Gather) => "gathers",
+                Some(crate::profile::Shape::Scatter) => "scatters",
+                Some(crate::profile::Shape::Update) => "updates",
+                None => {
+                    return format!(
+                        "{} other at the ceiling {}",
+                        format_bytes(s.dram_bytes as u64),
+                        crate::units::format_ms(s.time_ms)
+                    );
+                }
+            };
+            format!(
+                "{} of {what} {} apart at {:.0} GB/s {}",
+                format_bytes(s.dram_bytes as u64),
+                format_bytes(s.pitch_bytes),
+                s.dram_gb_per_s,
+                crate::units::format_ms(s.time_ms)
+            )
+        })
+        .collect();
     let bounds: Vec<String> = p
         .bounds
         .iter()
         .map(|b| match b.bound {
             super::predict::Bound::L1 => format!("{} ({})", timed(b), parts.join(" + ")),
+            super::predict::Bound::Scattered => format!("{} ({})", timed(b), scattered.join(" + ")),
             _ => timed(b),
         })
         .collect();

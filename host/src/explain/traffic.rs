@@ -1,19 +1,38 @@
 //! What a kernel's emulated address stream moves ([`Traffic`]): the bytes its lanes ask
 //! for, the DRAM segments and sectors those touch (each counted once over the window:
 //! the L2 serves every later touch), the bytes a thread keeps in flight, and the L1's
-//! work (128-byte lines per global request, wavefronts per shared request). The
-//! prediction ([`super::predict`]) turns these counts into time on one GPU.
+//! work (128-byte lines per global request, wavefronts per shared request), and the
+//! scattered requests the pitch sweep times ([`Scattered`]). The prediction
+//! ([`super::predict`]) turns these counts into time on one GPU.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use kernels::gpu::emu::{Access, Op, Space};
 use serde::Serialize;
 
 use super::model::{self, Lane};
+use crate::profile::{PAGE_BYTES, Shape};
 
 /// Segment sizes a read's DRAM traffic is counted in (a profile's granularity is
 /// one of them).
 pub const GRANULARITIES: [u32; 3] = [32, 64, 128];
+
+/// The least distance between two lanes' addresses for which a request counts as
+/// scattered: the pitch sweep's smallest pitch, a 64-byte segment per lane.
+pub const SCATTER_MIN_PITCH: u64 = 64;
+
+/// Warp requests of one shape and pitch whose lanes each touch a 64-byte segment of
+/// their own, as the pitch sweep's do, and the DRAM bytes they move over the window
+/// (each 64-byte segment read and 32-byte sector written once, however many requests
+/// of the group share it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Scattered {
+    pub shape: Shape,
+    /// The median distance between the request's lanes' addresses in order, bytes.
+    pub pitch_bytes: u64,
+    pub requests: u64,
+    pub dram_bytes: u64,
+}
 
 /// What an emulated window of a launch moves, before any GPU's parameters.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
@@ -43,6 +62,12 @@ pub struct Traffic {
     /// serve them in (1 per conflict-free request, n per n-way conflict).
     pub shared_requests: [u64; 2],
     pub shared_wavefronts: [u64; 2],
+    /// The scattered requests, by shape and pitch: a store to exactly the lanes and
+    /// addresses a load of the same warp read is one update with that load; other
+    /// loads are gathers, other stores scatters.
+    pub scattered: Vec<Scattered>,
+    /// 2 MiB pages the scattered requests touch over the window.
+    pub scattered_pages: u64,
 }
 
 impl Traffic {
@@ -77,6 +102,101 @@ fn partial(pieces: &HashMap<usize, u128>, size: usize) -> u64 {
         (1u128 << size) - 1
     };
     pieces.values().filter(|&&m| m != full).count() as u64
+}
+
+/// A global request's identity: (block, warp, site, occurrence).
+type RequestKey = (usize, usize, &'static std::panic::Location<'static>, usize);
+
+/// The scattered requests among the window's global ones ([`Traffic::scattered`]), and
+/// the pages they touch. `requests[d]` are the loads (d = 0) and the stores (d = 1).
+fn scattered(requests: &[HashMap<RequestKey, Vec<Lane>>; 2]) -> (Vec<Scattered>, u64) {
+    // Per direction: the scattered requests' keys, lanes (in lane order) and pitch.
+    let mut found: [Vec<(RequestKey, Vec<Lane>, u64)>; 2] = Default::default();
+    for (d, of) in requests.iter().enumerate() {
+        for (key, lanes) in of {
+            let mut addrs: Vec<u64> = lanes.iter().map(|l| l.addr).collect();
+            addrs.sort_unstable();
+            addrs.dedup();
+            if addrs.len() < 2 {
+                continue;
+            }
+            let mut gaps: Vec<u64> = addrs.windows(2).map(|w| w[1] - w[0]).collect();
+            gaps.sort_unstable();
+            if gaps[0] >= SCATTER_MIN_PITCH {
+                let mut lanes = lanes.clone();
+                lanes.sort_unstable_by_key(|l| (l.lane, l.addr));
+                found[d].push((*key, lanes, gaps[gaps.len() / 2]));
+            }
+        }
+    }
+    // The lanes and addresses of a warp's request, to pair a store with its load.
+    let warp_of = |key: &RequestKey, lanes: &[Lane]| {
+        (
+            key.0,
+            key.1,
+            lanes.iter().map(|l| (l.lane, l.addr)).collect::<Vec<_>>(),
+        )
+    };
+    let mut loads: HashMap<_, u32> = HashMap::new();
+    for (key, lanes, _) in &found[0] {
+        *loads.entry(warp_of(key, lanes)).or_insert(0) += 1;
+    }
+    // Per (shape, pitch): requests, and the segments read and sectors written.
+    #[derive(Default)]
+    struct Group {
+        requests: u64,
+        segments: HashSet<u64>,
+        sectors: HashSet<u64>,
+    }
+    let mut groups: BTreeMap<(Shape, u64), Group> = BTreeMap::new();
+    let mut pages: HashSet<u64> = HashSet::new();
+    let mut updated: HashMap<_, u32> = HashMap::new();
+    for (key, lanes, pitch) in &found[1] {
+        let warp = warp_of(key, lanes);
+        let shape = match loads.get_mut(&warp) {
+            Some(n) if *n > 0 => {
+                *n -= 1;
+                *updated.entry(warp).or_insert(0) += 1;
+                Shape::Update
+            }
+            _ => Shape::Scatter,
+        };
+        let g = groups.entry((shape, *pitch)).or_default();
+        g.requests += 1;
+        for l in lanes {
+            g.sectors.extend(l.addr / 32..=(l.addr + l.bytes.max(1) - 1) / 32);
+            pages.insert(l.addr / PAGE_BYTES);
+        }
+    }
+    for (key, lanes, pitch) in &found[0] {
+        // A load an update took is counted with it, its segments too.
+        let shape = match updated.get_mut(&warp_of(key, lanes)) {
+            Some(n) if *n > 0 => {
+                *n -= 1;
+                Shape::Update
+            }
+            _ => Shape::Gather,
+        };
+        let g = groups.entry((shape, *pitch)).or_default();
+        if shape == Shape::Gather {
+            g.requests += 1;
+        }
+        for l in lanes {
+            g.segments
+                .extend(l.addr / 64..=(l.addr + l.bytes.max(1) - 1) / 64);
+            pages.insert(l.addr / PAGE_BYTES);
+        }
+    }
+    let out = groups
+        .into_iter()
+        .map(|((shape, pitch_bytes), g)| Scattered {
+            shape,
+            pitch_bytes,
+            requests: g.requests,
+            dram_bytes: 64 * g.segments.len() as u64 + 32 * g.sectors.len() as u64,
+        })
+        .collect();
+    (out, pages.len() as u64)
 }
 
 /// Counts a recorded window's traffic. Each thread's accesses appear in the log in
@@ -129,6 +249,13 @@ pub fn traffic(accesses: &[Access]) -> Traffic {
             t.global_lines[*op] += model::lines(lanes);
         }
     }
+    let mut global: [HashMap<RequestKey, Vec<Lane>>; 2] = Default::default();
+    for ((block, warp, site, occurrence, op, shared), lanes) in requests {
+        if !shared {
+            global[op].insert((block, warp, site, occurrence), lanes);
+        }
+    }
+    (t.scattered, t.scattered_pages) = scattered(&global);
     for a in accesses.iter().filter(|a| a.space == Space::Global) {
         let fresh = requested.insert((a.block, a.warp(), a.site, a.occurrence, a.addr));
         let entry = threads.entry((a.block, a.thread)).or_insert((0, false));

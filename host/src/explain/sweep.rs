@@ -1,0 +1,116 @@
+//! The DRAM rate of a kernel's scattered requests ([`super::traffic::Scattered`]) from
+//! the profile's pitch sweep: the points measured at that pitch, then between pitches.
+//! docs/model.md ("Scattered requests") states the same rule.
+
+use std::collections::BTreeMap;
+
+use crate::profile::{PitchPoint, Shape};
+
+/// The rate, GB/s, at which the DRAM moves the DRAM bytes of `shape`'s requests whose
+/// lanes lie `pitch` bytes apart while the wave's requests touch `pages` 2 MiB pages
+/// ([`PitchPoint::dram_gb_per_s`], over the copy ceiling `copy_gb_per_s`): within the
+/// points of one pitch, linear in log2(wave pages); between the two measured pitches
+/// around `pitch`, linear in log2(pitch); the nearest measurement beyond the ends.
+/// None without points.
+pub fn dram_gb_per_s(
+    points: &[PitchPoint],
+    shape: Shape,
+    pitch: u64,
+    pages: u64,
+    copy_gb_per_s: f64,
+) -> Option<f64> {
+    // Each measured pitch: its (log2 wave pages, rate) points, one rate per page count.
+    let mut columns: BTreeMap<u64, BTreeMap<u64, Vec<f64>>> = BTreeMap::new();
+    for p in points {
+        columns
+            .entry(p.pitch_bytes)
+            .or_default()
+            .entry(p.wave_pages)
+            .or_default()
+            .push(p.dram_gb_per_s(shape, copy_gb_per_s));
+    }
+    let at_pages = |column: &BTreeMap<u64, Vec<f64>>| {
+        let curve: Vec<(f64, f64)> = column
+            .iter()
+            .map(|(&n, rates)| (log2(n), rates.iter().sum::<f64>() / rates.len() as f64))
+            .collect();
+        interpolate(&curve, log2(pages))
+    };
+    let curve: Vec<(f64, f64)> = columns
+        .iter()
+        .map(|(&p, column)| (log2(p), at_pages(column)))
+        .collect();
+    (!curve.is_empty()).then(|| interpolate(&curve, log2(pitch)))
+}
+
+fn log2(x: u64) -> f64 {
+    (x.max(1) as f64).log2()
+}
+
+/// y at x on the piecewise-linear curve through `points` (x ascending, distinct, at
+/// least one), held level beyond its ends.
+fn interpolate(points: &[(f64, f64)], x: f64) -> f64 {
+    let (first, last) = (points[0], points[points.len() - 1]);
+    if x <= first.0 {
+        return first.1;
+    }
+    if x >= last.0 {
+        return last.1;
+    }
+    let i = points.iter().position(|p| p.0 >= x).unwrap_or(points.len() - 1);
+    let (a, b) = (points[i - 1], points[i]);
+    a.1 + (b.1 - a.1) * (x - a.0) / (b.0 - a.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A point whose reads run at `read` GB/s with every lane a segment of its own
+    /// (64 DRAM bytes in 20 / read ns, less the sums' 4 / 2000).
+    fn point(pitch: u64, pages: u64, read: f64) -> PitchPoint {
+        PitchPoint {
+            pitch_bytes: pitch,
+            span_bytes: 1 << 30,
+            wave_pages: pages,
+            segment_bytes_per_lane: 64.0,
+            sector_bytes_per_lane: 32.0,
+            read_gb_per_s: read,
+            write_gb_per_s: read / 4.0,
+            update_gb_per_s: read / 2.0,
+        }
+    }
+
+    #[test]
+    fn measured_points_are_their_own_rate_and_others_lie_between() {
+        let sweep = [
+            point(64, 9, 800.0),
+            point(256, 9, 400.0),
+            point(65536, 128, 1000.0),
+            point(65536, 512, 500.0),
+            // A second measurement of the same point: the rates' mean.
+            point(65536, 512, 2000.0 / 3.0),
+        ];
+        let r = |pitch, pages| dram_gb_per_s(&sweep, Shape::Gather, pitch, pages, 2000.0).unwrap();
+        // 64 / (20 / 800 - 4 / 2000) = 64 / 0.023; at 400 GB/s 64 / 0.048.
+        let (a, b) = (64.0 / 0.023, 64.0 / 0.048);
+        assert!((r(64, 9) - a).abs() < 1e-9 && (r(256, 9) - b).abs() < 1e-9);
+        // Halfway in log2(pitch) between 64 and 256 B.
+        assert!((r(128, 9) - (a + b) / 2.0).abs() < 1e-9);
+        // Beyond the ends: the nearest pitch; a pitch of one page count has that rate
+        // at any pages.
+        assert_eq!(r(32, 9), r(64, 9));
+        assert_eq!(r(256, 4096), r(256, 9));
+        // At 64 KiB: 128 pages 64 / 0.018, 512 pages the mean of 64 / 0.038 and 64 / 0.028.
+        let (lo, hi) = (64.0 / 0.018, (64.0 / 0.038 + 64.0 / 0.028) / 2.0);
+        assert!((r(65536, 128) - lo).abs() < 1e-9 && (r(65536, 512) - hi).abs() < 1e-9);
+        assert!((r(65536, 256) - (lo + hi) / 2.0).abs() < 1e-9);
+        assert_eq!(r(1 << 20, 64), r(65536, 128));
+        // Each shape its own kernel's rate and DRAM bytes.
+        let w = dram_gb_per_s(&sweep, Shape::Scatter, 64, 9, 2000.0).unwrap();
+        assert!((w - 32.0 / (16.0 / 200.0)).abs() < 1e-9);
+        let u = dram_gb_per_s(&sweep, Shape::Update, 64, 9, 2000.0).unwrap();
+        assert!((u - 96.0 / (32.0 / 400.0)).abs() < 1e-9);
+        assert_eq!(dram_gb_per_s(&[], Shape::Gather, 64, 9, 2000.0), None);
+    }
+}
