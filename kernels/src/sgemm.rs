@@ -253,28 +253,33 @@ unsafe fn at(x: Global<f32>, rows: u32, cols: u32, r: u32, c: u32) -> f32 {
 
 /// Elements (r, c..c + 4) of a rows x cols row-major matrix, zeros outside it. With
 /// `vector` (cols % 4 == 0, c % 4 == 0) one 16-byte load, whole or nothing; else four
-/// guarded scalar loads.
+/// guarded scalar loads. Both read through one pointer to (r, c), formed only inside
+/// the matrix: the scalars are then its elements 1-3 (immediate offsets 4-12, as nvcc
+/// gives the twin's `X[r * cols + c + 1]`), where an index per element (`r * cols + c
+/// + 1` in u32, which may wrap) costs its own address and keeps more values live.
 #[inline(always)]
 unsafe fn at4(x: Global<f32>, rows: u32, cols: u32, r: u32, c: u32, vector: bool) -> Float4 {
+    if r >= rows || c >= cols {
+        return Float4::default();
+    }
+    // Offset in floats, then cast: an index in float4s would be shifted right by 2 and
+    // scaled by 16 again per load.
+    let p = x.offset((r * cols + c) as usize);
     if vector {
-        if r < rows && c < cols {
-            // SAFETY: cols % 4 == 0 and c % 4 == 0, so the float4 is aligned and, as
-            // c < cols, wholly inside row r. Offset in floats, then cast: an index in
-            // float4s would be shifted right by 2 and scaled by 16 again per load.
-            unsafe { x.offset((r * cols + c) as usize).cast::<Float4>().read(0) }
-        } else {
-            Float4::default()
-        }
+        // SAFETY: cols % 4 == 0 and c % 4 == 0, so the float4 is aligned and, as
+        // c < cols, wholly inside row r.
+        unsafe { p.cast::<Float4>().read(0) }
     } else {
-        // SAFETY: each element is guarded.
-        unsafe {
-            Float4::new(
-                at(x, rows, cols, r, c),
-                at(x, rows, cols, r, c + 1),
-                at(x, rows, cols, r, c + 2),
-                at(x, rows, cols, r, c + 3),
-            )
-        }
+        let tail = |j: u32| {
+            if c + j < cols {
+                // SAFETY: element c + j of row r, inside the matrix.
+                unsafe { p.read(j as usize) }
+            } else {
+                0.0
+            }
+        };
+        // SAFETY: (r, c) is inside the matrix.
+        Float4::new(unsafe { p.read(0) }, tail(1), tail(2), tail(3))
     }
 }
 
