@@ -453,33 +453,31 @@ mod tests {
 
     /// `stride` floats apart, one per lane, 32 lanes per warp, one store per lane.
     fn strided(stride: usize, warps: usize) -> Vec<Access> {
-        let site_load = std::panic::Location::caller();
         let mut log = Vec::new();
-        for w in 0..warps {
-            for lane in 0..32 {
-                let i = w * 32 + lane;
-                for (op, addr) in [
-                    (Op::Load, (1 << 30) + 4 * i * stride),
-                    (Op::Store, (1 << 34) + 4 * i),
-                ] {
-                    log.push(Access {
-                        block: 0,
-                        thread: i,
-                        site: site_load,
-                        occurrence: 0,
-                        op,
-                        space: Space::Global,
-                        addr,
-                        array: 0,
-                        array_name: "",
-                        epoch: 0,
-                        bytes: 4,
-                        async_copy: false,
-                    });
-                }
-            }
+        for i in 0..warps * 32 {
+            log.push(global(i, Op::Load, (1 << 30) + 4 * i * stride, 4));
+            log.push(global(i, Op::Store, (1 << 34) + 4 * i, 4));
         }
         log
+    }
+
+    /// Thread `thread` of block 0 accesses `bytes` of global memory at `addr`, from one
+    /// source line (a warp's accesses in one direction form one request).
+    fn global(thread: usize, op: Op, addr: usize, bytes: usize) -> Access {
+        Access {
+            block: 0,
+            thread,
+            site: std::panic::Location::caller(),
+            occurrence: 0,
+            op,
+            space: Space::Global,
+            addr,
+            array: 0,
+            array_name: "",
+            epoch: 0,
+            bytes,
+            async_copy: false,
+        }
     }
 
     /// A launch of `waves` whole waves of 256-thread blocks on the sample profile.
@@ -556,33 +554,18 @@ mod tests {
     /// One warp per request, 32 lanes `pitch` bytes apart, 16 bytes each: a load, then
     /// (with `update`) a store to the same addresses, else a coalesced 4-byte store.
     fn columns(pitch: usize, warps: usize, update: bool) -> Vec<Access> {
-        let site = std::panic::Location::caller();
         let mut log = Vec::new();
         for w in 0..warps {
             for lane in 0..32 {
                 let i = w * 32 + lane;
                 // Warp w reads column w of a view of 32 rows.
                 let at = (1 << 30) + lane * pitch + 16 * w;
-                let store = if update { at } else { (1 << 34) + 4 * i };
-                for (op, addr, bytes) in [
-                    (Op::Load, at, 16),
-                    (Op::Store, store, if update { 16 } else { 4 }),
-                ] {
-                    log.push(Access {
-                        block: 0,
-                        thread: i,
-                        site,
-                        occurrence: 0,
-                        op,
-                        space: Space::Global,
-                        addr,
-                        array: 0,
-                        array_name: "",
-                        epoch: 0,
-                        bytes,
-                        async_copy: false,
-                    });
-                }
+                log.push(global(i, Op::Load, at, 16));
+                log.push(if update {
+                    global(i, Op::Store, at, 16)
+                } else {
+                    global(i, Op::Store, (1 << 34) + 4 * i, 4)
+                });
             }
         }
         log
