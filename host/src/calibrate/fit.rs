@@ -1,16 +1,7 @@
 //! The pure fits behind `coalesce calibrate`: each profile parameter as a function
 //! of the microbenchmarks' timings, tested on synthetic timings without a GPU.
 
-use serde::{Deserialize, Serialize};
-
-/// One microbenchmark measurement.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct SweepPoint {
-    /// What varies: the stride in elements, or the bytes each thread keeps in flight.
-    pub x: f64,
-    /// Read + written bytes per second, GB/s.
-    pub gb_per_s: f64,
-}
+pub use crate::profile::SweepPoint;
 
 /// Strides at which every lane of a warp reads a 32-byte sector of its own and no two
 /// lanes share a 64-byte segment (f32 lanes 64 and 128 bytes apart): each read costs
