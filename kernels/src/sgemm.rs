@@ -30,7 +30,7 @@
 //! scalars. Dimensions and indices are `u32` (the host keeps them below 2^31).
 
 use crate::gpu::async_copy::{commit_group, wait_group};
-use crate::gpu::math::fma;
+use crate::gpu::math::{fma, opaque};
 use crate::gpu::thread::{block_idx_x, block_idx_y, sync_threads, thread_idx_x};
 use crate::gpu::{Float4, Global, GlobalMut, SharedArray};
 
@@ -718,13 +718,19 @@ unsafe fn vec4<const BM: usize, const BN: usize, const BK: usize, const TM: usiz
     let (mut reg_m, mut reg_n) = ([0.0f32; TM], [0.0f32; TN]);
     let mut k0 = 0;
     while k0 < k {
+        // k0 through `opaque`: the tile's addresses are then computed from it as the
+        // twin's are, (row * cols + col) per tile, instead of LLVM's B offset stepped
+        // by 8n and A's row * k + column hoisted: two fewer values live through the
+        // unrolled k steps, which ptxas spends on loading fragments ahead.
         // SAFETY: the tiles hold BK x PITCH and BK x BN floats.
         unsafe {
-            let v = fetch_tiles::<BM, BN, BK, NT, AL, BL, false>((m, n, k), a, b, (row0, col0, k0), tid, (a_vector, b_vector));
+            let v = fetch_tiles::<BM, BN, BK, NT, AL, BL, false>((m, n, k), a, b, (row0, col0, opaque(k0)), tid, (a_vector, b_vector));
             store_tiles::<BM, BN, BK, NT, PITCH, AL, BL>(tiles, v, tid);
         }
         sync_threads();
-        for dot in 0..bk {
+        // All BK k steps unrolled (the twin's `#pragma unroll`); LLVM alone unrolls by 4.
+        unroll!(dot < BK; 8 => {
+            let dot = dot as u32;
             unroll!(i < TM / 4; 4 => {
                 // SAFETY: aligned (PITCH, TM multiples of 4) and in the tile; written before the barrier.
                 let v = unsafe { a_tile.read4((dot * pitch + thread_row * tm + 4 * i as u32) as usize) };
@@ -736,7 +742,7 @@ unsafe fn vec4<const BM: usize, const BN: usize, const BK: usize, const TM: usiz
                 put4(&mut reg_n, 4 * g, v);
             });
             outer_product(&mut acc, &reg_m, &reg_n);
-        }
+        });
         sync_threads();
         k0 += bk;
     }

@@ -13,3 +13,24 @@ pub fn fma(a: f32, b: f32, c: f32) -> f32 {
         a.mul_add(b, c)
     }
 }
+
+/// `x`, hidden from the optimizer: LLVM can neither see through it nor rewrite
+/// arithmetic on it (a `mov` ptxas removes), so index math on the result stays as
+/// written instead of being strength-reduced or hoisted out of a loop.
+#[inline(always)]
+pub fn opaque(x: u32) -> u32 {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        let y: u32;
+        // SAFETY: a register move.
+        unsafe {
+            core::arch::asm!("mov.b32 {y}, {x};", x = in(reg32) x, y = out(reg32) y,
+                options(pure, nomem, nostack, preserves_flags));
+        }
+        y
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    {
+        x
+    }
+}
