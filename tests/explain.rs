@@ -408,6 +408,20 @@ fn async_copies_are_ldgsts_not_shared_stores() {
     // and 4 bank wavefronts: 4.
     let w = k.async_copy_wavefronts_per_request().unwrap();
     assert!((w - 4.0).abs() < 1e-12, "{w}");
+    // The TF32 rungs' 16-byte copies take a wavefront per global line and 128-byte
+    // shared row it lands in. A: copies of four 128-byte rows 144 bytes apart, 7 where
+    // the first row is aligned (every other copy), else 8: 7.5. B: 512-byte rows 544
+    // apart, 4 where the row is aligned (one in four), else 8: 7. 32 A copies per tile
+    // beside 32 B copies (128 x 128) or 64 (128 x 256). Nsight Compute (H100): 7.00
+    // and 7.01.
+    for (word, want) in [
+        ("sgemm/tf32-128x128x32", 7.25),
+        ("sgemm/tf32-128x256x32", (32.0 * 7.5 + 64.0 * 7.0) / 96.0),
+    ] {
+        let k = explain_at(word, None, Some(vec![256, 256, 64]), Model::Sm70);
+        let w = k.async_copy_wavefronts_per_request().unwrap();
+        assert!((w - want).abs() < 1e-9, "{word}: {w}");
+    }
     // A kernel without cp.async has none.
     let k = explain_at(
         "sgemm/pipeline-128x128x8",

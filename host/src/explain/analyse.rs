@@ -108,6 +108,9 @@ pub struct SiteStats {
     pub wavefronts: u64,
     /// Shared: the worst request's ways.
     pub bank_ways_max: u64,
+    /// Shared writes of a `cp.async`: the global lines read and shared rows written
+    /// that pair up, summed over requests ([`model::line_rows`]).
+    pub line_rows: u64,
     /// The most common pattern among the requests.
     pub pattern: Pattern,
     /// The share of requests that have that pattern.
@@ -136,6 +139,9 @@ impl SiteStats {
     }
     pub fn wavefronts_per_request(&self) -> f64 {
         self.per_request(self.wavefronts)
+    }
+    pub fn line_rows_per_request(&self) -> f64 {
+        self.per_request(self.line_rows)
     }
     /// Useful over fetched bytes, in percent (global).
     pub fn efficiency_pct(&self) -> f64 {
@@ -263,6 +269,7 @@ pub fn analyse(
             bank_ways: 0,
             wavefronts: 0,
             bank_ways_max: 0,
+            line_rows: 0,
             pattern: Pattern::Coalesced,
             pattern_share: 0.0,
         });
@@ -283,8 +290,8 @@ pub fn analyse(
                 global_pattern(&lanes, sectors, useful)
             }
             Memory::Shared => {
-                // Offsets within the array: the GPU places it sector-aligned, the
-                // emulator's storage only 16-byte aligned.
+                // Offsets within the array: the GPU places it 128-byte aligned (the
+                // kernel std declares it so), the emulator's storage only 16.
                 let offsets: Vec<Lane> = group
                     .iter()
                     .zip(&lanes)
@@ -294,6 +301,13 @@ pub fn analyse(
                     })
                     .collect();
                 s.sectors += model::sectors(&offsets);
+                if s.async_copy {
+                    let pairs = group
+                        .iter()
+                        .zip(&offsets)
+                        .map(|(k, o)| (log[k.4].copied_from.map(|a| a as u64), o.addr));
+                    s.line_rows += model::line_rows(pairs);
+                }
                 let ways = model::bank_ways(&lanes, op == Direction::Load);
                 s.bank_ways += ways;
                 s.wavefronts += model::shared_wavefronts(&lanes, op == Direction::Load);

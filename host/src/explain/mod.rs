@@ -146,11 +146,21 @@ impl KernelReport {
 
     /// Wavefronts per request of the shared writes of `cp.async` (Nsight Compute:
     /// shared wavefronts of `LDGSTS` per `LDGSTS` instruction), or `None`. A copy's
-    /// shared writes happen as its global lines arrive, each line in a wavefront of
-    /// its own, so a request takes the larger of its banks' wavefronts and the 128-byte
-    /// lines its global half reads: the FP32 rungs' transposed 4-byte copies of A, one
-    /// bank wavefront over four lines, take 4 (ncu's source counters, H100: 4.00 per
-    /// `LDGSTS.E` and per `LDGSTS.E.BYPASS.128`, at two shapes).
+    /// shared writes happen as its global lines arrive, each line in wavefronts of its
+    /// own:
+    /// - a 4-byte copy (`cp.async.ca`, `LDGSTS.E`, through L1) takes the larger of its
+    ///   banks' wavefronts and the lines it reads: the FP32 rungs' transposed copies of
+    ///   A, one bank wavefront over four lines, take 4;
+    /// - a 16-byte copy (`cp.async.cg`, `LDGSTS.E.BYPASS.128`, from L2) takes one per
+    ///   line and 128-byte shared row that line lands in ([`model::line_rows`]): the
+    ///   FP32 rungs' 512 contiguous bytes of B into an aligned row take 4, the TF32
+    ///   rungs' B rows 544 bytes apart 8 where a row starts off a 128-byte boundary, 7
+    ///   on average.
+    ///
+    /// Nsight Compute's source counters (H100, 2026-11-24) gave 4.00 for every
+    /// `LDGSTS` of the FP32 rungs and 7.00 for the TF32 rungs' B copies, as here; the
+    /// TF32 A copies (rule: 7.5) took 10.5 or 4.0 by their place in the schedule,
+    /// which no address rule sees: docs/explain.md.
     pub fn async_copy_wavefronts_per_request(&self) -> Option<f64> {
         let lines = |w: &SiteStats| {
             self.sites
@@ -164,7 +174,10 @@ impl KernelReport {
         };
         self.over_executions(
             |s| s.space == Memory::Shared && s.async_copy,
-            |s| s.wavefronts_per_request().max(lines(s)),
+            |s| match s.lane_bytes {
+                16 => s.line_rows_per_request(),
+                _ => s.wavefronts_per_request().max(lines(s)),
+            },
         )
     }
 }

@@ -285,6 +285,23 @@ pub fn shared_wavefronts(lanes: &[Lane], load: bool) -> u64 {
     passes(lanes, load).iter().map(|p| ways(p)).sum()
 }
 
+/// Shared-memory wavefronts of a 16-byte `cp.async` request (`cp.async.cg`, SASS
+/// `LDGSTS.E.BYPASS.128`: L2 straight to shared memory), from each lane's pair (the
+/// global address it copies, where known; the shared offset it writes): one wavefront
+/// per global 128-byte line and 128-byte row of shared memory its bytes land in. A
+/// line whose 128 bytes land in one aligned row takes one; one that lands across two
+/// rows (rows 144 or 544 bytes apart) takes two, though no bank is used twice. Lanes
+/// that copy nothing (a zero fill) share one line of their own.
+pub fn line_rows(pairs: impl IntoIterator<Item = (Option<u64>, u64)>) -> u64 {
+    let mut seen: Vec<(Option<u64>, u64)> = pairs
+        .into_iter()
+        .map(|(from, to)| (from.map(|a| a / LINE), to / LINE))
+        .collect();
+    seen.sort_unstable();
+    seen.dedup();
+    seen.len() as u64
+}
+
 /// The lanes of each pass of a shared-memory request, in lane order.
 fn passes(lanes: &[Lane], load: bool) -> Vec<Vec<Lane>> {
     let active: Vec<Lane> = lanes.iter().copied().filter(|l| l.bytes > 0).collect();
@@ -522,5 +539,20 @@ mod tests {
         assert!(contiguous(&r));
         assert_eq!(useful_bytes(&r), 8);
         assert!(!contiguous(&request(0..2, |k| 100 * k as u64)));
+    }
+
+    #[test]
+    fn a_16_byte_copy_takes_a_wavefront_per_line_and_shared_row() {
+        // 32 lanes of 16 bytes: 512 contiguous global bytes from a 128-byte boundary.
+        let copy = |to: &dyn Fn(u64) -> u64| line_rows((0..32u64).map(|l| (Some(4096 + 16 * l), to(l))));
+        // Into an aligned 512-byte shared row: four lines, four rows.
+        assert_eq!(copy(&|l| 16 * l), 4);
+        // 32 bytes off a 128-byte boundary: each line lands across two rows.
+        assert_eq!(copy(&|l| 544 + 16 * l), 8);
+        // Four 128-byte rows 144 bytes apart (the TF32 rungs' A): row 0 aligned.
+        assert_eq!(copy(&|l| 144 * (l / 8) + 16 * (l % 8)), 7);
+        assert_eq!(copy(&|l| 144 * (4 + l / 8) + 16 * (l % 8)), 8);
+        // Zero-filled lanes read no line: their rows alone.
+        assert_eq!(line_rows((0..32u64).map(|l| (None, 16 * l))), 4);
     }
 }

@@ -477,6 +477,7 @@ mod tests {
             epoch: 0,
             bytes,
             async_copy: false,
+            copied_from: None,
         }
     }
 
@@ -790,6 +791,7 @@ mod tests {
             epoch: 0,
             bytes: 4,
             async_copy: false,
+            copied_from: None,
         }));
     }
 

@@ -8,7 +8,7 @@
 //! reads of a row of A's tile are 8 `LDS.128` on the GPU. The GPU then makes fewer,
 //! wider requests than the source, and Nsight Compute counts them. [`analyse`] finds
 //! those windows in the embedded PTX, per shared array, proving alignment from the
-//! arrays' `.align 16` and the address arithmetic (known trailing zero bits); [`merge`]
+//! arrays' `.align` and the address arithmetic (known trailing zero bits); [`merge`]
 //! applies them to an emulated log: a thread's 4-byte accesses to such an array
 //! between two barriers that share an aligned window become one access of the
 //! window, as the vector instruction ptxas emits.
@@ -666,6 +666,7 @@ $L__BB0_3:
             epoch,
             bytes: 4,
             async_copy: false,
+            copied_from: None,
         }
     }
 

@@ -189,6 +189,10 @@ pub struct Access {
     /// write. The GPU issues both as one `LDGSTS` instruction, not as a load and a
     /// store of its own.
     pub async_copy: bool,
+    /// The shared write of an asynchronous copy: the global address its bytes come
+    /// from (None where the copy zero-fills, and for every other access). Where they
+    /// land against where they came from is what its shared wavefronts depend on.
+    pub copied_from: Option<usize>,
 }
 
 impl Access {
@@ -492,7 +496,15 @@ const GLOBAL: Target = Target {
 /// Logs one access; returns true when the access must not touch memory
 /// ([`LaunchConfig::addresses_only`]).
 #[track_caller]
-fn record(to: Target, addr: usize, bytes: usize, align: usize, op: Op, async_copy: bool) -> bool {
+fn record(
+    to: Target,
+    addr: usize,
+    bytes: usize,
+    align: usize,
+    op: Op,
+    async_copy: bool,
+    copied_from: Option<usize>,
+) -> bool {
     let site = Location::caller();
     let space = to.space;
     with_thread(|t| {
@@ -561,6 +573,7 @@ fn record(to: Target, addr: usize, bytes: usize, align: usize, op: Op, async_cop
                         epoch,
                         bytes: piece.min(bytes),
                         async_copy,
+                        copied_from: copied_from.map(|from| from + offset),
                     });
                 }
             }
@@ -574,7 +587,7 @@ fn record(to: Target, addr: usize, bytes: usize, align: usize, op: Op, async_cop
 /// the accessor must then not touch `addr`.
 #[track_caller]
 pub fn record_global(addr: usize, bytes: usize, align: usize, op: Op) -> bool {
-    record(GLOBAL, addr, bytes, align, op, false)
+    record(GLOBAL, addr, bytes, align, op, false, None)
 }
 
 /// Called by [`crate::gpu::SharedArray`] accessors for every shared access, of the
@@ -585,7 +598,7 @@ pub fn record_shared(array: usize, name: &'static str, offset: usize, bytes: usi
         space: Space::Shared,
         array: (array, name),
     };
-    record(to, offset, bytes, bytes, op, false);
+    record(to, offset, bytes, bytes, op, false, None);
 }
 
 /// Called by [`crate::gpu::SharedArray`]'s asynchronous copies for the `bytes` they
@@ -602,13 +615,13 @@ pub fn record_async_copy(
     // No closure here: it would not pass the caller's location on.
     let mut skip = false;
     if let Some(addr) = read {
-        skip = record(GLOBAL, addr, bytes, bytes, Op::Load, true);
+        skip = record(GLOBAL, addr, bytes, bytes, Op::Load, true, None);
     }
     let to = Target {
         space: Space::Shared,
         array,
     };
-    record(to, offset, bytes, bytes, Op::Store, true);
+    record(to, offset, bytes, bytes, Op::Store, true, read);
     skip
 }
 

@@ -370,6 +370,10 @@ impl SharedArray<f32> {
 ///
 /// The name becomes the PTX symbol, so it must be unique within the crate. The
 /// length may use constants of the enclosing module (not locals of the function).
+///
+/// Every shared array (and the dynamic segment) starts at a 128-byte boundary, so
+/// offsets within an array are the GPU's offsets modulo 128: the sectors and
+/// 128-byte rows `coalesce explain` counts from them are the hardware's.
 #[macro_export]
 macro_rules! shared_array {
     ($name:ident : [$t:ty; $n:expr]) => {{
@@ -381,7 +385,7 @@ macro_rules! shared_array {
                 #[allow(unused_imports)]
                 use super::*;
                 core::arch::global_asm!(
-                    concat!(".shared .align 16 .b8 ", stringify!($name), "[{bytes}];"),
+                    concat!(".shared .align 128 .b8 ", stringify!($name), "[{bytes}];"),
                     bytes = const core::mem::size_of::<[$t; $n]>(),
                 );
             }
@@ -400,7 +404,7 @@ macro_rules! shared_array {
 }
 
 #[cfg(target_arch = "nvptx64")]
-core::arch::global_asm!(".extern .shared .align 16 .b8 coalesce_dynamic_smem[];");
+core::arch::global_asm!(".extern .shared .align 128 .b8 coalesce_dynamic_smem[];");
 
 /// The PTX symbol of the dynamic shared segment (declared just above on the GPU).
 #[cfg(not(target_arch = "nvptx64"))]
