@@ -143,6 +143,12 @@ impl SiteStats {
     pub fn line_rows_per_request(&self) -> f64 {
         self.per_request(self.line_rows)
     }
+    /// A half of a 16-byte `cp.async` (`cp.async.cg`, SASS `LDGSTS.E.BYPASS.128`: L2
+    /// straight to shared memory), which Nsight Compute counts apart from the 4-byte
+    /// `cp.async.ca` that goes through L1.
+    pub fn is_l2_copy(&self) -> bool {
+        self.async_copy && self.lane_bytes == 16
+    }
     /// Useful over fetched bytes, in percent (global).
     pub fn efficiency_pct(&self) -> f64 {
         if self.fetched_bytes == 0 {
@@ -291,7 +297,8 @@ pub fn analyse(
             }
             Memory::Shared => {
                 // Offsets within the array: the GPU places it 128-byte aligned (the
-                // kernel std declares it so), the emulator's storage only 16.
+                // kernel std declares it so), the emulator's storage only 16-byte
+                // aligned.
                 let offsets: Vec<Lane> = group
                     .iter()
                     .zip(&lanes)

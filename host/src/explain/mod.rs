@@ -120,14 +120,9 @@ impl KernelReport {
     /// reads 16: docs/explain.md.
     pub fn ncu_sectors_per_request(&self, op: analyse::Direction) -> Option<f64> {
         let sectors = |s: &SiteStats| {
-            let write = (s.async_copy && s.lane_bytes == 16)
-                .then(|| {
-                    self.sites.iter().find(|w| {
-                        w.async_copy
-                            && w.space == Memory::Shared
-                            && (&w.file, w.line, w.column) == (&s.file, s.line, s.column)
-                    })
-                })
+            let write = s
+                .is_l2_copy()
+                .then(|| self.copy_half(s, Memory::Shared))
                 .flatten();
             write.unwrap_or(s).sectors_per_request()
         };
@@ -142,6 +137,14 @@ impl KernelReport {
             |s| s.space == Memory::Shared && s.op == op && !s.async_copy,
             SiteStats::wavefronts_per_request,
         )
+    }
+
+    /// The half in `space` of the `cp.async` at `s`'s source location: its global read
+    /// or its shared write (one `LDGSTS` on the GPU, two sites here).
+    fn copy_half(&self, s: &SiteStats, space: Memory) -> Option<&SiteStats> {
+        self.sites.iter().find(|h| {
+            h.async_copy && h.space == space && (&h.file, h.line, h.column) == (&s.file, s.line, s.column)
+        })
     }
 
     /// Wavefronts per request of the shared writes of `cp.async` (Nsight Compute:
@@ -163,20 +166,17 @@ impl KernelReport {
     /// which no address rule sees: docs/explain.md.
     pub fn async_copy_wavefronts_per_request(&self) -> Option<f64> {
         let lines = |w: &SiteStats| {
-            self.sites
-                .iter()
-                .find(|g| {
-                    g.async_copy
-                        && g.space == Memory::Global
-                        && (&g.file, g.line, g.column) == (&w.file, w.line, w.column)
-                })
+            self.copy_half(w, Memory::Global)
                 .map_or(0.0, SiteStats::lines_per_request)
         };
         self.over_executions(
             |s| s.space == Memory::Shared && s.async_copy,
-            |s| match s.lane_bytes {
-                16 => s.line_rows_per_request(),
-                _ => s.wavefronts_per_request().max(lines(s)),
+            |s| {
+                if s.is_l2_copy() {
+                    s.line_rows_per_request()
+                } else {
+                    s.wavefronts_per_request().max(lines(s))
+                }
             },
         )
     }
