@@ -104,6 +104,9 @@ pub struct Prediction {
     pub device: String,
     pub dram_read_bytes: f64,
     pub dram_write_bytes: f64,
+    /// Of each of those, the bytes of partial writes' sector fills
+    /// ([`Traffic::fill_sectors`]).
+    pub fill_bytes: f64,
     /// The kernel's registers per thread and static shared bytes per block (ptxas);
     /// `None` when residency counts threads only ([`Prediction::not_modelled`] says why).
     pub resources: Option<Resources>,
@@ -206,8 +209,10 @@ pub fn predict(
     let write_ratio = ratio(traffic.write_sectors * 32, traffic.useful_write);
     // The declared useful bytes split between reads and writes as the window's are.
     let read_share = traffic.useful_read as f64 / asked as f64;
-    let dram_read = useful_bytes as f64 * read_share * read_ratio;
-    let dram_write = useful_bytes as f64 * (1.0 - read_share) * write_ratio;
+    // A partial write's sector fills: read from DRAM, and written back with the rest.
+    let fills = useful_bytes as f64 * (traffic.fill_sectors * 32) as f64 / asked as f64;
+    let dram_read = useful_bytes as f64 * read_share * read_ratio + fills;
+    let dram_write = useful_bytes as f64 * (1.0 - read_share) * write_ratio + fills;
     let dram = dram_read + dram_write;
     // Registers and shared memory count only with the SM's limits to weigh them.
     let known = resources.as_ref().ok().copied().filter(|_| profile.sm.is_some());
@@ -218,8 +223,10 @@ pub fn predict(
     let per_thread = traffic.in_flight_per_thread * read_ratio;
     // (rate, in-flight bytes over the GPU) with `threads` resident per SM.
     let rate_with = |threads: f64| {
-        if dram_read > 0.0 {
-            let in_flight = threads * per_thread * sms * (dram / dram_read);
+        // The loads' reads: the fills come with the stores, and follow them.
+        let loaded = dram_read - fills;
+        if loaded > 0.0 {
+            let in_flight = threads * per_thread * sms * (dram / loaded);
             (in_flight_rate(in_flight, profile), in_flight)
         } else {
             (profile.copy_gb_per_s, 0.0)
@@ -360,6 +367,7 @@ pub fn predict(
         device: profile.device.clone(),
         dram_read_bytes: dram_read,
         dram_write_bytes: dram_write,
+        fill_bytes: fills,
         resources: known,
         residency,
         resident_threads_per_sm: resident,
@@ -676,6 +684,46 @@ mod tests {
         });
         let t = traffic(&log);
         assert_eq!((t.write_sectors, t.partial_write_sectors), (1, 1));
+    }
+
+    #[test]
+    fn a_partial_write_to_a_line_no_load_reads_fills_one_sector() {
+        // Coalesced stores write whole sectors: nothing to fill.
+        assert_eq!(traffic(&strided(1, 8)).fill_sectors, 0);
+        // A column store, 4 bytes a lane 8 KiB apart, as naive-write's: each lane's line
+        // is first met by this request, in one sector, in part: 32 fills.
+        let column: Vec<Access> = (0..32)
+            .map(|i| global(i, Op::Store, (1 << 34) + 8192 * i, 4))
+            .collect();
+        assert_eq!(traffic(&column).fill_sectors, 32);
+        // The same lines' other sectors, written in part by a later request, fill nothing:
+        // the L2 holds the line.
+        let mut twice = column.clone();
+        twice.extend(column.iter().map(|a| Access {
+            addr: a.addr + 32,
+            occurrence: 1,
+            ..*a
+        }));
+        assert_eq!(traffic(&twice).fill_sectors, 32);
+        // Two lanes in two sectors of one line, in the first request: two fills.
+        let pair = vec![
+            global(0, Op::Store, 1 << 34, 4),
+            global(1, Op::Store, (1 << 34) + 64, 4),
+        ];
+        assert_eq!(traffic(&pair).fill_sectors, 2);
+        // Lines a load of the window reads (an update, as saxpy's y) fill nothing.
+        let mut updated: Vec<Access> = column.iter().map(|a| Access { op: Op::Load, ..*a }).collect();
+        updated.extend(column.iter().copied());
+        assert_eq!(traffic(&updated).fill_sectors, 0);
+        // Each fill is a 32-byte read and a 32-byte write more: 32 lines' 128 useful
+        // bytes become 32 x 32 read and 32 x 32 + 32 x 32 written.
+        let p = predict(128, &traffic(&column), whole_waves(1), &sample(), light()).unwrap();
+        assert_eq!(
+            (p.dram_read_bytes, p.dram_write_bytes, p.fill_bytes),
+            (1024.0, 2048.0, 1024.0)
+        );
+        // With no loads to wait for, the DRAM bytes flow at the ceiling.
+        assert!(p.time_ms.is_finite() && p.in_flight_gb_per_s == sample().copy_gb_per_s);
     }
 
     #[test]

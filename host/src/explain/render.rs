@@ -218,12 +218,21 @@ pub fn prediction_line(p: &super::predict::Prediction) -> String {
             _ => timed(b),
         })
         .collect();
+    let fills = if p.fill_bytes >= 0.5 {
+        format!(
+            " ({} of each: partial writes' sector fills)",
+            format_bytes(p.fill_bytes as u64)
+        )
+    } else {
+        String::new()
+    };
     let mut line = format!(
-        "  predicted on {}: DRAM {} read + {} written; {} blocks per SM ({}; limit: {}), \
+        "  predicted on {}: DRAM {} read + {} written{}; {} blocks per SM ({}; limit: {}), \
          {} threads x {} B in flight per SM, loaded latency {:.0} ns; bound: {}; {}, {:.0} GB/s, {:.1}% of copy\n    bounds: {}",
         p.device,
         format_bytes(p.dram_read_bytes as u64),
         format_bytes(p.dram_write_bytes as u64),
+        fills,
         p.residency.blocks,
         resources,
         p.residency.limit.describe(),

@@ -68,6 +68,12 @@ pub struct Traffic {
     pub scattered: Vec<Scattered>,
     /// 2 MiB pages the scattered requests touch over the window.
     pub scattered_pages: u64,
+    /// Sectors the L2 fills from DRAM for a partial write: of each 128-byte line that
+    /// no load of the window reads, the sectors that the first store request to touch
+    /// it writes only in part. Each costs a 32-byte read and a 32-byte write more
+    /// (Nsight Compute: DRAM bytes beyond the useful = 32 x the L2's write lookup
+    /// misses; docs/model.md, "Partial writes").
+    pub fill_sectors: u64,
 }
 
 impl Traffic {
@@ -199,6 +205,40 @@ fn scattered(requests: &[HashMap<RequestKey, Vec<Lane>>; 2]) -> (Vec<Scattered>,
     (out, pages.len() as u64)
 }
 
+/// [`Traffic::fill_sectors`]: the store requests in the order the window first meets
+/// them; `held` starts as the 128-byte lines the window's loads read.
+fn fill_sectors(
+    accesses: &[Access],
+    stores: &HashMap<RequestKey, Vec<Lane>>,
+    mut held: HashSet<usize>,
+) -> u64 {
+    let mut seen = HashSet::new();
+    let order = accesses
+        .iter()
+        .filter(|a| a.space == Space::Global && a.op == Op::Store)
+        .map(|a| (a.block, a.warp(), a.site, a.occurrence))
+        .filter(|key| seen.insert(*key));
+    let mut fills = 0;
+    for key in order {
+        let Some(lanes) = stores.get(&key) else { continue };
+        let mut written: HashMap<usize, u128> = HashMap::new();
+        for l in lanes {
+            cover(&mut written, 32, l.addr as usize, l.bytes as usize);
+        }
+        // The request's sectors by line: only its first toucher's partial sectors fill.
+        let mut lines: BTreeMap<usize, u64> = BTreeMap::new();
+        for (&sector, &mask) in &written {
+            *lines.entry(sector / 4).or_insert(0) += u64::from(mask != u128::from(u32::MAX));
+        }
+        for (line, partial) in lines {
+            if held.insert(line) {
+                fills += partial;
+            }
+        }
+    }
+    fills
+}
+
 /// Counts a recorded window's traffic. Each thread's accesses appear in the log in
 /// its program order (the emulator appends a thread's own log whole).
 pub fn traffic(accesses: &[Access]) -> Traffic {
@@ -286,6 +326,7 @@ pub fn traffic(accesses: &[Access]) -> Traffic {
     }
     t.write_sectors = sectors.len() as u64;
     t.partial_write_sectors = partial(&sectors, 32);
+    t.fill_sectors = fill_sectors(accesses, &global[1], segments[2].keys().copied().collect());
     if !threads.is_empty() {
         t.in_flight_per_thread = threads.values().map(|v| v.0 as f64).sum::<f64>() / threads.len() as f64;
     }
