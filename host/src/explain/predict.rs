@@ -211,7 +211,9 @@ pub fn predict(
     let read_share = traffic.useful_read as f64 / asked as f64;
     // A partial write's sector fills: read from DRAM, and written back with the rest.
     let fills = useful_bytes as f64 * (traffic.fill_sectors * 32) as f64 / asked as f64;
-    let dram_read = useful_bytes as f64 * read_share * read_ratio + fills;
+    // The loads' reads, which the threads wait for; the fills come with the stores.
+    let loaded = useful_bytes as f64 * read_share * read_ratio;
+    let dram_read = loaded + fills;
     let dram_write = useful_bytes as f64 * (1.0 - read_share) * write_ratio + fills;
     let dram = dram_read + dram_write;
     // Registers and shared memory count only with the SM's limits to weigh them.
@@ -223,8 +225,6 @@ pub fn predict(
     let per_thread = traffic.in_flight_per_thread * read_ratio;
     // (rate, in-flight bytes over the GPU) with `threads` resident per SM.
     let rate_with = |threads: f64| {
-        // The loads' reads: the fills come with the stores, and follow them.
-        let loaded = dram_read - fills;
         if loaded > 0.0 {
             let in_flight = threads * per_thread * sms * (dram / loaded);
             (in_flight_rate(in_flight, profile), in_flight)

@@ -100,14 +100,18 @@ fn cover(pieces: &mut HashMap<usize, u128>, size: usize, addr: usize, bytes: usi
     }
 }
 
-/// How many pieces of `size` bytes have some but not all bytes marked.
-fn partial(pieces: &HashMap<usize, u128>, size: usize) -> u64 {
-    let full = if size >= 128 {
+/// The mask of a `size`-byte piece with every byte marked.
+fn full(size: usize) -> u128 {
+    if size >= 128 {
         u128::MAX
     } else {
         (1u128 << size) - 1
-    };
-    pieces.values().filter(|&&m| m != full).count() as u64
+    }
+}
+
+/// How many pieces of `size` bytes have some but not all bytes marked.
+fn partial(pieces: &HashMap<usize, u128>, size: usize) -> u64 {
+    pieces.values().filter(|&&m| m != full(size)).count() as u64
 }
 
 /// A global request's identity: (block, warp, site, occurrence).
@@ -228,7 +232,7 @@ fn fill_sectors(
         // The request's sectors by line: only its first toucher's partial sectors fill.
         let mut lines: BTreeMap<usize, u64> = BTreeMap::new();
         for (&sector, &mask) in &written {
-            *lines.entry(sector / 4).or_insert(0) += u64::from(mask != u128::from(u32::MAX));
+            *lines.entry(sector / 4).or_insert(0) += u64::from(mask != full(32));
         }
         for (line, partial) in lines {
             if held.insert(line) {
