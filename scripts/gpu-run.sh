@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine over a bundle made by scripts/gpu-bundle.sh:
-#   scripts/gpu-run.sh [STAGE...]     stages: tests suite check sanitize report bench compare ncu broken calibrate predict predict-dram stalls source (default: tests suite)
+#   scripts/gpu-run.sh [STAGE...]     stages: tests suite check sanitize report bench compare ncu broken calibrate predict predict-dram stalls source probes (default: tests suite)
 # Logs and results go to $OUT (default ./gpu-out); the last thing printed is the table.
 # DEADLINE=S runs the stages under one clock of S seconds (below).
 # Only a few files come back from $OUT, two folders deep at most: stages that make
@@ -303,8 +303,24 @@ for stage in "${stages[@]}"; do
       done
       tar -czf "$out/source.tar.gz" -C "$out" source && rm -rf "$dir"
       ;;
+    probes)
+      # The CUDA C++ probes of scripts/probes (evidence for docs/perf-notes.md, outside
+      # the suite): each built by nvcc for this GPU and run once, its table in
+      # $OUT/probe-<name>.txt.
+      cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '.')
+      for src in scripts/probes/*.cu; do
+        name=$(basename "$src" .cu)
+        echo "== probe $name (sm_$cc)" | tee -a "$out/probes.log"
+        if nvcc -O3 -std=c++17 -arch="sm_$cc" -o "$out/.probe-$name" "$src" >>"$out/probes.log" 2>&1; then
+          "$out/.probe-$name" | tee "$out/probe-$name.txt" || { status=1; echo "FAILED: probe $name" | tee -a "$out/probes.log"; }
+          rm -f "$out/.probe-$name"
+        else
+          status=1; echo "FAILED: nvcc $src" | tee -a "$out/probes.log"
+        fi
+      done
+      ;;
     *)
-      echo "unknown stage $stage (tests, suite, check, sanitize, report, bench, compare, ncu, broken, calibrate, predict, predict-dram, stalls, source)"; status=2 ;;
+      echo "unknown stage $stage (tests, suite, check, sanitize, report, bench, compare, ncu, broken, calibrate, predict, predict-dram, stalls, source, probes)"; status=2 ;;
   esac
 done
 exit $status
