@@ -8,12 +8,7 @@
 //      sweep's pitch and span, one thread per float4 as calibrate's pitch kernels run it,
 //      and as a grid-stride loop of 2, 4 and 16 iterations, and of one wave of blocks.
 // Run by `scripts/gpu-run.sh probes`.
-#include <cstdio>
-#include <cstdlib>
-#include <string>
-#include <cuda_runtime.h>
-
-#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("error: %s at line %d\n", cudaGetErrorString(e), __LINE__); exit(1); } } while (0)
+#include "probe.h"
 
 enum Saxpy { SAXPY, GATHER_X, UPDATE_Y, LOAD_BOTH, UPDATE_BOTH };
 template <Saxpy M>
@@ -49,26 +44,10 @@ __global__ void walk(int rows_log2, size_t pitch, size_t cols, float4* src, floa
   if (acc == 1234.5f) sink[0] = acc;
 }
 
-static cudaEvent_t e0, e1;
-// `probe once` (for Nsight Compute): each kernel launched twice, timed once.
-static bool once = false;
-template <class F> float time_us(F f, int reps = 10) {
-  if (once) reps = 1;
-  f();
-  if (!once) f();
-  CK(cudaDeviceSynchronize());
-  CK(cudaEventRecord(e0));
-  for (int r = 0; r < reps; r++) f();
-  CK(cudaEventRecord(e1)); CK(cudaEventSynchronize(e1)); CK(cudaGetLastError());
-  float ms; CK(cudaEventElapsedTime(&ms, e0, e1));
-  return ms / reps * 1000.f;
-}
-
 int main(int argc, char** argv) {
-  once = argc > 1 && std::string(argv[1]) == "once";
+  probe_init(argc, argv);
   cudaDeviceProp p; CK(cudaGetDeviceProperties(&p, 0));
   printf("%s: 10 launches after 2, mean time\n", p.name);
-  CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
   size_t span = (size_t)1 << 30;
   float *a, *b, *sink;
   CK(cudaMalloc(&a, span)); CK(cudaMalloc(&b, span)); CK(cudaMalloc(&sink, 64));

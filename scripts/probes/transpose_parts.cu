@@ -8,12 +8,7 @@
 //   - which stream is cut into short runs: the writes (blocks walk the input by rows, as
 //     the suite's transposes do), or the reads.
 // Run by `scripts/gpu-run.sh probes`.
-#include <cstdio>
-#include <cstdlib>
-#include <string>
-#include <cuda_runtime.h>
-
-#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { printf("error: %s at line %d\n", cudaGetErrorString(e), __LINE__); exit(1); } } while (0)
+#include "probe.h"
 
 // A coalesced copy, K floats per thread, all loaded before any is stored, 256 threads a
 // block. TRIP: through shared memory and a barrier, each thread its own words.
@@ -64,26 +59,10 @@ __global__ void tile(const float* __restrict__ s, float* __restrict__ d, int N) 
   for (int j = 0; j < 4; j++) d[(size_t)(oy * 32 + ty + 8 * j) * N + ox * 32 + tx] = v[j];
 }
 
-static cudaEvent_t e0, e1;
-// `probe once` (for Nsight Compute): each kernel launched twice, timed once.
-static bool once = false;
-template <class F> float time_us(F f, int reps = 10) {
-  if (once) reps = 1;
-  f();
-  if (!once) f();
-  CK(cudaDeviceSynchronize());
-  CK(cudaEventRecord(e0));
-  for (int r = 0; r < reps; r++) f();
-  CK(cudaEventRecord(e1)); CK(cudaEventSynchronize(e1)); CK(cudaGetLastError());
-  float ms; CK(cudaEventElapsedTime(&ms, e0, e1));
-  return ms / reps * 1000.f;
-}
-
 int main(int argc, char** argv) {
-  once = argc > 1 && std::string(argv[1]) == "once";
+  probe_init(argc, argv);
   cudaDeviceProp p; CK(cudaGetDeviceProperties(&p, 0));
   printf("%s: each kernel against cudaMemcpy of the same bytes, 10 launches after 2\n", p.name);
-  CK(cudaEventCreate(&e0)); CK(cudaEventCreate(&e1));
   size_t most = (size_t)16384 * 16384;
   float *a, *b;
   CK(cudaMalloc(&a, most * 4)); CK(cudaMalloc(&b, most * 4));
