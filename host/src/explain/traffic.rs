@@ -114,8 +114,13 @@ fn partial(pieces: &HashMap<usize, u128>, size: usize) -> u64 {
     pieces.values().filter(|&&m| m != full(size)).count() as u64
 }
 
-/// A global request's identity: (block, warp, site, occurrence).
+/// A request's identity: (block, warp, site, occurrence).
 type RequestKey = (usize, usize, &'static std::panic::Location<'static>, usize);
+
+/// The request `a` belongs to.
+fn request_key(a: &Access) -> RequestKey {
+    (a.block, a.warp(), a.site, a.occurrence)
+}
 
 /// The scattered requests among the window's global ones ([`Traffic::scattered`]), and
 /// the pages they touch. `requests[d]` are the loads (d = 0) and the stores (d = 1).
@@ -220,7 +225,7 @@ fn fill_sectors(
     let order = accesses
         .iter()
         .filter(|a| a.space == Space::Global && a.op == Op::Store)
-        .map(|a| (a.block, a.warp(), a.site, a.occurrence))
+        .map(request_key)
         .filter(|key| seen.insert(*key));
     let mut fills = 0;
     for key in order {
@@ -253,29 +258,13 @@ pub fn traffic(accesses: &[Access]) -> Traffic {
     // Per (block, thread): bytes loaded so far, and whether it has stored yet.
     let mut threads: HashMap<(usize, usize), (u64, bool)> = HashMap::new();
     // Lanes of one request asking for the same bytes count once (a broadcast).
-    let mut requested: HashSet<(usize, usize, &'static std::panic::Location<'static>, usize, usize)> =
-        HashSet::new();
-    // Every request's lanes, global and shared: (block, warp, site, occurrence, op, space).
-    type Request = (
-        usize,
-        usize,
-        &'static std::panic::Location<'static>,
-        usize,
-        usize,
-        bool,
-    );
-    let mut requests: HashMap<Request, Vec<Lane>> = HashMap::new();
+    let mut requested: HashSet<(RequestKey, usize)> = HashSet::new();
+    // Every request's lanes, global and shared: (request, op, space).
+    let mut requests: HashMap<(RequestKey, usize, bool), Vec<Lane>> = HashMap::new();
     for a in accesses {
         let op = usize::from(a.op == Op::Store);
         requests
-            .entry((
-                a.block,
-                a.warp(),
-                a.site,
-                a.occurrence,
-                op,
-                a.space == Space::Shared,
-            ))
+            .entry((request_key(a), op, a.space == Space::Shared))
             .or_default()
             .push(Lane {
                 lane: a.lane(),
@@ -294,14 +283,14 @@ pub fn traffic(accesses: &[Access]) -> Traffic {
         }
     }
     let mut global: [HashMap<RequestKey, Vec<Lane>>; 2] = Default::default();
-    for ((block, warp, site, occurrence, op, shared), lanes) in requests {
+    for ((key, op, shared), lanes) in requests {
         if !shared {
-            global[op].insert((block, warp, site, occurrence), lanes);
+            global[op].insert(key, lanes);
         }
     }
     (t.scattered, t.scattered_pages) = scattered(&global);
     for a in accesses.iter().filter(|a| a.space == Space::Global) {
-        let fresh = requested.insert((a.block, a.warp(), a.site, a.occurrence, a.addr));
+        let fresh = requested.insert((request_key(a), a.addr));
         let entry = threads.entry((a.block, a.thread)).or_insert((0, false));
         match a.op {
             Op::Load => {
