@@ -52,6 +52,13 @@ export CARGO_BIN_EXE_coalesce=$PWD/$bundle/coalesce
 [ -x /usr/local/cuda/bin/ptxas ] && export PTXAS=/usr/local/cuda/bin/ptxas
 export PATH=$PATH:/usr/local/cuda/bin
 
+# The GPU's compute capability as ptxas and nvcc name it (90 for sm_90); 90 if unknown.
+gpu_sm() {
+  local sm
+  sm=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' .')
+  echo "${sm:-90}"
+}
+
 nvidia-smi --query-gpu=name,driver_version,clocks.max.memory,memory.total --format=csv >"$out/nvidia-smi.csv" 2>&1 || true
 
 for stage in "${stages[@]}"; do
@@ -141,8 +148,7 @@ for stage in "${stages[@]}"; do
       "$bundle/coalesce" compare --dump-ptx "$ptx" --json "$out/compare.json" >"$out/compare.txt" 2>&1 || status=1
       cat "$out/compare.txt"
       if [ -d "$ptx" ] && command -v ptxas >/dev/null && command -v cuobjdump >/dev/null; then
-        sm=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1 | tr -d ' .')
-        sm=${sm:-90}
+        sm=$(gpu_sm)
         for f in "$ptx"/*.ptx; do
           echo "== $(basename "$f") -> sm_$sm" >>"$ptx/ptxas.log"
           ptxas -v -O3 -arch="sm_$sm" "$f" -o "${f%.ptx}.cubin" >>"$ptx/ptxas.log" 2>&1 &&
@@ -307,7 +313,7 @@ for stage in "${stages[@]}"; do
       # The CUDA C++ probes of scripts/probes (evidence for docs/perf-notes.md, outside
       # the suite): each built by nvcc for this GPU and run once, its table in
       # $OUT/probe-<name>.txt.
-      cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -1 | tr -d '.')
+      cc=$(gpu_sm)
       for src in scripts/probes/*.cu; do
         name=$(basename "$src" .cu)
         echo "== probe $name (sm_$cc)" | tee -a "$out/probes.log"
