@@ -329,3 +329,39 @@ fn the_pitch_update_stores_where_it_loaded_and_keeps_ones() {
         (coalesce::profile::Shape::Update, 640, warps)
     );
 }
+
+#[test]
+fn the_pitch_kernels_walk_the_same_float4s_in_a_grid_stride_loop() {
+    // 64 rows x 24 columns, 1536 float4s: 6 blocks walk each once, 2 blocks each three
+    // times (the sweep's iterations), and the update leaves the same view.
+    let (rows, pitch, cols) = (64usize, 40usize, 24usize);
+    let run = |blocks: u32| {
+        let mut buf = vec![ZERO_LINE; rows * pitch / 8];
+        for (i, v) in buf.iter_mut().flat_map(|l| l.0.iter_mut()).enumerate() {
+            *v = [i as f32; 4];
+        }
+        let words = [
+            rows.trailing_zeros() as u64,
+            pitch as u64,
+            cols as u64,
+            buf.as_mut_ptr() as u64,
+        ];
+        let t = traffic_of("pitch_update", blocks, kernels::pitch::BLOCK, &words);
+        (buf, t)
+    };
+    let (once, t1) = run(pitch_blocks(rows * cols));
+    let (thrice, t3) = run(2);
+    for i in 0..rows * pitch {
+        let want = if i % pitch < cols {
+            2.0 * i as f32 - 1.0
+        } else {
+            i as f32
+        };
+        assert_eq!(once[i / 8].0[i % 8], [want; 4], "float4 {i}");
+        assert_eq!(thrice[i / 8].0[i % 8], [want; 4], "float4 {i}");
+    }
+    // The same requests and lanes either way: explain divides the lanes by the
+    // launch's threads, 1536 / 512, for the iterations a thread runs.
+    assert_eq!(t1.scattered, t3.scattered);
+    assert_eq!(t3.scattered[0].lanes, (rows * cols) as u64);
+}

@@ -17,8 +17,10 @@ use crate::error::{Error, Result};
 /// is, and the bounds those fields set report themselves as not calibrated. Schema 4
 /// added the pitch sweep (`pitch_sweep`), the rates of scattered requests; a schema-3
 /// file is read as it is, and its scattered requests report themselves as not
-/// calibrated.
-pub const PROFILE_SCHEMA: u32 = 4;
+/// calibrated. Schema 5 measures each pitch-sweep point at several grid-stride
+/// iterations a thread (`PitchPoint::iterations`); a schema-4 file's points are one
+/// iteration each (a thread per float4), as its kernels ran.
+pub const PROFILE_SCHEMA: u32 = 5;
 
 /// The fields schema 3 added: required in a schema-3 file, absent before.
 pub const SCHEMA_3_FIELDS: [&str; 4] = [
@@ -171,6 +173,19 @@ pub struct PitchPoint {
     pub write_gb_per_s: f64,
     /// `pitch_update`: read + written bytes per second (16 and 16 per thread), GB/s.
     pub update_gb_per_s: f64,
+    /// Float4s each thread walks, a grid apart (the grid-stride loop's iterations): 1,
+    /// a thread per float4; k, a grid of 1 / k as many threads. Schema 5; absent means
+    /// 1, as every point of a schema-4 file ran.
+    #[serde(default = "one_iteration", skip_serializing_if = "is_one")]
+    pub iterations: u32,
+}
+
+fn one_iteration() -> u32 {
+    1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }
 
 impl PitchPoint {
@@ -254,6 +269,13 @@ impl Profile {
         if schema < 4 && has_sweep {
             return Err(bad(format!(
                 "not a coalesce profile: schema {schema} has no field `pitch_sweep`"
+            )));
+        }
+        let points = value.get("pitch_sweep").and_then(|v| v.as_array());
+        let iterated = |p: &serde_json::Value| p.get("iterations").is_some();
+        if schema < 5 && points.is_some_and(|ps| ps.iter().any(iterated)) {
+            return Err(bad(format!(
+                "not a coalesce profile: schema {schema} has no field `iterations` in pitch_sweep"
             )));
         }
         let mut profile: Profile =
@@ -389,12 +411,13 @@ impl Profile {
         if let Some(p) = self.pitch_sweep.iter().flatten().find(|p| {
             p.pitch_bytes == 0
                 || p.wave_pages == 0
+                || p.iterations == 0
                 || ![p.read_gb_per_s, p.write_gb_per_s, p.update_gb_per_s]
                     .iter()
                     .all(|v| v.is_finite() && *v > 0.0)
         }) {
             return Err(format!(
-                "pitch_sweep: the point at pitch {} over {} has a zero pitch, no pages or a rate that is not a positive number",
+                "pitch_sweep: the point at pitch {} over {} has a zero pitch, no pages, no iterations or a rate that is not a positive number",
                 p.pitch_bytes, p.span_bytes
             ));
         }
@@ -450,9 +473,18 @@ pub(crate) mod tests {
                 read_gb_per_s: 900.0,
                 write_gb_per_s: 650.0,
                 update_gb_per_s: 700.0,
+                iterations: 1,
             }]),
             stride_sweep: Vec::new(),
             inflight_sweep: Vec::new(),
+        }
+    }
+
+    /// [`sample`] as a schema-4 file would give it: its points without iterations.
+    pub(crate) fn schema_4() -> Profile {
+        Profile {
+            schema: 4,
+            ..sample()
         }
     }
 
@@ -486,7 +518,7 @@ pub(crate) mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("p.json: not a coalesce profile (no schema"), "{e}");
-        let newer = text.replace("\"schema\":4", "\"schema\":7");
+        let newer = text.replace("\"schema\":5", "\"schema\":7");
         let e = Profile::parse(&newer, "p.json").unwrap_err().to_string();
         assert!(e.contains("newer coalesce (profile schema 7"), "{e}");
         let missing = text.replace("\"loaded_latency_ns\"", "\"renamed\"");
@@ -558,6 +590,31 @@ pub(crate) mod tests {
             "{e}"
         );
         assert!(!e.contains('\n'));
+    }
+
+    #[test]
+    fn schema_5_points_say_their_iterations_and_schema_4_points_are_one() {
+        // One iteration goes without saying; more are written.
+        let text = serde_json::to_string(&sample()).unwrap();
+        assert!(!text.contains("iterations"), "{text}");
+        let mut two = sample();
+        two.pitch_sweep.as_mut().unwrap()[0].iterations = 2;
+        let text = serde_json::to_string(&two).unwrap();
+        assert!(text.contains("\"iterations\":2"), "{text}");
+        assert_eq!(Profile::parse(&text, "p.json").unwrap(), two);
+        // A schema-4 file has none: every point one iteration, as its kernels ran.
+        let old = serde_json::to_string(&schema_4()).unwrap();
+        let p = Profile::parse(&old, "p.json").unwrap();
+        assert_eq!((p.schema, p.pitch_sweep.unwrap()[0].iterations), (4, 1));
+        let odd = text.replace("\"schema\":5", "\"schema\":4");
+        let e = Profile::parse(&odd, "p.json").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "p.json: not a coalesce profile: schema 4 has no field `iterations` in pitch_sweep"
+        );
+        let zero = text.replace("\"iterations\":2", "\"iterations\":0");
+        let e = Profile::parse(&zero, "p.json").unwrap_err().to_string();
+        assert!(e.contains("no iterations"), "{e}");
     }
 
     #[test]

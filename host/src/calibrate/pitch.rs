@@ -45,25 +45,46 @@ pub fn pitch_grid(quick: bool) -> Vec<(u64, u64)> {
     grid
 }
 
-/// What threads 0 .. `wave` of a pitch kernel touch over a view of rows (a power of
-/// two) x `pitch` bytes, `cols` float4 columns walked (thread g takes float4
-/// (g mod rows, g / rows)): (2 MiB pages, distinct 64-byte segments x 64 per thread,
-/// distinct 32-byte sectors x 32 per thread).
-pub fn wave_footprint(rows: u64, pitch: u64, cols: u64, wave: u64) -> (u64, f64, f64) {
+/// Grid-stride iterations a thread runs at each point: one (a thread per float4, as a
+/// launch of one thread per element runs) and more (as a grid sized to the GPU runs a
+/// longer walk: saxpy's f32x4-strided, two).
+pub const ITERATIONS: [u32; 3] = [1, 2, 4];
+
+/// The threads of a pitch kernel's grid that walk `items` float4s in `iterations`
+/// iterations each: whole blocks, at least one.
+pub fn grid_threads(items: u64, iterations: u32) -> u64 {
+    let block = u64::from(kernels::pitch::BLOCK);
+    items
+        .div_ceil(u64::from(iterations.max(1)))
+        .div_ceil(block)
+        .max(1)
+        * block
+}
+
+/// What threads 0 .. `wave` of a pitch kernel's grid of `grid` threads touch over a
+/// view of rows (a power of two) x `pitch` bytes, `cols` float4 columns walked (index
+/// g takes float4 (g mod rows, g / rows); a thread takes its own index and those a
+/// grid apart, as `explain` records a thread's every iteration): (2 MiB pages,
+/// distinct 64-byte segments x 64 per float4, distinct 32-byte sectors x 32 per float4).
+pub fn wave_footprint(rows: u64, pitch: u64, cols: u64, wave: u64, grid: u64) -> (u64, f64, f64) {
     use std::collections::HashSet;
-    let threads = wave.min(rows * cols).max(1);
-    let addrs = (0..threads).map(|g| (g % rows) * pitch + (g / rows) * 16);
+    let items = rows * cols;
+    let threads = wave.min(grid).min(items).max(1);
+    let indices = (0..threads).flat_map(|t| (t..items).step_by(grid.max(1) as usize));
+    let addrs = indices.map(|g| (g % rows) * pitch + (g / rows) * 16);
+    let walked = addrs.clone().count() as f64;
     let distinct = |size: u64| addrs.clone().map(|a| a / size).collect::<HashSet<u64>>().len() as u64;
     (
         distinct(PAGE_BYTES),
-        (distinct(64) * 64) as f64 / threads as f64,
-        (distinct(32) * 32) as f64 / threads as f64,
+        (distinct(64) * 64) as f64 / walked,
+        (distinct(32) * 32) as f64 / walked,
     )
 }
 
 /// The pitch sweep: at every point of [`pitch_grid`] whose span fits in free memory,
-/// `pitch_write` of 1.0s timed, `pitch_update` (whose fixed point is 1.0) timed, then
-/// `pitch_read` of what they left, its sums checked (every one is 4), then timed.
+/// and each of [`ITERATIONS`], `pitch_write` of 1.0s timed, `pitch_update` (whose fixed
+/// point is 1.0) timed, then `pitch_read` of what they left, its sums checked (every
+/// one is 4), then timed.
 /// `wave` is the threads the GPU holds at once (SMs x threads per SM). Returns the
 /// points and the validation failures.
 pub(super) fn pitch_sweep(
@@ -102,19 +123,23 @@ pub(super) fn pitch_sweep(
     let f = gpu.function("pitch_read")?;
     let w = gpu.function("pitch_write")?;
     let u = gpu.function("pitch_update")?;
-    let cfg = Launch {
-        grid: (threads.div_ceil(BLOCK as usize) as u32, 1, 1),
-        block: (BLOCK, 1, 1),
-        shared_bytes: 0,
-    };
     let mut sums = vec![0f32; threads];
     let (mut points, mut failures) = (Vec::new(), Vec::new());
-    for (pitch, span) in grid {
+    let runs = grid
+        .iter()
+        .flat_map(|&(pitch, span)| ITERATIONS.map(|k| (pitch, span, k)));
+    for (pitch, span, iterations) in runs {
         progress(&format!(
-            "pitch {} over {}",
+            "pitch {} over {}, {iterations} iteration(s) a thread",
             format_bytes(pitch),
             format_bytes(span)
         ));
+        let launched = grid_threads(threads as u64, iterations);
+        let cfg = Launch {
+            grid: ((launched / u64::from(BLOCK)) as u32, 1, 1),
+            block: (BLOCK, 1, 1),
+            shared_bytes: 0,
+        };
         // Zeros over the span, in stream order before the write's launches: a float4
         // the write missed sums to 0, not to an earlier point's 1.0s.
         // SAFETY: the buffer lives until the syncs below.
@@ -139,13 +164,13 @@ pub(super) fn pitch_sweep(
             .map_err(gpu.cuda_error("copying the sums"))?;
         if let Some(g) = sums.iter().position(|&v| v != 4.0) {
             failures.push(format!(
-                "pitch_read after pitch_write and pitch_update at pitch {pitch} over {span}: thread {g} summed {}, not 4",
+                "pitch_read after pitch_write and pitch_update at pitch {pitch} over {span}, {iterations} iteration(s): float4 {g} summed {}, not 4",
                 sums[g]
             ));
         }
         let t = time_launches(gpu, reps, || gpu.launch(&f, cfg, &words))?;
         let (wave_pages, segment_bytes_per_lane, sector_bytes_per_lane) =
-            wave_footprint(rows, pitch, cols as u64, wave);
+            wave_footprint(rows, pitch, cols as u64, wave, launched);
         points.push(PitchPoint {
             pitch_bytes: pitch,
             span_bytes: span,
@@ -155,6 +180,7 @@ pub(super) fn pitch_sweep(
             read_gb_per_s: gb_per_s(read + read / 4, t.median_ms),
             write_gb_per_s: gb_per_s(read, written.median_ms),
             update_gb_per_s: gb_per_s(2 * read, updated.median_ms),
+            iterations,
         });
     }
     Ok((points, failures))
@@ -169,9 +195,10 @@ pub fn pitch_table(points: &[PitchPoint], copy_gb_per_s: f64) -> String {
         "\npitch sweep (32 lanes one pitch apart, 16 B each; read: pitch_read, 16 B read + 4 written a thread; write: pitch_write, 16 written; update: pitch_update, 16 read + 16 written)\n",
     );
     t.push_str(&format!(
-        "{:>9} {:>9} {:>13} {:>10} {:>9} {:>6} {:>10} {:>6} {:>11} {:>6}\n",
+        "{:>9} {:>9} {:>10} {:>13} {:>10} {:>9} {:>6} {:>10} {:>6} {:>11} {:>6}\n",
         "pitch",
         "span",
+        "iterations",
         "pages/request",
         "wave pages",
         "read GB/s",
@@ -184,9 +211,10 @@ pub fn pitch_table(points: &[PitchPoint], copy_gb_per_s: f64) -> String {
     let pct = |gb: f64| 100.0 * gb / copy_gb_per_s;
     for p in points {
         t.push_str(&format!(
-            "{:>9} {:>9} {:>13} {:>10} {:>9.1} {:>6.1} {:>10.1} {:>6.1} {:>11.1} {:>6.1}\n",
+            "{:>9} {:>9} {:>10} {:>13} {:>10} {:>9.1} {:>6.1} {:>10.1} {:>6.1} {:>11.1} {:>6.1}\n",
             format_bytes(p.pitch_bytes),
             format_bytes(p.span_bytes),
+            p.iterations,
             p.pages_per_request(),
             p.wave_pages,
             p.read_gb_per_s,
@@ -234,6 +262,7 @@ mod tests {
             read_gb_per_s: 1000.0,
             write_gb_per_s: 500.0,
             update_gb_per_s: 800.0,
+            iterations: 2,
         };
         // 32 lanes 64 KiB apart span one 2 MiB page; 1 MiB apart, 16.
         assert_eq!(at(64 << 10, 1 << 30).pages_per_request(), 1);
@@ -242,11 +271,9 @@ mod tests {
         let table = pitch_table(&[at(1 << 20, 4 << 30)], 2000.0);
         assert!(table.contains("1.0 GiB") || table.contains("4.0 GiB"), "{table}");
         assert!(
-            table
-                .lines()
-                .last()
-                .unwrap()
-                .ends_with("7    1000.0   50.0      500.0   25.0       800.0   40.0"),
+            table.lines().last().unwrap().ends_with(
+                "2            16          7    1000.0   50.0      500.0   25.0       800.0   40.0"
+            ),
             "{table}"
         );
         assert_eq!(pitch_table(&[], 2000.0), "");
@@ -261,15 +288,29 @@ mod tests {
     #[test]
     fn a_wave_touches_the_pages_and_segments_of_the_rows_it_reaches() {
         let wave = 132 * 2048;
+        let one = |rows: u64, cols: u64| grid_threads(rows * cols, 1);
         // 64 B apart over 1 GiB: a wave reaches 270336 rows of one column, 16.5 MiB,
         // 9 pages; every lane a segment and a sector of its own.
-        assert_eq!(wave_footprint(1 << 24, 64, 1, wave), (9, 64.0, 32.0));
+        assert_eq!(
+            wave_footprint(1 << 24, 64, 1, wave, one(1 << 24, 1)),
+            (9, 64.0, 32.0)
+        );
         // 64 KiB apart over 256 MiB (4096 rows): a wave walks 66 columns of every row,
         // all 128 pages; four columns share a segment (17 segments for 66), two a sector.
-        let (pages, segment, sector) = wave_footprint(4096, 64 << 10, 1024, wave);
+        let (pages, segment, sector) = wave_footprint(4096, 64 << 10, 1024, wave, one(4096, 1024));
         assert_eq!((pages, sector), (128, 16.0));
         assert!((segment - 64.0 * 17.0 / 66.0).abs() < 1e-9, "{segment}");
+        // Two iterations: the wave's threads walk columns 0..66 and 512..578 of the
+        // 1024 (a grid of 512 columns' threads): the same sharing, twice the float4s.
+        let grid = grid_threads(4096 * 1024, 2);
+        assert_eq!(grid, 4096 * 512);
+        let (pages, segment2, sector) = wave_footprint(4096, 64 << 10, 1024, wave, grid);
+        assert_eq!((pages, sector), (128, 16.0));
+        assert!((segment2 - 64.0 * 17.0 / 66.0).abs() < 1e-9, "{segment2}");
         // Fewer threads than the view: only the rows they read.
-        assert_eq!(wave_footprint(4096, 64 << 10, 16, 64).0, 2);
+        assert_eq!(wave_footprint(4096, 64 << 10, 16, 64, one(4096, 16)).0, 2);
+        // Grids are whole blocks: 1000 float4s in 3 iterations, 334 threads, 2 blocks.
+        assert_eq!(grid_threads(1000, 3), 512);
+        assert_eq!(grid_threads(0, 1), 256);
     }
 }

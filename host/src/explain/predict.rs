@@ -91,6 +91,9 @@ pub struct ScatteredTime {
     pub pitch_bytes: u64,
     /// Warp requests and DRAM bytes over the launch.
     pub requests: f64,
+    /// How many of the group's lanes each launched thread runs: above 1 in a
+    /// grid-stride loop (the sweep's rate is taken at that many iterations).
+    pub iterations: f64,
     pub dram_bytes: f64,
     /// The rate those DRAM bytes move at, GB/s.
     pub dram_gb_per_s: f64,
@@ -313,14 +316,19 @@ pub fn predict(
     let mut scattered_parts = Vec::new();
     if let Some(sweep) = &profile.pitch_sweep {
         let c = profile.copy_gb_per_s;
+        let threads = (blocks * u64::from(per_block)) as f64;
         for s in &traffic.scattered {
             let pages = traffic.scattered_pages;
-            if let Some(rate) = super::sweep::dram_gb_per_s(sweep, s.shape, s.pitch_bytes, pages, c) {
+            // The launch's lanes of the group per launched thread.
+            let iterations = s.lanes as f64 * scale / threads;
+            let rate = super::sweep::dram_gb_per_s(sweep, s.shape, s.pitch_bytes, pages, iterations, c);
+            if let Some(rate) = rate {
                 let bytes = s.dram_bytes as f64 * scale;
                 scattered_parts.push(ScatteredTime {
                     shape: Some(s.shape),
                     pitch_bytes: s.pitch_bytes,
                     requests: s.requests as f64 * scale,
+                    iterations,
                     dram_bytes: bytes,
                     dram_gb_per_s: rate,
                     time_ms: bytes / rate / 1e6,
@@ -333,6 +341,7 @@ pub fn predict(
                 shape: None,
                 pitch_bytes: 0,
                 requests: 0.0,
+                iterations: 0.0,
                 dram_bytes: rest,
                 dram_gb_per_s: c,
                 time_ms: rest / c / 1e6,
@@ -593,6 +602,7 @@ mod tests {
                 shape: Shape::Gather,
                 pitch_bytes: 256,
                 requests: 8,
+                lanes: 8 * 32,
                 dram_bytes: 8 * 32 * 64
             }]
         );
@@ -610,6 +620,7 @@ mod tests {
                 shape: Shape::Update,
                 pitch_bytes: 64 << 10,
                 requests: 4,
+                lanes: 4 * 32,
                 dram_bytes: 32 * 64 + 2 * 32 * 32
             }]
         );
@@ -628,6 +639,7 @@ mod tests {
             read_gb_per_s: 500.0,
             write_gb_per_s: 200.0,
             update_gb_per_s: 300.0,
+            iterations: 1,
         };
         let profile = Profile {
             pitch_sweep: Some(vec![point.clone()]),
@@ -643,6 +655,30 @@ mod tests {
         assert!((p.time_ms - want).abs() < 1e-9, "{} {want}", p.time_ms);
         assert_eq!(p.scattered_parts.len(), 2);
         assert_eq!(p.scattered_parts[1].shape, None);
+        // More threads than the 1 Mi floats read: fewer than one iteration a thread.
+        assert!(p.scattered_parts[0].iterations < 1.0);
+        // A grid of half as many threads as floats runs two iterations each, and takes
+        // the sweep's rate at two.
+        let twice = Profile {
+            pitch_sweep: Some(vec![
+                point.clone(),
+                PitchPoint {
+                    iterations: 2,
+                    read_gb_per_s: 250.0,
+                    ..point.clone()
+                },
+            ]),
+            ..sample()
+        };
+        let half = LaunchSize {
+            blocks: (1 << 20) / 2 / 256,
+            threads_per_block: 256,
+            dynamic_shared_bytes: 0,
+        };
+        let p = predict(8 << 20, &t, half, &twice, light()).unwrap();
+        assert!((p.scattered_parts[0].iterations - 2.0).abs() < 1e-12);
+        let slower = 64.0 / (20.0 / 250.0 - 4.0 / 3000.0);
+        assert!((p.scattered_parts[0].dram_gb_per_s - slower).abs() < 1e-9);
         // Without a sweep it is named, not timed; the DRAM bytes set the time again.
         let p = predict(
             8 << 20,

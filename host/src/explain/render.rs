@@ -200,8 +200,14 @@ pub fn prediction_line(p: &super::predict::Prediction) -> String {
                     );
                 }
             };
+            // A grid-stride loop's iterations, where it runs more than one.
+            let looped = if s.iterations > 1.01 {
+                format!(", {:.2} a thread", s.iterations)
+            } else {
+                String::new()
+            };
             format!(
-                "{} of {what} {} apart at {:.0} GB/s {}",
+                "{} of {what} {} apart{looped} at {:.0} GB/s {}",
                 format_bytes(s.dram_bytes as u64),
                 format_bytes(s.pitch_bytes),
                 s.dram_gb_per_s,

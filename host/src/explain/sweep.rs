@@ -8,17 +8,42 @@ use crate::profile::{PitchPoint, Shape};
 
 /// The rate, GB/s, at which the DRAM moves the DRAM bytes of `shape`'s requests whose
 /// lanes lie `pitch` bytes apart while the wave's requests touch `pages` 2 MiB pages
+/// and each thread runs `iterations` of them a grid apart
 /// ([`PitchPoint::dram_gb_per_s`], over the copy ceiling `copy_gb_per_s`): within the
 /// points of one pitch, linear in log2(wave pages); between the two measured pitches
-/// around `pitch`, linear in log2(pitch); the nearest measurement beyond the ends.
-/// None without points.
+/// around `pitch`, linear in log2(pitch); that at each measured iteration count, then
+/// between the two around `iterations`, linear in log2(iterations); the nearest
+/// measurement beyond the ends. None without points.
 pub fn dram_gb_per_s(
     points: &[PitchPoint],
     shape: Shape,
     pitch: u64,
     pages: u64,
+    iterations: f64,
     copy_gb_per_s: f64,
 ) -> Option<f64> {
+    let mut by_iterations: BTreeMap<u32, Vec<&PitchPoint>> = BTreeMap::new();
+    for p in points {
+        by_iterations.entry(p.iterations).or_default().push(p);
+    }
+    let curve: Vec<(f64, f64)> = by_iterations
+        .iter()
+        .map(|(&k, points)| {
+            let rate = at_pitch_and_pages(points, shape, pitch, pages, copy_gb_per_s);
+            (f64::from(k.max(1)).log2(), rate)
+        })
+        .collect();
+    (!curve.is_empty()).then(|| interpolate(&curve, iterations.max(1.0).log2()))
+}
+
+/// [`dram_gb_per_s`] among points of one iteration count (at least one point).
+fn at_pitch_and_pages(
+    points: &[&PitchPoint],
+    shape: Shape,
+    pitch: u64,
+    pages: u64,
+    copy_gb_per_s: f64,
+) -> f64 {
     // Each measured pitch: its (log2 wave pages, rate) points, one rate per page count.
     let mut columns: BTreeMap<u64, BTreeMap<u64, Vec<f64>>> = BTreeMap::new();
     for p in points {
@@ -40,7 +65,7 @@ pub fn dram_gb_per_s(
         .iter()
         .map(|(&p, column)| (log2(p), at_pages(column)))
         .collect();
-    (!curve.is_empty()).then(|| interpolate(&curve, log2(pitch)))
+    interpolate(&curve, log2(pitch))
 }
 
 fn log2(x: u64) -> f64 {
@@ -78,6 +103,7 @@ mod tests {
             read_gb_per_s: read,
             write_gb_per_s: read / 4.0,
             update_gb_per_s: read / 2.0,
+            iterations: 1,
         }
     }
 
@@ -91,7 +117,7 @@ mod tests {
             // A second measurement of the same point: the rates' mean.
             point(65536, 512, 2000.0 / 3.0),
         ];
-        let r = |pitch, pages| dram_gb_per_s(&sweep, Shape::Gather, pitch, pages, 2000.0).unwrap();
+        let r = |pitch, pages| dram_gb_per_s(&sweep, Shape::Gather, pitch, pages, 1.0, 2000.0).unwrap();
         // 64 / (20 / 800 - 4 / 2000) = 64 / 0.023; at 400 GB/s 64 / 0.048.
         let (a, b) = (64.0 / 0.023, 64.0 / 0.048);
         assert!((r(64, 9) - a).abs() < 1e-9 && (r(256, 9) - b).abs() < 1e-9);
@@ -107,10 +133,31 @@ mod tests {
         assert!((r(65536, 256) - (lo + hi) / 2.0).abs() < 1e-9);
         assert_eq!(r(1 << 20, 64), r(65536, 128));
         // Each shape its own kernel's rate and DRAM bytes.
-        let w = dram_gb_per_s(&sweep, Shape::Scatter, 64, 9, 2000.0).unwrap();
+        let w = dram_gb_per_s(&sweep, Shape::Scatter, 64, 9, 1.0, 2000.0).unwrap();
         assert!((w - 32.0 / (16.0 / 200.0)).abs() < 1e-9);
-        let u = dram_gb_per_s(&sweep, Shape::Update, 64, 9, 2000.0).unwrap();
+        let u = dram_gb_per_s(&sweep, Shape::Update, 64, 9, 1.0, 2000.0).unwrap();
         assert!((u - 96.0 / (32.0 / 400.0)).abs() < 1e-9);
-        assert_eq!(dram_gb_per_s(&[], Shape::Gather, 64, 9, 2000.0), None);
+        assert_eq!(dram_gb_per_s(&[], Shape::Gather, 64, 9, 1.0, 2000.0), None);
+        // A sweep of one iteration count has that rate at any iterations.
+        assert_eq!(dram_gb_per_s(&sweep, Shape::Update, 64, 9, 3.0, 2000.0), Some(u));
+    }
+
+    #[test]
+    fn iterations_interpolate_in_their_log2_between_those_measured() {
+        let at = |k: u32, update: f64| PitchPoint {
+            iterations: k,
+            update_gb_per_s: update,
+            ..point(65536, 128, 1000.0)
+        };
+        // An update of 96 DRAM bytes a float4 in 32 / 800 ns at 1 iteration, 32 / 400 at 2
+        // and at 4.
+        let sweep = [at(1, 800.0), at(2, 400.0), at(4, 400.0)];
+        let u = |k: f64| dram_gb_per_s(&sweep, Shape::Update, 65536, 128, k, 2000.0).unwrap();
+        let (one, two) = (96.0 / 0.04, 96.0 / 0.08);
+        assert!((u(1.0) - one).abs() < 1e-9 && (u(2.0) - two).abs() < 1e-9);
+        // 2^0.5 iterations: halfway; fewer than one or more than four: the ends.
+        assert!((u(2f64.sqrt()) - (one + two) / 2.0).abs() < 1e-9);
+        assert_eq!((u(0.5), u(16.0)), (u(1.0), u(4.0)));
+        assert!((u(3.0) - two).abs() < 1e-9);
     }
 }

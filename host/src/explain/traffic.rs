@@ -31,6 +31,9 @@ pub struct Scattered {
     /// The median distance between the request's lanes' addresses in order, bytes.
     pub pitch_bytes: u64,
     pub requests: u64,
+    /// The lanes those requests have in all (an update's counted once): with the
+    /// launch's threads, how many of them each thread runs ([`super::predict`]).
+    pub lanes: u64,
     pub dram_bytes: u64,
 }
 
@@ -160,6 +163,7 @@ fn scattered(requests: &[HashMap<RequestKey, Vec<Lane>>; 2]) -> (Vec<Scattered>,
     #[derive(Default)]
     struct Group {
         requests: u64,
+        lanes: u64,
         segments: HashSet<u64>,
         sectors: HashSet<u64>,
     }
@@ -178,6 +182,7 @@ fn scattered(requests: &[HashMap<RequestKey, Vec<Lane>>; 2]) -> (Vec<Scattered>,
         };
         let g = groups.entry((shape, *pitch)).or_default();
         g.requests += 1;
+        g.lanes += lanes.len() as u64;
         for l in lanes {
             g.sectors.extend(l.addr / 32..=(l.addr + l.bytes.max(1) - 1) / 32);
             pages.insert(l.addr / PAGE_BYTES);
@@ -195,6 +200,7 @@ fn scattered(requests: &[HashMap<RequestKey, Vec<Lane>>; 2]) -> (Vec<Scattered>,
         let g = groups.entry((shape, *pitch)).or_default();
         if shape == Shape::Gather {
             g.requests += 1;
+            g.lanes += lanes.len() as u64;
         }
         for l in lanes {
             g.segments
@@ -208,6 +214,7 @@ fn scattered(requests: &[HashMap<RequestKey, Vec<Lane>>; 2]) -> (Vec<Scattered>,
             shape,
             pitch_bytes,
             requests: g.requests,
+            lanes: g.lanes,
             dram_bytes: 64 * g.segments.len() as u64 + 32 * g.sectors.len() as u64,
         })
         .collect();
