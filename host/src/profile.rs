@@ -217,7 +217,8 @@ impl PitchPoint {
 }
 
 /// The profiles that ship with coalesce, measured on the GPUs named in them by
-/// `coalesce calibrate` (host/profiles, schema 4, as `calibrate` wrote them).
+/// `coalesce calibrate` (host/profiles, as `calibrate` wrote them: the H100's schema 5,
+/// the H200's schema 4).
 pub const SHIPPED: &[(&str, &str)] = &[
     (
         "NVIDIA H100 80GB HBM3",
@@ -670,15 +671,19 @@ pub(crate) mod tests {
 
     #[test]
     fn the_shipped_profiles_are_their_measurements_refitted() {
+        use crate::calibrate::pitch::ITERATIONS;
         assert_eq!(SHIPPED.len(), 2);
         for (name, text) in SHIPPED {
             let p = Profile::parse(text, name).unwrap();
             assert_eq!(p.device, *name);
-            // Schema 4, measured by `calibrate` on each GPU: residency limits, on-chip
-            // rates and the pitch sweep.
-            assert_eq!(p.schema, 4);
+            // Measured by `calibrate` on each GPU: residency limits, on-chip rates and
+            // the pitch sweep, at every iteration count from schema 5 (the H100's;
+            // the H200's is schema 4, one iteration a thread: not lent since).
+            let sweep = p.pitch_sweep.as_ref().map(Vec::len);
+            let points = if p.schema >= 5 { 31 * ITERATIONS.len() } else { 31 };
+            assert!(p.schema >= 4, "{name}");
             assert!(p.sm.is_some() && p.load_lines_per_ns_per_sm.is_some(), "{name}");
-            assert_eq!(p.pitch_sweep.as_ref().map(Vec::len), Some(31), "{name}");
+            assert_eq!(sweep, Some(points), "{name}");
             // Every fitted value is what the fits give from the raw sweeps.
             let mut refit = p.clone();
             refit.refit();
