@@ -108,7 +108,7 @@ impl Plan {
 
     /// Progress steps of [`measure`]: two copies, each sweep's setup and points, the
     /// chase, the residency limits, the three on-chip rates, the pitch sweep's setup and
-    /// points.
+    /// points (each at every iteration count).
     pub fn steps(self) -> u64 {
         (2 + 1
             + self.strides().len()
@@ -118,7 +118,7 @@ impl Plan {
             + 1
             + ON_CHIP.len()
             + 1
-            + pitch_grid(self.quick).len()) as u64
+            + pitch_grid(self.quick).len() * pitch::ITERATIONS.len()) as u64
     }
 }
 
@@ -781,7 +781,8 @@ mod tests {
         assert_eq!(quick.size(&info), 100 << 20);
         assert!(quick.reps().timed < full.reps().timed);
         assert_eq!(full.reps(), Reps::default());
-        assert_eq!(full.steps(), 2 + 1 + 64 + 1 + 8 + 1 + 1 + 3 + 1 + 31);
+        // ... the pitch sweep's 31 points at 3 iteration counts.
+        assert_eq!(full.steps(), 2 + 1 + 64 + 1 + 8 + 1 + 1 + 3 + 1 + 31 * 3);
         assert!(quick.rounds() < full.rounds());
     }
 
