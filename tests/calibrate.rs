@@ -284,12 +284,20 @@ fn the_pitch_write_stores_down_the_same_columns() {
     assert_eq!(t.global_sectors[1], 32 * warps);
 }
 
-#[test]
-fn the_pitch_update_stores_where_it_loaded_and_keeps_ones() {
-    let (rows, pitch, cols) = (64usize, 40usize, 24usize);
+/// The view the pitch kernels' emulator tests walk: 64 rows of 40 float4s (640 bytes
+/// apart), 24 columns read.
+const VIEW: (usize, usize, usize) = (64, 40, 24);
+
+/// Runs `pitch_update` on the emulator in `blocks` blocks over [`VIEW`], float4 i
+/// starting as `init(i)` in all four floats; returns the view and the traffic.
+fn pitch_update(
+    init: impl Fn(usize) -> f32,
+    blocks: u32,
+) -> (Vec<Line>, coalesce::explain::traffic::Traffic) {
+    let (rows, pitch, cols) = VIEW;
     let mut buf = vec![ZERO_LINE; rows * pitch / 8];
     for (i, v) in buf.iter_mut().flat_map(|l| l.0.iter_mut()).enumerate() {
-        *v = if i % 2 == 0 { [1.0; 4] } else { [3.0; 4] };
+        *v = [init(i); 4];
     }
     let words = [
         rows.trailing_zeros() as u64,
@@ -297,12 +305,14 @@ fn the_pitch_update_stores_where_it_loaded_and_keeps_ones() {
         cols as u64,
         buf.as_mut_ptr() as u64,
     ];
-    let t = traffic_of(
-        "pitch_update",
-        pitch_blocks(rows * cols),
-        kernels::pitch::BLOCK,
-        &words,
-    );
+    let t = traffic_of("pitch_update", blocks, kernels::pitch::BLOCK, &words);
+    (buf, t)
+}
+
+#[test]
+fn the_pitch_update_stores_where_it_loaded_and_keeps_ones() {
+    let (rows, pitch, cols) = VIEW;
+    let (buf, t) = pitch_update(|i| if i % 2 == 0 { 1.0 } else { 3.0 }, pitch_blocks(rows * cols));
     // 2 v - 1 inside the columns read (1.0 stays 1.0, 3.0 becomes 5.0), untouched past them.
     for i in 0..rows * pitch {
         let was = if i % 2 == 0 { 1.0 } else { 3.0 };
@@ -334,21 +344,8 @@ fn the_pitch_update_stores_where_it_loaded_and_keeps_ones() {
 fn the_pitch_kernels_walk_the_same_float4s_in_a_grid_stride_loop() {
     // 64 rows x 24 columns, 1536 float4s: 6 blocks walk each once, 2 blocks each three
     // times (the sweep's iterations), and the update leaves the same view.
-    let (rows, pitch, cols) = (64usize, 40usize, 24usize);
-    let run = |blocks: u32| {
-        let mut buf = vec![ZERO_LINE; rows * pitch / 8];
-        for (i, v) in buf.iter_mut().flat_map(|l| l.0.iter_mut()).enumerate() {
-            *v = [i as f32; 4];
-        }
-        let words = [
-            rows.trailing_zeros() as u64,
-            pitch as u64,
-            cols as u64,
-            buf.as_mut_ptr() as u64,
-        ];
-        let t = traffic_of("pitch_update", blocks, kernels::pitch::BLOCK, &words);
-        (buf, t)
-    };
+    let (rows, pitch, cols) = VIEW;
+    let run = |blocks| pitch_update(|i| i as f32, blocks);
     let (once, t1) = run(pitch_blocks(rows * cols));
     let (thrice, t3) = run(2);
     for i in 0..rows * pitch {
