@@ -362,3 +362,63 @@ fn the_pitch_kernels_walk_the_same_float4s_in_a_grid_stride_loop() {
     assert_eq!(t1.scattered, t3.scattered);
     assert_eq!(t3.scattered[0].lanes, (rows * cols) as u64);
 }
+
+/// A slice of `n` u32s starting on a 2 MiB page boundary (device allocations of this
+/// size are), inside `buf`.
+fn on_a_page(buf: &mut Vec<u32>, n: usize) -> &mut [u32] {
+    let page = (2 << 20) / 4;
+    buf.resize(n + page, 0);
+    let skip = (page - (buf.as_ptr() as usize / 4) % page) % page;
+    &mut buf[skip..skip + n]
+}
+
+#[test]
+fn the_spread_kernels_place_every_chunk_and_explain_counts_the_pages_calibrate_does() {
+    use coalesce::calibrate::spread::{Stream, misplaced, wave_spread};
+    use kernels::spread::{BLOCK, CHUNK_LOG2, PER_BLOCK};
+    let launch_on =
+        |name: &str, chunks: u32, rows: u32, src: &[u32], dst: &mut [u32], blocks: Option<Vec<usize>>| {
+            let k = kernels::host_kernel(name).expect("in the emulator's kernel table");
+            let n = 1usize << (chunks + CHUNK_LOG2);
+            let cfg = LaunchConfig {
+                grid: Dim3::from(n.div_ceil(PER_BLOCK) as u32),
+                block: Dim3::from(BLOCK),
+                record: blocks.is_some(),
+                blocks,
+                ..Default::default()
+            };
+            let words = [
+                chunks as u64,
+                rows as u64,
+                src.as_ptr() as u64,
+                dst.as_mut_ptr() as u64,
+            ];
+            // SAFETY: src and dst hold n u32s (floats moved bit for bit).
+            launch(&cfg, || unsafe { (k.call)(&words) })
+        };
+    for (name, stream) in [("spread_writes", Stream::Writes), ("spread_reads", Stream::Reads)] {
+        // 64 chunks of 512 bytes, 8 rows (8 apart): every float where it belongs.
+        let (chunks, rows) = (6, 3);
+        let src: Vec<u32> = (0..1u32 << (chunks + CHUNK_LOG2)).collect();
+        let mut dst = vec![u32::MAX; src.len()];
+        launch_on(name, chunks, rows, &src, &mut dst, None);
+        assert_eq!(misplaced(&dst, stream, chunks, rows), None, "{name}");
+        // 32 MiB, chunks 16 apart: a "wave" of 40 blocks (160 KiB) spreads over 16 x
+        // 160 KiB; explain's count of its pages is calibrate's.
+        let (chunks, rows) = (16, 12);
+        let n = 1usize << (chunks + CHUNK_LOG2);
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        let src = on_a_page(&mut a, n);
+        let dst = on_a_page(&mut b, n);
+        let log = launch_on(name, chunks, rows, src, dst, Some((0..40).collect()));
+        let counted = coalesce::explain::traffic::spread_of(&log);
+        let (read, write) = wave_spread(stream, chunks, rows, 40);
+        assert_eq!((counted.read, counted.write), (read, write), "{name}");
+        let (near, far) = if stream == Stream::Writes {
+            (read, write)
+        } else {
+            (write, read)
+        };
+        assert_eq!((near, far), (1.0, 2.0), "{name}");
+    }
+}

@@ -18,8 +18,10 @@ use crate::error::{Error, Result};
 /// added the pitch sweep (`pitch_sweep`), the rates of scattered requests; a schema-3
 /// file is read as it is, and its scattered requests report themselves as not
 /// calibrated. Schema 5 measures each pitch-sweep point at several grid-stride
-/// iterations a thread (`PitchPoint::iterations`); a schema-4 file's points are one
-/// iteration each (a thread per float4), as its kernels ran.
+/// iterations a thread (`PitchPoint::iterations`; a schema-4 file's points are one
+/// iteration each, a thread per float4, as its kernels ran) and adds the spread sweep
+/// (`spread_sweep`), the DRAM's rate for a stream whose wave spreads over many pages;
+/// a schema-4 file is read as it is, and a kernel's spread is not counted.
 pub const PROFILE_SCHEMA: u32 = 5;
 
 /// The fields schema 3 added: required in a schema-3 file, absent before.
@@ -115,6 +117,11 @@ pub struct Profile {
     /// GPU serves warp requests whose lanes each read or write a segment of their own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pitch_sweep: Option<Vec<PitchPoint>>,
+    /// The spread sweep (schema 5; `None` before): `spread_writes` and `spread_reads`
+    /// (kernels/src/spread.rs), a coalesced copy whose waves write, or read, 512-byte
+    /// chunks spread over 4 MiB to 256 MiB: the rate of a stream so spread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spread_sweep: Option<Vec<SpreadPoint>>,
     /// The measurements behind the fits, for the record.
     pub stride_sweep: Vec<SweepPoint>,
     pub inflight_sweep: Vec<SweepPoint>,
@@ -186,6 +193,41 @@ fn one_iteration() -> u32 {
 
 fn is_one(n: &u32) -> bool {
     *n == 1
+}
+
+/// How far a stream spreads: the 2 MiB pages it touches over the pages its distinct
+/// bytes would fill if they lay together (at least one): 1 for a contiguous stream
+/// (rounding aside), n where every page holds 1/n of what it could.
+pub fn spread(pages: u64, bytes: u64) -> f64 {
+    pages as f64 / bytes.div_ceil(PAGE_BYTES).max(1) as f64
+}
+
+/// The stream of a spread-sweep point that its waves spread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Stream {
+    /// `spread_reads`: a wave's loads spread, its stores in order.
+    Reads,
+    /// `spread_writes`: a wave's stores spread, its loads in order.
+    Writes,
+}
+
+/// One point of the spread sweep (kernels/src/spread.rs, measured by
+/// `calibrate::spread`): a copy of 256 MiB whose waves read, or write, 512-byte chunks
+/// placed `apart` chunks apart, at every SM's full residency. The spreads are counted
+/// as `explain` counts a kernel's ([`spread`] over the first wave), so
+/// `explain::sweep::spread_factor` reads a kernel's on the same scale.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SpreadPoint {
+    /// Which stream the chunks' placement spreads.
+    pub stream: Stream,
+    /// Chunks between two consecutive ones of the other stream (1: a copy in order).
+    pub apart: u64,
+    /// The first wave's loads' and stores' [`spread`].
+    pub read_spread: f64,
+    pub write_spread: f64,
+    /// Read + written bytes per second, GB/s.
+    pub gb_per_s: f64,
 }
 
 impl PitchPoint {
@@ -270,6 +312,15 @@ impl Profile {
         if schema < 4 && has_sweep {
             return Err(bad(format!(
                 "not a coalesce profile: schema {schema} has no field `pitch_sweep`"
+            )));
+        }
+        let has_spread = value.get("spread_sweep").is_some_and(|v| !v.is_null());
+        if schema >= 5 && !has_spread {
+            return Err(bad("not a coalesce profile: missing field `spread_sweep`".into()));
+        }
+        if schema < 5 && has_spread {
+            return Err(bad(format!(
+                "not a coalesce profile: schema {schema} has no field `spread_sweep`"
             )));
         }
         let points = value.get("pitch_sweep").and_then(|v| v.as_array());
@@ -422,6 +473,17 @@ impl Profile {
                 p.pitch_bytes, p.span_bytes
             ));
         }
+        if let Some(p) = self.spread_sweep.iter().flatten().find(|p| {
+            p.apart == 0
+                || ![p.read_spread, p.write_spread, p.gb_per_s]
+                    .iter()
+                    .all(|v| v.is_finite() && *v > 0.0)
+        }) {
+            return Err(format!(
+                "spread_sweep: the point {} apart has a spread or a rate that is not a positive number",
+                p.apart
+            ));
+        }
         if self.sm_count == 0 || self.max_threads_per_sm == 0 {
             return Err("sm_count and max_threads_per_sm must be positive".into());
         }
@@ -476,6 +538,13 @@ pub(crate) mod tests {
                 update_gb_per_s: 700.0,
                 iterations: 1,
             }]),
+            spread_sweep: Some(vec![SpreadPoint {
+                stream: Stream::Writes,
+                apart: 32,
+                read_spread: 1.0,
+                write_spread: 22.0,
+                gb_per_s: 2800.0,
+            }]),
             stride_sweep: Vec::new(),
             inflight_sweep: Vec::new(),
         }
@@ -485,6 +554,7 @@ pub(crate) mod tests {
     pub(crate) fn schema_4() -> Profile {
         Profile {
             schema: 4,
+            spread_sweep: None,
             ..sample()
         }
     }
@@ -494,6 +564,7 @@ pub(crate) mod tests {
         Profile {
             schema: 3,
             pitch_sweep: None,
+            spread_sweep: None,
             ..sample()
         }
     }
@@ -503,6 +574,7 @@ pub(crate) mod tests {
         Profile {
             schema: 2,
             pitch_sweep: None,
+            spread_sweep: None,
             sm: None,
             load_lines_per_ns_per_sm: None,
             store_lines_per_ns_per_sm: None,
@@ -607,7 +679,9 @@ pub(crate) mod tests {
         let old = serde_json::to_string(&schema_4()).unwrap();
         let p = Profile::parse(&old, "p.json").unwrap();
         assert_eq!((p.schema, p.pitch_sweep.unwrap()[0].iterations), (4, 1));
-        let odd = text.replace("\"schema\":5", "\"schema\":4");
+        let mut v = serde_json::to_value(&two).unwrap();
+        v.as_object_mut().unwrap().remove("spread_sweep");
+        let odd = v.to_string().replace("\"schema\":5", "\"schema\":4");
         let e = Profile::parse(&odd, "p.json").unwrap_err().to_string();
         assert_eq!(
             e,
@@ -616,6 +690,24 @@ pub(crate) mod tests {
         let zero = text.replace("\"iterations\":2", "\"iterations\":0");
         let e = Profile::parse(&zero, "p.json").unwrap_err().to_string();
         assert!(e.contains("no iterations"), "{e}");
+    }
+
+    #[test]
+    fn schema_5_needs_its_spread_sweep_and_schema_4_loads_without_it() {
+        let mut v = serde_json::to_value(sample()).unwrap();
+        v.as_object_mut().unwrap().remove("spread_sweep");
+        let e = Profile::parse(&v.to_string(), "p.json").unwrap_err().to_string();
+        assert_eq!(e, "p.json: not a coalesce profile: missing field `spread_sweep`");
+        let old = serde_json::to_string(&schema_4()).unwrap();
+        assert!(!old.contains("spread_sweep"), "{old}");
+        let text = serde_json::to_string(&sample()).unwrap();
+        let odd = text.replace("\"schema\":5", "\"schema\":4");
+        let e = Profile::parse(&odd, "p.json").unwrap_err().to_string();
+        assert!(e.contains("schema 4 has no field `spread_sweep`"), "{e}");
+        let zero = text.replace("\"gb_per_s\":2800.0", "\"gb_per_s\":0.0");
+        let e = Profile::parse(&zero, "p.json").unwrap_err().to_string();
+        assert!(e.contains("spread_sweep: the point 32 apart"), "{e}");
+        assert!(text.contains("\"stream\":\"writes\""), "{text}");
     }
 
     #[test]

@@ -23,6 +23,7 @@ use cust::memory::{AsyncCopyDestination, CopyDestination};
 pub mod fit;
 pub mod occupancy;
 pub mod pitch;
+pub mod spread;
 
 pub use fit::{
     BELOW_CEILING, CHASE_SPACING, GRANULARITY_STRIDES, Granularity, LatencyFit, bytes_in_flight_per_sm,
@@ -32,6 +33,7 @@ pub use fit::{
 use self::occupancy::{ALLOCATION_UNITS, OccupancySample, register_allocation_unit};
 use self::pitch::pitch_sweep;
 pub use self::pitch::{PAGE_BYTES, PitchPoint, pitch_grid, pitch_read_bytes, pitch_table};
+use self::spread::{spread_sweep, spread_table};
 use crate::args;
 use crate::device::{DeviceInfo, Gpu};
 use crate::error::Result;
@@ -108,7 +110,7 @@ impl Plan {
 
     /// Progress steps of [`measure`]: two copies, each sweep's setup and points, the
     /// chase, the residency limits, the three on-chip rates, the pitch sweep's setup and
-    /// points (each at every iteration count).
+    /// points (each at every iteration count), the spread sweep's setup and points.
     pub fn steps(self) -> u64 {
         (2 + 1
             + self.strides().len()
@@ -118,7 +120,9 @@ impl Plan {
             + 1
             + ON_CHIP.len()
             + 1
-            + pitch_grid(self.quick).len() * pitch::ITERATIONS.len()) as u64
+            + pitch_grid(self.quick).len() * pitch::ITERATIONS.len()
+            + 1
+            + 2 * spread::apart(self.quick).len()) as u64
     }
 }
 
@@ -483,6 +487,10 @@ pub fn measure(gpu: &Gpu, plan: Plan, mut progress: impl FnMut(&str)) -> Result<
     let (rates, on_chip_blocks) = on_chip_rates(gpu, plan, &mut progress)?;
     let wave = u64::from(info.sm_count) * u64::from(info.max_threads_per_sm);
     let (pitch_points, pitch_failures) = pitch_sweep(gpu, plan.quick, plan.reps(), wave, &mut progress)?;
+    // The spread kernels' blocks, as many as the SMs' threads hold.
+    let wave_blocks = wave / u64::from(kernels::spread::BLOCK);
+    let (spread_points, spread_failures) =
+        spread_sweep(gpu, plan.quick, plan.reps(), wave_blocks, &mut progress)?;
     progress("copy baseline again");
     let after = memcpy_baseline(gpu, copy_bytes, reps)?;
     let copy_gb_per_s = before.faster(after).gb_per_s;
@@ -512,6 +520,7 @@ pub fn measure(gpu: &Gpu, plan: Plan, mut progress: impl FnMut(&str)) -> Result<
         store_lines_per_ns_per_sm: Some(rates[1]),
         shared_wavefronts_per_ns_per_sm: Some(rates[2]),
         pitch_sweep: Some(pitch_points),
+        spread_sweep: Some(spread_points),
         stride_sweep: strided.points,
         inflight_sweep: inflight.points,
     };
@@ -519,6 +528,7 @@ pub fn measure(gpu: &Gpu, plan: Plan, mut progress: impl FnMut(&str)) -> Result<
     failures.extend(inflight.failures);
     failures.extend(chase_failure);
     failures.extend(pitch_failures);
+    failures.extend(spread_failures);
     Ok(Calibration {
         profile,
         notes: Notes {
@@ -686,6 +696,10 @@ pub fn summary(p: &Profile, n: &Notes) -> String {
         p.pitch_sweep.as_deref().unwrap_or_default(),
         p.copy_gb_per_s,
     ));
+    text.push_str(&spread_table(
+        p.spread_sweep.as_deref().unwrap_or_default(),
+        p.copy_gb_per_s,
+    ));
     text
 }
 
@@ -781,8 +795,12 @@ mod tests {
         assert_eq!(quick.size(&info), 100 << 20);
         assert!(quick.reps().timed < full.reps().timed);
         assert_eq!(full.reps(), Reps::default());
-        // ... the pitch sweep's 31 points at 3 iteration counts.
-        assert_eq!(full.steps(), 2 + 1 + 64 + 1 + 8 + 1 + 1 + 3 + 1 + 31 * 3);
+        // ... the pitch sweep's 31 points at 3 iteration counts, the spread sweep's 8
+        // distances of 2 kernels.
+        assert_eq!(
+            full.steps(),
+            2 + 1 + 64 + 1 + 8 + 1 + 1 + 3 + 1 + 31 * 3 + 1 + 8 * 2
+        );
         assert!(quick.rounds() < full.rounds());
     }
 
@@ -816,10 +834,11 @@ mod tests {
             on_chip_rounds: 2048,
         };
         let text = summary(&p, &notes);
-        // 16 parameters, then the pitch sweep: a blank line, its title, its header and
-        // one line per point.
-        assert_eq!(text.lines().count(), 16 + 3 + 1, "{text}");
+        // 16 parameters, then each sweep: a blank line, its title, its header and one
+        // line per point.
+        assert_eq!(text.lines().count(), 16 + 3 + 1 + 3 + 1, "{text}");
         assert!(text.contains("\npitch sweep (32 lanes one pitch apart"), "{text}");
+        assert!(text.contains("\nspread sweep (a copy"), "{text}");
         for field in [
             "copy_gb_per_s",
             "sm_count",

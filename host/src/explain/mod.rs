@@ -269,15 +269,31 @@ pub fn explain_variant(
             // The GPU runs a wave of consecutive blocks at once, and the L2 serves a
             // segment they share once: where the sampled blocks, far apart, use a
             // segment only in part, count the traffic over the first wave instead.
-            if sampled && traffic.shares_segments(p.dram_read_granularity) {
-                let wave = residency::wave_blocks(size, p, resources.as_ref().ok().copied());
+            let wave = residency::wave_blocks(size, p, resources.as_ref().ok().copied());
+            let first_wave = || -> Result<Vec<kernels::gpu::emu::Access>> {
                 let mut run = emulate::record(&launch, Some((0..wave as usize).collect()), MAX_OCCURRENCES)?;
                 vectorize::merge(&mut run.accesses, &vectorized);
-                traffic = traffic::traffic(&run.accesses);
+                Ok(run.accesses)
+            };
+            let mut wave_accesses = None;
+            if sampled && traffic.shares_segments(p.dram_read_granularity) {
+                let accesses = first_wave()?;
+                traffic = traffic::traffic(&accesses);
+                wave_accesses = Some(accesses);
                 dram_window = Some(DramWindow {
                     first: 0,
                     blocks: wave,
                 });
+            }
+            // The pages a wave's requests spread over (a profile with a spread sweep):
+            // over the first wave, emulated whole if it was not already.
+            if p.spread_sweep.is_some() {
+                let accesses = match wave_accesses {
+                    Some(a) => a,
+                    None if sampled => first_wave()?,
+                    None => recorded.accesses.clone(),
+                };
+                traffic.wave_spread = Some(traffic::spread_of(&accesses));
             }
             predict::predict(bytes, &traffic, size, p, resources)
         }

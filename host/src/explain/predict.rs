@@ -35,7 +35,7 @@
 use serde::Serialize;
 
 use super::residency::{LaunchSize, Residency, Resources, blocks_per_sm, resident_threads};
-use super::traffic::{GRANULARITIES, Traffic};
+use super::traffic::{GRANULARITIES, Spread, Traffic};
 use crate::profile::{Profile, Shape};
 
 /// Which bound sets the predicted time.
@@ -122,7 +122,13 @@ pub struct Prediction {
     pub in_flight_bytes_per_sm: f64,
     /// The read + write rate those bytes in flight sustain, GB/s (at most the ceiling).
     pub in_flight_gb_per_s: f64,
-    /// The DRAM's utilisation at that rate (rate / copy ceiling), and a load's latency
+    /// How far the first wave spreads ([`Traffic::wave_spread`]) and the share of
+    /// the copy ceiling streams so spread keep ([`super::sweep::spread_factor`]): the
+    /// DRAM-bytes and in-flight rates are over that ceiling. `None` and 1 without a
+    /// spread sweep.
+    pub spread: Option<Spread>,
+    pub spread_share: f64,
+    /// The DRAM's utilisation at that rate (rate / that ceiling), and a load's latency
     /// there, ns: L0 + Lq x rho / (1 - rho) (= bytes in flight / rate, Little's law).
     pub dram_utilisation: f64,
     pub latency_ns: f64,
@@ -221,6 +227,17 @@ pub fn predict(
     let dram = dram_read + dram_write;
     // Registers and shared memory count only with the SM's limits to weigh them.
     let known = resources.as_ref().ok().copied().filter(|_| profile.sm.is_some());
+    // Streams whose waves spread over many pages keep a share of the ceiling: the DRAM
+    // bytes' rates are over it (the profile as seen by them).
+    let spread = traffic.wave_spread.filter(|_| profile.spread_sweep.is_some());
+    let spread_share = match (&profile.spread_sweep, spread) {
+        (Some(sweep), Some(s)) => super::sweep::spread_factor(sweep, s.read, s.write),
+        _ => 1.0,
+    };
+    let ceiling = Profile {
+        copy_gb_per_s: profile.copy_gb_per_s * spread_share,
+        ..profile.clone()
+    };
 
     // Little's law over the GPU: reads flow at (bytes in flight) / latency; writes keep
     // their proportion to reads. `threads` is the mean resident per SM.
@@ -230,9 +247,9 @@ pub fn predict(
     let rate_with = |threads: f64| {
         if loaded > 0.0 {
             let in_flight = threads * per_thread * sms * (dram / loaded);
-            (in_flight_rate(in_flight, profile), in_flight)
+            (in_flight_rate(in_flight, &ceiling), in_flight)
         } else {
-            (profile.copy_gb_per_s, 0.0)
+            (ceiling.copy_gb_per_s, 0.0)
         }
     };
     // Waves: full ones at the SMs' full residency, then the rest of the blocks spread
@@ -260,7 +277,7 @@ pub fn predict(
     let dram_s = full_s + rest_s;
     // The wave that takes longer speaks for the launch.
     let (rate, in_flight) = if full_s >= rest_s { full_rate } else { rest_rate };
-    let rho = (rate / profile.copy_gb_per_s).min(1.0);
+    let rho = (rate / ceiling.copy_gb_per_s).min(1.0);
     // Little's law again: the latency those bytes in flight see at that rate (at the
     // ceiling of a constant latency, the queue absorbs what exceeds L0).
     let latency_ns = if in_flight > 0.0 {
@@ -291,7 +308,7 @@ pub fn predict(
         ),
     ];
     let mut bounds = vec![BoundTime {
-        bound: bound_at(rho, profile),
+        bound: bound_at(rho, &ceiling),
         time_ms: dram_s * 1e3,
     }];
     let mut l1_parts = Vec::new();
@@ -382,6 +399,8 @@ pub fn predict(
         resident_threads_per_sm: resident,
         in_flight_bytes_per_sm: f64::from(resident) * per_thread,
         in_flight_gb_per_s: rate,
+        spread,
+        spread_share,
         dram_utilisation: rho,
         latency_ns,
         waves: blocks as f64 / capacity as f64,
@@ -694,6 +713,81 @@ mod tests {
             p.not_modelled[0].starts_with("8 scattered requests"),
             "{:?}",
             p.not_modelled
+        );
+    }
+
+    #[test]
+    fn a_spread_wave_keeps_its_share_of_the_ceiling() {
+        use crate::profile::{SpreadPoint, Stream};
+        let at = |write_spread, gb_per_s| SpreadPoint {
+            stream: Stream::Writes,
+            apart: 1,
+            read_spread: 1.0,
+            write_spread,
+            gb_per_s,
+        };
+        let profile = Profile {
+            spread_sweep: Some(vec![at(1.0, 3000.0), at(64.0, 2000.0)]),
+            ..sample()
+        };
+        // A coalesced copy with enough in flight to reach the ceiling.
+        let mut t = traffic(&strided(1, 8));
+        t.in_flight_per_thread = 64.0;
+        let near = predict(8 << 20, &t, whole_waves(100), &profile, light()).unwrap();
+        assert_eq!((near.spread, near.spread_share), (None, 1.0));
+        // Its first wave's writes spread 64x: two thirds of the ceiling.
+        t.wave_spread = Some(Spread {
+            read: 1.0,
+            write: 64.0,
+        });
+        let far = predict(8 << 20, &t, whole_waves(100), &profile, light()).unwrap();
+        assert!((far.spread_share - 2.0 / 3.0).abs() < 1e-12);
+        let dram = |p: &Prediction| p.bounds[0].time_ms;
+        assert!(
+            (dram(&far) / dram(&near) - 1.5).abs() < 1e-9,
+            "{:?} {:?}",
+            far.bounds,
+            near.bounds
+        );
+        // The DRAM's time now sets it; % of copy stays over the profile's ceiling.
+        assert_eq!(far.bound, Bound::DramBytes);
+        assert!(
+            (far.pct_of_copy - 100.0 * 2.0 / 3.0).abs() < 1e-9,
+            "{}",
+            far.pct_of_copy
+        );
+        // Without a spread sweep the pages count for nothing.
+        let none = predict(
+            8 << 20,
+            &t,
+            whole_waves(100),
+            &crate::profile::tests::schema_4(),
+            light(),
+        )
+        .unwrap();
+        assert_eq!((none.spread, none.spread_share), (None, 1.0));
+        // With few bytes in flight (2 B a thread: 1.2 TB/s read and written at 900 ns)
+        // the rate is under the shortened ceiling: no change.
+        t.in_flight_per_thread = 2.0;
+        let (a, b) = (
+            predict(8 << 20, &t, whole_waves(100), &profile, light()).unwrap(),
+            predict(
+                8 << 20,
+                &Traffic {
+                    wave_spread: None,
+                    ..t.clone()
+                },
+                whole_waves(100),
+                &profile,
+                light(),
+            )
+            .unwrap(),
+        );
+        assert!(
+            (a.time_ms - b.time_ms).abs() < 1e-12,
+            "{} {}",
+            a.time_ms,
+            b.time_ms
         );
     }
 

@@ -254,6 +254,15 @@ pub fn prediction_line(p: &super::predict::Prediction) -> String {
         p.pct_of_copy,
         bounds.join("; ")
     );
+    if let Some(s) = p.spread {
+        let _ = write!(
+            line,
+            "\n    spread (first wave): reads {:.1}x, writes {:.1}x the pages their bytes fill: {:.1}% of the ceiling (the spread sweep)",
+            s.read,
+            s.write,
+            100.0 * p.spread_share
+        );
+    }
     for caveat in &p.not_modelled {
         let _ = write!(line, "\n    not modelled: {caveat}");
     }

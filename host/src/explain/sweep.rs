@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::profile::{PitchPoint, Shape};
+use crate::profile::{PitchPoint, Shape, SpreadPoint, Stream};
 
 /// The rate, GB/s, at which the DRAM moves the DRAM bytes of `shape`'s requests whose
 /// lanes lie `pitch` bytes apart while the wave's requests touch `pages` 2 MiB pages
@@ -66,6 +66,37 @@ fn at_pitch_and_pages(
         .map(|(&p, column)| (log2(p), at_pages(column)))
         .collect();
     interpolate(&curve, log2(pitch))
+}
+
+/// The share of the DRAM's ceiling a kernel keeps whose first wave's reads and writes
+/// spread `read_spread` and `write_spread` ([`crate::profile::spread`]): for each
+/// stream, the spread sweep's rate where it spread that stream as far (linear in
+/// log2(spread) between the measured points, the nearest beyond the ends) over the
+/// sweep's rate in order (its least spread), at most 1; the two streams' shares
+/// multiply (each one's spread costs the DRAM its own time). 1 without points.
+pub fn spread_factor(points: &[SpreadPoint], read_spread: f64, write_spread: f64) -> f64 {
+    let share = |stream: Stream, spread: f64| {
+        let mut curve: Vec<(f64, f64)> = points
+            .iter()
+            .filter(|p| p.stream == stream)
+            .map(|p| {
+                let s = match stream {
+                    Stream::Reads => p.read_spread,
+                    Stream::Writes => p.write_spread,
+                };
+                (s.max(1.0).log2(), p.gb_per_s)
+            })
+            .collect();
+        curve.sort_by(|a, b| a.0.total_cmp(&b.0));
+        curve.dedup_by(|b, a| a.0 == b.0);
+        match curve.first() {
+            Some(&(_, in_order)) if in_order > 0.0 => {
+                (interpolate(&curve, spread.max(1.0).log2()) / in_order).min(1.0)
+            }
+            _ => 1.0,
+        }
+    };
+    share(Stream::Reads, read_spread) * share(Stream::Writes, write_spread)
 }
 
 fn log2(x: u64) -> f64 {
@@ -140,6 +171,34 @@ mod tests {
         assert_eq!(dram_gb_per_s(&[], Shape::Gather, 64, 9, 1.0, 2000.0), None);
         // A sweep of one iteration count has that rate at any iterations.
         assert_eq!(dram_gb_per_s(&sweep, Shape::Update, 64, 9, 3.0, 2000.0), Some(u));
+    }
+
+    #[test]
+    fn a_spread_keeps_the_share_of_the_ceiling_the_sweep_measured_as_far() {
+        let at = |stream, spread: f64, gb_per_s| SpreadPoint {
+            stream,
+            apart: 1,
+            read_spread: if stream == Stream::Reads { spread } else { 1.0 },
+            write_spread: if stream == Stream::Writes { spread } else { 1.0 },
+            gb_per_s,
+        };
+        let sweep = [
+            at(Stream::Writes, 1.0, 3000.0),
+            at(Stream::Writes, 4.0, 2900.0),
+            at(Stream::Writes, 16.0, 2700.0),
+            at(Stream::Reads, 1.0, 3000.0),
+            at(Stream::Reads, 16.0, 2850.0),
+        ];
+        // In order, or less spread than the sweep's least: the whole ceiling.
+        assert_eq!(spread_factor(&sweep, 1.0, 1.0), 1.0);
+        assert_eq!(spread_factor(&sweep, 0.5, 0.9), 1.0);
+        // Writes 16x spread: 2700 / 3000; 8x, halfway in log2 between 4 and 16.
+        assert!((spread_factor(&sweep, 1.0, 16.0) - 0.9).abs() < 1e-12);
+        assert!((spread_factor(&sweep, 1.0, 8.0) - 2800.0 / 3000.0).abs() < 1e-12);
+        // More than measured: the most's share. Both streams spread: the product.
+        assert!((spread_factor(&sweep, 1.0, 4096.0) - 0.9).abs() < 1e-12);
+        assert!((spread_factor(&sweep, 16.0, 16.0) - 0.95 * 0.9).abs() < 1e-12);
+        assert_eq!(spread_factor(&[], 1.0, 1.0), 1.0);
     }
 
     #[test]

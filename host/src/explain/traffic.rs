@@ -11,7 +11,7 @@ use kernels::gpu::emu::{Access, Op, Space};
 use serde::Serialize;
 
 use super::model::{self, Lane};
-use crate::profile::{PAGE_BYTES, Shape};
+use crate::profile::{PAGE_BYTES, Shape, spread};
 
 /// Segment sizes a read's DRAM traffic is counted in (a profile's granularity is
 /// one of them).
@@ -77,6 +77,35 @@ pub struct Traffic {
     /// (Nsight Compute: DRAM bytes beyond the useful = 32 x the L2's write lookup
     /// misses; docs/model.md, "Partial writes").
     pub fill_sectors: u64,
+    /// How far the first wave's accesses spread, where `explain` counted it (a profile
+    /// with a spread sweep: [`super::explain_variant`]); the rest of this struct is
+    /// over the window.
+    pub wave_spread: Option<Spread>,
+}
+
+/// The [`spread`] of a window's global loads and of its global stores.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Spread {
+    pub read: f64,
+    pub write: f64,
+}
+
+/// The spread of a window's global accesses (docs/model.md, "Spread"): per direction,
+/// the 2 MiB pages touched over those the distinct 32-byte sectors touched would fill.
+pub fn spread_of(accesses: &[Access]) -> Spread {
+    let of = |op: Op| {
+        let sectors: HashSet<u64> = accesses
+            .iter()
+            .filter(|a| a.space == Space::Global && a.op == op && a.bytes > 0)
+            .flat_map(|a| a.addr as u64 / 32..=(a.addr + a.bytes - 1) as u64 / 32)
+            .collect();
+        let pages: HashSet<u64> = sectors.iter().map(|s| 32 * s / PAGE_BYTES).collect();
+        spread(pages.len() as u64, 32 * sectors.len() as u64)
+    };
+    Spread {
+        read: of(Op::Load),
+        write: of(Op::Store),
+    }
 }
 
 impl Traffic {
