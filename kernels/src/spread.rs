@@ -27,50 +27,48 @@ pub fn placed(i: usize, chunks_log2: u32, rows_log2: u32) -> usize {
     (moved << CHUNK_LOG2) + o
 }
 
+/// The block's 4 floats, 256 apart: float `from(i)` of src to float `to(i)` of dst for
+/// each index i < 2^(chunks_log2 + 7), all loaded before any is stored.
+#[inline(always)]
+unsafe fn copy_4(
+    chunks_log2: u32,
+    src: Global<f32>,
+    dst: GlobalMut<f32>,
+    from: impl Fn(usize) -> usize,
+    to: impl Fn(usize) -> usize,
+) {
+    let base = block_idx_x() as usize * PER_BLOCK + thread_idx_x() as usize;
+    let n = 1usize << (chunks_log2 + CHUNK_LOG2);
+    let mut v = [0f32; 4];
+    for (k, x) in v.iter_mut().enumerate() {
+        let i = base + k * BLOCK as usize;
+        if i < n {
+            // SAFETY: from maps 0..n onto 0..n (the identity or `placed`).
+            *x = unsafe { src.read(from(i)) };
+        }
+    }
+    for (k, x) in v.iter().enumerate() {
+        let i = base + k * BLOCK as usize;
+        if i < n {
+            // SAFETY: as above, for to.
+            unsafe { dst.write(to(i), *x) };
+        }
+    }
+}
+
 kernel! {
-    /// Reads in order, writes spread: float i to float `placed(i)`, for the
-    /// 2^(chunks_log2 + 7) floats of the array.
+    /// Reads in order, writes spread: float i to float `placed(i)`.
     pub fn spread_writes(chunks_log2: u32, rows_log2: u32, src: Global<f32>, dst: GlobalMut<f32>) {
-        let base = block_idx_x() as usize * PER_BLOCK + thread_idx_x() as usize;
-        let n = 1usize << (chunks_log2 + CHUNK_LOG2);
-        let mut v = [0f32; 4];
-        for (k, x) in v.iter_mut().enumerate() {
-            let i = base + k * BLOCK as usize;
-            if i < n {
-                // SAFETY: i < n, the array's floats.
-                *x = unsafe { src.read(i) };
-            }
-        }
-        for (k, x) in v.iter().enumerate() {
-            let i = base + k * BLOCK as usize;
-            if i < n {
-                // SAFETY: placed is a permutation of 0..n.
-                unsafe { dst.write(placed(i, chunks_log2, rows_log2), *x) };
-            }
-        }
+        // SAFETY: placed is a permutation of the array's floats.
+        unsafe { copy_4(chunks_log2, src, dst, |i| i, |i| placed(i, chunks_log2, rows_log2)) }
     }
 }
 
 kernel! {
     /// Reads spread, writes in order: float `placed(i)` to float i.
     pub fn spread_reads(chunks_log2: u32, rows_log2: u32, src: Global<f32>, dst: GlobalMut<f32>) {
-        let base = block_idx_x() as usize * PER_BLOCK + thread_idx_x() as usize;
-        let n = 1usize << (chunks_log2 + CHUNK_LOG2);
-        let mut v = [0f32; 4];
-        for (k, x) in v.iter_mut().enumerate() {
-            let i = base + k * BLOCK as usize;
-            if i < n {
-                // SAFETY: placed is a permutation of 0..n.
-                *x = unsafe { src.read(placed(i, chunks_log2, rows_log2)) };
-            }
-        }
-        for (k, x) in v.iter().enumerate() {
-            let i = base + k * BLOCK as usize;
-            if i < n {
-                // SAFETY: i < n.
-                unsafe { dst.write(i, *x) };
-            }
-        }
+        // SAFETY: as above.
+        unsafe { copy_4(chunks_log2, src, dst, |i| placed(i, chunks_log2, rows_log2), |i| i) }
     }
 }
 
