@@ -285,17 +285,23 @@ pub fn explain_variant(
                     blocks: wave,
                 });
             }
-            // The pages a wave's requests spread over (a profile with a spread sweep):
-            // over the first wave, emulated whole if it was not already.
-            if p.spread_sweep.is_some() {
-                let accesses = match wave_accesses {
-                    Some(a) => a,
-                    None if sampled => first_wave()?,
-                    None => recorded.accesses.clone(),
-                };
-                traffic.wave_spread = Some(traffic::spread_of(&accesses));
+            // How far a wave's requests spread (a profile with a spread sweep): over the
+            // first wave, emulated whole if it was not already, unless no spread could
+            // change the time (another bound sets it even at the least share).
+            let prediction = predict::predict(bytes, &traffic, size, p, resources.clone());
+            let least = p.spread_sweep.as_deref().map(sweep::least_spread_share);
+            match (least, &prediction) {
+                (Some(least), Some(unspread)) if unspread.dram_ceiling_matters(least) => {
+                    let accesses = match wave_accesses {
+                        Some(a) => a,
+                        None if sampled => first_wave()?,
+                        None => recorded.accesses.clone(),
+                    };
+                    traffic.wave_spread = Some(traffic::spread_of(&accesses));
+                    predict::predict(bytes, &traffic, size, p, resources)
+                }
+                _ => prediction,
             }
-            predict::predict(bytes, &traffic, size, p, resources)
         }
         _ => None,
     };

@@ -415,6 +415,16 @@ pub fn predict(
     })
 }
 
+impl Prediction {
+    /// Whether a lower DRAM ceiling, down to `least` of it, could change the predicted
+    /// time: the DRAM-bytes time over `least` (a rate falls by at most the ceiling's
+    /// factor) against the largest other bound's.
+    pub fn dram_ceiling_matters(&self, least: f64) -> bool {
+        let others = self.bounds[1..].iter().map(|b| b.time_ms).fold(0.0, f64::max);
+        self.bounds[0].time_ms / least.max(f64::MIN_POSITIVE) > others
+    }
+}
+
 /// A request fetching this many times the sectors its useful bytes fill is flagged
 /// when the profile has no rate for the lines it touches.
 const SCATTERED: f64 = 4.0;
@@ -756,6 +766,16 @@ mod tests {
             "{}",
             far.pct_of_copy
         );
+        // The DRAM bound sets this time, so a lower ceiling matters; were another bound
+        // 1.6x its time, a share of two thirds could not change the prediction.
+        assert!(near.dram_ceiling_matters(2.0 / 3.0));
+        let mut l1_bound = near.clone();
+        l1_bound.bounds.push(BoundTime {
+            bound: Bound::L1,
+            time_ms: 1.6 * near.bounds[0].time_ms,
+        });
+        assert!(!l1_bound.dram_ceiling_matters(2.0 / 3.0));
+        assert!(l1_bound.dram_ceiling_matters(0.5));
         // Without a spread sweep the pages count for nothing.
         let none = predict(
             8 << 20,

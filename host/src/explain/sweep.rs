@@ -99,6 +99,30 @@ pub fn spread_factor(points: &[SpreadPoint], read_spread: f64, write_spread: f64
     share(Stream::Reads, read_spread) * share(Stream::Writes, write_spread)
 }
 
+/// The least share [`spread_factor`] can give with these points: each stream's slowest
+/// rate over its rate in order, multiplied. A kernel whose DRAM-bytes time, divided by
+/// it, stays under another bound's time would be predicted the same at any spread.
+pub fn least_spread_share(points: &[SpreadPoint]) -> f64 {
+    let least = |stream: Stream| {
+        let of = |p: &&SpreadPoint| p.stream == stream;
+        let spread = |p: &SpreadPoint| match stream {
+            Stream::Reads => p.read_spread,
+            Stream::Writes => p.write_spread,
+        };
+        let in_order = points
+            .iter()
+            .filter(of)
+            .min_by(|a, b| spread(a).total_cmp(&spread(b)));
+        let slowest = points
+            .iter()
+            .filter(of)
+            .map(|p| p.gb_per_s)
+            .fold(f64::INFINITY, f64::min);
+        in_order.map_or(1.0, |p| (slowest / p.gb_per_s).min(1.0))
+    };
+    least(Stream::Reads) * least(Stream::Writes)
+}
+
 fn log2(x: u64) -> f64 {
     (x.max(1) as f64).log2()
 }
@@ -199,6 +223,9 @@ mod tests {
         assert!((spread_factor(&sweep, 1.0, 4096.0) - 0.9).abs() < 1e-12);
         assert!((spread_factor(&sweep, 16.0, 16.0) - 0.95 * 0.9).abs() < 1e-12);
         assert_eq!(spread_factor(&[], 1.0, 1.0), 1.0);
+        // The least share: each stream's slowest over its in-order rate.
+        assert!((least_spread_share(&sweep) - 0.9 * 0.95).abs() < 1e-12);
+        assert_eq!(least_spread_share(&[]), 1.0);
     }
 
     #[test]
