@@ -727,7 +727,7 @@ mod tests {
             .map(|l| bytes_in_flight_per_sm(4 * n as u64, threads(l), 132, 2048) / 2048.0)
             .collect();
         assert_eq!(per_thread, [4.0, 8.0, 16.0, 32.0, 16.0, 32.0, 64.0, 128.0]);
-        // A launch smaller than the GPU: its threads spread over the SMs.
+        // A launch smaller than the GPU: its threads divided among the SMs.
         assert_eq!(bytes_in_flight_per_sm(4 * 13_200, 13_200, 132, 2048), 400.0);
         assert_eq!(bytes_in_flight_per_sm(4, 0, 0, 2048), 0.0);
     }

@@ -961,7 +961,7 @@ mod tests {
         let dram = (8 << 20) as f64;
         let time = dram * 2.0 / 3.0 / rate(2048.0) + dram / 3.0 / rate(1024.0);
         assert!((p.time_ms - time / 1e6).abs() < 1e-12, "{p:?}");
-        // Less than one wave: the blocks spread over the SMs, 100 threads each here.
+        // Less than one wave: the blocks divided among the SMs, 100 threads each here.
         let small = LaunchSize {
             blocks: 66,
             threads_per_block: 200,
