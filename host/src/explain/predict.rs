@@ -252,8 +252,8 @@ pub fn predict(
             (ceiling.copy_gb_per_s, 0.0)
         }
     };
-    // Waves: full ones at the SMs' full residency, then the rest of the blocks spread
-    // over the SMs. Each moves its blocks' share of the DRAM bytes.
+    // Waves: full ones at the SMs' full residency, then the rest of the blocks divided
+    // among the SMs. Each moves its blocks' share of the DRAM bytes.
     let per_block = launch.threads_per_block.max(1);
     let blocks = launch.blocks.max(1);
     let residency = blocks_per_sm(launch, profile, known);
