@@ -195,6 +195,16 @@ fn is_one(n: &u32) -> bool {
     *n == 1
 }
 
+impl SpreadPoint {
+    /// The spread of the stream this point spreads (`read_spread` or `write_spread`).
+    pub fn spread(&self) -> f64 {
+        match self.stream {
+            Stream::Reads => self.read_spread,
+            Stream::Writes => self.write_spread,
+        }
+    }
+}
+
 /// How far a stream spreads: the 2 MiB pages it touches over the pages its distinct
 /// bytes would fill if they lay together (at least one): 1 for a contiguous stream
 /// (rounding aside), n where every page holds 1/n of what it could.

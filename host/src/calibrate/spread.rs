@@ -47,19 +47,16 @@ pub fn wave_spread(stream: Stream, chunks_log2: u32, rows_log2: u32, wave_blocks
     let n = 1u64 << (chunks_log2 + CHUNK_LOG2);
     let floats = (wave_blocks * PER_BLOCK as u64).min(n);
     // A chunk lies in one page: count the chunks' pages on each side.
-    let chunk = 1u64 << CHUNK_LOG2;
-    let in_order: HashSet<u64> = (0..floats)
-        .step_by(chunk as usize)
-        .map(|i| 4 * i / PAGE_BYTES)
-        .collect();
-    let spread: HashSet<u64> = (0..floats)
-        .step_by(chunk as usize)
-        .map(|i| 4 * placed(i as usize, chunks_log2, rows_log2) as u64 / PAGE_BYTES)
-        .collect();
-    let bytes = 4 * floats;
+    let side = |at: &dyn Fn(u64) -> u64| {
+        let pages: HashSet<u64> = (0..floats)
+            .step_by(1 << CHUNK_LOG2)
+            .map(|i| 4 * at(i) / PAGE_BYTES)
+            .collect();
+        spread(pages.len() as u64, 4 * floats)
+    };
     let (a, b) = (
-        self::spread(in_order.len() as u64, bytes),
-        self::spread(spread.len() as u64, bytes),
+        side(&|i| i),
+        side(&|i| placed(i as usize, chunks_log2, rows_log2) as u64),
     );
     match stream {
         Stream::Reads => (b, a),

@@ -292,12 +292,11 @@ pub fn explain_variant(
             let least = p.spread_sweep.as_deref().map(sweep::least_spread_share);
             match (least, &prediction) {
                 (Some(least), Some(unspread)) if unspread.dram_ceiling_matters(least) => {
-                    let accesses = match wave_accesses {
-                        Some(a) => a,
-                        None if sampled => first_wave()?,
-                        None => recorded.accesses.clone(),
-                    };
-                    traffic.wave_spread = Some(traffic::spread_of(&accesses));
+                    traffic.wave_spread = Some(match wave_accesses {
+                        Some(a) => traffic::spread_of(&a),
+                        None if sampled => traffic::spread_of(&first_wave()?),
+                        None => traffic::spread_of(&recorded.accesses),
+                    });
                     predict::predict(bytes, &traffic, size, p, resources)
                 }
                 _ => prediction,

@@ -162,15 +162,16 @@ impl Prediction {
 
 /// The read + written rate, GB/s, at which `in_flight` DRAM bytes (over the whole GPU,
 /// writes counted with the reads they follow) flow when a load's latency is
-/// L(rho) = L0 + Lq x rho / (1 - rho) at utilisation rho = rate / C: the root in
-/// [0, C] of rate = in_flight / L(rate / C),
+/// L(rho) = L0 + Lq x rho / (1 - rho) (the profile's) at utilisation rho = rate / C,
+/// against a ceiling C of `ceiling_gb_per_s`: the root in [0, C] of
+/// rate = in_flight / L(rate / C),
 ///
 ///   rate = C x 2F / (C L0 + F + sqrt((C L0 - F)^2 + 4 C Lq F)),   F = in_flight
 ///
 /// (bytes per ns are GB/s). With Lq = 0 it is min(C, F / L0): the constant latency's
 /// hard knee.
-pub fn in_flight_rate(in_flight: f64, profile: &Profile) -> f64 {
-    let c = profile.copy_gb_per_s;
+pub fn in_flight_rate(in_flight: f64, ceiling_gb_per_s: f64, profile: &Profile) -> f64 {
+    let c = ceiling_gb_per_s;
     let (l0, lq) = (profile.loaded_latency_ns, profile.queueing_latency_ns);
     if in_flight <= 0.0 {
         return 0.0;
@@ -228,16 +229,13 @@ pub fn predict(
     // Registers and shared memory count only with the SM's limits to weigh them.
     let known = resources.as_ref().ok().copied().filter(|_| profile.sm.is_some());
     // Streams whose waves spread over many pages keep a share of the ceiling: the DRAM
-    // bytes' rates are over it (the profile as seen by them).
+    // bytes' rates are over it.
     let spread = traffic.wave_spread.filter(|_| profile.spread_sweep.is_some());
     let spread_share = match (&profile.spread_sweep, spread) {
         (Some(sweep), Some(s)) => super::sweep::spread_factor(sweep, s.read, s.write),
         _ => 1.0,
     };
-    let ceiling = Profile {
-        copy_gb_per_s: profile.copy_gb_per_s * spread_share,
-        ..profile.clone()
-    };
+    let ceiling = profile.copy_gb_per_s * spread_share;
 
     // Little's law over the GPU: reads flow at (bytes in flight) / latency; writes keep
     // their proportion to reads. `threads` is the mean resident per SM.
@@ -247,9 +245,9 @@ pub fn predict(
     let rate_with = |threads: f64| {
         if loaded > 0.0 {
             let in_flight = threads * per_thread * sms * (dram / loaded);
-            (in_flight_rate(in_flight, &ceiling), in_flight)
+            (in_flight_rate(in_flight, ceiling, profile), in_flight)
         } else {
-            (ceiling.copy_gb_per_s, 0.0)
+            (ceiling, 0.0)
         }
     };
     // Waves: full ones at the SMs' full residency, then the rest of the blocks divided
@@ -277,7 +275,7 @@ pub fn predict(
     let dram_s = full_s + rest_s;
     // The wave that takes longer speaks for the launch.
     let (rate, in_flight) = if full_s >= rest_s { full_rate } else { rest_rate };
-    let rho = (rate / ceiling.copy_gb_per_s).min(1.0);
+    let rho = (rate / ceiling).min(1.0);
     // Little's law again: the latency those bytes in flight see at that rate (at the
     // ceiling of a constant latency, the queue absorbs what exceeds L0).
     let latency_ns = if in_flight > 0.0 {
@@ -308,7 +306,7 @@ pub fn predict(
         ),
     ];
     let mut bounds = vec![BoundTime {
-        bound: bound_at(rho, &ceiling),
+        bound: bound_at(rho, profile),
         time_ms: dram_s * 1e3,
     }];
     let mut l1_parts = Vec::new();
@@ -905,7 +903,7 @@ mod tests {
         let q = queued();
         let mut last = 0.0;
         for f in [1e5, 1e6, 2e6, 4e6, 1e7, 1e8, 1e9] {
-            let rate = in_flight_rate(f, &q);
+            let rate = in_flight_rate(f, q.copy_gb_per_s, &q);
             // Little's law at the latency of that load.
             let rho = rate / 3000.0;
             assert!((rate * q.latency_at(rho) - f).abs() < 1e-6 * f, "{f}: {rate}");
@@ -914,9 +912,10 @@ mod tests {
         }
         // With no queueing: the constant latency's hard knee, min(C, F / L0).
         let s = sample();
-        assert!((in_flight_rate(1e6, &s) - 1e6 / 900.0).abs() < 1e-9);
-        assert_eq!(in_flight_rate(1e7, &s), 3000.0);
-        assert_eq!(in_flight_rate(0.0, &s), 0.0);
+        let c = s.copy_gb_per_s;
+        assert!((in_flight_rate(1e6, c, &s) - 1e6 / 900.0).abs() < 1e-9);
+        assert_eq!(in_flight_rate(1e7, c, &s), 3000.0);
+        assert_eq!(in_flight_rate(0.0, c, &s), 0.0);
         // The bound turns when the queue's delay passes L0: rho = 700 / 750.
         let turn = 700.0 / 750.0;
         assert_eq!(bound_at(turn - 1e-9, &q), Bound::BytesInFlight);
@@ -956,7 +955,7 @@ mod tests {
         };
         let p = predict(8 << 20, &t, shape, &q, light()).unwrap();
         assert_eq!(p.waves, 1.5);
-        let rate = |threads: f64| in_flight_rate(threads * 4.0 * 132.0 * 2.0, &q);
+        let rate = |threads: f64| in_flight_rate(threads * 4.0 * 132.0 * 2.0, q.copy_gb_per_s, &q);
         // 8 MiB useful = 4 MiB read + 4 MiB written, each byte once in DRAM.
         let dram = (8 << 20) as f64;
         let time = dram * 2.0 / 3.0 / rate(2048.0) + dram / 3.0 / rate(1024.0);

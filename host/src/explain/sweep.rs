@@ -79,13 +79,7 @@ pub fn spread_factor(points: &[SpreadPoint], read_spread: f64, write_spread: f64
         let mut curve: Vec<(f64, f64)> = points
             .iter()
             .filter(|p| p.stream == stream)
-            .map(|p| {
-                let s = match stream {
-                    Stream::Reads => p.read_spread,
-                    Stream::Writes => p.write_spread,
-                };
-                (s.max(1.0).log2(), p.gb_per_s)
-            })
+            .map(|p| (p.spread().max(1.0).log2(), p.gb_per_s))
             .collect();
         curve.sort_by(|a, b| a.0.total_cmp(&b.0));
         curve.dedup_by(|b, a| a.0 == b.0);
@@ -105,14 +99,10 @@ pub fn spread_factor(points: &[SpreadPoint], read_spread: f64, write_spread: f64
 pub fn least_spread_share(points: &[SpreadPoint]) -> f64 {
     let least = |stream: Stream| {
         let of = |p: &&SpreadPoint| p.stream == stream;
-        let spread = |p: &SpreadPoint| match stream {
-            Stream::Reads => p.read_spread,
-            Stream::Writes => p.write_spread,
-        };
         let in_order = points
             .iter()
             .filter(of)
-            .min_by(|a, b| spread(a).total_cmp(&spread(b)));
+            .min_by(|a, b| a.spread().total_cmp(&b.spread()));
         let slowest = points
             .iter()
             .filter(of)
