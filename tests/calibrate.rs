@@ -88,17 +88,29 @@ fn a_quick_calibration_is_plausible() {
     assert!(p.max_threads_per_sm >= 1024, "{text}");
     assert_eq!(p.stride_sweep.len(), plan.strides().len());
     assert_eq!(p.inflight_sweep.len(), 8);
-    // Every pitch point fits in an H100's or H200's memory at the quick plan.
+    // Every pitch point fits in an H100's or H200's memory at the quick plan, and each
+    // is timed at every iteration count.
     let sweep = p.pitch_sweep.as_deref().unwrap_or_default();
     assert_eq!(
         sweep.len(),
-        coalesce::calibrate::pitch_grid(plan.quick).len(),
+        coalesce::calibrate::pitch_grid(plan.quick).len() * coalesce::calibrate::pitch::ITERATIONS.len(),
         "{text}"
     );
     assert!(
         sweep
             .iter()
             .all(|q| q.read_gb_per_s > 1.0 && q.write_gb_per_s > 1.0 && q.update_gb_per_s > 1.0),
+        "{text}"
+    );
+    // Each stream spread at every distance, each point with a spread and a rate.
+    let spread = p.spread_sweep.as_deref().unwrap_or_default();
+    assert_eq!(
+        spread.len(),
+        2 * coalesce::calibrate::spread::apart(plan.quick).len(),
+        "{text}"
+    );
+    assert!(
+        spread.iter().all(|q| q.spread() >= 1.0 && q.gb_per_s > 1.0),
         "{text}"
     );
     let json = serde_json::to_string(p).unwrap();
