@@ -817,45 +817,144 @@ fn run_blocks(
     let fail = |e: Stop| {
         failure.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
     };
-    for &b in blocks {
-        let state = BlockState {
-            one_by_one,
-            barrier: BlockBarrier::new(block.count()),
-            turns: schedule::Turns::new(config.schedule, block.count()),
-            warps: warp::Warps::new(block.count()),
-            statics: Mutex::new(HashMap::new()),
-            dynamic: Mutex::new(std::vec![POISON; words_for(config.dynamic_shared_bytes)].into_boxed_slice()),
-        };
-        let thread = |t: usize| run_thread(config, &state, kernel, b, t, &log, &fail);
-        if one_by_one {
+    let new_state = || BlockState {
+        one_by_one,
+        barrier: BlockBarrier::new(block.count()),
+        turns: schedule::Turns::new(config.schedule, block.count()),
+        warps: warp::Warps::new(block.count()),
+        statics: Mutex::new(HashMap::new()),
+        dynamic: Mutex::new(std::vec![POISON; words_for(config.dynamic_shared_bytes)].into_boxed_slice()),
+    };
+    let failed = || failure.lock().unwrap_or_else(|p| p.into_inner()).is_some();
+    if one_by_one {
+        for &b in blocks {
+            let state = new_state();
             for t in 0..block.count() {
-                thread(t);
-                if failure.lock().unwrap_or_else(|p| p.into_inner()).is_some() {
+                run_thread(config, &state, kernel, b, t, &log, &fail);
+                if failed() {
                     break;
                 }
             }
-        } else {
-            std::thread::scope(|s| {
-                for t in 0..block.count() {
-                    let thread = &thread;
-                    let spawned = std::thread::Builder::new()
-                        .stack_size(256 * 1024)
-                        .spawn_scoped(s, move || thread(t));
-                    if let Err(e) = spawned {
-                        // The threads already running would wait for this one forever.
-                        fail(Stop::Failed(LaunchError::Spawn(e.to_string())));
-                        state.barrier.abort();
-                        state.warps.abort();
-                        break;
-                    }
+            if failed() {
+                break;
+            }
+        }
+    } else {
+        // One OS thread for each thread of a block, reused from block to block:
+        // spawning them afresh for every block was most of a barrier kernel's time.
+        let crew = Crew::new(block.count());
+        let (crew, log, fail) = (&crew, &log, &fail);
+        std::thread::scope(|s| {
+            for t in 0..block.count() {
+                let run =
+                    move |b: usize, state: &BlockState| run_thread(config, state, kernel, b, t, log, fail);
+                let spawned = std::thread::Builder::new()
+                    .stack_size(256 * 1024)
+                    .spawn_scoped(s, move || crew.work(run));
+                if let Err(e) = spawned {
+                    // Those already started are waiting for a block: send them home.
+                    fail(Stop::Failed(LaunchError::Spawn(e.to_string())));
+                    crew.dismiss();
+                    return;
                 }
-            });
-        }
-        if let Some(e) = failure.lock().unwrap_or_else(|p| p.into_inner()).take() {
-            return Err(e);
-        }
+            }
+            for &b in blocks {
+                crew.run_block(b, new_state());
+                if failed() {
+                    break;
+                }
+            }
+            crew.dismiss();
+        });
+    }
+    if let Some(e) = failure.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        return Err(e);
     }
     Ok(log.into_inner().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// The OS threads of a threaded launch, one for each thread of a block, handed one
+/// block after another.
+struct Crew {
+    shift: Mutex<Shift>,
+    /// A block is posted, or the crew is dismissed.
+    posted: Condvar,
+    /// The last thread of the posted block has returned.
+    finished: Condvar,
+    threads: usize,
+}
+
+struct Shift {
+    /// Counts the posts, so a thread takes each block once.
+    post: u64,
+    /// The block to run and its state; `None` once the crew is dismissed.
+    block: Option<(usize, std::sync::Arc<BlockState>)>,
+    /// Threads of the posted block that have returned.
+    done: usize,
+}
+
+impl Crew {
+    fn new(threads: usize) -> Self {
+        Crew {
+            shift: Mutex::new(Shift {
+                post: 0,
+                block: None,
+                done: 0,
+            }),
+            posted: Condvar::new(),
+            finished: Condvar::new(),
+            threads,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Shift> {
+        self.shift.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// One OS thread's loop: runs its thread of each posted block until dismissed.
+    fn work(&self, run: impl Fn(usize, &BlockState)) {
+        let mut seen = 0;
+        loop {
+            let (b, state) = {
+                let mut shift = self.lock();
+                while shift.post == seen {
+                    shift = self.posted.wait(shift).unwrap_or_else(|e| e.into_inner());
+                }
+                seen = shift.post;
+                match &shift.block {
+                    Some((b, state)) => (*b, std::sync::Arc::clone(state)),
+                    None => return,
+                }
+            };
+            run(b, &state);
+            drop(state);
+            let mut shift = self.lock();
+            shift.done += 1;
+            if shift.done == self.threads {
+                self.finished.notify_one();
+            }
+        }
+    }
+
+    /// Posts block `b` to every thread of the crew and waits until all have returned.
+    fn run_block(&self, b: usize, state: BlockState) {
+        let mut shift = self.lock();
+        shift.block = Some((b, std::sync::Arc::new(state)));
+        shift.done = 0;
+        shift.post += 1;
+        self.posted.notify_all();
+        while shift.done < self.threads {
+            shift = self.finished.wait(shift).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Sends every thread of the crew home.
+    fn dismiss(&self) {
+        let mut shift = self.lock();
+        shift.block = None;
+        shift.post += 1;
+        self.posted.notify_all();
+    }
 }
 
 /// Runs emulated thread `t` of block `b` on the current OS thread and appends its log.
