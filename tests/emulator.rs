@@ -480,3 +480,49 @@ fn addresses_only_blocks_run_thread_after_thread_until_a_barrier_needs_them_at_o
         other => panic!("expected the panic as an error, got {other:?}"),
     }
 }
+
+/// The threads of a block with a barrier run as coroutines on one OS thread: each one
+/// past the barrier finds every live thread of its block arrived, a thread that returned
+/// before it is not waited for, and a panic past it is the launch's error, not a hang.
+#[test]
+fn addresses_only_barriers_hold_every_live_thread_of_the_block() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let cfg = LaunchConfig {
+        grid: Dim3::from(3),
+        block: Dim3::from(64),
+        addresses_only: true,
+        ..Default::default()
+    };
+    let (arrived, passed) = (
+        std::sync::Arc::new([0, 1, 2].map(|_| AtomicUsize::new(0))),
+        std::sync::Arc::new(AtomicUsize::new(0)),
+    );
+    let (a, p, c) = (arrived.clone(), passed.clone(), cfg.clone());
+    within(Duration::from_secs(60), move || {
+        launch(&c, || {
+            let b = thread::block_idx_x() as usize;
+            if thread::thread_idx_x() == 63 {
+                return;
+            }
+            a[b].fetch_add(1, Ordering::SeqCst);
+            thread::sync_threads();
+            // The one-by-one first try counts block 0's thread 0 once more.
+            assert!(a[b].load(Ordering::SeqCst) >= 63, "block {b} went on early");
+            p.fetch_add(1, Ordering::SeqCst);
+        })
+    });
+    assert_eq!(passed.load(Ordering::SeqCst), 3 * 63);
+    let r = within(Duration::from_secs(60), move || {
+        try_launch(&cfg, || {
+            thread::sync_threads();
+            if thread::index_1d() == 70 {
+                panic!("thread 70 gives up");
+            }
+            thread::sync_threads();
+        })
+    });
+    match r {
+        Err(LaunchError::Panicked { thread, block, .. }) => assert_eq!((thread.x, block.x), (6, 1)),
+        other => panic!("expected the panic as an error, got {other:?}"),
+    }
+}

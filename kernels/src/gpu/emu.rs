@@ -33,6 +33,9 @@ use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::string::{String, ToString};
 use std::sync::{Condvar, Mutex};
+
+use corosensei::stack::DefaultStack;
+use corosensei::{Coroutine, CoroutineResult, Yielder};
 use std::vec::Vec;
 
 pub mod schedule;
@@ -262,9 +265,8 @@ struct AsyncCopies {
 }
 
 struct BlockState {
-    /// The block's threads run one after another on one OS thread (an addresses-only
-    /// launch's first try): a barrier then cannot be honoured, and ends the try.
-    one_by_one: bool,
+    /// How the block's threads share the machine, which decides what a barrier does.
+    run: Run,
     barrier: BlockBarrier,
     // Set under a serial schedule: it replaces the barrier.
     turns: Option<schedule::Turns>,
@@ -291,6 +293,19 @@ struct BarrierState {
     arrived: usize,
     generation: u64,
     aborted: bool,
+}
+
+/// How the threads of each block run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Run {
+    /// One after another on this OS thread (an addresses-only launch's first try): a
+    /// barrier cannot be honoured, and ends the try.
+    OneByOne,
+    /// As coroutines on this OS thread (an addresses-only launch with barriers): each
+    /// runs to the barrier in turn, and all go on when every live one has reached it.
+    Fibers,
+    /// Each on an OS thread of its own (validation, so a kernel's races can show).
+    Threads,
 }
 
 /// The unwind payload of a thread released from an aborted barrier.
@@ -355,11 +370,17 @@ impl BlockBarrier {
         self.lock().aborted = true;
         self.released.notify_all();
     }
+
+    fn aborted(&self) -> bool {
+        self.lock().aborted
+    }
 }
 
 std::thread_local! {
     // Erased lifetime: set only for the duration of one emulated thread's run.
     static CURRENT: RefCell<Option<ThreadCtx<'static>>> = const { RefCell::new(None) };
+    // The running fiber's way back to its block's scheduler ([`Run::Fibers`]).
+    static YIELDER: core::cell::Cell<*const Yielder<(), ()>> = const { core::cell::Cell::new(core::ptr::null()) };
 }
 
 /// Runs `f` with the current emulated thread's context.
@@ -382,14 +403,30 @@ pub fn sync_threads() {
         with_thread(|t| (t.block as *const BlockState, t.linear_thread));
     // SAFETY: see above.
     let block = unsafe { &*block };
-    if block.one_by_one {
-        resume_unwind(Box::new(NeedsThreads));
-    }
-    if let Some(turns) = &block.turns {
-        turns.barrier(rank);
-    } else if block.barrier.wait().is_err() {
-        // Another thread of the block panicked: unwind without a second message.
-        resume_unwind(Box::new(Aborted));
+    match block.run {
+        Run::OneByOne => resume_unwind(Box::new(NeedsThreads)),
+        Run::Fibers => {
+            // Back to the scheduler until every live thread of the block is here. The
+            // context is this fiber's: it leaves and comes back with it.
+            let yielder = YIELDER.get();
+            let ctx = CURRENT.with(|c| c.borrow_mut().take());
+            // SAFETY: set by this fiber's body, whose yielder outlives its run.
+            unsafe { &*yielder }.suspend(());
+            YIELDER.set(yielder);
+            CURRENT.with(|c| *c.borrow_mut() = ctx);
+            if block.barrier.aborted() {
+                resume_unwind(Box::new(Aborted));
+            }
+        }
+        Run::Threads => match &block.turns {
+            Some(turns) => turns.barrier(rank),
+            None => {
+                if block.barrier.wait().is_err() {
+                    // Another thread of the block panicked: unwind without a second message.
+                    resume_unwind(Box::new(Aborted));
+                }
+            }
+        },
     }
     with_thread(|t| t.epoch += 1);
 }
@@ -777,19 +814,21 @@ pub fn try_record(config: &LaunchConfig, kernel: impl Fn() + Sync) -> Result<Rec
         )));
     }
     // Addresses only, the threads of a block need not run at once unless they meet
-    // at a barrier: try them one after another on this OS thread (spawning an OS
-    // thread per emulated thread is most of a block's cost), and run the launch again
-    // with OS threads if one reaches `sync_threads()`. Validation keeps OS threads, so
-    // a kernel's races can show. A warp exchange needs no meeting in such a launch
-    // ([`warp_exchange`]).
-    if config.addresses_only && config.schedule == Schedule::Concurrent {
-        match run_blocks(config, blocks, &kernel, true) {
-            Err(Stop::NeedsThreads) => {}
+    // at a barrier: try them one after another on this OS thread (an OS thread per
+    // emulated thread would be most of a block's cost), and run the launch again with
+    // them as coroutines on this thread if one reaches `sync_threads()`. Validation
+    // keeps OS threads, so a kernel's races can show. A warp exchange needs no meeting
+    // in such a launch ([`warp_exchange`]).
+    let run = if config.addresses_only && config.schedule == Schedule::Concurrent {
+        match run_blocks(config, blocks, &kernel, Run::OneByOne) {
+            Err(Stop::NeedsThreads) => Run::Fibers,
             Err(Stop::Failed(e)) => return Err(e),
             Ok(log) => return Ok(log),
         }
-    }
-    run_blocks(config, blocks, &kernel, false).map_err(|stop| match stop {
+    } else {
+        Run::Threads
+    };
+    run_blocks(config, blocks, &kernel, run).map_err(|stop| match stop {
         Stop::Failed(e) => e,
         // Only a one-by-one run stops so.
         Stop::NeedsThreads => LaunchError::BadConfig("a barrier in a block run with OS threads".into()),
@@ -803,13 +842,12 @@ enum Stop {
     NeedsThreads,
 }
 
-/// Runs `blocks`, each block's threads as OS threads or, `one_by_one`, one after
-/// another on this one.
+/// Runs `blocks`, each block's threads as `run` says.
 fn run_blocks(
     config: &LaunchConfig,
     blocks: &[usize],
     kernel: &(impl Fn() + Sync),
-    one_by_one: bool,
+    run: Run,
 ) -> Result<Recording, Stop> {
     let block = config.block;
     let log = Mutex::new(Recording::default());
@@ -818,7 +856,7 @@ fn run_blocks(
         failure.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
     };
     let new_state = || BlockState {
-        one_by_one,
+        run,
         barrier: BlockBarrier::new(block.count()),
         turns: schedule::Turns::new(config.schedule, block.count()),
         warps: warp::Warps::new(block.count()),
@@ -826,51 +864,103 @@ fn run_blocks(
         dynamic: Mutex::new(std::vec![POISON; words_for(config.dynamic_shared_bytes)].into_boxed_slice()),
     };
     let failed = || failure.lock().unwrap_or_else(|p| p.into_inner()).is_some();
-    if one_by_one {
-        for &b in blocks {
-            let state = new_state();
-            for t in 0..block.count() {
-                run_thread(config, &state, kernel, b, t, &log, &fail);
+    match run {
+        Run::OneByOne => {
+            for &b in blocks {
+                let state = new_state();
+                for t in 0..block.count() {
+                    run_thread(config, &state, kernel, b, t, &log, &fail);
+                    if failed() {
+                        break;
+                    }
+                }
                 if failed() {
                     break;
                 }
             }
-            if failed() {
-                break;
-            }
         }
-    } else {
-        // One OS thread for each thread of a block, reused from block to block:
-        // spawning them afresh for every block was most of a barrier kernel's time.
-        let crew = Crew::new(block.count());
-        let (crew, log, fail) = (&crew, &log, &fail);
-        std::thread::scope(|s| {
-            for t in 0..block.count() {
-                let run =
-                    move |b: usize, state: &BlockState| run_thread(config, state, kernel, b, t, log, fail);
-                let spawned = std::thread::Builder::new()
-                    .stack_size(256 * 1024)
-                    .spawn_scoped(s, move || crew.work(run));
-                if let Err(e) = spawned {
-                    // Those already started are waiting for a block: send them home.
-                    fail(Stop::Failed(LaunchError::Spawn(e.to_string())));
-                    crew.dismiss();
-                    return;
+        Run::Fibers => {
+            // Stacks as large as the OS threads', made once for the launch.
+            let mut stacks = Vec::with_capacity(block.count());
+            for _ in 0..block.count() {
+                match DefaultStack::new(256 * 1024) {
+                    Ok(stack) => stacks.push(stack),
+                    Err(e) => return Err(Stop::Failed(LaunchError::Spawn(e.to_string()))),
                 }
             }
             for &b in blocks {
-                crew.run_block(b, new_state());
+                let state = new_state();
+                stacks = run_fibers(stacks, |t| run_thread(config, &state, kernel, b, t, &log, &fail));
                 if failed() {
                     break;
                 }
             }
-            crew.dismiss();
-        });
+        }
+        Run::Threads => {
+            // One OS thread for each thread of a block, reused from block to block:
+            // spawning them afresh for every block was most of a barrier kernel's time.
+            let crew = Crew::new(block.count());
+            let (crew, log, fail) = (&crew, &log, &fail);
+            std::thread::scope(|s| {
+                for t in 0..block.count() {
+                    let run = move |b: usize, state: &BlockState| {
+                        run_thread(config, state, kernel, b, t, log, fail)
+                    };
+                    let spawned = std::thread::Builder::new()
+                        .stack_size(256 * 1024)
+                        .spawn_scoped(s, move || crew.work(run));
+                    if let Err(e) = spawned {
+                        // Those already started are waiting for a block: send them home.
+                        fail(Stop::Failed(LaunchError::Spawn(e.to_string())));
+                        crew.dismiss();
+                        return;
+                    }
+                }
+                for &b in blocks {
+                    crew.run_block(b, new_state());
+                    if failed() {
+                        break;
+                    }
+                }
+                crew.dismiss();
+            });
+        }
     }
     if let Some(e) = failure.lock().unwrap_or_else(|p| p.into_inner()).take() {
         return Err(e);
     }
     Ok(log.into_inner().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// Runs `thread(t)` for each thread `t` of a block as a coroutine on this OS thread,
+/// one on each of `stacks`, and gives the stacks back. Each runs until it returns or
+/// reaches a barrier; once every one that has not returned waits at the barrier, they
+/// all go on, in the same order.
+fn run_fibers(stacks: Vec<DefaultStack>, thread: impl Fn(usize)) -> Vec<DefaultStack> {
+    let thread = &thread;
+    let mut fibers: Vec<Coroutine<(), (), (), DefaultStack>> = stacks
+        .into_iter()
+        .enumerate()
+        .map(|(t, stack)| {
+            let body = move |yielder: &Yielder<(), ()>, ()| {
+                YIELDER.set(yielder);
+                thread(t);
+            };
+            // SAFETY: every fiber is driven to its end below, while `thread` and what
+            // it borrows live.
+            unsafe { Coroutine::with_stack_unchecked(stack, body) }
+        })
+        .collect();
+    loop {
+        let mut waiting = false;
+        for fiber in fibers.iter_mut().filter(|f| !f.done()) {
+            waiting |= matches!(fiber.resume(()), CoroutineResult::Yield(()));
+        }
+        if !waiting {
+            break;
+        }
+    }
+    fibers.into_iter().map(Coroutine::into_stack).collect()
 }
 
 /// The OS threads of a threaded launch, one for each thread of a block, handed one
