@@ -423,7 +423,8 @@ fn the_spread_kernels_place_every_chunk_and_explain_counts_the_pages_calibrate_d
         let src = on_a_page(&mut a, n);
         let dst = on_a_page(&mut b, n);
         let log = launch_on(name, chunks, rows, src, dst, Some((0..40).collect()));
-        let counted = coalesce::explain::traffic::spread_of(&log);
+        let buffers = [src.as_ptr_range(), dst.as_ptr_range()].map(|r| r.start as usize..r.end as usize);
+        let counted = coalesce::explain::traffic::spread_of(&log, &buffers);
         let (read, write) = wave_spread(stream, chunks, rows, 40);
         assert_eq!((counted.read, counted.write), (read, write), "{name}");
         let (near, far) = if stream == Stream::Writes {

@@ -205,11 +205,16 @@ impl SpreadPoint {
     }
 }
 
-/// How far a stream spreads: the 2 MiB pages it touches over the pages its distinct
-/// bytes would fill if they lay together (at least one): 1 for a contiguous stream
-/// (rounding aside), n where every page holds 1/n of what it could.
-pub fn spread(pages: u64, bytes: u64) -> f64 {
-    pages as f64 / bytes.div_ceil(PAGE_BYTES).max(1) as f64
+/// How far a stream spreads: the 2 MiB pages it touches over `filled`, the pages its
+/// distinct bytes would fill if they lay together (at least one): 1 for a contiguous
+/// stream from a page's start, n where every page holds 1/n of what it could.
+pub fn spread(pages: u64, filled: u64) -> f64 {
+    pages as f64 / filled.max(1) as f64
+}
+
+/// The pages `bytes` fill from a page's start.
+pub fn pages_filled(bytes: u64) -> u64 {
+    bytes.div_ceil(PAGE_BYTES)
 }
 
 /// The stream of a spread-sweep point that its waves spread.

@@ -10,7 +10,7 @@ use crate::args;
 use crate::device::Gpu;
 use crate::error::Result;
 use crate::launch::Launch;
-pub use crate::profile::{PAGE_BYTES, SpreadPoint, Stream, spread};
+pub use crate::profile::{PAGE_BYTES, SpreadPoint, Stream, pages_filled, spread};
 use crate::timing::{Reps, time_launches};
 use crate::units::{format_bytes, gb_per_s};
 use kernels::spread::{BLOCK, CHUNK_LOG2, PER_BLOCK, placed};
@@ -52,7 +52,7 @@ pub fn wave_spread(stream: Stream, chunks_log2: u32, rows_log2: u32, wave_blocks
             .step_by(1 << CHUNK_LOG2)
             .map(|i| 4 * at(i) / PAGE_BYTES)
             .collect();
-        spread(pages.len() as u64, 4 * floats)
+        spread(pages.len() as u64, pages_filled(4 * floats))
     };
     let (a, b) = (
         side(&|i| i),

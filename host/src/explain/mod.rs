@@ -292,10 +292,11 @@ pub fn explain_variant(
             let least = p.spread_sweep.as_deref().map(sweep::least_spread_share);
             match (least, &prediction) {
                 (Some(least), Some(unspread)) if unspread.dram_ceiling_matters(least) => {
+                    let buffers: Vec<_> = recorded.regions.iter().map(|(_, r)| r.clone()).collect();
                     traffic.wave_spread = Some(match wave_accesses {
-                        Some(a) => traffic::spread_of(&a),
-                        None if sampled => traffic::spread_of(&first_wave()?),
-                        None => traffic::spread_of(&recorded.accesses),
+                        Some(a) => traffic::spread_of(&a, &buffers),
+                        None if sampled => traffic::spread_of(&first_wave()?, &buffers),
+                        None => traffic::spread_of(&recorded.accesses, &buffers),
                     });
                     predict::predict(bytes, &traffic, size, p, resources)
                 }

@@ -6,12 +6,13 @@
 //! ([`super::predict`]) turns these counts into time on one GPU.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::ops::Range;
 
 use kernels::gpu::emu::{Access, Op, Space};
 use serde::Serialize;
 
 use super::model::{self, Lane};
-use crate::profile::{PAGE_BYTES, Shape, spread};
+use crate::profile::{PAGE_BYTES, Shape, pages_filled, spread};
 
 /// Segment sizes a read's DRAM traffic is counted in (a profile's granularity is
 /// one of them).
@@ -91,16 +92,32 @@ pub struct Spread {
 }
 
 /// The spread of a window's global accesses (docs/model.md, "Spread"): per direction,
-/// the 2 MiB pages touched over those the distinct 32-byte sectors touched would fill.
-pub fn spread_of(accesses: &[Access]) -> Spread {
+/// the 2 MiB pages touched over those the distinct 32-byte sectors touched would fill,
+/// each of `buffers` (the byte ranges of the kernel's arrays) counted by itself: a
+/// contiguous stream of any array starts its own page, as a device allocation does.
+pub fn spread_of(accesses: &[Access], buffers: &[Range<usize>]) -> Spread {
     let of = |op: Op| {
         let sectors: HashSet<u64> = accesses
             .iter()
             .filter(|a| a.space == Space::Global && a.op == op && a.bytes > 0)
             .flat_map(|a| a.addr as u64 / 32..=(a.addr + a.bytes - 1) as u64 / 32)
             .collect();
-        let pages: HashSet<u64> = sectors.iter().map(|s| 32 * s / PAGE_BYTES).collect();
-        spread(pages.len() as u64, 32 * sectors.len() as u64)
+        let (mut pages, mut filled) = (0, 0);
+        for buffer in buffers {
+            let (start, end) = (buffer.start as u64 / 32, buffer.end as u64 / 32);
+            let mine: Vec<u64> = sectors
+                .iter()
+                .copied()
+                .filter(|s| (start..end).contains(s))
+                .collect();
+            pages += mine
+                .iter()
+                .map(|s| 32 * s / PAGE_BYTES)
+                .collect::<HashSet<u64>>()
+                .len() as u64;
+            filled += pages_filled(32 * mine.len() as u64);
+        }
+        spread(pages, filled)
     };
     Spread {
         read: of(Op::Load),
@@ -360,4 +377,42 @@ pub fn traffic(accesses: &[Access]) -> Traffic {
         t.in_flight_per_thread = threads.values().map(|v| v.0 as f64).sum::<f64>() / threads.len() as f64;
     }
     t
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store(addr: usize, bytes: usize) -> Access {
+        Access {
+            block: 0,
+            thread: 0,
+            site: std::panic::Location::caller(),
+            occurrence: 0,
+            op: Op::Store,
+            space: Space::Global,
+            addr,
+            array: 0,
+            array_name: "",
+            epoch: 0,
+            bytes,
+            async_copy: false,
+            copied_from: None,
+        }
+    }
+
+    #[test]
+    fn each_array_spreads_over_its_own_pages() {
+        const PAGE: usize = PAGE_BYTES as usize;
+        let buffers = [0..8 * PAGE, 8 * PAGE..16 * PAGE];
+        // 1 MiB from the start of each array: half a page each, two pages in all,
+        // which lying together would fill one; each array by itself fills its page.
+        let two = [store(0, PAGE / 2), store(8 * PAGE, PAGE / 2)];
+        assert_eq!(spread_of(&two, &buffers).write, 1.0);
+        // A page's worth of bytes in four 512 KiB pieces, one a page apart: 4x.
+        let apart: Vec<Access> = (0..4).map(|p| store(p * PAGE, PAGE / 4)).collect();
+        assert_eq!(spread_of(&apart, &buffers).write, 4.0);
+        // Nothing stored: no spread counted (0), and nothing loaded either.
+        assert_eq!(spread_of(&apart, &buffers).read, 0.0);
+    }
 }
