@@ -498,3 +498,43 @@ fn the_scalar_rungs_shared_loads_are_what_ptxas_makes_of_them() {
     let k = explain_at("sgemm/vec4", None, shape(), Model::Sm70);
     assert_eq!((k.folded, k.vectorized.widths.len()), (0, 0));
 }
+
+/// Variants are emulated side by side, and the report keeps the order they were asked
+/// for in; every one is heard of once.
+#[test]
+fn variants_explained_at_once_come_back_in_the_order_asked() {
+    let words: Vec<String> = ["transpose/tiled", "copy", "stride/64", "offset/1"]
+        .iter()
+        .map(|w| w.to_string())
+        .collect();
+    let selection = select(&words).unwrap();
+    let opts = Options {
+        size: Some(1 << 20),
+        shape: Some(vec![256, 256]),
+        model: Model::Sm70,
+        blocks: 8,
+        profile: None,
+    };
+    let mut heard = Vec::new();
+    let report = explain(&selection, &opts, |v| heard.push(v.to_string())).unwrap();
+    let names: Vec<String> = report
+        .kernels
+        .iter()
+        .map(|k| format!("{}/{}", k.experiment, k.variant))
+        .collect();
+    let wanted: Vec<String> = selection
+        .iter()
+        .flat_map(|s| {
+            s.experiment
+                .variants
+                .iter()
+                .filter(|v| s.includes(v.name))
+                .map(|v| format!("{}/{}", s.experiment.name, v.name))
+        })
+        .collect();
+    assert_eq!(names, wanted);
+    heard.sort();
+    let mut sorted = wanted.clone();
+    sorted.sort();
+    assert_eq!(heard, sorted);
+}

@@ -39,7 +39,7 @@ fn variant_count(selection: &[Selection]) -> u64 {
 /// Emulates `selection` with a progress bar.
 fn emulate(selection: &[Selection], opts: &explain::Options, quiet: bool) -> Result<explain::ExplainReport> {
     let mut progress = Progress::new(variant_count(selection), quiet);
-    let report = explain::explain(selection, opts, |msg| progress.step(&format!("emulating {msg}")));
+    let report = explain::explain(selection, opts, |msg| progress.step(&format!("emulated {msg}")));
     progress.finish();
     report
 }

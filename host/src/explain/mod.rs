@@ -22,7 +22,7 @@ pub mod vectorize;
 use serde::Serialize;
 
 use crate::device::DeviceInfo;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::experiment::{Experiment, Problem, Variant, Work};
 use crate::experiments::Selection;
 use analyse::{Memory, SiteStats};
@@ -329,21 +329,75 @@ pub fn explain_variant(
     })
 }
 
+/// One variant to explain, at its problem.
+type Job = (&'static Experiment, &'static Variant, Problem);
+
+/// Explains `jobs` side by side, each emulation on an OS thread of its own (up to 4 at
+/// once, the machine's cores allowing: a first wave emulated whole holds up to about a
+/// gigabyte of recorded accesses), and returns their reports in `jobs`' order, or the
+/// first error in it. `progress` hears of each as it finishes.
+fn explain_all(jobs: &[Job], opts: &Options, progress: &mut impl FnMut(&str)) -> Result<Vec<KernelReport>> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .clamp(1, 4)
+        .min(jobs.len().max(1));
+    let next = AtomicUsize::new(0);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut reports: Vec<Option<Result<KernelReport>>> = jobs.iter().map(|_| None).collect();
+    std::thread::scope(|s| -> Result<()> {
+        for _ in 0..workers {
+            let (tx, next) = (tx.clone(), &next);
+            let work = move || loop {
+                let at = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&(experiment, variant, problem)) = jobs.get(at) else {
+                    break;
+                };
+                if tx
+                    .send((at, explain_variant(experiment, variant, problem, opts)))
+                    .is_err()
+                {
+                    break;
+                }
+            };
+            // The main thread's stack, which one variant at a time had.
+            std::thread::Builder::new()
+                .stack_size(8 << 20)
+                .spawn_scoped(s, work)
+                .map_err(|e| Error::Emulation {
+                    kernel: "explain".into(),
+                    why: format!("cannot start a thread: {e}"),
+                })?;
+        }
+        drop(tx);
+        for (at, report) in rx {
+            let (experiment, variant, _) = jobs[at];
+            progress(&format!("{}/{}", experiment.name, variant.name));
+            reports[at] = Some(report);
+        }
+        Ok(())
+    })?;
+    reports
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|| unreachable!("every job is taken and reported")))
+        .collect()
+}
+
 /// Explains every selected variant, in suite order.
 pub fn explain(
     selection: &[Selection],
     opts: &Options,
     mut progress: impl FnMut(&str),
 ) -> Result<ExplainReport> {
-    let mut kernels = Vec::new();
+    let mut jobs = Vec::new();
     for s in selection {
         let exp = s.experiment;
         let problem = problem(exp, opts)?;
         for variant in exp.variants.iter().filter(|v| s.includes(v.name)) {
-            progress(&format!("{}/{}", exp.name, variant.name));
-            kernels.push(explain_variant(exp, variant, problem, opts)?);
+            jobs.push((exp, variant, problem));
         }
     }
+    let kernels = explain_all(&jobs, opts, &mut progress)?;
     let gpu = sizing_gpu(opts);
     let which = if opts.profile.is_some() {
         gpu.name.as_str()
