@@ -33,10 +33,10 @@ use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::string::{String, ToString};
 use std::sync::{Condvar, Mutex};
+use std::vec::Vec;
 
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
-use std::vec::Vec;
 
 pub mod schedule;
 pub use schedule::Schedule;
