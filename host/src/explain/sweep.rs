@@ -68,6 +68,28 @@ fn at_pitch_and_pages(
     interpolate(&curve, log2(pitch))
 }
 
+/// One stream's points of the spread sweep as (log2 spread, GB/s), by spread, one per
+/// spread (the first measured where two share one); the first is the stream in order.
+fn spread_curve(points: &[SpreadPoint], stream: Stream) -> Vec<(f64, f64)> {
+    let mut curve: Vec<(f64, f64)> = points
+        .iter()
+        .filter(|p| p.stream == stream)
+        .map(|p| (p.spread().max(1.0).log2(), p.gb_per_s))
+        .collect();
+    curve.sort_by(|a, b| a.0.total_cmp(&b.0));
+    curve.dedup_by(|b, a| a.0 == b.0);
+    curve
+}
+
+/// `rate` of one stream's [`spread_curve`] over its rate in order, at most 1; 1 without
+/// points.
+fn share_of(curve: &[(f64, f64)], rate: impl FnOnce(&[(f64, f64)]) -> f64) -> f64 {
+    match curve.first() {
+        Some(&(_, in_order)) if in_order > 0.0 => (rate(curve) / in_order).min(1.0),
+        _ => 1.0,
+    }
+}
+
 /// The share of the DRAM's ceiling a kernel keeps whose first wave's reads and writes
 /// spread `read_spread` and `write_spread` ([`crate::profile::spread`]): for each
 /// stream, the spread sweep's rate where it spread that stream as far (linear in
@@ -76,19 +98,9 @@ fn at_pitch_and_pages(
 /// multiply (each one's spread costs the DRAM its own time). 1 without points.
 pub fn spread_factor(points: &[SpreadPoint], read_spread: f64, write_spread: f64) -> f64 {
     let share = |stream: Stream, spread: f64| {
-        let mut curve: Vec<(f64, f64)> = points
-            .iter()
-            .filter(|p| p.stream == stream)
-            .map(|p| (p.spread().max(1.0).log2(), p.gb_per_s))
-            .collect();
-        curve.sort_by(|a, b| a.0.total_cmp(&b.0));
-        curve.dedup_by(|b, a| a.0 == b.0);
-        match curve.first() {
-            Some(&(_, in_order)) if in_order > 0.0 => {
-                (interpolate(&curve, spread.max(1.0).log2()) / in_order).min(1.0)
-            }
-            _ => 1.0,
-        }
+        share_of(&spread_curve(points, stream), |c| {
+            interpolate(c, spread.max(1.0).log2())
+        })
     };
     share(Stream::Reads, read_spread) * share(Stream::Writes, write_spread)
 }
@@ -98,17 +110,11 @@ pub fn spread_factor(points: &[SpreadPoint], read_spread: f64, write_spread: f64
 /// it, stays under another bound's time would be predicted the same at any spread.
 pub fn least_spread_share(points: &[SpreadPoint]) -> f64 {
     let least = |stream: Stream| {
-        let of = |p: &&SpreadPoint| p.stream == stream;
-        let in_order = points
-            .iter()
-            .filter(of)
-            .min_by(|a, b| a.spread().total_cmp(&b.spread()));
-        let slowest = points
-            .iter()
-            .filter(of)
-            .map(|p| p.gb_per_s)
-            .fold(f64::INFINITY, f64::min);
-        in_order.map_or(1.0, |p| (slowest / p.gb_per_s).min(1.0))
+        share_of(&spread_curve(points, stream), |c| {
+            c.iter()
+                .map(|&(_, gb_per_s)| gb_per_s)
+                .fold(f64::INFINITY, f64::min)
+        })
     };
     least(Stream::Reads) * least(Stream::Writes)
 }
