@@ -483,6 +483,7 @@ mod tests {
     use kernels::gpu::emu::{Access, Op, Space};
 
     use super::super::residency::Limit;
+    use super::super::traffic::tests::global;
     use super::super::traffic::{Scattered, traffic};
     use super::*;
     use crate::profile::tests::{sample, schema_2};
@@ -503,26 +504,6 @@ mod tests {
             log.push(global(i, Op::Store, (1 << 34) + 4 * i, 4));
         }
         log
-    }
-
-    /// Thread `thread` of block 0 accesses `bytes` of global memory at `addr`, from one
-    /// source line (a warp's accesses in one direction form one request).
-    fn global(thread: usize, op: Op, addr: usize, bytes: usize) -> Access {
-        Access {
-            block: 0,
-            thread,
-            site: std::panic::Location::caller(),
-            occurrence: 0,
-            op,
-            space: Space::Global,
-            addr,
-            array: 0,
-            array_name: "",
-            epoch: 0,
-            bytes,
-            async_copy: false,
-            copied_from: None,
-        }
     }
 
     /// A launch of `waves` whole waves of 256-thread blocks on the sample profile.

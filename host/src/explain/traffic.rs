@@ -380,16 +380,18 @@ pub fn traffic(accesses: &[Access]) -> Traffic {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    fn store(addr: usize, bytes: usize) -> Access {
+    /// Thread `thread` of block 0 accesses `bytes` of global memory at `addr`, from one
+    /// source line (a warp's accesses in one direction form one request).
+    pub(in crate::explain) fn global(thread: usize, op: Op, addr: usize, bytes: usize) -> Access {
         Access {
             block: 0,
-            thread: 0,
+            thread,
             site: std::panic::Location::caller(),
             occurrence: 0,
-            op: Op::Store,
+            op,
             space: Space::Global,
             addr,
             array: 0,
@@ -399,6 +401,10 @@ mod tests {
             async_copy: false,
             copied_from: None,
         }
+    }
+
+    fn store(addr: usize, bytes: usize) -> Access {
+        global(0, Op::Store, addr, bytes)
     }
 
     #[test]
