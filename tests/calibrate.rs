@@ -386,7 +386,8 @@ fn on_a_page(buf: &mut Vec<u32>, n: usize) -> &mut [u32] {
 
 #[test]
 fn the_spread_kernels_place_every_chunk_and_explain_counts_the_pages_calibrate_does() {
-    use coalesce::calibrate::spread::{Stream, misplaced, wave_spread};
+    use coalesce::calibrate::spread::{misplaced, wave_spread};
+    use coalesce::profile::Stream;
     use kernels::spread::{BLOCK, CHUNK_LOG2, PER_BLOCK};
     let launch_on =
         |name: &str, chunks: u32, rows: u32, src: &[u32], dst: &mut [u32], blocks: Option<Vec<usize>>| {

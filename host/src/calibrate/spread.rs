@@ -10,7 +10,7 @@ use crate::args;
 use crate::device::Gpu;
 use crate::error::Result;
 use crate::launch::Launch;
-pub use crate::profile::{PAGE_BYTES, SpreadPoint, Stream, pages_filled, spread};
+use crate::profile::{PAGE_BYTES, SpreadPoint, Stream, pages_filled, spread};
 use crate::timing::{Reps, time_launches};
 use crate::units::{format_bytes, gb_per_s};
 use kernels::spread::{BLOCK, CHUNK_LOG2, PER_BLOCK, placed};
