@@ -842,6 +842,10 @@ enum Stop {
     NeedsThreads,
 }
 
+/// The stack of an emulated thread, an OS thread's or a fiber's: kernels keep little
+/// on theirs.
+const THREAD_STACK_BYTES: usize = 256 * 1024;
+
 /// Runs `blocks`, each block's threads as `run` says.
 fn run_blocks(
     config: &LaunchConfig,
@@ -880,10 +884,10 @@ fn run_blocks(
             }
         }
         Run::Fibers => {
-            // Stacks as large as the OS threads', made once for the launch.
+            // The stacks, made once for the launch.
             let mut stacks = Vec::with_capacity(block.count());
             for _ in 0..block.count() {
-                match DefaultStack::new(256 * 1024) {
+                match DefaultStack::new(THREAD_STACK_BYTES) {
                     Ok(stack) => stacks.push(stack),
                     Err(e) => return Err(Stop::Failed(LaunchError::Spawn(e.to_string()))),
                 }
@@ -898,7 +902,7 @@ fn run_blocks(
         }
         Run::Threads => {
             // One OS thread for each thread of a block, reused from block to block:
-            // spawning them afresh for every block was most of a barrier kernel's time.
+            // spawning them afresh for every block cost more than most blocks' work.
             let crew = Crew::new(block.count());
             let (crew, log, fail) = (&crew, &log, &fail);
             std::thread::scope(|s| {
@@ -907,7 +911,7 @@ fn run_blocks(
                         run_thread(config, state, kernel, b, t, log, fail)
                     };
                     let spawned = std::thread::Builder::new()
-                        .stack_size(256 * 1024)
+                        .stack_size(THREAD_STACK_BYTES)
                         .spawn_scoped(s, move || crew.work(run));
                     if let Err(e) = spawned {
                         // Those already started are waiting for a block: send them home.
