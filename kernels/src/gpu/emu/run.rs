@@ -1,0 +1,423 @@
+//! How a launch runs the threads of each block, and what `sync_threads()` does in
+//! each way ([`Run`]): one after another, as coroutines on one OS thread, or each on
+//! an OS thread of its own, reused from block to block ([`Crew`]).
+
+use std::boxed::Box;
+use std::collections::HashMap;
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::string::ToString;
+use std::sync::{Condvar, Mutex};
+use std::vec::Vec;
+
+use corosensei::stack::DefaultStack;
+use corosensei::{Coroutine, CoroutineResult, Yielder};
+
+use super::{
+    AsyncCopies, BlockState, CURRENT, LaunchConfig, LaunchError, POISON, Recording, ThreadCtx, panic_message,
+    schedule, unflatten, warp, words_for,
+};
+
+/// `__syncthreads()` for one emulated block.
+///
+/// Unlike `std::sync::Barrier` it can be aborted (a panicking thread releases the
+/// others instead of leaving them waiting forever), and a thread that returns from the
+/// kernel stops counting, as exited threads do on the GPU, so an early `return`
+/// before a barrier does not deadlock the emulator.
+pub(super) struct BlockBarrier {
+    state: Mutex<BarrierState>,
+    released: Condvar,
+}
+
+struct BarrierState {
+    live: usize,
+    arrived: usize,
+    generation: u64,
+    aborted: bool,
+}
+
+/// How the threads of each block run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Run {
+    /// One after another on this OS thread (an addresses-only launch's first try): a
+    /// barrier cannot be honoured, and ends the try.
+    OneByOne,
+    /// As coroutines on this OS thread (an addresses-only launch with barriers): each
+    /// runs to the barrier in turn, and all go on when every live one has reached it.
+    Fibers,
+    /// Each on an OS thread of its own (validation, so a kernel's races can show).
+    Threads,
+}
+
+/// The unwind payload of a thread released from an aborted barrier.
+pub(super) struct Aborted;
+
+/// The unwind payload of a thread that reached a barrier while its block's threads ran
+/// one after another: the launch must run them as OS threads.
+struct NeedsThreads;
+
+impl BlockBarrier {
+    pub(super) fn new(threads: usize) -> Self {
+        BlockBarrier {
+            state: Mutex::new(BarrierState {
+                live: threads,
+                arrived: 0,
+                generation: 0,
+                aborted: false,
+            }),
+            released: Condvar::new(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BarrierState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits for every live thread of the block; `Err` if the block was aborted.
+    fn wait(&self) -> Result<(), Aborted> {
+        let mut s = self.lock();
+        if s.aborted {
+            return Err(Aborted);
+        }
+        s.arrived += 1;
+        if s.arrived >= s.live {
+            s.arrived = 0;
+            s.generation += 1;
+            self.released.notify_all();
+            return Ok(());
+        }
+        let generation = s.generation;
+        while s.generation == generation && !s.aborted {
+            s = self.released.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+        if s.generation == generation {
+            return Err(Aborted);
+        }
+        Ok(())
+    }
+
+    /// A thread has returned from the kernel: the barrier stops waiting for it.
+    pub(super) fn leave(&self) {
+        let mut s = self.lock();
+        s.live -= 1;
+        if s.arrived > 0 && s.arrived >= s.live {
+            s.arrived = 0;
+            s.generation += 1;
+            self.released.notify_all();
+        }
+    }
+
+    pub(super) fn abort(&self) {
+        self.lock().aborted = true;
+        self.released.notify_all();
+    }
+
+    fn aborted(&self) -> bool {
+        self.lock().aborted
+    }
+}
+
+std::thread_local! {
+    // The running fiber's way back to its block's scheduler ([`Run::Fibers`]).
+    static YIELDER: core::cell::Cell<*const Yielder<(), ()>> = const { core::cell::Cell::new(core::ptr::null()) };
+}
+
+/// `sync_threads()` for thread `rank` of `block`, as the block's threads run.
+pub(super) fn barrier(block: &BlockState, rank: usize) {
+    match block.run {
+        Run::OneByOne => resume_unwind(Box::new(NeedsThreads)),
+        Run::Fibers => {
+            // Back to the scheduler until every live thread of the block is here. The
+            // context is this fiber's: it leaves and comes back with it.
+            let yielder = YIELDER.get();
+            let ctx = CURRENT.with(|c| c.borrow_mut().take());
+            // SAFETY: set by this fiber's body, whose yielder outlives its run.
+            unsafe { &*yielder }.suspend(());
+            YIELDER.set(yielder);
+            CURRENT.with(|c| *c.borrow_mut() = ctx);
+            if block.barrier.aborted() {
+                resume_unwind(Box::new(Aborted));
+            }
+        }
+        Run::Threads => match &block.turns {
+            Some(turns) => turns.barrier(rank),
+            None => {
+                if block.barrier.wait().is_err() {
+                    // Another thread of the block panicked: unwind without a second message.
+                    resume_unwind(Box::new(Aborted));
+                }
+            }
+        },
+    }
+}
+
+/// Why [`run_blocks`] stopped early.
+pub(super) enum Stop {
+    Failed(LaunchError),
+    /// A thread reached a barrier while its block's threads ran one after another.
+    NeedsThreads,
+}
+
+/// The stack of an emulated thread, an OS thread's or a fiber's: kernels keep little
+/// on theirs.
+const THREAD_STACK_BYTES: usize = 256 * 1024;
+
+/// Runs `blocks`, each block's threads as `run` says.
+pub(super) fn run_blocks(
+    config: &LaunchConfig,
+    blocks: &[usize],
+    kernel: &(impl Fn() + Sync),
+    run: Run,
+) -> Result<Recording, Stop> {
+    let block = config.block;
+    let log = Mutex::new(Recording::default());
+    let failure: Mutex<Option<Stop>> = Mutex::new(None);
+    let fail = |e: Stop| {
+        failure.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
+    };
+    let new_state = || BlockState {
+        run,
+        barrier: BlockBarrier::new(block.count()),
+        turns: schedule::Turns::new(config.schedule, block.count()),
+        warps: warp::Warps::new(block.count()),
+        statics: Mutex::new(HashMap::new()),
+        dynamic: Mutex::new(std::vec![POISON; words_for(config.dynamic_shared_bytes)].into_boxed_slice()),
+    };
+    let failed = || failure.lock().unwrap_or_else(|p| p.into_inner()).is_some();
+    match run {
+        Run::OneByOne => {
+            for &b in blocks {
+                let state = new_state();
+                for t in 0..block.count() {
+                    run_thread(config, &state, kernel, b, t, &log, &fail);
+                    if failed() {
+                        break;
+                    }
+                }
+                if failed() {
+                    break;
+                }
+            }
+        }
+        Run::Fibers => {
+            // The stacks, made once for the launch.
+            let mut stacks = Vec::with_capacity(block.count());
+            for _ in 0..block.count() {
+                match DefaultStack::new(THREAD_STACK_BYTES) {
+                    Ok(stack) => stacks.push(stack),
+                    Err(e) => return Err(Stop::Failed(LaunchError::Spawn(e.to_string()))),
+                }
+            }
+            for &b in blocks {
+                let state = new_state();
+                stacks = run_fibers(stacks, |t| run_thread(config, &state, kernel, b, t, &log, &fail));
+                if failed() {
+                    break;
+                }
+            }
+        }
+        Run::Threads => {
+            // One OS thread for each thread of a block, reused from block to block:
+            // spawning them afresh for every block cost more than most blocks' work.
+            let crew = Crew::new(block.count());
+            let (crew, log, fail) = (&crew, &log, &fail);
+            std::thread::scope(|s| {
+                for t in 0..block.count() {
+                    let run = move |b: usize, state: &BlockState| {
+                        run_thread(config, state, kernel, b, t, log, fail)
+                    };
+                    let spawned = std::thread::Builder::new()
+                        .stack_size(THREAD_STACK_BYTES)
+                        .spawn_scoped(s, move || crew.work(run));
+                    if let Err(e) = spawned {
+                        // Those already started are waiting for a block: send them home.
+                        fail(Stop::Failed(LaunchError::Spawn(e.to_string())));
+                        crew.dismiss();
+                        return;
+                    }
+                }
+                for &b in blocks {
+                    crew.run_block(b, new_state());
+                    if failed() {
+                        break;
+                    }
+                }
+                crew.dismiss();
+            });
+        }
+    }
+    if let Some(e) = failure.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        return Err(e);
+    }
+    Ok(log.into_inner().unwrap_or_else(|e| e.into_inner()))
+}
+
+/// Runs `thread(t)` for each thread `t` of a block as a coroutine on this OS thread,
+/// one on each of `stacks`, and gives the stacks back. Each runs until it returns or
+/// reaches a barrier; once every one that has not returned waits at the barrier, they
+/// all go on, in the same order.
+fn run_fibers(stacks: Vec<DefaultStack>, thread: impl Fn(usize)) -> Vec<DefaultStack> {
+    let thread = &thread;
+    let mut fibers: Vec<Coroutine<(), (), (), DefaultStack>> = stacks
+        .into_iter()
+        .enumerate()
+        .map(|(t, stack)| {
+            let body = move |yielder: &Yielder<(), ()>, ()| {
+                YIELDER.set(yielder);
+                thread(t);
+            };
+            // SAFETY: every fiber is driven to its end below, while `thread` and what
+            // it borrows live.
+            unsafe { Coroutine::with_stack_unchecked(stack, body) }
+        })
+        .collect();
+    loop {
+        let mut waiting = false;
+        for fiber in fibers.iter_mut().filter(|f| !f.done()) {
+            waiting |= matches!(fiber.resume(()), CoroutineResult::Yield(()));
+        }
+        if !waiting {
+            break;
+        }
+    }
+    fibers.into_iter().map(Coroutine::into_stack).collect()
+}
+
+/// The OS threads of a threaded launch, one for each thread of a block, handed one
+/// block after another.
+struct Crew {
+    shift: Mutex<Shift>,
+    /// A block is posted, or the crew is dismissed.
+    posted: Condvar,
+    /// The last thread of the posted block has returned.
+    finished: Condvar,
+    threads: usize,
+}
+
+struct Shift {
+    /// Counts the posts, so a thread takes each block once.
+    post: u64,
+    /// The block to run and its state; `None` once the crew is dismissed.
+    block: Option<(usize, std::sync::Arc<BlockState>)>,
+    /// Threads of the posted block that have returned.
+    done: usize,
+}
+
+impl Crew {
+    fn new(threads: usize) -> Self {
+        Crew {
+            shift: Mutex::new(Shift {
+                post: 0,
+                block: None,
+                done: 0,
+            }),
+            posted: Condvar::new(),
+            finished: Condvar::new(),
+            threads,
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Shift> {
+        self.shift.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// One OS thread's loop: runs its thread of each posted block until dismissed.
+    fn work(&self, run: impl Fn(usize, &BlockState)) {
+        let mut seen = 0;
+        loop {
+            let (b, state) = {
+                let mut shift = self.lock();
+                while shift.post == seen {
+                    shift = self.posted.wait(shift).unwrap_or_else(|e| e.into_inner());
+                }
+                seen = shift.post;
+                match &shift.block {
+                    Some((b, state)) => (*b, std::sync::Arc::clone(state)),
+                    None => return,
+                }
+            };
+            run(b, &state);
+            drop(state);
+            let mut shift = self.lock();
+            shift.done += 1;
+            if shift.done == self.threads {
+                self.finished.notify_one();
+            }
+        }
+    }
+
+    /// Posts block `b` to every thread of the crew and waits until all have returned.
+    fn run_block(&self, b: usize, state: BlockState) {
+        let mut shift = self.lock();
+        shift.block = Some((b, std::sync::Arc::new(state)));
+        shift.done = 0;
+        shift.post += 1;
+        self.posted.notify_all();
+        while shift.done < self.threads {
+            shift = self.finished.wait(shift).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    /// Sends every thread of the crew home.
+    fn dismiss(&self) {
+        let mut shift = self.lock();
+        shift.block = None;
+        shift.post += 1;
+        self.posted.notify_all();
+    }
+}
+
+/// Runs emulated thread `t` of block `b` on the current OS thread and appends its log.
+fn run_thread(
+    config: &LaunchConfig,
+    state: &BlockState,
+    kernel: &(impl Fn() + Sync),
+    b: usize,
+    t: usize,
+    log: &Mutex<Recording>,
+    fail: &impl Fn(Stop),
+) {
+    let (grid, block) = (config.grid, config.block);
+    let (block_idx, thread_idx) = (unflatten(b, grid), unflatten(t, block));
+    let ctx = ThreadCtx {
+        thread_idx,
+        block_idx,
+        block_dim: block,
+        grid_dim: grid,
+        block: state,
+        config,
+        linear_block: b,
+        linear_thread: t,
+        counters: Vec::new(),
+        epoch: 0,
+        log: Vec::new(),
+        copies: AsyncCopies::default(),
+    };
+    // SAFETY: the context is removed below, before `state` and `config` go out of
+    // scope; nothing else keeps it.
+    let ctx: ThreadCtx<'static> = unsafe { core::mem::transmute(ctx) };
+    CURRENT.with(|c| *c.borrow_mut() = Some(ctx));
+    let turn = state.turns.as_ref().map(|turns| turns.start(t));
+    let outcome = catch_unwind(AssertUnwindSafe(kernel));
+    drop(turn);
+    let ctx = CURRENT.with(|c| c.borrow_mut().take());
+    match outcome {
+        Err(payload) if payload.is::<NeedsThreads>() => fail(Stop::NeedsThreads),
+        Err(payload) if !payload.is::<Aborted>() => {
+            fail(Stop::Failed(LaunchError::Panicked {
+                block: block_idx,
+                thread: thread_idx,
+                message: panic_message(payload.as_ref()),
+            }));
+            state.barrier.abort();
+            state.warps.abort();
+        }
+        _ => {}
+    }
+    state.barrier.leave();
+    state.warps.leave(t);
+    if let Some(ctx) = ctx {
+        let mut log = log.lock().unwrap_or_else(|e| e.into_inner());
+        log.accesses.extend(ctx.log);
+        log.executions.extend(ctx.counters.into_iter().map(|(c, _)| c));
+    }
+}
