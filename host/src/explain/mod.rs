@@ -332,16 +332,32 @@ pub fn explain_variant(
 /// One variant to explain, at its problem.
 type Job = (&'static Experiment, &'static Variant, Problem);
 
-/// Explains `jobs` side by side, each emulation on an OS thread of its own (up to 4 at
-/// once, the machine's cores allowing: a first wave emulated whole holds up to about a
-/// gigabyte of recorded accesses), and returns their reports in `jobs`' order, or the
-/// first error in it. `progress` hears of each as it finishes.
+/// Memory one emulation may take at its peak: a first wave emulated whole holds its
+/// recorded accesses (transpose/padded-64's, 17 million, peaked at 1.8 GB).
+const EMULATION_BYTES: u64 = 2 << 30;
+
+/// How many emulations run at once: up to 4, as the machine's cores and, where the OS
+/// says (Linux), its available memory allow.
+fn workers(jobs: usize) -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let memory = available_memory().map_or(usize::MAX, |bytes| (bytes / EMULATION_BYTES) as usize);
+    cores.min(memory).min(jobs).clamp(1, 4)
+}
+
+/// The memory available to a new process: `MemAvailable` of /proc/meminfo.
+fn available_memory() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// Explains `jobs` side by side, each emulation on an OS thread of its own
+/// ([`workers`] at once), and returns their reports in `jobs`' order, or the first
+/// error in it. `progress` hears of each as it finishes.
 fn explain_all(jobs: &[Job], opts: &Options, progress: &mut impl FnMut(&str)) -> Result<Vec<KernelReport>> {
     use std::sync::atomic::{AtomicUsize, Ordering};
-    let workers = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .clamp(1, 4)
-        .min(jobs.len().max(1));
+    let workers = workers(jobs.len());
     let next = AtomicUsize::new(0);
     let (tx, rx) = std::sync::mpsc::channel();
     let mut reports: Vec<Option<Result<KernelReport>>> = jobs.iter().map(|_| None).collect();
@@ -427,4 +443,27 @@ pub fn explain(
         max_occurrences: MAX_OCCURRENCES,
         kernels,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn emulations_at_once_stay_within_the_jobs_cores_and_memory() {
+        assert_eq!(workers(0), 1);
+        assert_eq!(workers(1), 1);
+        let many = workers(100);
+        assert!((1..=4).contains(&many), "{many} at once");
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        assert!(many <= cores.max(1));
+        #[cfg(target_os = "linux")]
+        {
+            let bytes = available_memory().expect("Linux says its available memory");
+            assert!(
+                many as u64 <= (bytes / EMULATION_BYTES).max(1),
+                "{many} at once in {bytes} bytes"
+            );
+        }
+    }
 }
