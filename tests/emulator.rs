@@ -11,7 +11,8 @@ use coalesce::experiments::{ALL, named};
 use coalesce::explain::emulate::{self, EmuLaunch};
 use kernels::fill::uniform;
 use kernels::gpu::emu::{
-    Dim3, FromWord, HostKernel, LaunchConfig, LaunchError, Op, Space, launch, try_launch, try_record,
+    Dim3, FromWord, HostKernel, LaunchConfig, LaunchError, Op, Recording, Space, launch, try_launch,
+    try_record,
 };
 use kernels::gpu::{Global, GlobalMut, thread};
 
@@ -341,12 +342,9 @@ fn every_execution_is_counted_though_only_the_first_are_recorded() {
     assert_eq!(r.executions.iter().filter(|e| e.op == Op::Load).count(), 128);
 }
 
-#[test]
-fn shared_accesses_are_recorded_to_the_barrier_after_the_cap() {
-    // Four rounds of five shared reads and one global read, a barrier after each; the
-    // cap of 3 cuts the global reads at 3, the shared ones at the end of the round in
-    // which they reach it (a run ptxas may merge is never cut), with each access's
-    // round as its epoch.
+/// Four rounds of five shared reads and one global read, a barrier after each, in one
+/// warp, recorded with a cap of 3.
+fn four_rounds(global_only: bool) -> Recording {
     let base = 1usize << 40;
     let cfg = LaunchConfig {
         grid: Dim3::from(1),
@@ -356,9 +354,10 @@ fn shared_accesses_are_recorded_to_the_barrier_after_the_cap() {
         max_occurrences: Some(3),
         bounds: std::iter::once(base..base + 4 * 32).collect(),
         addresses_only: true,
+        global_only,
         ..Default::default()
     };
-    let r = try_record(&cfg, || unsafe {
+    try_record(&cfg, || unsafe {
         let s = kernels::gpu::shared::dynamic_shared_array::<f32>(16);
         for _ in 0..4 {
             for j in 0..5 {
@@ -368,7 +367,25 @@ fn shared_accesses_are_recorded_to_the_barrier_after_the_cap() {
             thread::sync_threads();
         }
     })
-    .unwrap();
+    .unwrap()
+}
+
+/// Thread 0's (executions, recorded) of the site in `space`.
+fn counted(r: &Recording, space: Space) -> (usize, usize) {
+    let e = r
+        .executions
+        .iter()
+        .find(|e| e.thread == 0 && e.space == space)
+        .unwrap();
+    (e.executions, e.recorded)
+}
+
+#[test]
+fn shared_accesses_are_recorded_to_the_barrier_after_the_cap() {
+    // The cap cuts the global reads at 3, the shared ones at the end of the round in
+    // which they reach it (a run ptxas may merge is never cut), with each access's
+    // round as its epoch.
+    let r = four_rounds(false);
     let shared: Vec<_> = r
         .accesses
         .iter()
@@ -386,17 +403,28 @@ fn shared_accesses_are_recorded_to_the_barrier_after_the_cap() {
         .filter(|a| a.thread == 0 && a.space == Space::Global)
         .collect();
     assert_eq!(global.iter().map(|a| a.epoch).collect::<Vec<_>>(), [0, 1, 2]);
-    let counted = |space| {
-        let e = r
-            .executions
-            .iter()
-            .find(|e| e.thread == 0 && e.space == space)
-            .unwrap();
-        (e.executions, e.recorded)
-    };
     assert_eq!(
-        (counted(Space::Shared), counted(Space::Global)),
+        (counted(&r, Space::Shared), counted(&r, Space::Global)),
         ((20, 5), (4, 3))
+    );
+}
+
+#[test]
+fn a_global_only_recording_logs_the_same_global_accesses_and_counts_the_shared() {
+    let (all, global) = (four_rounds(false), four_rounds(true));
+    assert!(global.accesses.iter().all(|a| a.space == Space::Global));
+    let globals = |r: &Recording| -> Vec<(usize, usize, usize)> {
+        r.accesses
+            .iter()
+            .filter(|a| a.space == Space::Global)
+            .map(|a| (a.thread, a.addr, a.epoch))
+            .collect()
+    };
+    assert_eq!(globals(&global), globals(&all));
+    assert_eq!(global.accesses.len(), 32 * 3);
+    assert_eq!(
+        (counted(&global, Space::Shared), counted(&global, Space::Global)),
+        ((20, 0), (4, 3))
     );
 }
 

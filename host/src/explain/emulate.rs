@@ -222,7 +222,12 @@ pub struct Recorded {
 
 /// Emulates `blocks` (all when `None`) recording the first `max_occurrences`
 /// executions of each access site by each thread, without touching memory.
-pub fn record(launch: &EmuLaunch, blocks: Option<Vec<usize>>, max_occurrences: usize) -> Result<Recorded> {
+pub fn record(
+    launch: &EmuLaunch,
+    blocks: Option<Vec<usize>>,
+    max_occurrences: usize,
+    global_only: bool,
+) -> Result<Recorded> {
     let addrs = virtual_layout(&launch.buffers)?;
     let regions: Vec<(String, Range<usize>)> = launch
         .buffers
@@ -239,6 +244,7 @@ pub fn record(launch: &EmuLaunch, blocks: Option<Vec<usize>>, max_occurrences: u
         max_occurrences: Some(max_occurrences),
         bounds: regions.iter().map(|r| r.1.clone()).collect(),
         addresses_only: true,
+        global_only,
         ..Default::default()
     };
     let recording =

@@ -251,7 +251,7 @@ pub fn explain_variant(
     let total = launch.grid.count();
     let sample = emulate::sample_blocks(total, opts.blocks);
     let sampled = sample.is_some();
-    let mut recorded = emulate::record(&launch, sample, MAX_OCCURRENCES)?;
+    let mut recorded = emulate::record(&launch, sample, MAX_OCCURRENCES, false)?;
     // The GPU runs what ptxas made of the source: its vector shared accesses.
     let vectorized = vectorize::of_kernel(launch.kernel.name);
     let folded = vectorize::merge(&mut recorded.accesses, &vectorized);
@@ -270,14 +270,16 @@ pub fn explain_variant(
             // segment they share once: where the sampled blocks, far apart, use a
             // segment only in part, count the traffic over the first wave instead.
             let wave = residency::wave_blocks(size, p, resources.as_ref().ok().copied());
-            let first_wave = || -> Result<Vec<kernels::gpu::emu::Access>> {
-                let mut run = emulate::record(&launch, Some((0..wave as usize).collect()), MAX_OCCURRENCES)?;
+            // All its accesses for the traffic, its global ones for the spread alone.
+            let first_wave = |global_only: bool| -> Result<Vec<kernels::gpu::emu::Access>> {
+                let blocks = Some((0..wave as usize).collect());
+                let mut run = emulate::record(&launch, blocks, MAX_OCCURRENCES, global_only)?;
                 vectorize::merge(&mut run.accesses, &vectorized);
                 Ok(run.accesses)
             };
             let mut wave_accesses = None;
             if sampled && traffic.shares_segments(p.dram_read_granularity) {
-                let accesses = first_wave()?;
+                let accesses = first_wave(false)?;
                 traffic = traffic::traffic(&accesses);
                 wave_accesses = Some(accesses);
                 dram_window = Some(DramWindow {
@@ -295,7 +297,7 @@ pub fn explain_variant(
                     let buffers: Vec<_> = recorded.regions.iter().map(|(_, r)| r.clone()).collect();
                     traffic.wave_spread = Some(match wave_accesses {
                         Some(a) => traffic::spread_of(&a, &buffers),
-                        None if sampled => traffic::spread_of(&first_wave()?, &buffers),
+                        None if sampled => traffic::spread_of(&first_wave(true)?, &buffers),
                         None => traffic::spread_of(&recorded.accesses, &buffers),
                     });
                     predict::predict(bytes, &traffic, size, p, resources)
@@ -333,8 +335,9 @@ pub fn explain_variant(
 type Job = (&'static Experiment, &'static Variant, Problem);
 
 /// Memory one emulation may take at its peak: a first wave emulated whole holds its
-/// recorded accesses (transpose/padded-64's, 17 million, peaked at 1.8 GB).
-const EMULATION_BYTES: u64 = 2 << 30;
+/// recorded accesses (with `--profile H100`, particles/aos and the padded-64
+/// transposes peaked at 0.6 GB, the most of the suite).
+const EMULATION_BYTES: u64 = 1 << 30;
 
 /// How many emulations run at once: up to 4, as the machine's cores and, where the OS
 /// says (Linux), its available memory allow.

@@ -463,10 +463,13 @@ fn record(
                 // Shared accesses are recorded past the cap up to the next barrier, so
                 // the log never cuts a run of them that ptxas may merge into one vector
                 // access (coalesce's explain::vectorize).
-                let record = match config.max_occurrences {
-                    None => true,
-                    Some(max) => occurrence < max || (space == Space::Shared && *capped_in == Some(epoch)),
-                };
+                let record = !(config.global_only && space == Space::Shared)
+                    && match config.max_occurrences {
+                        None => true,
+                        Some(max) => {
+                            occurrence < max || (space == Space::Shared && *capped_in == Some(epoch))
+                        }
+                    };
                 if config.max_occurrences.is_some_and(|max| occurrence + 1 == max) {
                     *capped_in = Some(epoch);
                 }
@@ -594,6 +597,9 @@ pub struct LaunchConfig {
     /// recorded, so the buffers may be virtual ranges larger than host memory.
     /// Kernels whose addresses depend on loaded data are not emulated faithfully so.
     pub addresses_only: bool,
+    /// Log global accesses only; shared ones are still counted ([`Executions`]). A
+    /// window kept for its DRAM traffic alone so takes a tiled kernel's memory half.
+    pub global_only: bool,
     /// How each block's threads are interleaved (all at once unless set).
     pub schedule: Schedule,
 }
