@@ -171,9 +171,9 @@ fn traffic_of(kernel: &str, grid: u32, block: u32, words: &[u64]) -> coalesce::e
 /// over `blocks` blocks and counts its traffic as `explain` does: the units its rate is
 /// stated in are the units the model counts.
 fn on_chip(kernel: &str, blocks: u32, rounds: usize) -> coalesce::explain::traffic::Traffic {
-    use kernels::throughput::{BLOCK, WINDOW};
+    use kernels::throughput::{BLOCK, STORE_WINDOW};
     // Only its bytes are used, through the pointer below.
-    let mut window = vec![ZERO_LINE; blocks as usize * WINDOW / 32];
+    let mut window = vec![ZERO_LINE; blocks as usize * STORE_WINDOW / 32];
     let mut out = vec![0f32; (blocks * BLOCK) as usize];
     let words: Vec<u64> = match kernel {
         "lines_load" => vec![rounds as u64, window.as_ptr() as u64, out.as_mut_ptr() as u64],
@@ -202,9 +202,9 @@ fn the_on_chip_kernels_touch_what_their_rates_are_stated_in() {
     assert_eq!(t.global_requests, [0, warps * rounds as u64]);
     assert_eq!(t.global_lines[1], on_chip_units("lines_store", blocks, rounds));
     assert_eq!(t.global_sectors[1], t.global_lines[1]);
-    // The block's 8 warps write distinct floats of its 4 KiB window (128 sectors), and
-    // nothing outside it: the windows of a full GPU stay small enough for L2.
-    assert_eq!(t.write_sectors, u64::from(blocks) * 128);
+    // Each of a block's 8 warps writes one sector of each of its own 32 lines (256
+    // sectors a block, no line shared), and nothing outside its window.
+    assert_eq!(t.write_sectors, u64::from(blocks) * 256);
     // Shared: 32 wavefronts per load request (a 32-way conflict), 1 per fill store.
     let t = on_chip("bank_conflicts", blocks, rounds);
     assert_eq!(t.shared_requests, [warps * rounds as u64, u64::from(blocks) * 32]);

@@ -5,7 +5,7 @@
 //! time is set by those rates, never by DRAM.
 //!
 //! Every kernel takes blocks of [`BLOCK`] threads; the host gives each block its
-//! own [`WINDOW`] floats of the buffer.
+//! own [`STORE_WINDOW`] floats of the buffer ([`WINDOW`] of them are `lines_load`'s).
 
 use crate::gpu::thread::{block_idx_x, sync_threads, thread_idx_x};
 use crate::gpu::{Global, GlobalMut, thread};
@@ -15,10 +15,13 @@ pub const BLOCK: u32 = 256;
 /// Floats between two lanes' addresses: 32 floats = 128 bytes, so each lane's
 /// float lies in a line (and a sector) of its own: 32 lines per warp request.
 pub const LANE_STRIDE: usize = 32;
-/// Floats of one block's window: the 32 lines its warps touch (4 KiB).
+/// Floats of one block's window for [`lines_load`]: the 32 lines its warps touch (4 KiB).
 pub const WINDOW: usize = 32 * LANE_STRIDE;
 /// Warps of a block.
 const WARPS: usize = BLOCK as usize / 32;
+/// Floats of one block's window for [`lines_store`]: 32 lines for each of its warps
+/// (32 KiB; 33 MiB for the 1056 blocks an H100 or H200 holds, which their L2 keeps).
+pub const STORE_WINDOW: usize = WARPS * WINDOW;
 
 kernel! {
     /// Lane l of every warp loads float (r mod 32) of line l of its block's window,
@@ -44,19 +47,22 @@ kernel! {
 pub const STORE_MASK: usize = 3;
 
 kernel! {
-    /// Lane l of warp w stores to line l of its block's window, float 4w + (r & mask),
+    /// Lane l of warp w stores to line l of the warp's own 32 lines, float r & mask,
     /// for r = 0..rounds, with mask = [`STORE_MASK`]: 32 lines per request, one partial
-    /// sector each, and no two warps on the same float. The 4 KiB windows stay in L2,
-    /// so the time is the rate at which the L1 and L2 take line writes, not the DRAM's.
+    /// sector each, and no line written by two warps, as no kernel of the suite writes
+    /// one line from many warps at once (the L2 takes such lines slower: 0.46 against
+    /// 0.52 lines per ns per SM on the H200, 2026-11-26). The windows stay in L2, so
+    /// the time is the rate at which the L1 and L2 take line writes, not the DRAM's.
     /// The mask is a parameter so that the compiler cannot see that a later round
     /// overwrites an earlier one's float and drop the earlier store.
     pub fn lines_store(rounds: usize, mask: usize, dst: GlobalMut<f32>) {
         let t = thread_idx_x() as usize;
         let (lane, warp) = (t % 32, t / 32 % WARPS);
-        let base = block_idx_x() as usize * WINDOW + lane * LANE_STRIDE + 4 * warp;
+        let base = block_idx_x() as usize * STORE_WINDOW + warp * WINDOW + lane * LANE_STRIDE;
         let mut r = 0;
         while r < rounds {
-            // SAFETY: the host passes mask <= 3, so base + 3 < the block's window.
+            // SAFETY: the host passes mask <= 3 and gives each block STORE_WINDOW
+            // floats, so base + 3 is in the block's window.
             unsafe { dst.write(base + (r & mask), r as f32) };
             r += 1;
         }

@@ -436,9 +436,9 @@ pub fn on_chip_units(kernel: &str, blocks: u32, rounds: usize) -> u64 {
 /// Times the three on-chip kernels at full residency (max threads per SM / 256 blocks
 /// per SM) and returns their per-SM rates, in [`ON_CHIP`]'s order, and the blocks.
 fn on_chip_rates(gpu: &Gpu, plan: Plan, progress: &mut impl FnMut(&str)) -> Result<([f64; 3], u32)> {
-    use kernels::throughput::{BLOCK, WINDOW};
+    use kernels::throughput::{BLOCK, STORE_WINDOW};
     let blocks = gpu.info.sm_count.max(1) * (gpu.info.max_threads_per_sm / BLOCK).max(1);
-    let mut window = gpu.alloc::<u32>(blocks as usize * WINDOW)?;
+    let mut window = gpu.alloc::<u32>(blocks as usize * STORE_WINDOW)?;
     let out = gpu.alloc::<f32>((blocks * BLOCK) as usize)?;
     // SAFETY: the buffer lives until the sync below.
     unsafe { window.set_32_async(0, &gpu.stream) }.map_err(gpu.cuda_error("clearing the windows"))?;
