@@ -410,7 +410,7 @@ fn the_spread_kernels_place_every_chunk_and_explain_counts_the_pages_calibrate_d
             launch(&cfg, || unsafe { (k.call)(&words) })
         };
     for (name, stream) in [("spread_writes", Stream::Writes), ("spread_reads", Stream::Reads)] {
-        // 64 chunks of 512 bytes, 8 rows (8 apart): every float where it belongs.
+        // 64 chunks of 128 bytes, 8 rows (8 apart): every float where it belongs.
         let (chunks, rows) = (6, 3);
         let src: Vec<u32> = (0..1u32 << (chunks + CHUNK_LOG2)).collect();
         let mut dst = vec![u32::MAX; src.len()];
@@ -418,7 +418,7 @@ fn the_spread_kernels_place_every_chunk_and_explain_counts_the_pages_calibrate_d
         assert_eq!(misplaced(&dst, stream, chunks, rows), None, "{name}");
         // 32 MiB, chunks 16 apart: a "wave" of 40 blocks (160 KiB) spreads over 16 x
         // 160 KiB; explain's count of its pages is calibrate's.
-        let (chunks, rows) = (16, 12);
+        let (chunks, rows) = (18, 14);
         let n = 1usize << (chunks + CHUNK_LOG2);
         let (mut a, mut b) = (Vec::new(), Vec::new());
         let src = on_a_page(&mut a, n);

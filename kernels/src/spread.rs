@@ -1,6 +1,6 @@
 //! spread: `coalesce calibrate`'s copies whose waves spread one stream. A coalesced copy
-//! of n floats, 16 bytes in flight a thread, with one side cut into chunks of 512 bytes
-//! placed `apart` chunks apart: consecutive chunks of the contiguous side land that
+//! of n floats, 16 bytes in flight a thread, with one side cut into chunks of 128 bytes
+//! (one warp request's line) placed `apart` chunks apart: consecutive chunks of the contiguous side land that
 //! far apart on the other (the chunks of the array taken as a transposed grid of
 //! (chunks / apart) x apart). A wave then writes (or reads) runs of a chunk spread over
 //! `apart` times the bytes it moves, as a tiled transpose's wave writes short pieces of
@@ -14,8 +14,10 @@ use crate::gpu::{Global, GlobalMut};
 pub const BLOCK: u32 = 256;
 /// Floats a block copies.
 pub const PER_BLOCK: usize = 4 * BLOCK as usize;
-/// log2 of a chunk's floats: 128 floats, 512 bytes (a warp's 32 floats stay in one).
-pub const CHUNK_LOG2: u32 = 7;
+/// log2 of a chunk's floats: 32 floats, 128 bytes, a warp request's line, as a tiled
+/// transpose writes its rows a line at a time (on the H200, 2026-11-26, a copy whose
+/// 128-byte chunks land 32 or 64 apart ran at 91% of a memcpy, 512-byte ones at 94-95%).
+pub const CHUNK_LOG2: u32 = 5;
 
 /// Where float i of the contiguous side lies on the spread side: its chunk k of the
 /// 2^chunks_log2 chunks moves to (k mod 2^rows_log2) x 2^(chunks_log2 - rows_log2) +
@@ -87,9 +89,10 @@ mod tests {
             assert!(!seen[j], "{i} -> {j} twice");
             seen[j] = true;
         }
-        assert_eq!(placed(128, chunks, rows), 4 * 128);
-        assert_eq!(placed(4 * 128 + 3, chunks, rows), 128 + 3);
+        let chunk = 1 << CHUNK_LOG2;
+        assert_eq!(placed(chunk, chunks, rows), 4 * chunk);
+        assert_eq!(placed(4 * chunk + 3, chunks, rows), chunk + 3);
         // All rows: in order.
-        assert_eq!(placed(777, chunks, chunks), 777);
+        assert_eq!(placed(n - 5, chunks, chunks), n - 5);
     }
 }

@@ -1,5 +1,5 @@
 //! The spread sweep: `spread_writes` and `spread_reads` (kernels/src/spread.rs), a
-//! coalesced copy whose waves write, or read, 512-byte chunks spread over 1 to 128
+//! coalesced copy whose waves write, or read, 128-byte chunks spread over 1 to 128
 //! times the bytes they move. The profile keeps it (schema 5): `explain` slows a
 //! kernel's DRAM bytes by the rate the sweep measured at the pages its first wave's
 //! stores and loads spread over.
@@ -15,10 +15,10 @@ use crate::timing::{Reps, time_launches};
 use crate::units::{format_bytes, gb_per_s};
 use kernels::spread::{BLOCK, CHUNK_LOG2, PER_BLOCK, placed};
 
-/// log2 of the chunks of the array at every point: 2^19 chunks of 512 bytes, 256 MiB
-/// (2^17, 64 MiB, for `calibrate --quick`), 5 x the L2 of an H100.
+/// log2 of the chunks of the array at every point: 2^21 chunks of 128 bytes, 256 MiB
+/// (2^19, 64 MiB, for `calibrate --quick`), 5 x the L2 of an H100.
 pub fn chunks_log2(quick: bool) -> u32 {
-    if quick { 17 } else { 19 }
+    (if quick { 24 } else { 26 }) - CHUNK_LOG2
 }
 
 /// How far apart consecutive chunks land, in chunks: 1 (a copy in order) to 128, so a
@@ -144,7 +144,7 @@ pub fn spread_table(points: &[SpreadPoint], copy_gb_per_s: f64) -> String {
         return String::new();
     }
     let mut t = String::from(
-        "\nspread sweep (a copy whose waves read or write 512-byte chunks placed apart; spread: the pages a wave touches over those its bytes fill)\n",
+        "\nspread sweep (a copy whose waves read or write 128-byte chunks placed apart; spread: the pages a wave touches over those its bytes fill)\n",
     );
     t.push_str(&format!(
         "{:>7} {:>6} {:>12} {:>13} {:>9} {:>6}\n",
@@ -196,10 +196,13 @@ mod tests {
             out[placed(i, chunks, rows)] = i as u32;
         }
         assert_eq!(misplaced(&out, Stream::Writes, chunks, rows), None);
-        out[256] = 7;
+        // Output chunk 2 is input chunk 1.
+        let chunk = 1 << CHUNK_LOG2;
+        out[2 * chunk] = 7;
+        let want = format!("output float {} holds input float 7, not {chunk}", 2 * chunk);
         assert_eq!(
             misplaced(&out, Stream::Writes, chunks, rows).as_deref(),
-            Some("output float 256 holds input float 7, not 128")
+            Some(want.as_str())
         );
         let reads: Vec<u32> = (0..n).map(|i| placed(i, chunks, rows) as u32).collect();
         assert_eq!(misplaced(&reads, Stream::Reads, chunks, rows), None);
