@@ -103,7 +103,8 @@ pub struct Profile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub load_lines_per_ns_per_sm: Option<f64>,
     /// Lines per ns per SM that the L1 and L2 take for global stores of one partial
-    /// sector each: `lines_store` (32 lines per request, L2-resident), lines / time / SMs.
+    /// sector each: `lines_store` (32 lines per request, each warp its own lines,
+    /// L2-resident), lines / time / SMs.
     /// Schema 3.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub store_lines_per_ns_per_sm: Option<f64>,
