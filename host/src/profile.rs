@@ -275,8 +275,7 @@ impl PitchPoint {
 }
 
 /// The profiles that ship with coalesce, measured on the GPUs named in them by
-/// `coalesce calibrate` (host/profiles, as `calibrate` wrote them: the H100's schema 5,
-/// the H200's schema 4).
+/// `coalesce calibrate` (host/profiles, as `calibrate` wrote them, both schema 5).
 pub const SHIPPED: &[(&str, &str)] = &[
     (
         "NVIDIA H100 80GB HBM3",
@@ -784,14 +783,19 @@ pub(crate) mod tests {
         for (name, text) in SHIPPED {
             let p = Profile::parse(text, name).unwrap();
             assert_eq!(p.device, *name);
-            // Measured by `calibrate` on each GPU: residency limits, on-chip rates and
-            // the pitch sweep, at every iteration count from schema 5 (the H100's;
-            // the H200's is schema 4, one iteration a thread: not lent since).
-            let sweep = p.pitch_sweep.as_ref().map(Vec::len);
-            let points = if p.schema >= 5 { 31 * ITERATIONS.len() } else { 31 };
-            assert!(p.schema >= 4, "{name}");
+            // Measured by `calibrate` on each GPU at schema 5: residency limits, on-chip
+            // rates, the pitch sweep at every iteration count, and the spread sweep
+            // (both streams at every distance).
+            assert_eq!(p.schema, 5, "{name}");
             assert!(p.sm.is_some() && p.load_lines_per_ns_per_sm.is_some(), "{name}");
-            assert_eq!(sweep, Some(points), "{name}");
+            let sweep = p.pitch_sweep.as_ref().map(Vec::len);
+            assert_eq!(sweep, Some(31 * ITERATIONS.len()), "{name}");
+            let spread = p.spread_sweep.as_ref().map(Vec::len);
+            assert_eq!(
+                spread,
+                Some(2 * crate::calibrate::spread::apart(false).len()),
+                "{name}"
+            );
             // Every fitted value is what the fits give from the raw sweeps.
             let mut refit = p.clone();
             refit.refit();
