@@ -433,6 +433,22 @@ pub fn on_chip_units(kernel: &str, blocks: u32, rounds: usize) -> u64 {
     warps * rounds as u64 * per_round + fill
 }
 
+/// What `lines_store` writes, for the summary: each warp's own lines, and whether the
+/// windows of `blocks` blocks fit the L2 (where they do not, the DRAM may set the rate).
+fn store_windows(blocks: u32, l2_bytes: u64) -> String {
+    let bytes = u64::from(blocks) * (4 * kernels::throughput::STORE_WINDOW) as u64;
+    let fit = if bytes <= l2_bytes {
+        "L2-resident".to_string()
+    } else {
+        format!(
+            "{} of windows, more than the {} L2 holds: the DRAM may limit this rate",
+            format_bytes(bytes),
+            format_bytes(l2_bytes)
+        )
+    };
+    format!("32 lines per warp store, one partial sector each, each warp its own lines, {fit}")
+}
+
 /// Times the three on-chip kernels at full residency (max threads per SM / 256 blocks
 /// per SM) and returns their per-SM rates, in [`ON_CHIP`]'s order, and the blocks.
 fn on_chip_rates(gpu: &Gpu, plan: Plan, progress: &mut impl FnMut(&str)) -> Result<([f64; 3], u32)> {
@@ -670,10 +686,7 @@ pub fn summary(p: &Profile, n: &Notes) -> String {
         (
             "store_lines_per_ns_per_sm",
             p.store_lines_per_ns_per_sm,
-            on_chip(
-                "lines_store",
-                "32 lines per warp store, one partial sector each, L2-resident",
-            ),
+            on_chip("lines_store", &store_windows(n.on_chip_blocks, p.l2_bytes)),
         ),
         (
             "shared_wavefronts_per_ns_per_sm",
@@ -761,6 +774,17 @@ mod tests {
             // Every L2 line of 8 x L2 is 8 x more than L2 holds.
             assert!(slots as u64 * 128 >= 8 * info.l2_bytes);
         }
+    }
+
+    #[test]
+    fn the_store_windows_say_when_the_l2_cannot_hold_them() {
+        // An H100's or H200's 1056 blocks write 33 MiB of windows: their L2 holds them.
+        assert!(store_windows(1056, 50 << 20).ends_with("each warp its own lines, L2-resident"));
+        let small = store_windows(1056, 6 << 20);
+        assert!(
+            small.contains("33.0 MiB of windows, more than the 6.0 MiB L2 holds"),
+            "{small}"
+        );
     }
 
     #[test]
