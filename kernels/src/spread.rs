@@ -1,8 +1,8 @@
 //! spread: `coalesce calibrate`'s copies whose waves spread one stream. A coalesced copy
 //! of n floats, 16 bytes in flight a thread, with one side cut into chunks of 128 bytes
-//! (one warp request's line) placed `apart` chunks apart: consecutive chunks of the contiguous side land that
-//! far apart on the other (the chunks of the array taken as a transposed grid of
-//! (chunks / apart) x apart). A wave then writes (or reads) runs of a chunk spread over
+//! (one warp request's line) placed `apart` chunks apart: consecutive chunks of the
+//! contiguous side land that far apart on the other (the chunks of the array taken as
+//! a transposed grid of (chunks / apart) x apart). A wave then writes (or reads) runs of a chunk spread over
 //! `apart` times the bytes it moves, as a tiled transpose's wave writes short pieces of
 //! every output row. The host passes every size as its log2, so the placement is
 //! shifts and masks. docs/model.md ("Spread").

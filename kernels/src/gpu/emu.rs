@@ -702,7 +702,7 @@ pub fn try_record(config: &LaunchConfig, kernel: impl Fn() + Sync) -> Result<Rec
     // in such a launch ([`warp_exchange`]).
     let run = if config.addresses_only && config.schedule == Schedule::Concurrent {
         match run_blocks(config, blocks, &kernel, Run::OneByOne) {
-            Err(Stop::NeedsThreads) => Run::Fibers,
+            Err(Stop::NeedsBarrier) => Run::Fibers,
             Err(Stop::Failed(e)) => return Err(e),
             Ok(log) => return Ok(log),
         }
@@ -712,6 +712,8 @@ pub fn try_record(config: &LaunchConfig, kernel: impl Fn() + Sync) -> Result<Rec
     run_blocks(config, blocks, &kernel, run).map_err(|stop| match stop {
         Stop::Failed(e) => e,
         // Only a one-by-one run stops so.
-        Stop::NeedsThreads => LaunchError::BadConfig("a barrier in a block run with OS threads".into()),
+        Stop::NeedsBarrier => {
+            LaunchError::BadConfig("a barrier stopped a block whose threads meet there".into())
+        }
     })
 }

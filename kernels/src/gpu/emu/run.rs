@@ -52,8 +52,8 @@ pub(super) enum Run {
 pub(super) struct Aborted;
 
 /// The unwind payload of a thread that reached a barrier while its block's threads ran
-/// one after another: the launch must run them as OS threads.
-struct NeedsThreads;
+/// one after another: the launch must run them so that they can meet there.
+struct NeedsBarrier;
 
 impl BlockBarrier {
     pub(super) fn new(threads: usize) -> Self {
@@ -124,7 +124,7 @@ std::thread_local! {
 /// `sync_threads()` for thread `rank` of `block`, as the block's threads run.
 pub(super) fn barrier(block: &BlockState, rank: usize) {
     match block.run {
-        Run::OneByOne => resume_unwind(Box::new(NeedsThreads)),
+        Run::OneByOne => resume_unwind(Box::new(NeedsBarrier)),
         Run::Fibers => {
             // Back to the scheduler until every live thread of the block is here. The
             // context is this fiber's: it leaves and comes back with it.
@@ -154,7 +154,7 @@ pub(super) fn barrier(block: &BlockState, rank: usize) {
 pub(super) enum Stop {
     Failed(LaunchError),
     /// A thread reached a barrier while its block's threads ran one after another.
-    NeedsThreads,
+    NeedsBarrier,
 }
 
 /// The stack of an emulated thread, an OS thread's or a fiber's: kernels keep little
@@ -401,7 +401,7 @@ fn run_thread(
     drop(turn);
     let ctx = CURRENT.with(|c| c.borrow_mut().take());
     match outcome {
-        Err(payload) if payload.is::<NeedsThreads>() => fail(Stop::NeedsThreads),
+        Err(payload) if payload.is::<NeedsBarrier>() => fail(Stop::NeedsBarrier),
         Err(payload) if !payload.is::<Aborted>() => {
             fail(Stop::Failed(LaunchError::Panicked {
                 block: block_idx,
