@@ -74,7 +74,7 @@ fn bench_experiment(c: &mut Criterion, gpu: &Gpu, exp: &'static Experiment, opts
         group.throughput(throughput(work));
         // Criterion calls this only for benchmarks its filter selects, so only
         // those are validated and timed.
-        group.bench_function(id(v.kernel, v.name), |b| {
+        group.bench_function(id(v.kernel.name, v.name), |b| {
             if !checked {
                 match prepared.check(gpu, i, &f) {
                     Ok(check) if check.ok => {}

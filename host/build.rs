@@ -4,11 +4,8 @@
 
 use std::env;
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
-
-// The `kernel!` scanner, for the kernels' `#[launch_bounds]`.
-include!("../kernels/kernel_table.rs");
 
 const TARGET: &str = "nvptx64-nvidia-cuda";
 /// PTX for sm_70 is JIT-compiled by the driver on every GPU from Volta up.
@@ -34,15 +31,19 @@ fn build_ptx(manifest: &Path, out: &Path) {
     println!("cargo:rerun-if-env-changed=COALESCE_ARCH");
     let arch = arch();
     let target_dir = out.join("kernels-target");
-    let files = module_files(&kernels.join("src"));
-    let files: Vec<(&Path, String)> = files.iter().map(|(p, m)| (p.as_path(), m.clone())).collect();
-    let bounds = scan_launch_bounds(&files);
+    // The kernels' table (their `kernel!` blocks), for their launch bounds and modules.
+    let table = kernel_table::scan_crate(&kernels.join("src")).unwrap_or_else(|e| kernel_table::fail(&e));
+    let bounds: Vec<(String, u32, u32)> = table
+        .iter()
+        .filter_map(|k| Some((k.name.clone(), k.launch_bounds?.threads, k.launch_bounds?.blocks)))
+        .collect();
     let mut bounded = Vec::new();
     let text = with_launch_bounds(
         compile_to_ptx(&kernels, "kernels", &target_dir, &arch, None),
         &bounds,
         &mut bounded,
     );
+    check_module(&text, &table, "Baseline", "kernels.ptx");
     fs::write(out.join("kernels.ptx"), text).unwrap_or_else(|e| fail(&format!("write PTX: {e}")));
     println!("cargo:rustc-env=COALESCE_PTX_ARCH={arch}");
 
@@ -63,6 +64,7 @@ fn build_ptx(manifest: &Path, out: &Path) {
         &bounds,
         &mut bounded,
     );
+    check_module(&text, &table, "Sm80", "kernels_sm80.ptx");
     if let Some((kernel, ..)) = bounds.iter().find(|(k, ..)| !bounded.contains(k)) {
         fail(&format!(
             "#[launch_bounds] of {kernel}: no PTX module has the kernel"
@@ -103,6 +105,39 @@ fn with_launch_bounds(mut ptx: String, bounds: &[(String, u32, u32)], found: &mu
         found.push(kernel.clone());
     }
     ptx
+}
+
+/// Fails unless the entry points of `ptx` (the module `file`) are exactly the kernels
+/// the table puts in `module` (a `PtxModule` variant): what each kernel handle says
+/// of its module is then what the host loads.
+fn check_module(ptx: &str, table: &[kernel_table::Kernel], module: &str, file: &str) {
+    let entries: Vec<&str> = ptx
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix(".visible .entry "))
+        .filter_map(|rest| rest.split('(').next())
+        .map(str::trim)
+        .collect();
+    for k in table {
+        if (k.ptx_module() == module) != entries.contains(&k.name.as_str()) {
+            fail(&format!(
+                "{}:{}: kernel {} belongs to the {} module, but {file} {} it",
+                k.file,
+                k.line,
+                k.name,
+                k.ptx_module(),
+                if entries.contains(&k.name.as_str()) {
+                    "has"
+                } else {
+                    "lacks"
+                }
+            ));
+        }
+    }
+    if let Some(extra) = entries.iter().find(|e| !table.iter().any(|k| k.name == **e)) {
+        fail(&format!(
+            "{file} has an entry point {extra} that no `kernel!` block declares"
+        ));
+    }
 }
 
 /// `COALESCE_ARCH`, checked, or the default.

@@ -4,12 +4,14 @@
 //! poisoned outputs) and reference, which reject each one while passing the real
 //! kernel on the same input.
 
+use broken_kernels::entry as broken;
 use coalesce::device::DeviceInfo;
 use coalesce::experiment::Problem;
 use coalesce::experiments::named;
 use coalesce::explain::emulate::{EmuLaunch, validate_with};
 use coalesce::validate::Validation;
 use kernels::gpu::emu::{Dim3, LaunchConfig, Schedule, launch};
+use kernels::handle::KernelInfo;
 
 /// A launch; nothing is passed in (the closures capture what they log).
 fn cfg(grid: impl Into<Dim3>, block: impl Into<Dim3>, schedule: Schedule) -> LaunchConfig {
@@ -28,14 +30,14 @@ fn validation(
     exp: &str,
     variant: &str,
     problem: Problem,
-    broken: Option<&str>,
+    broken: Option<&'static KernelInfo>,
     schedule: Schedule,
 ) -> Validation {
     let e = named(exp).expect("a known experiment");
     let v = e.variant(variant).expect("a known variant");
     let mut run = EmuLaunch::new(e, v, problem, &DeviceInfo::h100()).unwrap();
-    if let Some(name) = broken {
-        run = run.substitute(broken_kernels::host_kernel(name).expect("a broken kernel"));
+    if let Some(kernel) = broken {
+        run = run.substitute(kernel);
     }
     validate_with(&run, 7, schedule).unwrap()
 }
@@ -50,7 +52,7 @@ fn an_off_by_one_guard_fails_validation() {
             "copy",
             "f32",
             p,
-            Some("copy_f32_off_by_one"),
+            Some(broken::copy_f32_off_by_one.info()),
             Schedule::Concurrent,
         );
         assert!(!bad.ok, "the off-by-one copy passed at n={n}");
@@ -75,13 +77,13 @@ fn a_transposed_index_fails_validation() {
     for (m, n, k) in [(33, 65, 17), (17, 33, 40)] {
         let good = run(m, n, k, None);
         assert!(good.ok, "matmul_remapped {m}x{n}x{k}: {}", good.detail);
-        let bad = run(m, n, k, Some("matmul_remapped_a_transposed"));
+        let bad = run(m, n, k, Some(broken::matmul_remapped_a_transposed.info()));
         assert!(!bad.ok, "reading A transposed passed at {m}x{n}x{k}");
         assert!(bad.detail.contains("entries differ"), "{}", bad.detail);
     }
     // With one row (or k = 1) A read either way is the same vector: a bug that only
     // non-degenerate shapes expose, which is why `coalesce check` uses awkward ones.
-    let degenerate = run(1, 65, 17, Some("matmul_remapped_a_transposed"));
+    let degenerate = run(1, 65, 17, Some(broken::matmul_remapped_a_transposed.info()));
     assert!(degenerate.ok, "{}", degenerate.detail);
 }
 
@@ -94,7 +96,7 @@ fn a_missing_barrier_fails_validation_under_both_serial_schedules() {
                 "transpose",
                 "tiled",
                 p,
-                Some("transpose_tiled_no_barrier"),
+                Some(broken::transpose_tiled_no_barrier.info()),
                 schedule,
             );
             assert!(!bad.ok, "no barrier passed at {p} under {schedule:?}");

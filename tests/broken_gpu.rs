@@ -10,6 +10,7 @@ use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use broken_kernels::entry as broken;
 use coalesce::cli::main_with;
 use coalesce::device::Gpu;
 use coalesce::error::Error;
@@ -18,6 +19,8 @@ use coalesce::experiments::named;
 use coalesce::prepared::Prepared;
 use coalesce::ptx::BROKEN_PTX;
 use cust::module::Module;
+use kernels::entry;
+use kernels::handle::KernelInfo;
 
 fn gpu() -> Gpu {
     Gpu::open(0).unwrap_or_else(|e| panic!("this test needs an NVIDIA GPU: {e}"))
@@ -68,7 +71,14 @@ fn an_off_by_one_guard_is_reported_not_validated() {
         let Problem::Elements { n } = problem else {
             unreachable!()
         };
-        let (ok, detail) = real_then_wrong(&gpu, &broken, "copy", "f32", problem, "copy_f32_off_by_one");
+        let (ok, detail) = real_then_wrong(
+            &gpu,
+            &broken,
+            "copy",
+            "f32",
+            problem,
+            broken::copy_f32_off_by_one.name,
+        );
         assert!(!ok, "n={n}: {detail}");
         assert!(
             detail.starts_with(&format!("exact: 1 of {n} differ; first at [{}]", n - 1)),
@@ -89,7 +99,7 @@ fn a_transposed_index_is_reported_not_validated() {
             "matmul",
             "remapped",
             dims,
-            "matmul_remapped_a_transposed",
+            broken::matmul_remapped_a_transposed.name,
         );
         assert!(!ok, "{dims:?}: {detail}");
         assert!(detail.contains("entries differ"), "{detail}");
@@ -116,7 +126,7 @@ fn a_missing_barrier_is_reported_not_validated() {
                 "transpose",
                 "tiled",
                 params,
-                "transpose_tiled_no_barrier",
+                broken::transpose_tiled_no_barrier.name,
             )
             .0
         })
@@ -136,15 +146,20 @@ fn racecheck_target_the_unsynchronised_tile() {
     let broken = Module::from_ptx(BROKEN_PTX, &[]).unwrap();
     let mut p = prepare(&gpu, "transpose", Problem::Matrix { rows: 64, cols: 64 });
     let i = p.position("tiled").unwrap();
-    let f = broken.get_function("transpose_tiled_no_barrier").unwrap();
+    let f = broken
+        .get_function(broken::transpose_tiled_no_barrier.name)
+        .unwrap();
     p.check(&gpu, i, &f).expect("the launch runs");
 }
 
 /// Opens the GPU with `kernel` answered by `replacement` from the broken PTX.
-fn substituting(kernel: &'static str, replacement: &'static str) -> impl Fn(u32) -> coalesce::Result<Gpu> {
+fn substituting(
+    kernel: &'static KernelInfo,
+    replacement: &'static KernelInfo,
+) -> impl Fn(u32) -> coalesce::Result<Gpu> {
     move |device| {
         let mut gpu = Gpu::open(device)?;
-        gpu.substitute(kernel, BROKEN_PTX, replacement)?;
+        gpu.substitute(kernel, BROKEN_PTX, replacement.name)?;
         Ok(gpu)
     }
 }
@@ -154,7 +169,7 @@ fn substituting(kernel: &'static str, replacement: &'static str) -> impl Fn(u32)
 fn commands_exit_1_when_a_kernel_fails_validation() {
     // The program's whole path (parse, run, report, exit code) with copy_f32 replaced
     // by its off-by-one twin: `check` and `run` both end with exit code 1.
-    let broken = substituting("copy_f32", "copy_f32_off_by_one");
+    let broken = substituting(&entry::copy_f32, &broken::copy_f32_off_by_one);
     let run = [
         "coalesce", "run", "copy/f32", "--size", "4M", "--reps", "2", "--warmup", "0",
     ];
@@ -230,15 +245,15 @@ fn a_fault_is_an_error_naming_the_kernel_and_the_process_exits_cleanly() {
 fn fault_child() {
     let Ok(mode) = std::env::var(CHILD) else { return };
     if mode != "library" {
-        let opener = substituting("copy_f32", "copy_f32_wild");
+        let opener = substituting(&entry::copy_f32, &broken::copy_f32_wild);
         let args = std::iter::once("coalesce").chain(mode.split_whitespace());
         // Leave as the binary would, with the command's exit code.
         std::process::exit(main_with(args, &opener) as i32);
     }
     let gpu = gpu();
     let broken = Module::from_ptx(BROKEN_PTX, &[]).unwrap();
-    let wild = broken.get_function("copy_f32_wild").unwrap();
-    let real = gpu.function("copy_f32").unwrap();
+    let wild = broken.get_function(broken::copy_f32_wild.name).unwrap();
+    let real = gpu.function(&entry::copy_f32).unwrap();
     let mut p = prepare(&gpu, "copy", Problem::Elements { n: 4095 });
     let i = p.position("f32").unwrap();
     let e = p.check(&gpu, i, &wild).expect_err("a fault is an error");
@@ -254,7 +269,10 @@ fn fault_child() {
     assert!(later.to_string().contains("running copy_f32"), "{later}");
     assert!(matches!(gpu.memory(), Err(Error::Poisoned { .. })));
     assert!(matches!(gpu.alloc::<f32>(16), Err(Error::Poisoned { .. })));
-    assert!(matches!(gpu.function("copy_f32"), Err(Error::Poisoned { .. })));
+    assert!(matches!(
+        gpu.function(&entry::copy_f32),
+        Err(Error::Poisoned { .. })
+    ));
     // Buffers, modules, the stream and the context drop without a panic.
     drop(p);
     drop(broken);

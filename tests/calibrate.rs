@@ -3,13 +3,15 @@
 //! host/src/calibrate.rs; the command's errors are in tests/cli.rs.)
 
 use coalesce::calibrate::{CHASE_SPACING, chase_buffer, follow};
+use coalesce::launch::legacy::named;
 use kernels::gpu::emu::{Dim3, LaunchConfig, Op, launch};
 
 /// Runs `chase(steps, next, cursor)` on the emulator over a whole block, as words (the
 /// way a GPU launch passes them), and returns the access log.
 fn chase(next: &[u32], cursor: &mut [u32; 1], steps: usize, threads: u32) -> Vec<kernels::gpu::emu::Access> {
-    let k = kernels::host_kernel("chase").expect("chase is in the emulator's kernel table");
-    assert_eq!(k.params, ["usize", "Global<u32>", "GlobalMut<u32>"]);
+    let k = named("chase");
+    use kernels::gpu::param::ParamKind as K;
+    assert_eq!(k.params, [K::Usize, K::Global, K::GlobalMut]);
     let words = [steps as u64, next.as_ptr() as u64, cursor.as_mut_ptr() as u64];
     let cfg = LaunchConfig {
         grid: Dim3::from(1),
@@ -155,7 +157,7 @@ const ZERO_LINE: Line = Line([[0.0; 4]; 8]);
 /// Runs `kernel` on the emulator over `grid` blocks of `block` threads with `words`
 /// (live host buffers of the sizes it indexes) and counts its traffic as `explain` does.
 fn traffic_of(kernel: &str, grid: u32, block: u32, words: &[u64]) -> coalesce::explain::traffic::Traffic {
-    let k = kernels::host_kernel(kernel).expect("in the emulator's kernel table");
+    let k = named(kernel);
     let cfg = LaunchConfig {
         grid: Dim3::from(grid),
         block: Dim3::from(block),
@@ -391,7 +393,7 @@ fn the_spread_kernels_place_every_chunk_and_explain_counts_the_pages_calibrate_d
     use kernels::spread::{BLOCK, CHUNK_LOG2, PER_BLOCK};
     let launch_on =
         |name: &str, chunks: u32, rows: u32, src: &[u32], dst: &mut [u32], blocks: Option<Vec<usize>>| {
-            let k = kernels::host_kernel(name).expect("in the emulator's kernel table");
+            let k = named(name);
             let n = 1usize << (chunks + CHUNK_LOG2);
             let cfg = LaunchConfig {
                 grid: Dim3::from(n.div_ceil(PER_BLOCK) as u32),

@@ -12,6 +12,7 @@ use coalesce::explain::analyse::Direction;
 use coalesce::explain::emulate::{self, EmuLaunch};
 use coalesce::explain::model::Model;
 use coalesce::launch::Launch;
+use kernels::entry;
 
 const ARGS: &[Arg] = &[Arg::Dim(Dim::Len), Arg::Param, Arg::Buffer(0), Arg::Buffer(1)];
 
@@ -23,11 +24,11 @@ static DEMO: Experiment = Experiment {
     kind: Kind::Elements,
     default_size: DefaultSize::Bytes(4 << 20),
     variants: &[
-        Variant::new("1", "stride_read", ARGS, |p, _| {
+        Variant::new("1", &entry::stride_read, ARGS, |p, _| {
             Launch::one_per_element(p.dim(Dim::Len), 128)
         })
         .with_param(1),
-        Variant::new("3", "stride_read", ARGS, |p, _| {
+        Variant::new("3", &entry::stride_read, ARGS, |p, _| {
             Launch::one_per_element(p.dim(Dim::Len), 128)
         })
         .with_param(3),

@@ -1,20 +1,21 @@
 //! Kernel bodies tested on every commit without a GPU: the same Rust source run on
 //! the CPU emulator (`kernels::gpu::emu`) must equal the CPU reference. Every
 //! experiment runs from its one declaration (`coalesce::experiments::ALL`), its
-//! kernels found by name in the table `kernel!` generates (`kernels::HOST_KERNELS`).
+//! kernels the handles `kernel!`'s table generates (`kernels::entry`).
 
 use std::time::{Duration, Instant};
 
 use coalesce::device::DeviceInfo;
-use coalesce::experiment::{Arg, Problem};
+use coalesce::experiment::{Problem, fits};
 use coalesce::experiments::{ALL, named};
 use coalesce::explain::emulate::{self, EmuLaunch};
 use kernels::fill::uniform;
 use kernels::gpu::emu::{
-    Dim3, FromWord, HostKernel, LaunchConfig, LaunchError, Op, Recording, Space, launch, try_launch,
-    try_record,
+    Dim3, LaunchConfig, LaunchError, Op, Recording, Space, launch, try_launch, try_record,
 };
+use kernels::gpu::param::KernelParam;
 use kernels::gpu::{Global, GlobalMut, thread};
+use kernels::handle::KernelInfo;
 
 fn input(len: usize, seed: u64) -> Vec<f32> {
     (0..len).map(|i| uniform(seed, i as u64)).collect()
@@ -42,23 +43,22 @@ fn no_sms() -> DeviceInfo {
 fn every_declared_kernel_is_in_the_emulator_table_with_the_declared_parameters() {
     for e in ALL {
         for v in e.variants {
-            let k = kernels::host_kernel(v.kernel).unwrap_or_else(|| {
-                panic!(
-                    "{}/{}: {} is not in kernels::HOST_KERNELS",
-                    e.name, v.name, v.kernel
-                )
-            });
-            assert_eq!(k.arity(), v.args.len(), "{}/{}: {:?}", e.name, v.name, k.params);
-            for (arg, ty) in v.args.iter().zip(k.params) {
-                let fits = match arg {
-                    Arg::Buffer(_) => ty.starts_with("Global"),
-                    // A dimension is a 64-bit word; a u32 parameter reads its low half
-                    // (the host refuses dimensions that do not fit).
-                    Arg::Dim(_) => *ty == "usize" || *ty == "u32",
-                    Arg::Param => *ty == "usize",
-                    Arg::F32(_) => *ty == "f32",
-                };
-                assert!(fits, "{}/{}: {arg:?} passed as {ty}", e.name, v.name);
+            assert!(
+                kernels::HOST_KERNELS.contains(&v.kernel),
+                "{}/{}: {} is not in kernels::HOST_KERNELS",
+                e.name,
+                v.name,
+                v.kernel.name
+            );
+            // Checked when the declaration compiled (Variant::new); again here.
+            assert_eq!(v.kernel.arity(), v.args.len(), "{}/{}", e.name, v.name);
+            for (&arg, &kind) in v.args.iter().zip(v.kernel.params) {
+                assert!(
+                    fits(arg, kind),
+                    "{}/{}: {arg:?} passed as {kind:?}",
+                    e.name,
+                    v.name
+                );
             }
         }
     }
@@ -85,7 +85,7 @@ fn every_kernel_matches_its_reference_at_awkward_sizes() {
                 assert!(
                     check.ok,
                     "{}/{} ({}) at {problem}: {}",
-                    e.name, v.name, v.kernel, check.detail
+                    e.name, v.name, v.kernel.name, check.detail
                 );
                 runs += 1;
             }
@@ -96,23 +96,23 @@ fn every_kernel_matches_its_reference_at_awkward_sizes() {
 
 #[test]
 fn validation_catches_a_kernel_that_writes_nothing_or_the_wrong_thing() {
-    static IDLE: HostKernel = HostKernel {
+    static IDLE: KernelInfo = KernelInfo {
         name: "idle",
-        params: &["usize", "Global<f32>", "GlobalMut<f32>"],
         call: |_| {},
+        ..*kernels::entry::copy_f32.info()
     };
     // Reads in[i + 1]: wrong values, and the last thread reads past the buffer.
-    static SHIFTED: HostKernel = HostKernel {
+    static SHIFTED: KernelInfo = KernelInfo {
         name: "shifted",
-        params: &["usize", "Global<f32>", "GlobalMut<f32>"],
         call: |w| unsafe {
             kernels::offset::offset_read(
                 w[0] as usize,
                 1,
-                FromWord::from_word(w[1]),
-                FromWord::from_word(w[2]),
+                KernelParam::from_word(w[1]),
+                KernelParam::from_word(w[2]),
             )
         },
+        ..*kernels::entry::copy_f32.info()
     };
     let copy = named("copy").unwrap();
     let f32 = copy.variant("f32").unwrap();

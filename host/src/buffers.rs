@@ -2,11 +2,11 @@
 //! poisoned before a kernel writes them, copied back for validation.
 
 use cust::memory::{CopyDestination, DeviceBuffer};
+use kernels::entry;
 
-use crate::args;
 use crate::device::Gpu;
 use crate::error::{Error, Result};
-use crate::launch::Launch;
+use crate::launch::{DeviceArg, Launch};
 
 /// A quiet NaN with a recognisable payload: never equal to anything, so an output
 /// element the kernel did not write fails validation.
@@ -14,9 +14,8 @@ pub const POISON_BITS: u32 = 0x7fc0_bad0;
 
 /// Fills `buf` with `kernels::fill::uniform(seed, i)`, computed on the GPU.
 pub fn fill_uniform(gpu: &Gpu, buf: &DeviceBuffer<f32>, seed: u64) -> Result<()> {
-    let f = gpu.function("fill_uniform")?;
     let cfg = Launch::grid_stride(buf.len(), kernels::fill::BLOCK, gpu.info.sm_count, 8);
-    gpu.launch(&f, cfg, &args![buf.len(), seed, buf.as_device_ptr()])
+    gpu.launch(&entry::fill_uniform, cfg, (buf.len(), seed, buf.global_mut()))
 }
 
 /// Overwrites `buf` with [`POISON_BITS`].

@@ -44,7 +44,7 @@ pub fn run_checks(gpu: &Gpu, selection: &[Selection], seed: u64) -> Result<Vec<C
                 rows.push(CheckRow {
                     experiment: exp.name.to_string(),
                     variant: v.name.to_string(),
-                    kernel: v.kernel.to_string(),
+                    kernel: v.kernel.name.to_string(),
                     problem: problem.label(),
                     validated: check.ok,
                     check: check.detail,

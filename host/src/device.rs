@@ -15,8 +15,10 @@ use cust::stream::{Stream, StreamFlags};
 use serde::{Deserialize, Serialize};
 use std::sync::OnceLock;
 
+use kernels::handle::KernelInfo;
+
 use crate::error::{Error, Result};
-use crate::ptx;
+use crate::ptx::{self, PtxModule};
 
 /// What the harness needs to know about a device, read from its attributes.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -65,9 +67,8 @@ impl DeviceInfo {
 pub struct Gpu {
     pub info: DeviceInfo,
     pub stream: Stream,
-    module: Module,
-    /// [`ptx::PTX_SM80`], loaded where the device has sm_80.
-    sm80: Option<Module>,
+    /// Each embedded module this device can load ([`PtxModule::compute_capability`]).
+    modules: Vec<(PtxModule, Module)>,
     /// Kernels that [`Gpu::function`] answers from another module ([`Gpu::substitute`]).
     substitutes: Vec<Substitute>,
     /// The first error after which the context cannot run anything (a kernel fault).
@@ -193,35 +194,35 @@ impl Gpu {
         let device = Device::get_device(ordinal).map_err(Error::cuda("opening the device"))?;
         let context = Context::new(device).map_err(Error::cuda("creating the primary context"))?;
         let info = read_info(ordinal, device)?;
-        let module = Module::from_ptx(ptx::PTX, &[]).map_err(Error::cuda("loading the kernels' PTX"))?;
-        let sm80 = if info.compute_capability >= ptx::SM80 {
-            Some(
-                Module::from_ptx(ptx::PTX_SM80, &[])
-                    .map_err(Error::cuda("loading the sm_80 kernels' PTX"))?,
-            )
-        } else {
-            None
-        };
+        let mut modules = Vec::new();
+        for m in PtxModule::ALL {
+            if info.compute_capability >= m.compute_capability() {
+                let loaded = Module::from_ptx(ptx::text(m), &[]).map_err(Error::cuda(match m {
+                    PtxModule::Baseline => "loading the kernels' PTX",
+                    PtxModule::Sm80 => "loading the sm_80 kernels' PTX",
+                }))?;
+                modules.push((m, loaded));
+            }
+        }
         let stream =
             Stream::new(StreamFlags::NON_BLOCKING, None).map_err(Error::cuda("creating a stream"))?;
         Ok(Gpu {
             info,
             stream,
-            module,
-            sm80,
+            modules,
             substitutes: Vec::new(),
             poisoned: OnceLock::new(),
             _context: context,
         })
     }
 
-    /// `Err(Error::Unsupported)` when `kernel` is one of the sm_80 module's and this
-    /// device is older: the commands skip such a variant with that one line.
-    pub fn supports(&self, kernel: &str) -> Result<()> {
-        if self.sm80.is_none() && ptx::needs_sm80(kernel) {
+    /// `Err(Error::Unsupported)` when `kernel`'s module needs a newer GPU than this
+    /// (sm_80 on an older one): the commands skip such a variant with that one line.
+    pub fn supports(&self, kernel: &KernelInfo) -> Result<()> {
+        if !self.modules.iter().any(|(m, _)| *m == kernel.module) {
             let (major, minor) = self.info.compute_capability;
             return Err(Error::Unsupported {
-                kernel: kernel.to_string(),
+                kernel: kernel.name.to_string(),
                 device: self.info.name.clone(),
                 major,
                 minor,
@@ -230,16 +231,20 @@ impl Gpu {
         Ok(())
     }
 
-    /// A kernel from the embedded PTX modules (or its substitute).
-    pub fn function(&self, name: &str) -> Result<Function<'_>> {
+    /// A kernel from the embedded PTX module its handle names (or its substitute).
+    pub fn function(&self, kernel: &KernelInfo) -> Result<Function<'_>> {
         self.usable()?;
-        self.supports(name)?;
-        let (module, entry) = match self.substitutes.iter().find(|s| s.kernel == name) {
+        self.supports(kernel)?;
+        let (module, entry) = match self.substitutes.iter().find(|s| s.kernel == kernel.name) {
             Some(s) => (&s.module, s.replacement.as_str()),
-            None => match &self.sm80 {
-                Some(sm80) if ptx::needs_sm80(name) => (sm80, name),
-                _ => (&self.module, name),
-            },
+            None => {
+                let (_, module) = self
+                    .modules
+                    .iter()
+                    .find(|(m, _)| *m == kernel.module)
+                    .expect("supports() found the module");
+                (module, kernel.name)
+            }
         };
         module.get_function(entry).map_err(|_| Error::MissingKernel {
             kernel: entry.to_string(),
@@ -250,7 +255,7 @@ impl Gpu {
     /// with its entry `replacement`, so every command runs that kernel in place of the
     /// embedded one, on the same buffers and launch. It must take the same parameters.
     /// The tests use it to run deliberately broken kernels through the real commands.
-    pub fn substitute(&mut self, kernel: &str, ptx: &str, replacement: &str) -> Result<()> {
+    pub fn substitute(&mut self, kernel: &KernelInfo, ptx: &str, replacement: &str) -> Result<()> {
         self.usable()?;
         let module = Module::from_ptx(ptx, &[]).map_err(Error::cuda("loading a substitute PTX module"))?;
         module
@@ -258,9 +263,9 @@ impl Gpu {
             .map_err(|_| Error::MissingKernel {
                 kernel: replacement.to_string(),
             })?;
-        self.substitutes.retain(|s| s.kernel != kernel);
+        self.substitutes.retain(|s| s.kernel != kernel.name);
         self.substitutes.push(Substitute {
-            kernel: kernel.to_string(),
+            kernel: kernel.name.to_string(),
             module,
             replacement: replacement.to_string(),
         });

@@ -11,6 +11,8 @@
 use std::fmt;
 
 use kernels::fill::uniform;
+use kernels::gpu::param::{KernelArgs, ParamKind};
+use kernels::handle::{Kernel, KernelInfo};
 use serde::{Deserialize, Serialize};
 
 use crate::device::DeviceInfo;
@@ -45,9 +47,10 @@ pub struct Experiment {
 pub struct Variant {
     /// Name within the experiment (`f32x4`, `4`, ...), as in `EXPERIMENT/VARIANT`.
     pub name: &'static str,
-    /// The Rust kernel's PTX entry point.
-    pub kernel: &'static str,
-    /// The C++ twin's entry point (the same name in `cuda/`).
+    /// The Rust kernel: its handle's untyped part ([`kernels::entry`]).
+    pub kernel: &'static KernelInfo,
+    /// The C++ twin's entry point (the same name in `cuda/`). A string: NVRTC
+    /// compiles the twins from source at run time.
     pub twin: &'static str,
     /// The kernel's parameters, in order.
     pub args: &'static [Arg],
@@ -62,17 +65,22 @@ pub struct Variant {
 }
 
 impl Variant {
-    /// A variant whose C++ twin has the same entry-point name.
-    pub const fn new(
+    /// A variant running `kernel` (a handle, `&entry::copy_f32`) with the arguments
+    /// `args`, whose C++ twin has the same entry-point name. The arguments are
+    /// checked against the kernel's parameters ([`check_args`]) when the declaration
+    /// is compiled: a `static` that does not fit its kernel fails the build.
+    pub const fn new<P: KernelArgs>(
         name: &'static str,
-        kernel: &'static str,
+        kernel: &'static Kernel<P>,
         args: &'static [Arg],
         launch: fn(&Problem, &DeviceInfo) -> Result<Launch>,
     ) -> Variant {
+        check_args(args, P::KINDS);
+        let kernel = kernel.info();
         Variant {
             name,
             kernel,
-            twin: kernel,
+            twin: kernel.name,
             args,
             launch,
             param: 0,
@@ -99,6 +107,55 @@ impl Variant {
             Arg::Buffer(b) => Some(*b),
             _ => None,
         })
+    }
+}
+
+/// One variant of one experiment, named through the declarations where a view singles
+/// it out (a plot's contrast, a claim's rows): `VariantOf::new(&copy::EXPERIMENT,
+/// &copy::F32X4)`, so a renamed or removed variant does not compile, and
+/// [`VariantOf::is_declared`] checks that it is in its experiment's list.
+#[derive(Clone, Copy)]
+pub struct VariantOf {
+    pub experiment: &'static Experiment,
+    pub variant: &'static Variant,
+}
+
+impl VariantOf {
+    pub const fn new(experiment: &'static Experiment, variant: &'static Variant) -> VariantOf {
+        VariantOf { experiment, variant }
+    }
+
+    /// The experiment's and the variant's names, as a row carries them.
+    pub fn names(&self) -> (&'static str, &'static str) {
+        (self.experiment.name, self.variant.name)
+    }
+
+    /// Whether `row` is of this variant.
+    pub fn is(&self, experiment: &str, variant: &str) -> bool {
+        self.names() == (experiment, variant)
+    }
+
+    /// Whether the experiment declares the variant: one of its list with the same
+    /// name, kernel and parameter.
+    pub fn is_declared(&self) -> bool {
+        self.experiment.variants.iter().any(|v| {
+            v.name == self.variant.name && v.kernel == self.variant.kernel && v.param == self.variant.param
+        })
+    }
+}
+
+impl PartialEq for VariantOf {
+    fn eq(&self, other: &Self) -> bool {
+        self.names() == other.names()
+    }
+}
+
+impl Eq for VariantOf {}
+
+impl fmt::Debug for VariantOf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (e, v) = self.names();
+        write!(f, "{e}/{v}")
     }
 }
 
@@ -135,6 +192,35 @@ pub enum Arg {
     F32(f32),
     /// The device address of buffer i.
     Buffer(usize),
+}
+
+/// Whether `arg` can be passed as a parameter of kind `param`: a dimension or the
+/// variant's parameter as a `usize` or `u32` (a u32 one is checked to fit when the
+/// words are made), a constant as an `f32`, a buffer as a device pointer.
+pub const fn fits(arg: Arg, param: ParamKind) -> bool {
+    match arg {
+        Arg::Dim(_) | Arg::Param => matches!(param, ParamKind::Usize | ParamKind::U32),
+        Arg::F32(_) => matches!(param, ParamKind::F32),
+        Arg::Buffer(_) => param.is_pointer(),
+    }
+}
+
+/// Panics unless `args` fit `params` one for one ([`fits`]). Called by
+/// [`Variant::new`] in `static` declarations, where the panic is a compile error.
+pub const fn check_args(args: &[Arg], params: &[ParamKind]) {
+    if args.len() != params.len() {
+        panic!("a variant declares a different number of arguments than its kernel takes");
+    }
+    let mut i = 0;
+    while i < args.len() {
+        if !fits(args[i], params[i]) {
+            panic!(
+                "a declared argument does not fit its kernel's parameter: Dim and Param pass a \
+                 usize or u32, F32 an f32, Buffer a Global or GlobalMut"
+            );
+        }
+        i += 1;
+    }
 }
 
 /// A dimension of a [`Problem`].
@@ -463,9 +549,9 @@ impl Experiment {
         self.variants.iter().map(|v| v.name).collect()
     }
 
-    /// The PTX entry points it launches, each once.
-    pub fn kernels(&self) -> Vec<&'static str> {
-        let mut k: Vec<&'static str> = Vec::new();
+    /// The kernels it launches, each once.
+    pub fn kernels(&self) -> Vec<&'static KernelInfo> {
+        let mut k: Vec<&'static KernelInfo> = Vec::new();
         for v in self.variants {
             if !k.contains(&v.kernel) {
                 k.push(v.kernel);
@@ -508,15 +594,29 @@ impl Experiment {
     }
 
     /// A variant's arguments as 64-bit words (what the driver and the emulator read),
-    /// with buffer i at `addresses[i]`.
-    pub fn words(&self, v: &Variant, p: &Problem, addresses: &[u64]) -> Vec<u64> {
+    /// with buffer i at `addresses[i]`. A dimension or parameter the kernel takes as a
+    /// `u32` must fit one.
+    pub fn words(&self, v: &Variant, p: &Problem, addresses: &[u64]) -> Result<Vec<u64>> {
         v.args
             .iter()
-            .map(|a| match *a {
-                Arg::Dim(d) => p.dim(d) as u64,
-                Arg::Param => v.param as u64,
-                Arg::F32(x) => u64::from(x.to_bits()),
-                Arg::Buffer(b) => addresses[b],
+            .zip(v.kernel.params)
+            .map(|(a, kind)| {
+                let index = |value: usize| match kind {
+                    ParamKind::U32 => u32::try_from(value).map(u64::from).map_err(|_| Error::TooLarge {
+                        what: format!("{} at {p}", self.name),
+                        why: format!(
+                            "{} takes its dimensions as 32-bit numbers; {value} does not fit",
+                            v.kernel.name
+                        ),
+                    }),
+                    _ => Ok(value as u64),
+                };
+                match *a {
+                    Arg::Dim(d) => index(p.dim(d)),
+                    Arg::Param => index(v.param),
+                    Arg::F32(x) => Ok(u64::from(x.to_bits())),
+                    Arg::Buffer(b) => Ok(addresses[b]),
+                }
             })
             .collect()
     }
@@ -584,6 +684,68 @@ mod tests {
         assert_ne!(a.stream(0), a.stream(1));
         assert_ne!(a.stream(0), Inputs { seed: 2 }.stream(0));
         assert_eq!(a.get(3, 7), uniform(a.stream(3), 7));
+    }
+
+    #[test]
+    fn declared_arguments_are_checked_against_the_kernels_parameters() {
+        use ParamKind as K;
+        let copy = [Arg::Dim(Dim::Len), Arg::Buffer(0), Arg::Buffer(1)];
+        check_args(&copy, &[K::Usize, K::Global, K::GlobalMut]);
+        check_args(&[Arg::Dim(Dim::M), Arg::Param], &[K::U32, K::Usize]);
+        check_args(&[Arg::F32(1.0)], &[K::F32]);
+        assert!(!fits(Arg::F32(1.0), K::Usize));
+        assert!(!fits(Arg::Buffer(0), K::U64));
+        assert!(!fits(Arg::Dim(Dim::Len), K::Global));
+        // Every declaration of the registry compiled, so each fits its kernel; the
+        // check still agrees at run time.
+        for e in crate::experiments::ALL {
+            for v in e.variants {
+                check_args(v.args, v.kernel.params);
+            }
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "a declared argument does not fit")]
+    fn an_argument_of_the_wrong_kind_is_refused() {
+        // saxpy's scalar passed as a dimension.
+        check_args(
+            &[
+                Arg::Dim(Dim::Len),
+                Arg::Dim(Dim::Len),
+                Arg::Buffer(0),
+                Arg::Buffer(1),
+            ],
+            kernels::entry::saxpy_f32.params,
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "a different number of arguments")]
+    fn a_missing_argument_is_refused() {
+        check_args(
+            &[Arg::Dim(Dim::Len), Arg::Buffer(0)],
+            kernels::entry::copy_f32.params,
+        );
+    }
+
+    #[test]
+    fn u32_dimensions_must_fit() {
+        let v = &crate::experiments::matmul::EXPERIMENT.variants[0];
+        let p = Problem::Product {
+            m: 1 << 32,
+            n: 1,
+            k: 1,
+        };
+        let e = crate::experiments::matmul::EXPERIMENT
+            .words(v, &p, &[0, 0, 0])
+            .unwrap_err();
+        assert!(e.to_string().contains("32-bit"), "{e}");
+        let p = Problem::Product { m: 3, n: 4, k: 5 };
+        let w = crate::experiments::matmul::EXPERIMENT
+            .words(v, &p, &[7, 8, 9])
+            .unwrap();
+        assert_eq!(w, [3, 4, 5, 7, 8, 9]);
     }
 
     #[test]

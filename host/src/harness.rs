@@ -114,7 +114,7 @@ impl Case {
         Case {
             experiment: exp.name.to_string(),
             variant: v.name.to_string(),
-            kernel: v.kernel.to_string(),
+            kernel: v.kernel.name.to_string(),
             problem,
             work: (exp.work)(&problem),
         }

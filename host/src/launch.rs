@@ -1,50 +1,104 @@
-//! Launching a kernel: its grid, and its arguments as the driver wants them.
+//! Launching a kernel: its grid, and its arguments, typed by the kernel's handle.
+//!
+//! `gpu.launch(&entry::copy_f32, cfg, (n, src.global(), dst.global_mut()))`: the
+//! arguments are a tuple that must be the kernel's parameter types
+//! ([`kernels::entry`]), so a wrong kernel, a missing argument or a buffer of the
+//! wrong element type does not compile. Declared experiments pass their arguments as
+//! words built from the declaration ([`crate::experiment::Experiment::words`]), which
+//! is checked against the kernel's parameter kinds when it is compiled.
 
 use std::ffi::c_void;
+use std::marker::PhantomData;
 
 use cust::function::Function;
-use cust::memory::{DeviceCopy, DevicePointer};
+use cust::memory::{DeviceCopy, DeviceSlice};
+use kernels::gpu::param::{KernelArgs, KernelParam};
+use kernels::gpu::{Element, Global, GlobalMut};
+use kernels::handle::Kernel;
 
 use crate::device::Gpu;
 use crate::error::{Error, Result};
 
-/// A kernel parameter as the driver reads it: every parameter our kernels take is at
-/// most 8 bytes and travels in the low bytes of a `u64` (little-endian), which is
-/// also what the emulator's kernel table reads.
-pub trait Word {
-    fn word(self) -> u64;
+/// A device buffer (or slice) as a kernel argument: `buf.global()` where the kernel
+/// takes a `Global<T>`, `buf.global_mut()` where it takes a `GlobalMut<T>`.
+pub trait DeviceArg<T: Element> {
+    fn global(&self) -> Global<T>;
+    fn global_mut(&self) -> GlobalMut<T>;
 }
 
-impl Word for usize {
-    fn word(self) -> u64 {
-        self as u64
+impl<T: Element + DeviceCopy> DeviceArg<T> for DeviceSlice<T> {
+    fn global(&self) -> Global<T> {
+        Global::from_word(self.as_device_ptr().as_raw())
     }
-}
-impl Word for u64 {
-    fn word(self) -> u64 {
-        self
-    }
-}
-impl Word for u32 {
-    fn word(self) -> u64 {
-        u64::from(self)
-    }
-}
-impl Word for f32 {
-    fn word(self) -> u64 {
-        u64::from(self.to_bits())
-    }
-}
-impl<T: DeviceCopy> Word for DevicePointer<T> {
-    fn word(self) -> u64 {
-        self.as_raw()
+    fn global_mut(&self) -> GlobalMut<T> {
+        GlobalMut::from_word(self.as_device_ptr().as_raw())
     }
 }
 
-/// Builds an argument list: `args![n, x.as_device_ptr(), 2.0f32]`.
-#[macro_export]
-macro_rules! args {
-    ($($a:expr),* $(,)?) => { [$($crate::launch::Word::word($a)),*] };
+/// A kernel loaded on one GPU, with its parameter types: what a timing loop launches
+/// again and again without looking the function up each time.
+pub struct Loaded<'g, P> {
+    gpu: &'g Gpu,
+    function: Function<'g>,
+    params: PhantomData<fn(P)>,
+}
+
+impl<P: KernelArgs> Loaded<'_, P> {
+    /// Enqueues one launch with `args`.
+    pub fn launch(&self, cfg: Launch, args: P) -> Result<()> {
+        self.gpu.launch_words(&self.function, cfg, args.words().as_ref())
+    }
+
+    /// The driver's function, for its attributes.
+    pub fn function(&self) -> &Function<'_> {
+        &self.function
+    }
+}
+
+/// Transitional: the calibration's launches by entry-point name and packed words, until
+/// they move to typed handles (the next change); nothing else may use these.
+pub mod legacy {
+    use cust::memory::{DeviceCopy, DevicePointer};
+    use kernels::handle::KernelInfo;
+
+    /// A kernel parameter as the driver reads it.
+    pub trait Word {
+        fn word(self) -> u64;
+    }
+    impl Word for usize {
+        fn word(self) -> u64 {
+            self as u64
+        }
+    }
+    impl Word for u32 {
+        fn word(self) -> u64 {
+            u64::from(self)
+        }
+    }
+    impl Word for f32 {
+        fn word(self) -> u64 {
+            u64::from(self.to_bits())
+        }
+    }
+    impl<T: DeviceCopy> Word for DevicePointer<T> {
+        fn word(self) -> u64 {
+            self.as_raw()
+        }
+    }
+
+    /// Builds an argument list: `args![n, x.as_device_ptr(), 2.0f32]`.
+    macro_rules! args {
+        ($($a:expr),* $(,)?) => { [$($crate::launch::legacy::Word::word($a)),*] };
+    }
+    pub(crate) use args;
+
+    /// The kernel called `name`.
+    pub fn named(name: &str) -> &'static KernelInfo {
+        kernels::HOST_KERNELS
+            .iter()
+            .find(|k| k.name == name)
+            .unwrap_or_else(|| panic!("no kernel {name}"))
+    }
 }
 
 /// Grid, block and dynamic shared memory of one launch.
@@ -108,9 +162,27 @@ impl Launch {
 }
 
 impl Gpu {
-    /// Enqueues `f` on the stream. Errors at launch (bad configuration) come back
-    /// here; faults while running come back from the next [`Gpu::sync`].
-    pub fn launch(&self, f: &Function<'_>, cfg: Launch, words: &[u64]) -> Result<()> {
+    /// Loads `kernel` (from the module its handle names, or its substitute) for
+    /// launches with its own parameter types.
+    pub fn load<P: KernelArgs>(&self, kernel: &Kernel<P>) -> Result<Loaded<'_, P>> {
+        Ok(Loaded {
+            gpu: self,
+            function: self.function(kernel)?,
+            params: PhantomData,
+        })
+    }
+
+    /// Enqueues one launch of `kernel` with `args`, its parameters. Errors at launch
+    /// (bad configuration) come back here; faults while running come back from the
+    /// next [`Gpu::sync`]. A loop launching one kernel many times loads it once
+    /// ([`Gpu::load`]).
+    pub fn launch<P: KernelArgs>(&self, kernel: &Kernel<P>, cfg: Launch, args: P) -> Result<()> {
+        self.load(kernel)?.launch(cfg, args)
+    }
+
+    /// Enqueues `f` with argument words: a declared variant's ([`crate::prepared`]),
+    /// run by its Rust kernel or by a function with the same parameters (its C++ twin).
+    pub fn launch_words(&self, f: &Function<'_>, cfg: Launch, words: &[u64]) -> Result<()> {
         self.usable()?;
         if cfg.shared_bytes > DEFAULT_DYNAMIC_SHARED {
             self.allow_shared(f, cfg.shared_bytes)?;
@@ -159,11 +231,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn args_pack_into_low_bytes() {
-        let a = args![3usize, 1.5f32, 7u32];
-        assert_eq!(a[0], 3);
-        assert_eq!(a[1] as u32, 1.5f32.to_bits());
-        assert_eq!(a[2], 7);
+    fn arguments_pack_into_low_bytes() {
+        let a = (
+            3usize,
+            1.5f32,
+            7u32,
+            GlobalMut::<f32>::from_word(0x7000_0000_1000),
+        )
+            .words();
+        assert_eq!(a, [3, u64::from(1.5f32.to_bits()), 7, 0x7000_0000_1000]);
     }
 
     #[test]

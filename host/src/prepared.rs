@@ -88,18 +88,18 @@ impl Prepared {
     }
 
     /// Grid, block, shared memory and argument words of variant `i`.
-    pub fn launch_spec(&self, i: usize) -> (Launch, Vec<u64>) {
+    pub fn launch_spec(&self, i: usize) -> Result<(Launch, Vec<u64>)> {
         let addresses: Vec<u64> = self.memory.iter().map(|m| m.as_device_ptr().as_raw()).collect();
         let words = self
             .experiment
-            .words(&self.variants()[i], &self.problem, &addresses);
-        (self.launches[i], words)
+            .words(&self.variants()[i], &self.problem, &addresses)?;
+        Ok((self.launches[i], words))
     }
 
     /// Enqueues one launch of variant `i` running `f` (its kernel, or a twin of it).
     pub fn launch(&self, gpu: &Gpu, i: usize, f: &Function<'_>) -> Result<()> {
-        let (cfg, words) = self.launch_spec(i);
-        gpu.launch(f, cfg, &words)
+        let (cfg, words) = self.launch_spec(i)?;
+        gpu.launch_words(f, cfg, &words)
     }
 
     /// Copies variant `i`'s outputs back and judges them; `rounding` as in
@@ -134,7 +134,7 @@ impl Prepared {
 
     /// [`Prepared::check_with`] running `f` on variant `i`'s launch.
     pub fn check(&mut self, gpu: &Gpu, i: usize, f: &Function<'_>) -> Result<Validation> {
-        let kernel = self.variants()[i].kernel;
+        let kernel = self.variants()[i].kernel.name;
         self.check_with(gpu, i, kernel, 0.0, |p| p.launch(gpu, i, f))
     }
 

@@ -1,5 +1,7 @@
 //! The PTX that `build.rs` compiled from `kernels/`: the only place it enters the code.
 
+pub use kernels::handle::PtxModule;
+
 /// The kernels crate compiled for `nvptx64-nvidia-cuda`.
 pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
 
@@ -20,19 +22,20 @@ pub const PTX_SM80: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels_sm80.
 /// The `-C target-cpu` of [`PTX_SM80`]: sm_80, or [`ARCH`] if that is newer.
 pub const SM80_ARCH: &str = env!("COALESCE_PTX_SM80_ARCH");
 
-/// The compute capability [`PTX_SM80`]'s kernels need.
-pub const SM80: (i32, i32) = (8, 0);
-
-/// Whether `kernel` is an entry point of [`PTX_SM80`] (so it needs [`SM80`]).
-pub fn needs_sm80(kernel: &str) -> bool {
-    entry_points(PTX_SM80).contains(&kernel)
+/// The text of one embedded module.
+pub fn text(module: PtxModule) -> &'static str {
+    match module {
+        PtxModule::Baseline => PTX,
+        PtxModule::Sm80 => PTX_SM80,
+    }
 }
 
-/// The embedded module that defines `kernel`, if any.
-pub fn module_of(kernel: &str) -> Option<&'static str> {
-    [PTX, PTX_SM80]
-        .into_iter()
-        .find(|ptx| entry_points(ptx).contains(&kernel))
+/// The `-C target-cpu` one embedded module was built for.
+pub fn arch(module: PtxModule) -> &'static str {
+    match module {
+        PtxModule::Baseline => ARCH,
+        PtxModule::Sm80 => SM80_ARCH,
+    }
 }
 
 /// The kernel entry points (`.entry NAME(`) declared in a PTX module, in order.
@@ -64,20 +67,25 @@ mod tests {
         assert!(PTX_SM80.contains(&format!(".target {SM80_ARCH}")));
     }
 
-    /// The two modules share no entry point, and only the sm_80 one uses `cp.async`
-    /// (the driver would refuse the whole baseline module on an sm_70 GPU otherwise).
+    /// Each handle's module has its entry point and the other does not, and only the
+    /// sm_80 module uses `cp.async` (the driver would refuse the whole baseline module
+    /// on an sm_70 GPU otherwise).
     #[test]
-    fn the_sm80_module_holds_the_cp_async_kernels_and_nothing_else() {
-        let (base, sm80) = (entry_points(PTX), entry_points(PTX_SM80));
-        assert!(!sm80.is_empty());
-        for k in &sm80 {
-            assert!(!base.contains(k), "{k} is in both modules");
-            assert!(needs_sm80(k) && module_of(k) == Some(PTX_SM80));
+    fn each_kernel_is_in_the_module_its_handle_names() {
+        for k in kernels::HOST_KERNELS {
+            for m in PtxModule::ALL {
+                assert_eq!(
+                    entry_points(text(m)).contains(&k.name),
+                    m == k.module,
+                    "{} in {m:?}",
+                    k.name
+                );
+            }
         }
+        assert!(!entry_points(PTX_SM80).is_empty());
         assert!(!PTX.contains("cp.async"), "the sm_70 baseline uses cp.async");
         assert!(PTX_SM80.contains("cp.async.wait_group"));
-        assert_eq!(module_of("copy_f32"), Some(PTX));
-        assert!(!needs_sm80("copy_f32"));
-        assert_eq!(module_of("no_such_kernel"), None);
+        assert_eq!(kernels::entry::copy_f32.module, PtxModule::Baseline);
+        assert_eq!(arch(PtxModule::Sm80), SM80_ARCH);
     }
 }

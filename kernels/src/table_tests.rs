@@ -1,12 +1,15 @@
-//! Tests of the generated kernel table (`HOST_KERNELS`) and of its scanner
-//! (`kernel_table.rs`, shared with the build scripts).
+//! Tests of the generated kernel handles (`entry`, `HOST_KERNELS`); the table reader
+//! itself is tested in kernels/table.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::string::String;
 use std::vec::Vec;
 
 use crate::gpu::emu::{self, Dim3, LaunchConfig, LaunchError};
-use crate::{HOST_KERNELS, host_kernel};
+use crate::gpu::param::{KernelArgs, ParamKind};
+use crate::gpu::{Global, GlobalMut};
+use crate::handle::{LaunchBounds, PtxModule};
+use crate::{HOST_KERNELS, entry};
 
 /// The word a host passes for a buffer: its address.
 fn addr<T>(p: *const T) -> u64 {
@@ -30,33 +33,46 @@ fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
 }
 
 #[test]
-fn table_names_are_unique_and_arities_match_the_source() {
+fn handles_are_unique_and_carry_their_parameters_module_and_bounds() {
     for (i, k) in HOST_KERNELS.iter().enumerate() {
         assert!(
             HOST_KERNELS[..i].iter().all(|o| o.name != k.name),
             "{} is in the table twice",
             k.name
         );
-        assert_eq!(k.arity(), k.params.len());
     }
-    for (name, arity) in [
-        ("copy_f32", 3),
-        ("stride_read", 4),
-        ("matmul_remapped", 6),
-        ("particles_soa", 8),
+    for (k, arity) in [
+        (entry::copy_f32.info(), 3),
+        (entry::stride_read.info(), 4),
+        (entry::matmul_remapped.info(), 6),
+        (entry::particles_soa.info(), 8),
     ] {
-        let k = host_kernel(name).unwrap_or_else(|| panic!("{name} is not in the table"));
-        assert_eq!(k.arity(), arity, "{name}: {:?}", k.params);
+        assert_eq!(k.arity(), arity, "{}: {:?}", k.name, k.params);
+        assert!(HOST_KERNELS.contains(&k), "{} is not in HOST_KERNELS", k.name);
     }
+    use ParamKind as K;
+    assert_eq!(entry::copy_f32.params, [K::Usize, K::Global, K::GlobalMut]);
+    assert_eq!(entry::particles_aos.params, [K::Usize, K::F32, K::GlobalMut]);
+    assert_eq!(entry::fill_uniform.params, [K::Usize, K::U64, K::GlobalMut]);
+    assert_eq!(entry::matmul_naive.params[..3], [K::U32, K::U32, K::U32]);
+    // The handle's type is the kernel's parameter tuple.
+    let _: &crate::handle::Kernel<(usize, Global<f32>, GlobalMut<f32>)> = &entry::copy_f32;
     assert_eq!(
-        host_kernel("copy_f32").unwrap().params,
-        ["usize", "Global<f32>", "GlobalMut<f32>"]
+        <(usize, f32, GlobalMut<f32>) as KernelArgs>::KINDS,
+        [K::Usize, K::F32, K::GlobalMut]
     );
+
+    assert_eq!(entry::copy_f32.module, PtxModule::Baseline);
+    assert_eq!(entry::sgemm_async_128x128x8.module, PtxModule::Sm80);
+    assert_eq!(entry::sgemm_tf32_128x256x32.module, PtxModule::Sm80);
     assert_eq!(
-        host_kernel("particles_aos").unwrap().params,
-        ["usize", "f32", "GlobalMut<Particle>"]
+        entry::sgemm_interior.launch_bounds,
+        Some(LaunchBounds {
+            threads: 256,
+            blocks: 2
+        })
     );
-    assert!(host_kernel("no_such_kernel").is_none());
+    assert_eq!(entry::copy_f32.launch_bounds, None);
 }
 
 #[test]
@@ -65,7 +81,7 @@ fn copy_f32_runs_through_the_table() {
     let src: Vec<f32> = (0..n).map(|i| i as f32 * 0.5 - 7.0).collect();
     let mut dst = std::vec![f32::NAN; n];
     let words = [n as u64, addr(src.as_ptr()), addr(dst.as_mut_ptr())];
-    let k = host_kernel("copy_f32").unwrap();
+    let k = &entry::copy_f32;
     // SAFETY: both buffers hold n floats and outlive the launch.
     emu::launch(&config_1d(n, 128), || unsafe { (k.call)(&words) });
     assert_eq!(dst, src);
@@ -84,7 +100,7 @@ fn saxpy_f32_runs_through_the_table() {
         addr(x.as_ptr()),
         addr(y.as_mut_ptr()),
     ];
-    let k = host_kernel("saxpy_f32").unwrap();
+    let k = &entry::saxpy_f32;
     // SAFETY: x and y hold n floats and outlive the launch.
     emu::launch(&config_1d(n, 64), || unsafe { (k.call)(&words) });
     for (i, ((&got, &x), &y0)) in y.iter().zip(&x).zip(&y0).enumerate() {
@@ -94,7 +110,7 @@ fn saxpy_f32_runs_through_the_table() {
 
 #[test]
 fn a_wrong_word_count_panics_naming_the_kernel() {
-    let k = host_kernel("stride_read").unwrap();
+    let k = &entry::stride_read;
     // SAFETY: the count is checked before any word is used.
     let payload = catch_unwind(AssertUnwindSafe(|| unsafe { (k.call)(&[1, 2]) })).unwrap_err();
     let message = panic_text(payload.as_ref());
@@ -110,137 +126,4 @@ fn a_wrong_word_count_panics_naming_the_kernel() {
         panic!("expected a panicked launch, got {err}");
     };
     assert!(message.contains("stride_read"), "{message}");
-}
-
-/// The scanner itself, on sources shaped like the ones it must survive.
-#[allow(dead_code)] // generate_host_kernels is the build scripts' entry point, not used here.
-mod scanner {
-    use std::string::{String, ToString};
-    use std::vec::Vec;
-    use std::{format, vec};
-
-    include!("../kernel_table.rs");
-
-    fn scan(source: &str) -> Vec<(String, Vec<String>)> {
-        scan_kernels("test.rs", source, "crate::m")
-            .into_iter()
-            .map(|k| (k.path, k.params))
-            .collect()
-    }
-
-    fn scan_error(source: &str) -> String {
-        let source = source.to_string();
-        let payload = std::panic::catch_unwind(move || scan(&source)).unwrap_err();
-        super::panic_text(payload.as_ref())
-    }
-
-    #[test]
-    fn finds_kernels_through_comments_attributes_and_odd_layout() {
-        let source = r#"
-            //! kernel! { pub fn in_a_doc_comment(x: u32) {} }
-            use crate::gpu::{Global, GlobalMut};
-            /* kernel! { pub fn in_a_block_comment(x: u32) {} } /* nested */ */
-            const S: &str = "kernel! { pub fn in_a_string(x: u32) {} }";
-            const C: char = '{';
-            fn helper<'a>(x: &'a u32) -> &'a u32 { x }
-            macro_rules! kernel { () => {} }
-
-            kernel! {
-                /// Docs with `kernel!` and a brace { in them.
-                #[allow(clippy::too_many_arguments)]
-                // A plain comment, with (parentheses.
-                pub fn first(
-                    n: usize, // the count
-                    f: Option<fn(u32) -> u32>,
-                    pair: Wrapper<A, B>,
-                    p: Global<
-                        f32
-                    >,
-                ) {
-                    let s = "}";
-                    if n > 0 { body(); }
-                }
-            }
-
-            kernel!{pub fn second(){}}
-            kernels::kernel! { pub fn third(q: GlobalMut<f32>) {} }
-        "#;
-        assert_eq!(
-            scan(source),
-            vec![
-                (
-                    "crate::m::first".to_string(),
-                    vec![
-                        "usize".to_string(),
-                        "Option<fn(u32) -> u32>".to_string(),
-                        "Wrapper<A, B>".to_string(),
-                        "Global<f32>".to_string(),
-                    ]
-                ),
-                ("crate::m::second".to_string(), vec![]),
-                ("crate::m::third".to_string(), vec!["GlobalMut<f32>".to_string()]),
-            ]
-        );
-    }
-
-    #[test]
-    fn an_unparseable_block_fails_with_its_file_and_line() {
-        let message = scan_error("\nkernel! {\n    pub fn generic<T>(x: T) {}\n}\n");
-        assert!(message.starts_with("test.rs:3: cannot parse"), "{message}");
-        assert!(message.contains("`(` after the kernel's name"), "{message}");
-
-        let message = scan_error("kernel! {\n    fn private(x: u32) {}\n}");
-        assert!(message.contains("expected `pub fn`"), "{message}");
-
-        let message = scan_error("kernel! { pub fn two(x: u32) {} pub fn more() {} }");
-        assert!(message.contains("one `pub fn` per block"), "{message}");
-
-        let message = scan_error("kernel! { pub fn bad(x) {} }");
-        assert!(message.contains("`name: Type`"), "{message}");
-
-        let message = scan_error("mod inner { kernel! { pub fn hidden(x: u32) {} } }");
-        assert!(message.contains("top level"), "{message}");
-
-        let message = scan_error("kernel! { pub fn open(x: u32) {");
-        assert!(message.contains("closing bracket"), "{message}");
-    }
-
-    #[test]
-    fn the_rendered_table_checks_the_word_count_before_converting() {
-        let kernels = scan_kernels("test.rs", "kernel! { pub fn k(a: u32, b: f32) {} }", "crate::m");
-        let table = render_table(&kernels, "crate::gpu::emu");
-        let check = table.find("assert!(w.len() == 2, \"kernel k takes 2").unwrap();
-        let call = table
-            .find("unsafe { crate::m::k(crate::gpu::emu::FromWord::from_word(w[0]), ")
-            .unwrap();
-        assert!(check < call, "{table}");
-        assert!(table.contains("params: &[\"u32\", \"f32\"],"), "{table}");
-    }
-
-    #[test]
-    fn reads_launch_bounds_and_refuses_malformed_ones() {
-        let kernels = scan_kernels(
-            "test.rs",
-            "kernel! {\n    #[launch_bounds(256, 2)]\n    /// doc\n    pub fn bounded(x: u32) {}\n}\n\
-             kernel! { pub fn free(x: u32) {} }",
-            "crate::m",
-        );
-        let bounds: Vec<_> = kernels
-            .iter()
-            .map(|k| (k.name.as_str(), k.launch_bounds))
-            .collect();
-        assert_eq!(bounds, [("bounded", Some((256, 2))), ("free", None)]);
-        for bad in [
-            "#[launch_bounds(256)]",
-            "#[launch_bounds(0, 2)]",
-            "#[launch_bounds(x, 2)]",
-            "#[launch_bounds]",
-        ] {
-            let message = scan_error(&format!("kernel! {{ {bad} pub fn k(x: u32) {{}} }}"));
-            assert!(
-                message.contains("launch_bounds(THREADS, BLOCKS)"),
-                "{bad}: {message}"
-            );
-        }
-    }
 }

@@ -34,13 +34,13 @@ use self::occupancy::{ALLOCATION_UNITS, OccupancySample, register_allocation_uni
 use self::pitch::pitch_sweep;
 pub use self::pitch::{PAGE_BYTES, PitchPoint, pitch_grid, pitch_read_bytes, pitch_table};
 use self::spread::{spread_sweep, spread_table};
-use crate::args;
 use crate::device::{DeviceInfo, Gpu};
 use crate::error::Result;
 use crate::experiment::{Arg, DefaultSize, Experiment, Problem};
 use crate::experiments::{inflight, stride};
 use crate::harness::{RunOptions, choose_problem};
 use crate::launch::Launch;
+use crate::launch::legacy::{args, named};
 use crate::prepared::Prepared;
 use crate::profile::{PROFILE_SCHEMA, Profile, SmLimits, SweepPoint};
 use crate::timing::{Reps, memcpy_baseline, time_launches};
@@ -182,7 +182,7 @@ fn stride_variant(s: usize) -> Option<usize> {
     stride::EXPERIMENT
         .variants
         .iter()
-        .position(|v| v.kernel == STRIDE_KERNEL && v.param == s)
+        .position(|v| v.kernel.name == STRIDE_KERNEL && v.param == s)
 }
 
 /// Where a variant's parameter (the stride) sits in its argument words.
@@ -212,7 +212,7 @@ fn stride_sweep(gpu: &Gpu, plan: Plan, progress: &mut impl FnMut(&str)) -> Resul
     let bytes = 4 * problem.dim(crate::experiment::Dim::Len) as u64;
     progress(&format!("stride: {} per array", format_bytes(bytes)));
     let mut p = Prepared::new(gpu, exp, problem, SEED)?;
-    let f = gpu.function(STRIDE_KERNEL)?;
+    let f = gpu.function(named(STRIDE_KERNEL))?;
     let mut failures = Vec::new();
     for s in GRANULARITY_STRIDES {
         // Declared (a unit test says so); the check also fills the input for the sweep.
@@ -223,14 +223,14 @@ fn stride_sweep(gpu: &Gpu, plan: Plan, progress: &mut impl FnMut(&str)) -> Resul
         }
     }
     let base = stride_variant(1).unwrap_or(0);
-    let (cfg, mut words) = p.launch_spec(base);
+    let (cfg, mut words) = p.launch_spec(base)?;
     let slot = param_word(exp, base).unwrap_or(1);
     let work = p.work().bytes();
     let mut points = Vec::new();
     for s in plan.strides() {
         progress(&format!("stride {s}"));
         words[slot] = s as u64;
-        let t = time_launches(gpu, plan.reps(), || gpu.launch(&f, cfg, &words))?;
+        let t = time_launches(gpu, plan.reps(), || gpu.launch_words(&f, cfg, &words))?;
         points.push(SweepPoint {
             x: s as f64,
             gb_per_s: gb_per_s(work, t.median_ms),
@@ -262,7 +262,7 @@ fn inflight_sweep(gpu: &Gpu, plan: Plan, progress: &mut impl FnMut(&str)) -> Res
             failures.push(format!("inflight/{}: {}", v.name, check.detail));
         }
         let t = time_launches(gpu, plan.reps(), || p.launch(gpu, i, &f))?;
-        let (cfg, _) = p.launch_spec(i);
+        let (cfg, _) = p.launch_spec(i)?;
         points.push(SweepPoint {
             // A copy reads half the bytes it moves.
             x: bytes_in_flight_per_sm(
@@ -322,14 +322,14 @@ fn idle_latency(
     unsafe { flush.set_32_async(0, &gpu.stream) }.map_err(gpu.cuda_error("flushing L2"))?;
     gpu.sync("uploading the chase")?;
     drop(flush);
-    let f = gpu.function("chase")?;
+    let f = gpu.function(named("chase"))?;
     let one = Launch {
         grid: (1, 1, 1),
         block: (1, 1, 1),
         shared_bytes: 0,
     };
     let words = args![steps, next.as_device_ptr(), cursor.as_device_ptr()];
-    let t = time_launches(gpu, reps, || gpu.launch(&f, one, &words))?;
+    let t = time_launches(gpu, reps, || gpu.launch_words(&f, one, &words))?;
     let mut end = [0u32];
     cursor
         .copy_to(&mut end[..])
@@ -386,7 +386,7 @@ fn sm_limits(gpu: &Gpu, progress: &mut impl FnMut(&str)) -> Result<(SmLimits, us
     };
     let mut samples = Vec::new();
     for kernel in crate::ptx::entry_points(crate::ptx::PTX) {
-        let f = gpu.function(kernel)?;
+        let f = gpu.function(named(kernel))?;
         let get = |a: F| {
             f.get_attribute(a)
                 .map_err(gpu.cuda_error("reading a kernel's attributes"))
@@ -468,13 +468,13 @@ fn on_chip_rates(gpu: &Gpu, plan: Plan, progress: &mut impl FnMut(&str)) -> Resu
     let mut rates = [0.0; 3];
     for (rate, (kernel, _)) in rates.iter_mut().zip(ON_CHIP) {
         progress(kernel);
-        let f = gpu.function(kernel)?;
+        let f = gpu.function(named(kernel))?;
         let words: Vec<u64> = match kernel {
             "lines_load" => args![rounds, window.as_device_ptr(), out.as_device_ptr()].to_vec(),
             "lines_store" => args![rounds, kernels::throughput::STORE_MASK, window.as_device_ptr()].to_vec(),
             _ => args![rounds, out.as_device_ptr()].to_vec(),
         };
-        let t = time_launches(gpu, plan.reps(), || gpu.launch(&f, cfg, &words))?;
+        let t = time_launches(gpu, plan.reps(), || gpu.launch_words(&f, cfg, &words))?;
         *rate = per_sm_rate(
             on_chip_units(kernel, blocks, rounds),
             t.median_ms,
@@ -757,7 +757,7 @@ mod tests {
             }
         }
         let base = stride_variant(1).unwrap();
-        assert_eq!(stride::EXPERIMENT.variants[base].kernel, STRIDE_KERNEL);
+        assert_eq!(stride::EXPERIMENT.variants[base].kernel.name, STRIDE_KERNEL);
         // The stride is the second word: stride_read(n, s, src, dst).
         assert_eq!(param_word(&stride::EXPERIMENT, base), Some(1));
         assert_eq!(Plan { quick: false }.strides().len(), 64);

@@ -5,10 +5,10 @@
 
 use cust::memory::CopyDestination;
 
-use crate::args;
 use crate::device::Gpu;
 use crate::error::Result;
 use crate::launch::Launch;
+use crate::launch::legacy::{args, named};
 pub use crate::profile::{PAGE_BYTES, PitchPoint, Shape};
 use crate::timing::{Reps, time_launches};
 use crate::units::{format_bytes, gb_per_s};
@@ -120,9 +120,9 @@ pub(super) fn pitch_sweep(
     ));
     let src = gpu.alloc::<u32>((largest / 4) as usize)?;
     let mut out = gpu.alloc::<f32>(threads)?;
-    let f = gpu.function("pitch_read")?;
-    let w = gpu.function("pitch_write")?;
-    let u = gpu.function("pitch_update")?;
+    let f = gpu.function(named("pitch_read"))?;
+    let w = gpu.function(named("pitch_write"))?;
+    let u = gpu.function(named("pitch_update"))?;
     let mut sums = vec![0f32; threads];
     let (mut points, mut failures) = (Vec::new(), Vec::new());
     let runs = grid
@@ -152,13 +152,13 @@ pub(super) fn pitch_sweep(
             threads / rows as usize,
         );
         let write = args![rows_log2, pitch4, cols, 1.0f32, src.as_device_ptr()];
-        let written = time_launches(gpu, reps, || gpu.launch(&w, cfg, &write))?;
+        let written = time_launches(gpu, reps, || gpu.launch_words(&w, cfg, &write))?;
         let update = args![rows_log2, pitch4, cols, src.as_device_ptr()];
-        let updated = time_launches(gpu, reps, || gpu.launch(&u, cfg, &update))?;
+        let updated = time_launches(gpu, reps, || gpu.launch_words(&u, cfg, &update))?;
         let words = args![rows_log2, pitch4, cols, src.as_device_ptr(), out.as_device_ptr()];
         // SAFETY: out lives until the sync below.
         unsafe { out.set_32_async(0, &gpu.stream) }.map_err(gpu.cuda_error("clearing the sums"))?;
-        gpu.launch(&f, cfg, &words)?;
+        gpu.launch_words(&f, cfg, &words)?;
         gpu.sync("pitch_read")?;
         out.copy_to(&mut sums[..])
             .map_err(gpu.cuda_error("copying the sums"))?;
@@ -168,7 +168,7 @@ pub(super) fn pitch_sweep(
                 sums[g]
             ));
         }
-        let t = time_launches(gpu, reps, || gpu.launch(&f, cfg, &words))?;
+        let t = time_launches(gpu, reps, || gpu.launch_words(&f, cfg, &words))?;
         let (wave_pages, segment_bytes_per_lane, sector_bytes_per_lane) =
             wave_footprint(rows, pitch, cols as u64, wave, launched);
         points.push(PitchPoint {

@@ -6,10 +6,10 @@
 
 use cust::memory::{AsyncCopyDestination, CopyDestination};
 
-use crate::args;
 use crate::device::Gpu;
 use crate::error::Result;
 use crate::launch::Launch;
+use crate::launch::legacy::{args, named};
 use crate::profile::{PAGE_BYTES, SpreadPoint, Stream, pages_filled, spread};
 use crate::timing::{Reps, time_launches};
 use crate::units::{format_bytes, gb_per_s};
@@ -97,19 +97,19 @@ pub(super) fn spread_sweep(
         for stream in [Stream::Writes, Stream::Reads] {
             let name = kernel_of(stream);
             progress(&format!("{name}, chunks {apart} apart"));
-            let f = gpu.function(name)?;
+            let f = gpu.function(named(name))?;
             let words = args![chunks, rows, src.as_device_ptr(), dst.as_device_ptr()];
             // SAFETY: dst lives until the sync below.
             unsafe { dst.set_32_async(u32::MAX, &gpu.stream) }
                 .map_err(gpu.cuda_error("clearing the spread sweep's output"))?;
-            gpu.launch(&f, cfg, &words)?;
+            gpu.launch_words(&f, cfg, &words)?;
             gpu.sync(name)?;
             dst.copy_to(&mut back[..])
                 .map_err(gpu.cuda_error("copying the spread sweep's output"))?;
             if let Some(wrong) = misplaced(&back, stream, chunks, rows) {
                 failures.push(format!("{name}, chunks {apart} apart: {wrong}"));
             }
-            let t = time_launches(gpu, reps, || gpu.launch(&f, cfg, &words))?;
+            let t = time_launches(gpu, reps, || gpu.launch_words(&f, cfg, &words))?;
             let (read_spread, write_spread) = wave_spread(stream, chunks, rows, wave_blocks);
             points.push(SpreadPoint {
                 stream,

@@ -74,12 +74,12 @@ pub fn compile(nvrtc: &Nvrtc, experiment: &Experiment, arch: &str) -> std::resul
             )));
         }
         // The harness passes one argument list to both: the parameters must agree.
-        let rust_ptx = crate::ptx::module_of(v.kernel).unwrap_or(crate::ptx::PTX);
-        let (rust, cpp) = (params(rust_ptx, v.kernel), params(&ptx, v.twin));
+        let rust_ptx = crate::ptx::text(v.kernel.module);
+        let (rust, cpp) = (params(rust_ptx, v.kernel.name), params(&ptx, v.twin));
         if rust != cpp {
             return Err(Unusable::Broken(format!(
                 "cuda/{}: {} takes {cpp:?} in C++ but {} takes {rust:?} in Rust",
-                twin.file, v.twin, v.kernel
+                twin.file, v.twin, v.kernel.name
             )));
         }
     }
@@ -141,7 +141,7 @@ impl Twins {
             let (sm80, base): (Vec<_>, Vec<_>) = experiment
                 .variants
                 .iter()
-                .partition(|v| crate::ptx::needs_sm80(v.kernel));
+                .partition(|v| v.kernel.module == crate::ptx::PtxModule::Sm80);
             let twins = |vs: Vec<&crate::experiment::Variant>| vs.iter().map(|v| v.twin).collect();
             loaded.push(load(gpu, &nvrtc, experiment, &arch, twins(base), false)?);
             // Only where the GPU runs the sm_80 kernels; elsewhere they are skipped.
@@ -293,8 +293,12 @@ mod tests {
         // Every Rust kernel with a twin has a parameter list to compare against.
         for e in ALL {
             for k in e.kernels() {
-                let module = crate::ptx::module_of(k).unwrap();
-                assert!(params(module, k).is_some_and(|p| !p.is_empty()), "{k}");
+                let module = crate::ptx::text(k.module);
+                assert!(
+                    params(module, k.name).is_some_and(|p| !p.is_empty()),
+                    "{}",
+                    k.name
+                );
             }
         }
     }

@@ -1,6 +1,7 @@
 //! complex: read the real parts of n complex values, interleaved [re, im] pairs
 //! against a split array of real parts. Useful bytes: n read + n written.
 
+use kernels::entry;
 use kernels::complex::BLOCK;
 
 use crate::experiments::copy::f32x4_grid_stride;
@@ -16,6 +17,11 @@ fn launch(p: &crate::experiment::Problem, _: &crate::device::DeviceInfo) -> crat
     Launch::one_per_element(p.dim(Dim::Len), BLOCK)
 }
 
+/// The parameter is where value i's real part sits: 2i in [re, im] pairs, i in a
+/// split array (the split kernel reads the buffer's first n floats).
+pub const INTERLEAVED: Variant = Variant::new("interleaved", &entry::complex_real_interleaved, ARGS, launch).with_param(2);
+pub const SPLIT: Variant = Variant::new("split", &entry::complex_real_split, ARGS, launch).with_param(1);
+
 pub static EXPERIMENT: Experiment = Experiment {
     name: "complex",
     about: "real parts of complex values: interleaved [re, im] wastes half of every sector; split arrays do not",
@@ -23,12 +29,10 @@ pub static EXPERIMENT: Experiment = Experiment {
     // 2^26 values: `--size` is the bytes of the real parts (4 per value).
     default_size: DefaultSize::Bytes((1 << 26) * 4),
     variants: &[
-        // The parameter is where value i's real part sits: 2i in [re, im] pairs, i in
-        // a split array (the split kernel reads the buffer's first n floats).
-        Variant::new("interleaved", "complex_real_interleaved", ARGS, launch).with_param(2),
-        Variant::new("split", "complex_real_split", ARGS, launch).with_param(1),
+        INTERLEAVED,
+        SPLIT,
         // Split tuned: float4 loads and stores, grid-stride.
-        Variant::new("split-f32x4", "complex_real_split_f32x4", ARGS, f32x4_grid_stride).with_param(1),
+        Variant::new("split-f32x4", &entry::complex_real_split_f32x4, ARGS, f32x4_grid_stride).with_param(1),
     ],
     buffers: |p| {
         let n = p.dim(Dim::Len);

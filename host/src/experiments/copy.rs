@@ -1,5 +1,6 @@
 //! copy: the practical ceiling. f32 one per thread against f32x4 grid-stride.
 
+use kernels::entry;
 use kernels::copy::BLOCK;
 
 use crate::device::DeviceInfo;
@@ -41,17 +42,19 @@ pub const COPIED: Reference = Reference::Elementwise {
     expected: |_, _, input, _, i| input.get(0, i),
 };
 
+/// One f32 per thread.
+pub const F32: Variant = Variant::new("f32", &entry::copy_f32, ARGS, |p, _| {
+    Launch::one_per_element(p.dim(Dim::Len), BLOCK)
+});
+/// Four per access, grid-stride: the ceiling.
+pub const F32X4: Variant = Variant::new("f32x4", &entry::copy_f32x4, ARGS, f32x4_grid_stride);
+
 pub static EXPERIMENT: Experiment = Experiment {
     name: "copy",
     about: "out[i] = in[i]: the practical bandwidth ceiling, next to the driver's cuMemcpyDtoD",
     kind: Kind::Elements,
     default_size: DefaultSize::BeyondL2,
-    variants: &[
-        Variant::new("f32", "copy_f32", ARGS, |p, _| {
-            Launch::one_per_element(p.dim(Dim::Len), BLOCK)
-        }),
-        Variant::new("f32x4", "copy_f32x4", ARGS, f32x4_grid_stride),
-    ],
+    variants: &[F32, F32X4],
     buffers,
     work,
     reference: COPIED,

@@ -2,6 +2,7 @@
 //! float4: coalescing is necessary, not sufficient; the bytes each thread keeps in
 //! flight decide whether the memory system is kept busy (Little's law).
 
+use kernels::entry;
 use kernels::inflight::BLOCK;
 
 use super::copy;
@@ -27,15 +28,15 @@ pub static EXPERIMENT: Experiment = Experiment {
     kind: Kind::Elements,
     default_size: DefaultSize::BeyondL2,
     variants: &[
-        Variant::new("f32-1", "inflight_f32_1", ARGS, |p, d| floats(p, d, 1)),
-        Variant::new("f32-2", "inflight_f32_2", ARGS, |p, d| floats(p, d, 2)),
-        Variant::new("f32-4", "inflight_f32_4", ARGS, |p, d| floats(p, d, 4)),
-        Variant::new("f32-8", "inflight_f32_8", ARGS, |p, d| floats(p, d, 8)),
+        Variant::new("f32-1", &entry::inflight_f32_1, ARGS, |p, d| floats(p, d, 1)),
+        Variant::new("f32-2", &entry::inflight_f32_2, ARGS, |p, d| floats(p, d, 2)),
+        Variant::new("f32-4", &entry::inflight_f32_4, ARGS, |p, d| floats(p, d, 4)),
+        Variant::new("f32-8", &entry::inflight_f32_8, ARGS, |p, d| floats(p, d, 8)),
         // The float4 kernels' tail needs n % 4 threads, which n / (4 K) blocks always have.
-        Variant::new("f32x4-1", "inflight_f32x4_1", ARGS, |p, d| floats(p, d, 4)),
-        Variant::new("f32x4-2", "inflight_f32x4_2", ARGS, |p, d| floats(p, d, 8)),
-        Variant::new("f32x4-4", "inflight_f32x4_4", ARGS, |p, d| floats(p, d, 16)),
-        Variant::new("f32x4-8", "inflight_f32x4_8", ARGS, |p, d| floats(p, d, 32)),
+        Variant::new("f32x4-1", &entry::inflight_f32x4_1, ARGS, |p, d| floats(p, d, 4)),
+        Variant::new("f32x4-2", &entry::inflight_f32x4_2, ARGS, |p, d| floats(p, d, 8)),
+        Variant::new("f32x4-4", &entry::inflight_f32x4_4, ARGS, |p, d| floats(p, d, 16)),
+        Variant::new("f32x4-8", &entry::inflight_f32x4_8, ARGS, |p, d| floats(p, d, 32)),
     ],
     buffers: copy::buffers,
     work: copy::work,

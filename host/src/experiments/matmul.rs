@@ -2,6 +2,7 @@
 //! GFLOP/s (2 m n k per launch) and validated against an f64 CPU reference
 //! ([`crate::validate::product`]).
 
+use kernels::entry;
 use kernels::matmul::TILE;
 
 use crate::device::DeviceInfo;
@@ -51,6 +52,10 @@ pub fn work(p: &Problem) -> Work {
     }
 }
 
+/// Thread x on rows (uncoalesced), and the two-line remap.
+pub const NAIVE: Variant = Variant::new("naive", &entry::matmul_naive, ARGS, square);
+pub const REMAPPED: Variant = Variant::new("remapped", &entry::matmul_remapped, ARGS, flat);
+
 pub static EXPERIMENT: Experiment = Experiment {
     name: "matmul",
     about: "C = A B: which index threadIdx.x drives decides coalescing; a two-line remap fixes it",
@@ -58,9 +63,9 @@ pub static EXPERIMENT: Experiment = Experiment {
     // 4096 x 4096 x 4096.
     default_size: DefaultSize::Bytes(4096 * 4096 * 4),
     variants: &[
-        Variant::new("naive", "matmul_naive", ARGS, square),
-        Variant::new("accidental", "matmul_accidental", ARGS, square),
-        Variant::new("remapped", "matmul_remapped", ARGS, flat),
+        NAIVE,
+        Variant::new("accidental", &entry::matmul_accidental, ARGS, square),
+        REMAPPED,
     ],
     buffers,
     work,

@@ -1,5 +1,6 @@
 //! offset: out[i] = in[i + o] for o = 0..32 elements. Misalignment adds one sector per warp.
 
+use kernels::entry;
 use kernels::offset::BLOCK;
 
 use crate::experiments::copy::f32x4_grid_stride;
@@ -12,11 +13,15 @@ use crate::twin;
 const ARGS: &[Arg] = &[Arg::Dim(Dim::Len), Arg::Param, Arg::Buffer(0), Arg::Buffer(1)];
 
 const fn shifted(name: &'static str, o: usize) -> Variant {
-    Variant::new(name, "offset_read", ARGS, |p, _| {
+    Variant::new(name, &entry::offset_read, ARGS, |p, _| {
         Launch::one_per_element(p.dim(Dim::Len), BLOCK)
     })
     .with_param(o)
 }
+
+/// Aligned, and one float off: the report's contrast.
+pub const O0: Variant = shifted("0", 0);
+pub const O1: Variant = shifted("1", 1);
 
 pub static EXPERIMENT: Experiment = Experiment {
     name: "offset",
@@ -24,15 +29,15 @@ pub static EXPERIMENT: Experiment = Experiment {
     kind: Kind::Elements,
     default_size: DefaultSize::BeyondL2,
     variants: &[
-        shifted("0", 0),
-        shifted("1", 1),
+        O0,
+        O1,
         shifted("2", 2),
         shifted("4", 4),
         shifted("8", 8),
         shifted("16", 16),
         shifted("32", 32),
         // Offset 0 tuned: four outputs per thread, float4 loads and stores, grid-stride.
-        Variant::new("0-f32x4", "offset_read_f32x4", ARGS, f32x4_grid_stride).with_param(0),
+        Variant::new("0-f32x4", &entry::offset_read_f32x4, ARGS, f32x4_grid_stride).with_param(0),
     ],
     buffers: |p| {
         let n = p.dim(Dim::Len);

@@ -1,6 +1,7 @@
 //! particles: position += velocity x dt for n particles, AoS against SoA.
 //! Useful bytes: 24 read + 12 written per particle.
 
+use kernels::entry;
 use kernels::particles::{BLOCK, step};
 
 use crate::device::DeviceInfo;
@@ -26,7 +27,7 @@ fn launch(p: &Problem, _: &DeviceInfo) -> Result<Launch> {
 
 const LEN: Arg = Arg::Dim(Dim::Len);
 /// The SoA kernels' arguments: n, dt, x, y, z, vx, vy, vz.
-const SOA: &[Arg] = &[
+const SOA_ARGS: &[Arg] = &[
     LEN,
     Arg::F32(DT),
     Arg::Buffer(1),
@@ -37,6 +38,10 @@ const SOA: &[Arg] = &[
     Arg::Buffer(6),
 ];
 
+/// An array of structs, and the six arrays of the same particles.
+pub const AOS: Variant = Variant::new("aos", &entry::particles_aos, &[LEN, Arg::F32(DT), Arg::Buffer(0)], launch);
+pub const SOA: Variant = Variant::new("soa", &entry::particles_soa, SOA_ARGS, launch);
+
 pub static EXPERIMENT: Experiment = Experiment {
     name: "particles",
     about: "pos += vel*dt: an array of 24-byte structs against six arrays; layout decides coalescing",
@@ -44,10 +49,10 @@ pub static EXPERIMENT: Experiment = Experiment {
     // 2^25 particles: `--size` is the bytes of one SoA array (4 per particle).
     default_size: DefaultSize::Bytes((1 << 25) * 4),
     variants: &[
-        Variant::new("aos", "particles_aos", &[LEN, Arg::F32(DT), Arg::Buffer(0)], launch),
-        Variant::new("soa", "particles_soa", SOA, launch),
+        AOS,
+        SOA,
         // SoA tuned: float4 loads and stores of each array, grid-stride.
-        Variant::new("soa-f32x4", "particles_soa_f32x4", SOA, f32x4_grid_stride),
+        Variant::new("soa-f32x4", &entry::particles_soa_f32x4, SOA_ARGS, f32x4_grid_stride),
     ],
     // The AoS array, then the six SoA arrays x, y, z, vx, vy, vz: positions are
     // updated in place, so their old values are what an unwritten element keeps, and

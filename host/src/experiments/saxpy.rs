@@ -1,6 +1,7 @@
 //! saxpy: y = a x + y. Scalar, float4 coalesced, float4 strided.
 //! Useful bytes: 12 per element (x and y read, y written).
 
+use kernels::entry;
 use kernels::gpu::math::fma;
 use kernels::saxpy::BLOCK;
 
@@ -31,6 +32,10 @@ fn grid_stride(p: &Problem, d: &DeviceInfo) -> Result<Launch> {
     Ok(Launch::grid_stride(p.dim(Dim::Len) / 4, BLOCK, d.sm_count, BLOCKS_PER_SM))
 }
 
+/// Float4 on a coalesced walk, and on a strided one.
+pub const F32X4: Variant = Variant::new("f32x4", &entry::saxpy_f32x4, ARGS, grid_stride);
+pub const F32X4_STRIDED: Variant = Variant::new("f32x4-strided", &entry::saxpy_f32x4_strided, ARGS, grid_stride);
+
 pub static EXPERIMENT: Experiment = Experiment {
     name: "saxpy",
     about: "y = a*x + y: float4 loads help a coalesced walk and do not rescue a strided one",
@@ -38,9 +43,9 @@ pub static EXPERIMENT: Experiment = Experiment {
     // 2^26 elements: the strided walk then views them as 4096 x 4096 float4s.
     default_size: DefaultSize::Bytes((1 << 26) * 4),
     variants: &[
-        Variant::new("f32", "saxpy_f32", ARGS, one_per_element),
-        Variant::new("f32x4", "saxpy_f32x4", ARGS, grid_stride),
-        Variant::new("f32x4-strided", "saxpy_f32x4_strided", ARGS, grid_stride),
+        Variant::new("f32", &entry::saxpy_f32, ARGS, one_per_element),
+        F32X4,
+        F32X4_STRIDED,
     ],
     // y is updated in place: an unwritten y keeps its input value, which differs from a x + y.
     buffers: |p| {

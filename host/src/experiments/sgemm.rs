@@ -12,6 +12,7 @@
 //! TF32 mode. Their shared stages exceed 48 KiB: dynamic shared memory, opted in at
 //! launch.
 
+use kernels::entry;
 use kernels::sgemm::{
     ASYNC_128X128X8, ASYNC_128X256X8, PIPE_128X64X16, PIPE_128X128X8, PIPE_128X128X8_4X8, PIPE_128X128X16, SMEM_TILE, T1_BM,
     T1_BN, T1_THREADS, T2_BM, T2_BN, T2_THREADS, WARPTILE, WarpTiling,
@@ -65,36 +66,36 @@ pub static EXPERIMENT: Experiment = Experiment {
     // 4096 x 4096 x 4096.
     default_size: DefaultSize::Bytes(4096 * 4096 * 4),
     variants: &[
-        Variant::new("smem", "sgemm_smem", ARGS, smem),
-        Variant::new("tile-1d", "sgemm_tile_1d", ARGS, tile_1d),
-        Variant::new("tile-2d", "sgemm_tile_2d", ARGS, tile_2d),
-        Variant::new("vec4", "sgemm_vec4", ARGS, tile_2d),
-        Variant::new("banks", "sgemm_banks", ARGS, tile_2d),
-        Variant::new("warptile", "sgemm_warptile", ARGS, |p, _| warp(p, WARPTILE)),
-        Variant::new("pipeline-128x128x16", "sgemm_pipeline_128x128x16", ARGS, |p, _| {
+        Variant::new("smem", &entry::sgemm_smem, ARGS, smem),
+        Variant::new("tile-1d", &entry::sgemm_tile_1d, ARGS, tile_1d),
+        Variant::new("tile-2d", &entry::sgemm_tile_2d, ARGS, tile_2d),
+        Variant::new("vec4", &entry::sgemm_vec4, ARGS, tile_2d),
+        Variant::new("banks", &entry::sgemm_banks, ARGS, tile_2d),
+        Variant::new("warptile", &entry::sgemm_warptile, ARGS, |p, _| warp(p, WARPTILE)),
+        Variant::new("pipeline-128x128x16", &entry::sgemm_pipeline_128x128x16, ARGS, |p, _| {
             warp(p, PIPE_128X128X16)
         }),
-        Variant::new("pipeline-128x128x8", "sgemm_pipeline_128x128x8", ARGS, |p, _| {
+        Variant::new("pipeline-128x128x8", &entry::sgemm_pipeline_128x128x8, ARGS, |p, _| {
             warp(p, PIPE_128X128X8)
         }),
-        Variant::new("pipeline-128x128x8-4x8", "sgemm_pipeline_128x128x8_4x8", ARGS, |p, _| {
+        Variant::new("pipeline-128x128x8-4x8", &entry::sgemm_pipeline_128x128x8_4x8, ARGS, |p, _| {
             warp(p, PIPE_128X128X8_4X8)
         }),
-        Variant::new("interior", "sgemm_interior", ARGS, |p, _| warp(p, PIPE_128X128X8_4X8)),
-        Variant::new("pipeline-128x64x16", "sgemm_pipeline_128x64x16", ARGS, |p, _| {
+        Variant::new("interior", &entry::sgemm_interior, ARGS, |p, _| warp(p, PIPE_128X128X8_4X8)),
+        Variant::new("pipeline-128x64x16", &entry::sgemm_pipeline_128x64x16, ARGS, |p, _| {
             warp(p, PIPE_128X64X16)
         }),
-        Variant::new("async-128x128x8", "sgemm_async_128x128x8", ARGS, |p, _| {
+        Variant::new("async-128x128x8", &entry::sgemm_async_128x128x8, ARGS, |p, _| {
             warp(p, ASYNC_128X128X8)
         }),
-        Variant::new("async-128x256x8", "sgemm_async_128x256x8", ARGS, |p, _| {
+        Variant::new("async-128x256x8", &entry::sgemm_async_128x256x8, ARGS, |p, _| {
             warp(p, ASYNC_128X256X8)
         }),
-        Variant::new("tf32-128x128x32", "sgemm_tf32_128x128x32", ARGS, |p, _| {
+        Variant::new("tf32-128x128x32", &entry::sgemm_tf32_128x128x32, ARGS, |p, _| {
             tf32(p, TF32_128X128X32)
         })
         .tf32(),
-        Variant::new("tf32-128x256x32", "sgemm_tf32_128x256x32", ARGS, |p, _| {
+        Variant::new("tf32-128x256x32", &entry::sgemm_tf32_128x256x32, ARGS, |p, _| {
             tf32(p, TF32_128X256X32)
         })
         .tf32(),
@@ -157,7 +158,7 @@ mod tests {
             let check = validate(&EmuLaunch::new(&EXPERIMENT, v, p, &info).unwrap(), 3).unwrap();
             assert!(check.ok, "{} at {p}: {}", v.name, check.detail);
             // The same kernel judged as an FP32 one.
-            let fp32: &'static Variant = Box::leak(Box::new(Variant::new(v.name, v.kernel, v.args, v.launch)));
+            let fp32: &'static Variant = Box::leak(Box::new(Variant { arithmetic: Arithmetic::Fp32, ..*v }));
             let strict = validate(&EmuLaunch::new(&EXPERIMENT, fp32, p, &info).unwrap(), 3).unwrap();
             assert!(!strict.ok, "{} passed the FP32 bound: {}", v.name, strict.detail);
         }
@@ -173,11 +174,11 @@ mod tests {
 
     /// The awkward sizes never have n % 4 == 0, so the float4 paths for B and C (and,
     /// with k % 4 == 0, for A) are run here: partial tiles in m, n and k, vector loads.
-    /// The double-buffered and `cp.async` rungs also run with a block's threads one at
-    /// a time in reverse order, which shows a missing barrier deterministically; the
-    /// emulator lands a `cp.async` only at the wait that covers it, so a stage read
-    /// before its wait reads poison. k = 44: 6 tiles of 8 (more than the 3 stages), the
-    /// last one partial.
+    /// Every rung also runs with a block's threads one at a time in reverse order,
+    /// which shows a missing barrier deterministically (in a shared tile, a double
+    /// buffer or a `cp.async` stage); the emulator lands a `cp.async` only at the wait
+    /// that covers it, so a stage read before its wait reads poison. k = 44: 6 tiles of
+    /// 8 (more than the 3 stages), the last one partial.
     #[test]
     fn vector_paths_and_double_buffers_match_the_reference_on_the_emulator() {
         use crate::explain::emulate::{EmuLaunch, validate, validate_with};
@@ -191,14 +192,8 @@ mod tests {
             let run = EmuLaunch::new(&EXPERIMENT, v, p, &info).unwrap();
             let check = validate(&run, 11).unwrap();
             assert!(check.ok, "{} at {p}: {}", v.name, check.detail);
-            if v.name.starts_with("pipeline")
-                || v.name.starts_with("async")
-                || v.name.starts_with("tf32")
-                || v.name == "warptile"
-            {
-                let check = validate_with(&run, 12, Schedule::Reverse).unwrap();
-                assert!(check.ok, "{} at {p}, reverse schedule: {}", v.name, check.detail);
-            }
+            let check = validate_with(&run, 12, Schedule::Reverse).unwrap();
+            assert!(check.ok, "{} at {p}, reverse schedule: {}", v.name, check.detail);
         }
     }
 }

@@ -1,6 +1,7 @@
 //! stride: out[i] = in[i * s] for s = 1..64. Same useful bytes for every s; only
 //! the spread of each warp's loads changes.
 
+use kernels::entry;
 use kernels::stride::BLOCK;
 
 use crate::experiments::copy::f32x4_grid_stride;
@@ -13,11 +14,17 @@ use crate::twin;
 const ARGS: &[Arg] = &[Arg::Dim(Dim::Len), Arg::Param, Arg::Buffer(0), Arg::Buffer(1)];
 
 const fn strided(name: &'static str, s: usize) -> Variant {
-    Variant::new(name, "stride_read", ARGS, |p, _| {
+    Variant::new(name, &entry::stride_read, ARGS, |p, _| {
         Launch::one_per_element(p.dim(Dim::Len), BLOCK)
     })
     .with_param(s)
 }
+
+/// The strides the report singles out: coalesced, and 2, 4 and 32 floats apart.
+pub const S1: Variant = strided("1", 1);
+pub const S2: Variant = strided("2", 2);
+pub const S4: Variant = strided("4", 4);
+pub const S32: Variant = strided("32", 32);
 
 pub static EXPERIMENT: Experiment = Experiment {
     name: "stride",
@@ -25,15 +32,15 @@ pub static EXPERIMENT: Experiment = Experiment {
     kind: Kind::Elements,
     default_size: DefaultSize::BeyondL2,
     variants: &[
-        strided("1", 1),
-        strided("2", 2),
-        strided("4", 4),
+        S1,
+        S2,
+        S4,
         strided("8", 8),
         strided("16", 16),
-        strided("32", 32),
+        S32,
         strided("64", 64),
         // Stride 1 tuned: four outputs per thread, float4 loads and stores, grid-stride.
-        Variant::new("1-f32x4", "stride_read_f32x4", ARGS, f32x4_grid_stride).with_param(1),
+        Variant::new("1-f32x4", &entry::stride_read_f32x4, ARGS, f32x4_grid_stride).with_param(1),
     ],
     buffers: |p| {
         let n = p.dim(Dim::Len);

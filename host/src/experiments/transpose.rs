@@ -2,6 +2,7 @@
 //! tiled and padded, then tuned padded tiles that keep more bytes in flight.
 //! Useful bytes: 2 x rows x cols x 4.
 
+use kernels::entry;
 use kernels::transpose::{BLOCK_ROWS, TILE, TILE64, VEC_THREADS_X, VEC_THREADS_Y};
 
 use crate::device::DeviceInfo;
@@ -47,22 +48,26 @@ fn tiles_64_f32x4(p: &Problem, _: &DeviceInfo) -> Result<Launch> {
     grid_of(p.dim(Dim::Rows), p.dim(Dim::Cols), (TILE64, TILE64), block)
 }
 
+/// The report's contrast: strided writes against the padded tile.
+pub const NAIVE_WRITE: Variant = Variant::new("naive-write", &entry::transpose_naive_write, ARGS, over_input);
+pub const TILED_PADDED: Variant = Variant::new("tiled-padded", &entry::transpose_tiled_padded, ARGS, over_input);
+
 pub static EXPERIMENT: Experiment = Experiment {
     name: "transpose",
     about: "out = inᵀ: coalescing both ways needs a shared-memory tile; padding removes its bank conflicts",
     kind: Kind::Matrix,
     default_size: DefaultSize::Bytes(8192 * 8192 * 4),
     variants: &[
-        Variant::new("naive-write", "transpose_naive_write", ARGS, over_input),
-        Variant::new("naive-read", "transpose_naive_read", ARGS, over_output),
-        Variant::new("tiled", "transpose_tiled", ARGS, over_input),
-        Variant::new("tiled-padded", "transpose_tiled_padded", ARGS, over_input),
+        NAIVE_WRITE,
+        Variant::new("naive-read", &entry::transpose_naive_read, ARGS, over_output),
+        Variant::new("tiled", &entry::transpose_tiled, ARGS, over_input),
+        TILED_PADDED,
         // Tuned for the copy ceiling: 64 x 64 tiles, 16 elements in flight per thread.
-        Variant::new("padded-64", "transpose_padded_64", ARGS, tiles_64),
+        Variant::new("padded-64", &entry::transpose_padded_64, ARGS, tiles_64),
         // The same kernel, the blocks in column order: the resident ones write whole
         // output rows, as a copy writes.
-        Variant::new("padded-64-cols", "transpose_padded_64_cols", ARGS, tiles_64_cols),
-        Variant::new("padded-64-f32x4", "transpose_padded_64_f32x4", ARGS, tiles_64_f32x4),
+        Variant::new("padded-64-cols", &entry::transpose_padded_64_cols, ARGS, tiles_64_cols),
+        Variant::new("padded-64-f32x4", &entry::transpose_padded_64_f32x4, ARGS, tiles_64_f32x4),
     ],
     buffers: |p| {
         let len = p.dim(Dim::Rows).checked_mul(p.dim(Dim::Cols))?;

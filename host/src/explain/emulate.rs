@@ -8,7 +8,8 @@
 
 use std::ops::Range;
 
-use kernels::gpu::emu::{self, Access, Dim3, Executions, HostKernel, LaunchConfig};
+use kernels::gpu::emu::{self, Access, Dim3, Executions, LaunchConfig};
+use kernels::handle::KernelInfo;
 
 use crate::buffers::POISON_BITS;
 use crate::device::DeviceInfo;
@@ -19,13 +20,13 @@ use crate::validate::Validation;
 
 /// One launch of one declared variant at one problem size, ready to emulate: the
 /// grid and block of its GPU launch rule, the experiment's buffers, and the Rust
-/// kernel found by its entry-point name in the table `kernel!` generates.
+/// kernel its declaration names (a handle of the table `kernel!` generates).
 pub struct EmuLaunch {
     pub experiment: &'static Experiment,
     pub variant: &'static Variant,
     pub problem: Problem,
     /// The host function that runs; the variant's own kernel unless substituted.
-    pub kernel: &'static HostKernel,
+    pub kernel: &'static KernelInfo,
     pub grid: Dim3,
     pub block: Dim3,
     pub dynamic_shared_bytes: usize,
@@ -42,33 +43,36 @@ impl EmuLaunch {
         problem: Problem,
         info: &DeviceInfo,
     ) -> Result<EmuLaunch> {
-        let kernel = kernels::host_kernel(variant.kernel).ok_or_else(|| Error::Emulation {
-            kernel: variant.kernel.to_string(),
-            why: "no such kernel in kernels::HOST_KERNELS (is it declared with kernel!?)".into(),
-        })?;
         let launch = (variant.launch)(&problem, info)?;
+        let buffers = experiment.buffers_at(&problem)?;
+        // The argument words exist at this problem (its u32 dimensions fit).
+        experiment.words(variant, &problem, &vec![0; buffers.len()])?;
         Ok(EmuLaunch {
             experiment,
             variant,
             problem,
-            kernel,
+            kernel: variant.kernel,
             grid: Dim3::from(launch.grid),
             block: Dim3::from(launch.block),
             dynamic_shared_bytes: launch.shared_bytes as usize,
-            buffers: experiment.buffers_at(&problem)?,
+            buffers,
         })
     }
 
     /// The same launch running another kernel with the same parameters (a
     /// deliberately broken one, in the tests).
-    pub fn substitute(self, kernel: &'static HostKernel) -> EmuLaunch {
+    pub fn substitute(self, kernel: &'static KernelInfo) -> EmuLaunch {
         EmuLaunch { kernel, ..self }
     }
 
     /// Runs the kernel in the current emulated thread with buffer i at `addresses[i]`.
+    /// The words were checked when the launch was made ([`EmuLaunch::new`]).
     fn call(&self, addresses: &[usize]) {
         let addresses: Vec<u64> = addresses.iter().map(|&a| a as u64).collect();
-        let words = self.experiment.words(self.variant, &self.problem, &addresses);
+        let words = self
+            .experiment
+            .words(self.variant, &self.problem, &addresses)
+            .expect("checked by EmuLaunch::new");
         // SAFETY: the words are the declared arguments, with every buffer either a
         // live host allocation of its declared length or (addresses only) a virtual
         // range the emulator never dereferences; the emulator's bounds fail any

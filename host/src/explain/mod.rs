@@ -253,7 +253,7 @@ pub fn explain_variant(
     let sampled = sample.is_some();
     let mut recorded = emulate::record(&launch, sample, MAX_OCCURRENCES, false)?;
     // The GPU runs what ptxas made of the source: its vector shared accesses.
-    let vectorized = vectorize::of_kernel(launch.kernel.name);
+    let vectorized = vectorize::of_kernel(launch.kernel);
     let folded = vectorize::merge(&mut recorded.accesses, &vectorized);
     let mut traffic = traffic::traffic(&recorded.accesses);
     let size = residency::LaunchSize {
@@ -310,7 +310,7 @@ pub fn explain_variant(
     Ok(KernelReport {
         experiment: experiment.name.to_string(),
         variant: variant.name.to_string(),
-        kernel: variant.kernel.to_string(),
+        kernel: variant.kernel.name.to_string(),
         problem,
         size_bytes: crate::harness::baseline_bytes(&problem).unwrap_or(0),
         grid: [launch.grid.x, launch.grid.y, launch.grid.z],

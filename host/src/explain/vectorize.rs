@@ -21,6 +21,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use kernels::gpu::emu::{Access, Space};
+use kernels::handle::KernelInfo;
 use serde::Serialize;
 
 use super::analyse::Direction;
@@ -502,12 +503,10 @@ fn windows(offsets: impl IntoIterator<Item = i64>, aligned: u32) -> Vec<(i64, u6
     out
 }
 
-/// `analyse` of `kernel` in the embedded PTX module that defines it (nothing merged
-/// if none does).
-pub fn of_kernel(kernel: &str) -> Vectorized {
-    crate::ptx::module_of(kernel)
-        .and_then(|ptx| analyse(ptx, kernel))
-        .unwrap_or_default()
+/// `analyse` of `kernel` in the embedded PTX module its handle names (nothing merged
+/// if it has no shared accesses there).
+pub fn of_kernel(kernel: &KernelInfo) -> Vectorized {
+    analyse(crate::ptx::text(kernel.module), kernel.name).unwrap_or_default()
 }
 
 /// Merges `log`'s scalar shared accesses as ptxas merges them (`vectorized`): per

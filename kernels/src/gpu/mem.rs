@@ -221,21 +221,3 @@ impl<T: Element> GlobalMut<T> {
         GlobalMut::from_ptr(self.ptr.cast())
     }
 }
-
-// The emulator's parameter convention: a pointer parameter's word is its address.
-// Here rather than in `emu` so that `emu` imports nothing from this module.
-#[cfg(not(target_arch = "nvptx64"))]
-impl<T: Element> super::emu::FromWord for Global<T> {
-    fn from_word(w: u64) -> Self {
-        // The host made the word from a buffer's address (`as_ptr() as u64`), which
-        // exposed its provenance.
-        Global::from_ptr(core::ptr::with_exposed_provenance(w as usize))
-    }
-}
-
-#[cfg(not(target_arch = "nvptx64"))]
-impl<T: Element> super::emu::FromWord for GlobalMut<T> {
-    fn from_word(w: u64) -> Self {
-        GlobalMut::from_ptr(core::ptr::with_exposed_provenance_mut(w as usize))
-    }
-}

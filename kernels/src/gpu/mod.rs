@@ -9,6 +9,7 @@ pub mod async_copy;
 pub mod math;
 pub mod mem;
 pub mod mma;
+pub mod param;
 #[macro_use]
 pub mod shared;
 pub mod thread;
@@ -33,9 +34,11 @@ pub use vec::Float4;
 /// only the `#[requires(sm_80)]` kernels. In the module a kernel does not belong to it
 /// is still type-checked, as a private function that is never emitted.
 ///
-/// `build.rs` lists every `kernel!` block of a top-level module file in
-/// [`HOST_KERNELS`](crate::HOST_KERNELS), so the host can run it on the emulator by
-/// name; each parameter type needs an [`emu::FromWord`] impl for that table to compile.
+/// `build.rs` reads every `kernel!` block under `src/` and gives each kernel a handle,
+/// [`crate::entry`]`::NAME`, typed with its parameters, which the host launches and
+/// the emulator calls. For that the macro also declares, on the host only, a type
+/// alias of the kernel's name for its parameter tuple (in the type namespace, beside
+/// the function); each parameter type must be a [`param::KernelParam`].
 ///
 /// `#[launch_bounds(THREADS, BLOCKS)]`, first in the block, is CUDA's
 /// `__launch_bounds__(THREADS, BLOCKS)`: at most THREADS threads per block, and
@@ -51,19 +54,31 @@ macro_rules! kernel {
         #[cfg(target_arch = "nvptx64")]
         $crate::__in_sm80_module! { $(#[$meta])* pub fn $name($($arg: $ty),*) $body }
 
-        $(#[$meta])*
-        #[cfg(not(target_arch = "nvptx64"))]
-        #[allow(clippy::missing_safety_doc)]
-        pub unsafe fn $name($($arg: $ty),*) $body
+        $crate::__host_kernel! { $(#[$meta])* pub fn $name($($arg: $ty),*) $body }
     };
     ($(#[$meta:meta])* pub fn $name:ident($($arg:ident : $ty:ty),* $(,)?) $body:block) => {
         #[cfg(target_arch = "nvptx64")]
         $crate::__in_baseline_module! { $(#[$meta])* pub fn $name($($arg: $ty),*) $body }
 
+        $crate::__host_kernel! { $(#[$meta])* pub fn $name($($arg: $ty),*) $body }
+    };
+}
+
+/// A kernel on the host: a plain `unsafe fn` the emulator calls, and its parameter
+/// tuple as a type alias of the same name, which the kernel's handle is typed with.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __host_kernel {
+    ($(#[$meta:meta])* pub fn $name:ident($($arg:ident : $ty:ty),*) $body:block) => {
         $(#[$meta])*
         #[cfg(not(target_arch = "nvptx64"))]
         #[allow(clippy::missing_safety_doc)]
         pub unsafe fn $name($($arg: $ty),*) $body
+
+        #[cfg(not(target_arch = "nvptx64"))]
+        #[doc(hidden)]
+        #[allow(non_camel_case_types)]
+        pub type $name = ($($ty,)*);
     };
 }
 

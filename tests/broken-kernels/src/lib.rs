@@ -14,15 +14,16 @@ use kernels::gpu::{Global, GlobalMut};
 use kernels::transpose::{BLOCK_ROWS, TILE};
 use kernels::{kernel, shared_array};
 
-// HOST_KERNELS: this crate's kernels, runnable on the emulator by name (see build.rs).
+/// One handle per broken kernel, typed with its parameters (see build.rs).
 #[cfg(not(target_arch = "nvptx64"))]
-include!(concat!(env!("OUT_DIR"), "/host_kernels.rs"));
-
-/// The kernel named `name` in [`HOST_KERNELS`], to run it on the emulator.
-#[cfg(not(target_arch = "nvptx64"))]
-pub fn host_kernel(name: &str) -> Option<&'static kernels::gpu::emu::HostKernel> {
-    HOST_KERNELS.iter().find(|k| k.name == name)
+#[allow(non_upper_case_globals)]
+pub mod entry {
+    include!(concat!(env!("OUT_DIR"), "/kernel_handles.rs"));
 }
+
+/// This crate's kernels, runnable on the emulator.
+#[cfg(not(target_arch = "nvptx64"))]
+pub static HOST_KERNELS: &[&kernels::handle::KernelInfo] = entry::ALL;
 
 kernel! {
     /// `copy_f32` with an off-by-one guard (`i + 1 < n`): the last element is never

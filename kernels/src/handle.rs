@@ -1,0 +1,125 @@
+//! Kernel handles: what the host knows of each kernel, generated from the table of
+//! `kernel!` blocks (see [`crate::entry`]).
+//!
+//! A [`Kernel<P>`] names one PTX entry point and carries its parameter types `P` (a
+//! tuple, e.g. `(usize, Global<f32>, GlobalMut<f32>)`), so a launch with the wrong
+//! kernel or wrong arguments does not compile. Its [`KernelInfo`] is what every
+//! backend needs untyped: the name, the parameters' kinds, the PTX module, the launch
+//! bounds, and the emulator's entry.
+
+use core::marker::PhantomData;
+
+use crate::gpu::param::ParamKind;
+
+/// The PTX modules `host/build.rs` builds from a kernel crate: the baseline every GPU
+/// loads, and one per newer architecture that some kernels require
+/// (`kernel! { #[requires(sm_80)] ... }`), loaded only where the GPU has it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PtxModule {
+    /// Every kernel without a requirement (built for sm_70 unless configured).
+    Baseline,
+    /// The `#[requires(sm_80)]` kernels: `cp.async`, `mma.sync`.
+    Sm80,
+}
+
+impl PtxModule {
+    /// Every module, baseline first.
+    pub const ALL: [PtxModule; 2] = [PtxModule::Baseline, PtxModule::Sm80];
+
+    /// The architecture its kernels require (`sm_80`), None for the baseline.
+    pub const fn requires(self) -> Option<&'static str> {
+        match self {
+            PtxModule::Baseline => None,
+            PtxModule::Sm80 => Some("sm_80"),
+        }
+    }
+
+    /// The compute capability a GPU needs to load it (the baseline's sm_70 is every
+    /// GPU this tool runs on).
+    pub const fn compute_capability(self) -> (i32, i32) {
+        match self {
+            PtxModule::Baseline => (7, 0),
+            PtxModule::Sm80 => (8, 0),
+        }
+    }
+}
+
+/// `#[launch_bounds(THREADS, BLOCKS)]`: CUDA's `__launch_bounds__(THREADS, BLOCKS)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchBounds {
+    /// The most threads per block.
+    pub threads: u32,
+    /// Blocks that must fit on one SM (registers are capped for it).
+    pub blocks: u32,
+}
+
+/// One kernel, untyped: what every backend needs.
+#[derive(Clone, Copy, Debug)]
+pub struct KernelInfo {
+    /// The PTX entry point's name.
+    pub name: &'static str,
+    /// Each parameter's kind, from its type.
+    pub params: &'static [ParamKind],
+    /// The PTX module that has it.
+    pub module: PtxModule,
+    pub launch_bounds: Option<LaunchBounds>,
+    /// Converts `words[i]` to parameter `i` ([`crate::gpu::param::KernelParam`]) and
+    /// calls the kernel's host function. Panics, naming the kernel, unless
+    /// `words.len() == params.len()`.
+    ///
+    /// # Safety
+    /// As for the kernel itself: call it inside an emulated launch
+    /// ([`crate::gpu::emu::launch`]), with the words a GPU launch would get, i.e.
+    /// addresses of live host buffers large enough for the kernel's accesses (or an
+    /// addresses-only launch).
+    pub call: unsafe fn(&[u64]),
+}
+
+impl KernelInfo {
+    /// How many parameters (words) it takes.
+    pub const fn arity(&self) -> usize {
+        self.params.len()
+    }
+}
+
+impl PartialEq for KernelInfo {
+    /// One entry point per name (the table refuses duplicates).
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+
+impl Eq for KernelInfo {}
+
+/// A kernel with its parameter types `P`: a launch must pass exactly a `P`.
+pub struct Kernel<P> {
+    info: KernelInfo,
+    params: PhantomData<fn(P)>,
+}
+
+impl<P> Kernel<P> {
+    pub const fn new(info: KernelInfo) -> Self {
+        Kernel {
+            info,
+            params: PhantomData,
+        }
+    }
+
+    /// The untyped part, for declarations and backends that hold many kernels.
+    pub const fn info(&'static self) -> &'static KernelInfo {
+        &self.info
+    }
+}
+
+impl<P> core::ops::Deref for Kernel<P> {
+    type Target = KernelInfo;
+    fn deref(&self) -> &KernelInfo {
+        &self.info
+    }
+}
+
+impl<P> core::fmt::Debug for Kernel<P> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_tuple("Kernel").field(&self.info.name).finish()
+    }
+}
