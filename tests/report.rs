@@ -723,14 +723,14 @@ fn results_json_holds_the_comparison_and_round_trips() {
     assert_eq!(c.cublas_rows[0].gflop_per_s, 48_000.0);
 }
 
-/// A claim or a plot contrast that names a variant no experiment declares would
-/// silently read "not run": every name they use must select.
+/// The claims and plots name their variants through the declarations (a renamed
+/// variant does not compile); each must also be in its experiment's list, or it would
+/// silently read "not run".
 #[test]
 fn claims_and_contrasts_name_declared_variants() {
-    use coalesce::experiments::select;
     use coalesce::report::claims::{CLAIMS, Measure};
     use coalesce::report::plots::CONTRASTS;
-    let mut named: Vec<(&str, &str)> = Vec::new();
+    let mut named = Vec::new();
     for c in CLAIMS {
         match c.measure {
             Measure::PctOf { row, of } => named.extend([row, of]),
@@ -738,8 +738,12 @@ fn claims_and_contrasts_name_declared_variants() {
             Measure::Speedup { fast, slow } => named.extend([fast, slow]),
         }
     }
-    for &(e, good, bad) in CONTRASTS {
-        named.extend([(e, good), (e, bad)]);
+    for &(good, bad) in CONTRASTS {
+        assert_eq!(
+            good.experiment.name, bad.experiment.name,
+            "{good:?} against {bad:?}"
+        );
+        named.extend([good, bad]);
     }
     named.extend(coalesce::report::plots::NAMED_VARIANTS);
     for e in coalesce::report::ladder::EXPERIMENTS {
@@ -748,11 +752,16 @@ fn claims_and_contrasts_name_declared_variants() {
             "the ladder names {e}, which is not declared"
         );
     }
-    for (e, v) in named {
-        let word = format!("{e}/{v}");
+    for v in named {
         assert!(
-            select(std::slice::from_ref(&word)).is_ok(),
-            "{word} is named by the report but not declared"
+            v.is_declared(),
+            "{v:?} is named by the report but not in its experiment's list"
+        );
+        assert!(
+            coalesce::experiments::ALL
+                .iter()
+                .any(|e| std::ptr::eq(*e, v.experiment)),
+            "{v:?}: its experiment is not registered"
         );
     }
 }

@@ -3,25 +3,21 @@
 //! "not run", and adding an experiment fills its claims in.
 
 use crate::compare::CompareReport;
+use crate::experiment::VariantOf;
+use crate::experiments::{matmul, particles, saxpy, stride};
 use crate::harness::Row;
 
 /// How a claim is checked against the rows of a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Measure {
-    /// `row`'s rate as a percentage of `of`'s (rows named experiment, variant).
-    PctOf {
-        row: (&'static str, &'static str),
-        of: (&'static str, &'static str),
-    },
+    /// `row`'s rate as a percentage of `of`'s.
+    PctOf { row: VariantOf, of: VariantOf },
     /// `row`'s GFLOP/s as a percentage of cuBLAS SGEMM (FP32) on the same matrices.
-    PctOfCublas { row: (&'static str, &'static str) },
+    PctOfCublas { row: VariantOf },
     /// `row`'s effective bandwidth as % of copy and of peak.
-    PctOfCopy { row: (&'static str, &'static str) },
+    PctOfCopy { row: VariantOf },
     /// How many times faster `fast` runs than `slow`.
-    Speedup {
-        fast: (&'static str, &'static str),
-        slow: (&'static str, &'static str),
-    },
+    Speedup { fast: VariantOf, slow: VariantOf },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -37,68 +33,68 @@ pub const CLAIMS: &[Claim] = &[
         claim: "stride 2: a warp uses half of every line it fetches",
         seeds: "50% of useful bytes",
         measure: Measure::PctOf {
-            row: ("stride", "2"),
-            of: ("stride", "1"),
+            row: VariantOf::new(&stride::EXPERIMENT, &stride::S2),
+            of: VariantOf::new(&stride::EXPERIMENT, &stride::S1),
         },
     },
     Claim {
         claim: "stride 4: a quarter",
         seeds: "25%",
         measure: Measure::PctOf {
-            row: ("stride", "4"),
-            of: ("stride", "1"),
+            row: VariantOf::new(&stride::EXPERIMENT, &stride::S4),
+            of: VariantOf::new(&stride::EXPERIMENT, &stride::S1),
         },
     },
     Claim {
         claim: "stride 32: one useful f32 per 128-byte line",
         seeds: "~3%",
         measure: Measure::PctOf {
-            row: ("stride", "32"),
-            of: ("stride", "1"),
+            row: VariantOf::new(&stride::EXPERIMENT, &stride::S32),
+            of: VariantOf::new(&stride::EXPERIMENT, &stride::S1),
         },
     },
     Claim {
         claim: "particles: SoA coalesces where AoS does not",
         seeds: "SoA faster than AoS",
         measure: Measure::Speedup {
-            fast: ("particles", "soa"),
-            slow: ("particles", "aos"),
+            fast: VariantOf::new(&particles::EXPERIMENT, &particles::SOA),
+            slow: VariantOf::new(&particles::EXPERIMENT, &particles::AOS),
         },
     },
     Claim {
         claim: "saxpy float4, coalesced grid-stride walk",
         seeds: "91% (RTX 4070)",
         measure: Measure::PctOfCopy {
-            row: ("saxpy", "f32x4"),
+            row: VariantOf::new(&saxpy::EXPERIMENT, &saxpy::F32X4),
         },
     },
     Claim {
         claim: "saxpy float4, strided walk: vector loads do not fix a bad pattern",
         seeds: "25% (RTX 4070)",
         measure: Measure::PctOfCopy {
-            row: ("saxpy", "f32x4-strided"),
+            row: VariantOf::new(&saxpy::EXPERIMENT, &saxpy::F32X4_STRIDED),
         },
     },
     Claim {
         claim: "matmul naive, % of cuBLAS SGEMM",
         seeds: "1.3%",
         measure: Measure::PctOfCublas {
-            row: ("matmul", "naive"),
+            row: VariantOf::new(&matmul::EXPERIMENT, &matmul::NAIVE),
         },
     },
     Claim {
         claim: "matmul remapped, % of cuBLAS SGEMM",
         seeds: "8.5%",
         measure: Measure::PctOfCublas {
-            row: ("matmul", "remapped"),
+            row: VariantOf::new(&matmul::EXPERIMENT, &matmul::REMAPPED),
         },
     },
     Claim {
         claim: "matmul: the two-line remap over naive",
         seeds: "6.4x",
         measure: Measure::Speedup {
-            fast: ("matmul", "remapped"),
-            slow: ("matmul", "naive"),
+            fast: VariantOf::new(&matmul::EXPERIMENT, &matmul::REMAPPED),
+            slow: VariantOf::new(&matmul::EXPERIMENT, &matmul::NAIVE),
         },
     },
 ];
@@ -111,9 +107,8 @@ pub struct Verdict {
     pub measured: String,
 }
 
-fn row_of<'a>(rows: &'a [Row], (experiment, variant): (&str, &str)) -> Option<&'a Row> {
-    rows.iter()
-        .find(|r| r.experiment == experiment && r.variant == variant)
+fn row_of(rows: &[Row], v: VariantOf) -> Option<&Row> {
+    rows.iter().find(|r| v.is(&r.experiment, &r.variant))
 }
 
 /// GFLOP/s where both rows count FLOPs, else GB/s: what "faster" means for them.
@@ -160,7 +155,7 @@ pub fn measure(claim: &Claim, rows: &[Row], comparison: Option<&CompareReport>) 
                 };
                 format!("{:.1}% of {} {}{copy}", 100.0 * x / y, o.experiment, o.variant)
             }
-            (Some(_), None) => format!("{} {} not run", of.0, of.1),
+            (Some(_), None) => format!("{} {} not run", of.experiment.name, of.variant.name),
             _ => NOT_RUN.into(),
         },
         Measure::PctOfCublas { row } => match row_of(rows, row) {

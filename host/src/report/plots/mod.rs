@@ -9,6 +9,8 @@ use chart::{Bar, BarChart, LineChart, Scale, Series};
 
 use super::{Results, predicted};
 use crate::error::Result;
+use crate::experiment::VariantOf;
+use crate::experiments::{complex, copy, matmul, offset, particles, saxpy, stride, transpose};
 use crate::harness::Row;
 
 /// One drawn plot.
@@ -20,21 +22,37 @@ pub struct Plot {
     pub svg: String,
 }
 
-/// Good against bad, per experiment: the designed contrast of each lesson.
-/// Experiments without an entry show their fastest against their slowest variant.
-pub const CONTRASTS: &[(&str, &str, &str)] = &[
-    ("copy", "f32x4", "f32"),
-    ("stride", "1", "32"),
-    ("offset", "0", "1"),
-    ("transpose", "tiled-padded", "naive-write"),
-    ("particles", "soa", "aos"),
-    ("saxpy", "f32x4", "f32x4-strided"),
-    ("complex", "split", "interleaved"),
+/// Good against bad, per experiment: the designed contrast of each lesson (two
+/// variants of one experiment). Experiments without an entry show their fastest
+/// against their slowest variant.
+pub const CONTRASTS: &[(VariantOf, VariantOf)] = &[
+    contrast_of(&copy::EXPERIMENT, &copy::F32X4, &copy::F32),
+    contrast_of(&stride::EXPERIMENT, &stride::S1, &stride::S32),
+    contrast_of(&offset::EXPERIMENT, &offset::O0, &offset::O1),
+    contrast_of(
+        &transpose::EXPERIMENT,
+        &transpose::TILED_PADDED,
+        &transpose::NAIVE_WRITE,
+    ),
+    contrast_of(&particles::EXPERIMENT, &particles::SOA, &particles::AOS),
+    contrast_of(&saxpy::EXPERIMENT, &saxpy::F32X4, &saxpy::F32X4_STRIDED),
+    contrast_of(&complex::EXPERIMENT, &complex::SPLIT, &complex::INTERLEAVED),
 ];
 
-/// The variants the plots single out by name (beyond [`CONTRASTS`]): the matmul
-/// plot's speed-ups are over the naive kernel.
-pub const NAMED_VARIANTS: &[(&str, &str)] = &[("matmul", "naive")];
+const fn contrast_of(
+    experiment: &'static crate::experiment::Experiment,
+    good: &'static crate::experiment::Variant,
+    bad: &'static crate::experiment::Variant,
+) -> (VariantOf, VariantOf) {
+    (VariantOf::new(experiment, good), VariantOf::new(experiment, bad))
+}
+
+/// The variants the plots single out (beyond [`CONTRASTS`]): the matmul plot's
+/// speed-ups are over the naive kernel.
+pub const NAMED_VARIANTS: &[VariantOf] = &[MATMUL_BASE];
+
+/// What the matmul plot's speed-ups are over.
+const MATMUL_BASE: VariantOf = VariantOf::new(&matmul::EXPERIMENT, &matmul::NAIVE);
 
 /// Every plot the results allow, in the order the report shows them.
 pub fn all(results: &Results) -> Result<Vec<Plot>> {
@@ -197,8 +215,8 @@ fn pct_text(r: &Row) -> String {
 /// The good and bad rows of one experiment: its designed contrast, or fastest and slowest.
 fn contrast<'a>(rows: &'a [Row], experiment: &str) -> Option<(&'a Row, &'a Row)> {
     let rows = of(rows, experiment);
-    let find = |v: &str| rows.iter().copied().find(|r| r.variant == v);
-    if let Some(&(_, good, bad)) = CONTRASTS.iter().find(|c| c.0 == experiment)
+    let find = |v: VariantOf| rows.iter().copied().find(|r| v.is(&r.experiment, &r.variant));
+    if let Some(&(good, bad)) = CONTRASTS.iter().find(|c| c.0.experiment.name == experiment)
         && let (Some(g), Some(b)) = (find(good), find(bad))
     {
         return Some((g, b));
@@ -301,7 +319,7 @@ fn matmul(rows: &[Row], device: &str) -> Result<Option<Plot>> {
     }
     let naive = rows
         .iter()
-        .find(|r| (r.experiment.as_str(), r.variant.as_str()) == NAMED_VARIANTS[0])
+        .find(|r| MATMUL_BASE.is(&r.experiment, &r.variant))
         .and_then(|r| r.gflop_per_s);
     let title = "Matrix multiply: GFLOP/s per variant";
     let bars = rows
