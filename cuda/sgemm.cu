@@ -1,4 +1,4 @@
-// CUDA C++ twins of kernels/src/sgemm.rs: the matmul chapter continued, one rung per
+// CUDA C++ twins of kernels/src/sgemm/: the matmul chapter continued, one rung per
 // kernel, written as a CUDA programmer writes siboehm-style SGEMM kernels: int
 // dimensions, const __restrict__ inputs, float4 reinterpret loads, #pragma unroll,
 // tile sizes as template parameters, each tuning an extern "C" entry point with the

@@ -357,7 +357,7 @@ fn the_broken_kernels_are_a_separate_module() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// The register-blocked SGEMM rungs (kernels/src/sgemm.rs) keep their accumulators in
+/// The register-blocked SGEMM rungs (kernels/src/sgemm/) keep their accumulators in
 /// registers (every loop over a register array unrolled: no local memory), and from
 /// the vec4 rung on move tiles with 16-byte accesses: `ld.global.nc.v4` for the global
 /// float4 loads (one of A, one of B per thread per tile at 128 x 128 x 8 with 256

@@ -29,11 +29,8 @@ pub mod offset;
 pub mod particles;
 pub mod pitch;
 pub mod saxpy;
-pub mod spread;
-// `#[macro_use]`: sgemm_tf32 unrolls its register loops with sgemm's `unroll!`.
-#[macro_use]
 pub mod sgemm;
-pub mod sgemm_tf32;
+pub mod spread;
 pub mod stride;
 pub mod throughput;
 pub mod transpose;

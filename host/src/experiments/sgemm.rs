@@ -13,11 +13,14 @@
 //! launch.
 
 use kernels::entry;
-use kernels::sgemm::{
-    ASYNC_128X128X8, ASYNC_128X256X8, PIPE_128X64X16, PIPE_128X128X8, PIPE_128X128X8_4X8, PIPE_128X128X16, SMEM_TILE, T1_BM,
-    T1_BN, T1_THREADS, T2_BM, T2_BN, T2_THREADS, WARPTILE, WarpTiling,
-};
-use kernels::sgemm_tf32::{TF32_128X128X32, TF32_128X256X32, Tf32Tiling};
+use kernels::sgemm::WarpTiling;
+use kernels::sgemm::cp_async::{ASYNC_128X128X8, ASYNC_128X256X8};
+use kernels::sgemm::pipeline::{PIPE_128X64X16, PIPE_128X128X8, PIPE_128X128X8_4X8, PIPE_128X128X16};
+use kernels::sgemm::smem::SMEM_TILE;
+use kernels::sgemm::tf32::{TF32_128X128X32, TF32_128X256X32, Tf32Tiling};
+use kernels::sgemm::tile_1d::{T1_BM, T1_BN, T1_THREADS};
+use kernels::sgemm::tile_2d::{T2_BM, T2_BN, T2_THREADS};
+use kernels::sgemm::warptile::WARPTILE;
 
 use super::matmul;
 use crate::device::DeviceInfo;

@@ -1,7 +1,8 @@
-//! sgemm, the tensor-core rung (issue 12, stretch): C = A B with TF32 tensor cores
-//! (`mma.sync`), the same row-major f32 matrices and the same any-size contract as the
-//! FP32 rungs in [`crate::sgemm`], fed by the async rung's multi-stage `cp.async`
-//! pipeline.
+//! Rung 10, `tf32`: tensor cores. C = A B with TF32 tensor cores (`mma.sync`), the
+//! same row-major f32 matrices and the same any-size contract as the FP32 rungs, fed
+//! by [`super::cp_async`]'s multi-stage `cp.async` pipeline. The lesson: each
+//! `mma.sync` does 1024 multiply-adds for a warp, so what limits the rung is now how
+//! fast fragments come from shared memory, not the multiplies.
 //!
 //! Each warp owns a 64 x 64 tile of C: 4 x 8 tiles of 16 x 8, one `mma.m16n8k8` each
 //! per k step of 8, 128 accumulators per lane. Per k step a lane loads its fragments
@@ -27,12 +28,13 @@
 //! The shared stages (over 48 KiB) are dynamic shared memory, sized by the host's
 //! launch ([`Tf32Tiling::shared_bytes`]).
 
+use super::cp_async::wait_for_oldest;
+use super::store4;
 use crate::gpu::async_copy::commit_group;
 use crate::gpu::mma::{Tf32, mma_m16n8k8_tf32_tiles, to_tf32};
 use crate::gpu::shared::dynamic_shared_array;
 use crate::gpu::thread::{block_idx_x, block_idx_y, sync_threads, thread_idx_x};
 use crate::gpu::{Float4, Global, GlobalMut, SharedArray};
-use crate::sgemm::{store4, wait_for_oldest};
 
 /// A tensor-core tuning: block tile BM x BN, k in tiles of BK, warps of WM x WN (in
 /// 16 x 8 mma tiles), STAGES shared stages filled by `cp.async`.
