@@ -3,24 +3,27 @@
 //! host/src/calibrate.rs; the command's errors are in tests/cli.rs.)
 
 use coalesce::calibrate::{CHASE_SPACING, chase_buffer, follow};
-use coalesce::launch::legacy::named;
+use kernels::entry;
 use kernels::gpu::emu::{Dim3, LaunchConfig, Op, launch};
+use kernels::gpu::{Float4, Global, GlobalMut};
+use kernels::handle::KernelInfo;
 
-/// Runs `chase(steps, next, cursor)` on the emulator over a whole block, as words (the
-/// way a GPU launch passes them), and returns the access log.
+/// Runs `chase(steps, next, cursor)` on the emulator over a whole block and returns
+/// the access log.
 fn chase(next: &[u32], cursor: &mut [u32; 1], steps: usize, threads: u32) -> Vec<kernels::gpu::emu::Access> {
-    let k = named("chase");
-    use kernels::gpu::param::ParamKind as K;
-    assert_eq!(k.params, [K::Usize, K::Global, K::GlobalMut]);
-    let words = [steps as u64, next.as_ptr() as u64, cursor.as_mut_ptr() as u64];
+    let args = (
+        steps,
+        Global::from_ptr(next.as_ptr()),
+        GlobalMut::from_ptr(cursor.as_mut_ptr()),
+    );
     let cfg = LaunchConfig {
         grid: Dim3::from(1),
         block: Dim3::from(threads),
         record: true,
         ..Default::default()
     };
-    // SAFETY: the words are live host buffers; every index in next is inside it.
-    launch(&cfg, || unsafe { (k.call)(&words) })
+    // SAFETY: live host buffers; every index in next is inside it.
+    launch(&cfg, unsafe { entry::chase.bind(args) })
 }
 
 #[test]
@@ -154,39 +157,42 @@ struct Line([[f32; 4]; 8]);
 
 const ZERO_LINE: Line = Line([[0.0; 4]; 8]);
 
-/// Runs `kernel` on the emulator over `grid` blocks of `block` threads with `words`
-/// (live host buffers of the sizes it indexes) and counts its traffic as `explain` does.
-fn traffic_of(kernel: &str, grid: u32, block: u32, words: &[u64]) -> coalesce::explain::traffic::Traffic {
-    let k = named(kernel);
+/// Runs `kernel` (a kernel bound to live host buffers of the sizes it indexes) on the
+/// emulator over `grid` blocks of `block` threads and counts its traffic as `explain`
+/// does.
+fn traffic_of(kernel: impl Fn() + Sync, grid: u32, block: u32) -> coalesce::explain::traffic::Traffic {
     let cfg = LaunchConfig {
         grid: Dim3::from(grid),
         block: Dim3::from(block),
         record: true,
         ..Default::default()
     };
-    // SAFETY: the callers' words are live host buffers of the sizes the kernel indexes.
-    let log = launch(&cfg, || unsafe { (k.call)(words) });
+    let log = launch(&cfg, kernel);
     coalesce::explain::traffic::traffic(&log)
 }
 
 /// Runs one of calibrate's on-chip kernels (kernels/src/throughput.rs) on the emulator
 /// over `blocks` blocks and counts its traffic as `explain` does: the units its rate is
 /// stated in are the units the model counts.
-fn on_chip(kernel: &str, blocks: u32, rounds: usize) -> coalesce::explain::traffic::Traffic {
-    use kernels::throughput::{BLOCK, STORE_WINDOW};
-    // Only its bytes are used, through the pointer below.
+fn on_chip(kernel: &KernelInfo, blocks: u32, rounds: usize) -> coalesce::explain::traffic::Traffic {
+    use kernels::throughput::{BLOCK, STORE_MASK, STORE_WINDOW};
+    // Only its bytes are used, through the pointers below.
     let mut window = vec![ZERO_LINE; blocks as usize * STORE_WINDOW / 32];
     let mut out = vec![0f32; (blocks * BLOCK) as usize];
-    let words: Vec<u64> = match kernel {
-        "lines_load" => vec![rounds as u64, window.as_ptr() as u64, out.as_mut_ptr() as u64],
-        "lines_store" => vec![
-            rounds as u64,
-            kernels::throughput::STORE_MASK as u64,
-            window.as_mut_ptr() as u64,
-        ],
-        _ => vec![rounds as u64, out.as_mut_ptr() as u64],
+    let window_in = Global::from_ptr(window.as_ptr().cast::<f32>());
+    let window_out = GlobalMut::from_ptr(window.as_mut_ptr().cast::<f32>());
+    let out = GlobalMut::from_ptr(out.as_mut_ptr());
+    // SAFETY (each): the window and out hold what `blocks` blocks index.
+    let run: Box<dyn Fn() + Sync> = unsafe {
+        if kernel == entry::lines_load.info() {
+            Box::new(entry::lines_load.bind((rounds, window_in, out)))
+        } else if kernel == entry::lines_store.info() {
+            Box::new(entry::lines_store.bind((rounds, STORE_MASK, window_out)))
+        } else {
+            Box::new(entry::bank_conflicts.bind((rounds, out)))
+        }
     };
-    traffic_of(kernel, blocks, BLOCK, &words)
+    traffic_of(run, blocks, BLOCK)
 }
 
 #[test]
@@ -194,27 +200,33 @@ fn the_on_chip_kernels_touch_what_their_rates_are_stated_in() {
     use coalesce::calibrate::on_chip_units;
     let (blocks, rounds) = (3, 40);
     // Loads: 32 lines per warp request, and one coalesced store of each thread's sum.
-    let t = on_chip("lines_load", blocks, rounds);
+    let t = on_chip(&entry::lines_load, blocks, rounds);
     let warps = u64::from(blocks) * 8;
     assert_eq!(t.global_requests, [warps * rounds as u64, warps]);
-    assert_eq!(t.global_lines[0], on_chip_units("lines_load", blocks, rounds));
+    assert_eq!(
+        t.global_lines[0],
+        on_chip_units(&entry::lines_load, blocks, rounds)
+    );
     assert_eq!(t.global_sectors[0], t.global_lines[0], "one sector per line");
     // Stores: 32 lines per request, one partial sector each; no loads.
-    let t = on_chip("lines_store", blocks, rounds);
+    let t = on_chip(&entry::lines_store, blocks, rounds);
     assert_eq!(t.global_requests, [0, warps * rounds as u64]);
-    assert_eq!(t.global_lines[1], on_chip_units("lines_store", blocks, rounds));
+    assert_eq!(
+        t.global_lines[1],
+        on_chip_units(&entry::lines_store, blocks, rounds)
+    );
     assert_eq!(t.global_sectors[1], t.global_lines[1]);
     // Each of a block's 8 warps writes one sector of each of its own 32 lines (256
     // sectors a block, no line shared), and nothing outside its window.
     assert_eq!(t.write_sectors, u64::from(blocks) * 256);
     // Shared: 32 wavefronts per load request (a 32-way conflict), 1 per fill store.
-    let t = on_chip("bank_conflicts", blocks, rounds);
+    let t = on_chip(&entry::bank_conflicts, blocks, rounds);
     assert_eq!(t.shared_requests, [warps * rounds as u64, u64::from(blocks) * 32]);
     assert_eq!(t.shared_wavefronts[0], 32 * t.shared_requests[0]);
     assert_eq!(t.shared_wavefronts[1], t.shared_requests[1]);
     assert_eq!(
         t.shared_wavefronts[0] + t.shared_wavefronts[1],
-        on_chip_units("bank_conflicts", blocks, rounds)
+        on_chip_units(&entry::bank_conflicts, blocks, rounds)
     );
 }
 
@@ -237,14 +249,16 @@ fn pitch_read(
     }
     let threads = rows * cols;
     let mut out = vec![0f32; threads];
-    let words = [
-        rows.trailing_zeros() as u64,
-        pitch as u64,
-        cols as u64,
-        buf.as_ptr() as u64,
-        out.as_mut_ptr() as u64,
-    ];
-    let t = traffic_of("pitch_read", pitch_blocks(threads), kernels::pitch::BLOCK, &words);
+    let args = (
+        rows.trailing_zeros(),
+        pitch,
+        cols,
+        Global::from_ptr(buf.as_ptr().cast::<Float4>()),
+        GlobalMut::from_ptr(out.as_mut_ptr()),
+    );
+    // SAFETY: buf holds rows x pitch float4s, out one sum per thread.
+    let run = unsafe { entry::pitch_read.bind(args) };
+    let t = traffic_of(run, pitch_blocks(threads), kernels::pitch::BLOCK);
     (out, t)
 }
 
@@ -275,19 +289,10 @@ fn the_pitch_gather_reads_down_columns_one_pitch_apart() {
 fn the_pitch_write_stores_down_the_same_columns() {
     let (rows, pitch, cols) = (64usize, 40usize, 24usize);
     let mut buf = vec![ZERO_LINE; rows * pitch / 8];
-    let words = [
-        rows.trailing_zeros() as u64,
-        pitch as u64,
-        cols as u64,
-        u64::from(2.5f32.to_bits()),
-        buf.as_mut_ptr() as u64,
-    ];
-    let t = traffic_of(
-        "pitch_write",
-        pitch_blocks(rows * cols),
-        kernels::pitch::BLOCK,
-        &words,
-    );
+    let dst = GlobalMut::from_ptr(buf.as_mut_ptr().cast::<Float4>());
+    // SAFETY: buf holds rows x pitch float4s.
+    let run = unsafe { entry::pitch_write.bind((rows.trailing_zeros(), pitch, cols, 2.5, dst)) };
+    let t = traffic_of(run, pitch_blocks(rows * cols), kernels::pitch::BLOCK);
     for i in 0..rows * pitch {
         let want = if i % pitch < cols { 2.5 } else { 0.0 };
         assert_eq!(buf[i / 8].0[i % 8], [want; 4], "float4 {i}");
@@ -313,13 +318,10 @@ fn pitch_update(
     for (i, v) in buf.iter_mut().flat_map(|l| l.0.iter_mut()).enumerate() {
         *v = [init(i); 4];
     }
-    let words = [
-        rows.trailing_zeros() as u64,
-        pitch as u64,
-        cols as u64,
-        buf.as_mut_ptr() as u64,
-    ];
-    let t = traffic_of("pitch_update", blocks, kernels::pitch::BLOCK, &words);
+    let dst = GlobalMut::from_ptr(buf.as_mut_ptr().cast::<Float4>());
+    // SAFETY: buf holds rows x pitch float4s.
+    let run = unsafe { entry::pitch_update.bind((rows.trailing_zeros(), pitch, cols, dst)) };
+    let t = traffic_of(run, blocks, kernels::pitch::BLOCK);
     (buf, t)
 }
 
@@ -388,12 +390,12 @@ fn on_a_page(buf: &mut Vec<u32>, n: usize) -> &mut [u32] {
 
 #[test]
 fn the_spread_kernels_place_every_chunk_and_explain_counts_the_pages_calibrate_does() {
+    use coalesce::calibrate::spread::kernel_of;
     use coalesce::calibrate::spread::{misplaced, wave_spread};
     use coalesce::profile::Stream;
     use kernels::spread::{BLOCK, CHUNK_LOG2, PER_BLOCK};
     let launch_on =
-        |name: &str, chunks: u32, rows: u32, src: &[u32], dst: &mut [u32], blocks: Option<Vec<usize>>| {
-            let k = named(name);
+        |stream: Stream, chunks: u32, rows: u32, src: &[u32], dst: &mut [u32], blocks: Option<Vec<usize>>| {
             let n = 1usize << (chunks + CHUNK_LOG2);
             let cfg = LaunchConfig {
                 grid: Dim3::from(n.div_ceil(PER_BLOCK) as u32),
@@ -402,21 +404,22 @@ fn the_spread_kernels_place_every_chunk_and_explain_counts_the_pages_calibrate_d
                 blocks,
                 ..Default::default()
             };
-            let words = [
-                chunks as u64,
-                rows as u64,
-                src.as_ptr() as u64,
-                dst.as_mut_ptr() as u64,
-            ];
+            let args = (
+                chunks,
+                rows,
+                Global::from_ptr(src.as_ptr().cast::<f32>()),
+                GlobalMut::from_ptr(dst.as_mut_ptr().cast::<f32>()),
+            );
             // SAFETY: src and dst hold n u32s (floats moved bit for bit).
-            launch(&cfg, || unsafe { (k.call)(&words) })
+            launch(&cfg, unsafe { kernel_of(stream).bind(args) })
         };
-    for (name, stream) in [("spread_writes", Stream::Writes), ("spread_reads", Stream::Reads)] {
+    for stream in [Stream::Writes, Stream::Reads] {
+        let name = kernel_of(stream).name;
         // 64 chunks of 128 bytes, 8 rows (8 apart): every float where it belongs.
         let (chunks, rows) = (6, 3);
         let src: Vec<u32> = (0..1u32 << (chunks + CHUNK_LOG2)).collect();
         let mut dst = vec![u32::MAX; src.len()];
-        launch_on(name, chunks, rows, &src, &mut dst, None);
+        launch_on(stream, chunks, rows, &src, &mut dst, None);
         assert_eq!(misplaced(&dst, stream, chunks, rows), None, "{name}");
         // 32 MiB, chunks 16 apart: a "wave" of 40 blocks (160 KiB) spreads over 16 x
         // 160 KiB; explain's count of its pages is calibrate's.
@@ -425,7 +428,7 @@ fn the_spread_kernels_place_every_chunk_and_explain_counts_the_pages_calibrate_d
         let (mut a, mut b) = (Vec::new(), Vec::new());
         let src = on_a_page(&mut a, n);
         let dst = on_a_page(&mut b, n);
-        let log = launch_on(name, chunks, rows, src, dst, Some((0..40).collect()));
+        let log = launch_on(stream, chunks, rows, src, dst, Some((0..40).collect()));
         let buffers = [src.as_ptr_range(), dst.as_ptr_range()].map(|r| r.start as usize..r.end as usize);
         let counted = coalesce::explain::traffic::spread_of(&log, &buffers);
         let (read, write) = wave_spread(stream, chunks, rows, 40);

@@ -21,16 +21,27 @@ use crate::error::{Error, Result};
 
 /// A device buffer (or slice) as a kernel argument: `buf.global()` where the kernel
 /// takes a `Global<T>`, `buf.global_mut()` where it takes a `GlobalMut<T>`.
+/// Where a kernel reads a buffer's bytes as another type (a u32 buffer as f32 words,
+/// f32s as float4s), `global_as::<U>()` says so. Device allocations are 256-byte
+/// aligned, so any element type's alignment holds at the start.
 pub trait DeviceArg<T: Element> {
     fn global(&self) -> Global<T>;
     fn global_mut(&self) -> GlobalMut<T>;
+    fn global_as<U: Element>(&self) -> Global<U>;
+    fn global_mut_as<U: Element>(&self) -> GlobalMut<U>;
 }
 
 impl<T: Element + DeviceCopy> DeviceArg<T> for DeviceSlice<T> {
     fn global(&self) -> Global<T> {
-        Global::from_word(self.as_device_ptr().as_raw())
+        self.global_as()
     }
     fn global_mut(&self) -> GlobalMut<T> {
+        self.global_mut_as()
+    }
+    fn global_as<U: Element>(&self) -> Global<U> {
+        Global::from_word(self.as_device_ptr().as_raw())
+    }
+    fn global_mut_as<U: Element>(&self) -> GlobalMut<U> {
         GlobalMut::from_word(self.as_device_ptr().as_raw())
     }
 }
@@ -52,52 +63,6 @@ impl<P: KernelArgs> Loaded<'_, P> {
     /// The driver's function, for its attributes.
     pub fn function(&self) -> &Function<'_> {
         &self.function
-    }
-}
-
-/// Transitional: the calibration's launches by entry-point name and packed words, until
-/// they move to typed handles (the next change); nothing else may use these.
-pub mod legacy {
-    use cust::memory::{DeviceCopy, DevicePointer};
-    use kernels::handle::KernelInfo;
-
-    /// A kernel parameter as the driver reads it.
-    pub trait Word {
-        fn word(self) -> u64;
-    }
-    impl Word for usize {
-        fn word(self) -> u64 {
-            self as u64
-        }
-    }
-    impl Word for u32 {
-        fn word(self) -> u64 {
-            u64::from(self)
-        }
-    }
-    impl Word for f32 {
-        fn word(self) -> u64 {
-            u64::from(self.to_bits())
-        }
-    }
-    impl<T: DeviceCopy> Word for DevicePointer<T> {
-        fn word(self) -> u64 {
-            self.as_raw()
-        }
-    }
-
-    /// Builds an argument list: `args![n, x.as_device_ptr(), 2.0f32]`.
-    macro_rules! args {
-        ($($a:expr),* $(,)?) => { [$($crate::launch::legacy::Word::word($a)),*] };
-    }
-    pub(crate) use args;
-
-    /// The kernel called `name`.
-    pub fn named(name: &str) -> &'static KernelInfo {
-        kernels::HOST_KERNELS
-            .iter()
-            .find(|k| k.name == name)
-            .unwrap_or_else(|| panic!("no kernel {name}"))
     }
 }
 
@@ -182,7 +147,7 @@ impl Gpu {
 
     /// Enqueues `f` with argument words: a declared variant's ([`crate::prepared`]),
     /// run by its Rust kernel or by a function with the same parameters (its C++ twin).
-    pub fn launch_words(&self, f: &Function<'_>, cfg: Launch, words: &[u64]) -> Result<()> {
+    pub(crate) fn launch_words(&self, f: &Function<'_>, cfg: Launch, words: &[u64]) -> Result<()> {
         self.usable()?;
         if cfg.shared_bytes > DEFAULT_DYNAMIC_SHARED {
             self.allow_shared(f, cfg.shared_bytes)?;

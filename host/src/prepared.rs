@@ -66,6 +66,11 @@ impl Prepared {
         self.variants().iter().position(|v| v.name == name)
     }
 
+    /// Buffer `b` of the declaration, on the device.
+    pub fn buffer(&self, b: usize) -> &DeviceBuffer<f32> {
+        &self.memory[b]
+    }
+
     /// Useful work of one launch.
     pub fn work(&self) -> Work {
         (self.experiment.work)(&self.problem)

@@ -111,6 +111,22 @@ impl<P> Kernel<P> {
     }
 }
 
+impl<P: crate::gpu::param::KernelArgs> Kernel<P> {
+    /// The kernel with `args`, as a closure an emulated launch runs on every thread:
+    /// `emu::launch(&cfg, unsafe { entry::chase.bind((steps, next, cursor)) })`. The
+    /// arguments are words already, so the closure is `Sync` whatever they point to.
+    ///
+    /// # Safety
+    /// Running the closure is calling the kernel ([`KernelInfo::call`]'s contract):
+    /// inside an emulated launch, with pointers to live host buffers large enough for
+    /// the kernel's accesses (or an addresses-only launch).
+    pub unsafe fn bind(&self, args: P) -> impl Fn() + Sync + 'static {
+        let (call, words) = (self.info.call, args.words());
+        // SAFETY: the caller of `bind` took on the kernel's contract.
+        move || unsafe { call(words.as_ref()) }
+    }
+}
+
 impl<P> core::ops::Deref for Kernel<P> {
     type Target = KernelInfo;
     fn deref(&self) -> &KernelInfo {

@@ -19,6 +19,8 @@ use std::path::PathBuf;
 use std::time::SystemTime;
 
 use cust::memory::{AsyncCopyDestination, CopyDestination};
+use kernels::entry;
+use kernels::handle::{KernelInfo, PtxModule};
 
 pub mod fit;
 pub mod occupancy;
@@ -36,11 +38,10 @@ pub use self::pitch::{PAGE_BYTES, PitchPoint, pitch_grid, pitch_read_bytes, pitc
 use self::spread::{spread_sweep, spread_table};
 use crate::device::{DeviceInfo, Gpu};
 use crate::error::Result;
-use crate::experiment::{Arg, DefaultSize, Experiment, Problem};
+use crate::experiment::{DefaultSize, Experiment, Problem};
 use crate::experiments::{inflight, stride};
 use crate::harness::{RunOptions, choose_problem};
-use crate::launch::Launch;
-use crate::launch::legacy::{args, named};
+use crate::launch::{DeviceArg, Launch};
 use crate::prepared::Prepared;
 use crate::profile::{PROFILE_SCHEMA, Profile, SmLimits, SweepPoint};
 use crate::timing::{Reps, memcpy_baseline, time_launches};
@@ -48,9 +49,6 @@ use crate::units::{format_bytes, gb_per_s};
 
 /// Seed of the experiments' random inputs and of the chase's cycle.
 pub const SEED: u64 = 0x5eed;
-
-/// The kernel the stride sweep launches, at any stride up to the experiment's largest.
-pub const STRIDE_KERNEL: &str = "stride_read";
 
 /// How thoroughly to measure: the full calibration, or `--quick` for a smoke test.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -177,17 +175,13 @@ fn problem_for(gpu: &Gpu, exp: &Experiment, plan: Plan) -> Result<Problem> {
     choose_problem(exp, &opts, &gpu.info, free)
 }
 
-/// The index of the `stride_read` variant of stride `s`, if declared.
+/// The index of the `stride_read` variant of stride `s`, if declared: the kernel the
+/// sweep launches at any stride up to the experiment's largest.
 fn stride_variant(s: usize) -> Option<usize> {
     stride::EXPERIMENT
         .variants
         .iter()
-        .position(|v| v.kernel.name == STRIDE_KERNEL && v.param == s)
-}
-
-/// Where a variant's parameter (the stride) sits in its argument words.
-fn param_word(exp: &Experiment, i: usize) -> Option<usize> {
-    exp.variants[i].args.iter().position(|a| *a == Arg::Param)
+        .position(|v| v.kernel == entry::stride_read.info() && v.param == s)
 }
 
 /// Threads of a launch.
@@ -212,25 +206,26 @@ fn stride_sweep(gpu: &Gpu, plan: Plan, progress: &mut impl FnMut(&str)) -> Resul
     let bytes = 4 * problem.dim(crate::experiment::Dim::Len) as u64;
     progress(&format!("stride: {} per array", format_bytes(bytes)));
     let mut p = Prepared::new(gpu, exp, problem, SEED)?;
-    let f = gpu.function(named(STRIDE_KERNEL))?;
+    let stride_read = gpu.load(&entry::stride_read)?;
     let mut failures = Vec::new();
     for s in GRANULARITY_STRIDES {
         // Declared (a unit test says so); the check also fills the input for the sweep.
         let Some(i) = stride_variant(s) else { continue };
-        let v = p.check(gpu, i, &f)?;
+        let v = p.check(gpu, i, stride_read.function())?;
         if !v.ok {
             failures.push(format!("stride/{}: {}", exp.variants[i].name, v.detail));
         }
     }
     let base = stride_variant(1).unwrap_or(0);
-    let (cfg, mut words) = p.launch_spec(base)?;
-    let slot = param_word(exp, base).unwrap_or(1);
+    let (cfg, _) = p.launch_spec(base)?;
+    // The declaration's buffers: the input covers the largest stride.
+    let n = problem.dim(crate::experiment::Dim::Len);
+    let (src, dst) = (p.buffer(0).global(), p.buffer(1).global_mut());
     let work = p.work().bytes();
     let mut points = Vec::new();
     for s in plan.strides() {
         progress(&format!("stride {s}"));
-        words[slot] = s as u64;
-        let t = time_launches(gpu, plan.reps(), || gpu.launch_words(&f, cfg, &words))?;
+        let t = time_launches(gpu, plan.reps(), || stride_read.launch(cfg, (n, s, src, dst)))?;
         points.push(SweepPoint {
             x: s as f64,
             gb_per_s: gb_per_s(work, t.median_ms),
@@ -322,14 +317,14 @@ fn idle_latency(
     unsafe { flush.set_32_async(0, &gpu.stream) }.map_err(gpu.cuda_error("flushing L2"))?;
     gpu.sync("uploading the chase")?;
     drop(flush);
-    let f = gpu.function(named("chase"))?;
+    let chase = gpu.load(&entry::chase)?;
     let one = Launch {
         grid: (1, 1, 1),
         block: (1, 1, 1),
         shared_bytes: 0,
     };
-    let words = args![steps, next.as_device_ptr(), cursor.as_device_ptr()];
-    let t = time_launches(gpu, reps, || gpu.launch_words(&f, one, &words))?;
+    let args = (steps, next.global(), cursor.global_mut());
+    let t = time_launches(gpu, reps, || chase.launch(one, args))?;
     let mut end = [0u32];
     cursor
         .copy_to(&mut end[..])
@@ -385,8 +380,15 @@ fn sm_limits(gpu: &Gpu, progress: &mut impl FnMut(&str)) -> Result<(SmLimits, us
         max_blocks_per_sm: raw_attribute(gpu, Raw::CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR)?,
     };
     let mut samples = Vec::new();
-    for kernel in crate::ptx::entry_points(crate::ptx::PTX) {
-        let f = gpu.function(named(kernel))?;
+    // The baseline module's kernels, in its (the PTX's) order.
+    let mut baseline: Vec<&KernelInfo> = kernels::HOST_KERNELS
+        .iter()
+        .copied()
+        .filter(|k| k.module == PtxModule::Baseline)
+        .collect();
+    baseline.sort_by_key(|k| k.name);
+    for kernel in baseline {
+        let f = gpu.function(kernel)?;
         let get = |a: F| {
             f.get_attribute(a)
                 .map_err(gpu.cuda_error("reading a kernel's attributes"))
@@ -401,7 +403,7 @@ fn sm_limits(gpu: &Gpu, progress: &mut impl FnMut(&str)) -> Result<(SmLimits, us
                 .max_active_blocks_per_multiprocessor(BlockSize::x(threads), 0)
                 .map_err(gpu.cuda_error("asking the driver's occupancy calculator"))?;
             samples.push(OccupancySample {
-                kernel: kernel.to_string(),
+                kernel: kernel.name.to_string(),
                 threads_per_block: threads,
                 registers: registers.max(0) as u32,
                 shared_bytes: shared.max(0) as u32,
@@ -417,15 +419,19 @@ fn sm_limits(gpu: &Gpu, progress: &mut impl FnMut(&str)) -> Result<(SmLimits, us
 
 /// The on-chip microbenchmarks (kernels/src/throughput.rs): kernel, and the units
 /// (lines or wavefronts) one warp handles per round.
-pub const ON_CHIP: [(&str, u64); 3] = [("lines_load", 32), ("lines_store", 32), ("bank_conflicts", 32)];
+pub static ON_CHIP: [(&KernelInfo, u64); 3] = [
+    (entry::lines_load.info(), 32),
+    (entry::lines_store.info(), 32),
+    (entry::bank_conflicts.info(), 32),
+];
 
 /// Units each of [`ON_CHIP`]'s kernels handles in a launch of `blocks` blocks of
 /// `rounds` rounds: 32 per warp per round; `bank_conflicts` also fills its tile (32
 /// conflict-free store requests per block, a wavefront each).
-pub fn on_chip_units(kernel: &str, blocks: u32, rounds: usize) -> u64 {
+pub fn on_chip_units(kernel: &KernelInfo, blocks: u32, rounds: usize) -> u64 {
     let warps = u64::from(blocks) * u64::from(kernels::throughput::BLOCK / 32);
     let per_round = ON_CHIP.iter().find(|(k, _)| *k == kernel).map_or(0, |(_, u)| *u);
-    let fill = if kernel == "bank_conflicts" {
+    let fill = if kernel == entry::bank_conflicts.info() {
         u64::from(blocks) * (32 * 32 / 32)
     } else {
         0
@@ -454,7 +460,7 @@ fn store_windows(blocks: u32, l2_bytes: u64) -> String {
 fn on_chip_rates(gpu: &Gpu, plan: Plan, progress: &mut impl FnMut(&str)) -> Result<([f64; 3], u32)> {
     use kernels::throughput::{BLOCK, STORE_WINDOW};
     let blocks = gpu.info.sm_count.max(1) * (gpu.info.max_threads_per_sm / BLOCK).max(1);
-    let mut window = gpu.alloc::<u32>(blocks as usize * STORE_WINDOW)?;
+    let mut window = gpu.alloc::<f32>(blocks as usize * STORE_WINDOW)?;
     let out = gpu.alloc::<f32>((blocks * BLOCK) as usize)?;
     // SAFETY: the buffer lives until the sync below.
     unsafe { window.set_32_async(0, &gpu.stream) }.map_err(gpu.cuda_error("clearing the windows"))?;
@@ -465,16 +471,22 @@ fn on_chip_rates(gpu: &Gpu, plan: Plan, progress: &mut impl FnMut(&str)) -> Resu
         shared_bytes: 0,
     };
     let rounds = plan.rounds();
+    let (load, store, banks) = (
+        gpu.load(&entry::lines_load)?,
+        gpu.load(&entry::lines_store)?,
+        gpu.load(&entry::bank_conflicts)?,
+    );
+    let (window_in, window_out, out) = (window.global(), window.global_mut(), out.global_mut());
+    // In ON_CHIP's order.
+    let launches: [&mut dyn FnMut() -> Result<()>; 3] = [
+        &mut || load.launch(cfg, (rounds, window_in, out)),
+        &mut || store.launch(cfg, (rounds, kernels::throughput::STORE_MASK, window_out)),
+        &mut || banks.launch(cfg, (rounds, out)),
+    ];
     let mut rates = [0.0; 3];
-    for (rate, (kernel, _)) in rates.iter_mut().zip(ON_CHIP) {
-        progress(kernel);
-        let f = gpu.function(named(kernel))?;
-        let words: Vec<u64> = match kernel {
-            "lines_load" => args![rounds, window.as_device_ptr(), out.as_device_ptr()].to_vec(),
-            "lines_store" => args![rounds, kernels::throughput::STORE_MASK, window.as_device_ptr()].to_vec(),
-            _ => args![rounds, out.as_device_ptr()].to_vec(),
-        };
-        let t = time_launches(gpu, plan.reps(), || gpu.launch_words(&f, cfg, &words))?;
+    for ((rate, (kernel, _)), launch) in rates.iter_mut().zip(&ON_CHIP).zip(launches) {
+        progress(kernel.name);
+        let t = time_launches(gpu, plan.reps(), launch)?;
         *rate = per_sm_rate(
             on_chip_units(kernel, blocks, rounds),
             t.median_ms,
@@ -482,7 +494,7 @@ fn on_chip_rates(gpu: &Gpu, plan: Plan, progress: &mut impl FnMut(&str)) -> Resu
         )
         .ok_or_else(|| crate::Error::BadProfile {
             path: "calibrate".into(),
-            why: format!("{kernel} took {} ms: no rate", t.median_ms),
+            why: format!("{} took {} ms: no rate", kernel.name, t.median_ms),
         })?;
     }
     Ok((rates, blocks))
@@ -719,6 +731,7 @@ pub fn summary(p: &Profile, n: &Notes) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::experiment::Arg;
 
     fn point(x: f64, gb_per_s: f64) -> SweepPoint {
         SweepPoint { x, gb_per_s }
@@ -756,10 +769,18 @@ mod tests {
                 assert!(stride_variant(s).is_some(), "stride {s} is not declared");
             }
         }
-        let base = stride_variant(1).unwrap();
-        assert_eq!(stride::EXPERIMENT.variants[base].kernel.name, STRIDE_KERNEL);
-        // The stride is the second word: stride_read(n, s, src, dst).
-        assert_eq!(param_word(&stride::EXPERIMENT, base), Some(1));
+        let base = &stride::EXPERIMENT.variants[stride_variant(1).unwrap()];
+        // The sweep passes (n, s, src, dst) as the declaration does.
+        assert_eq!(base.kernel, entry::stride_read.info());
+        assert_eq!(
+            base.args,
+            [
+                Arg::Dim(crate::experiment::Dim::Len),
+                Arg::Param,
+                Arg::Buffer(0),
+                Arg::Buffer(1)
+            ]
+        );
         assert_eq!(Plan { quick: false }.strides().len(), 64);
     }
 
@@ -791,14 +812,11 @@ mod tests {
     fn on_chip_units_count_32_per_warp_and_round() {
         // 1056 blocks of 8 warps, 2048 rounds, 32 lines or wavefronts each.
         let per = 1056 * 8 * 2048 * 32;
-        assert_eq!(on_chip_units("lines_load", 1056, 2048), per);
-        assert_eq!(on_chip_units("lines_store", 1056, 2048), per);
+        assert_eq!(on_chip_units(&entry::lines_load, 1056, 2048), per);
+        assert_eq!(on_chip_units(&entry::lines_store, 1056, 2048), per);
         // The tile's fill: 32 conflict-free store requests per block.
-        assert_eq!(on_chip_units("bank_conflicts", 1056, 2048), per + 1056 * 32);
-        assert_eq!(on_chip_units("no_such_kernel", 1056, 2048), 0);
-        for (k, _) in ON_CHIP {
-            assert!(crate::ptx::entry_points(crate::ptx::PTX).contains(&k), "{k}");
-        }
+        assert_eq!(on_chip_units(&entry::bank_conflicts, 1056, 2048), per + 1056 * 32);
+        assert_eq!(on_chip_units(&entry::copy_f32, 1056, 2048), 0);
     }
 
     #[test]

@@ -4,11 +4,12 @@
 //! requests (a segment per lane, no other request's) at its rates.
 
 use cust::memory::CopyDestination;
+use kernels::entry;
+use kernels::gpu::Float4;
 
 use crate::device::Gpu;
 use crate::error::Result;
-use crate::launch::Launch;
-use crate::launch::legacy::{args, named};
+use crate::launch::{DeviceArg, Launch};
 pub use crate::profile::{PAGE_BYTES, PitchPoint, Shape};
 use crate::timing::{Reps, time_launches};
 use crate::units::{format_bytes, gb_per_s};
@@ -120,9 +121,13 @@ pub(super) fn pitch_sweep(
     ));
     let src = gpu.alloc::<u32>((largest / 4) as usize)?;
     let mut out = gpu.alloc::<f32>(threads)?;
-    let f = gpu.function(named("pitch_read"))?;
-    let w = gpu.function(named("pitch_write"))?;
-    let u = gpu.function(named("pitch_update"))?;
+    let (read_sums, write, update) = (
+        gpu.load(&entry::pitch_read)?,
+        gpu.load(&entry::pitch_write)?,
+        gpu.load(&entry::pitch_update)?,
+    );
+    // The span as the float4s the kernels walk.
+    let (span_in, span_out) = (src.global_as::<Float4>(), src.global_mut_as::<Float4>());
     let mut sums = vec![0f32; threads];
     let (mut points, mut failures) = (Vec::new(), Vec::new());
     let runs = grid
@@ -151,14 +156,16 @@ pub(super) fn pitch_sweep(
             (pitch / 16) as usize,
             threads / rows as usize,
         );
-        let write = args![rows_log2, pitch4, cols, 1.0f32, src.as_device_ptr()];
-        let written = time_launches(gpu, reps, || gpu.launch_words(&w, cfg, &write))?;
-        let update = args![rows_log2, pitch4, cols, src.as_device_ptr()];
-        let updated = time_launches(gpu, reps, || gpu.launch_words(&u, cfg, &update))?;
-        let words = args![rows_log2, pitch4, cols, src.as_device_ptr(), out.as_device_ptr()];
+        let written = time_launches(gpu, reps, || {
+            write.launch(cfg, (rows_log2, pitch4, cols, 1.0f32, span_out))
+        })?;
+        let updated = time_launches(gpu, reps, || {
+            update.launch(cfg, (rows_log2, pitch4, cols, span_out))
+        })?;
+        let sum_args = (rows_log2, pitch4, cols, span_in, out.global_mut());
         // SAFETY: out lives until the sync below.
         unsafe { out.set_32_async(0, &gpu.stream) }.map_err(gpu.cuda_error("clearing the sums"))?;
-        gpu.launch_words(&f, cfg, &words)?;
+        read_sums.launch(cfg, sum_args)?;
         gpu.sync("pitch_read")?;
         out.copy_to(&mut sums[..])
             .map_err(gpu.cuda_error("copying the sums"))?;
@@ -168,7 +175,7 @@ pub(super) fn pitch_sweep(
                 sums[g]
             ));
         }
-        let t = time_launches(gpu, reps, || gpu.launch_words(&f, cfg, &words))?;
+        let t = time_launches(gpu, reps, || read_sums.launch(cfg, sum_args))?;
         let (wave_pages, segment_bytes_per_lane, sector_bytes_per_lane) =
             wave_footprint(rows, pitch, cols as u64, wave, launched);
         points.push(PitchPoint {

@@ -8,11 +8,13 @@ use cust::memory::{AsyncCopyDestination, CopyDestination};
 
 use crate::device::Gpu;
 use crate::error::Result;
-use crate::launch::Launch;
-use crate::launch::legacy::{args, named};
+use crate::launch::{DeviceArg, Launch};
 use crate::profile::{PAGE_BYTES, SpreadPoint, Stream, pages_filled, spread};
 use crate::timing::{Reps, time_launches};
 use crate::units::{format_bytes, gb_per_s};
+use kernels::entry;
+use kernels::gpu::{Global, GlobalMut};
+use kernels::handle::Kernel;
 use kernels::spread::{BLOCK, CHUNK_LOG2, PER_BLOCK, placed};
 
 /// log2 of the chunks of the array at every point: 2^21 chunks of 128 bytes, 256 MiB
@@ -31,11 +33,11 @@ pub fn apart(quick: bool) -> Vec<u64> {
         .collect()
 }
 
-/// The kernel that spreads `stream`.
-pub fn kernel_of(stream: Stream) -> &'static str {
+/// The kernel that spreads `stream` (both take `(chunks_log2, rows_log2, src, dst)`).
+pub fn kernel_of(stream: Stream) -> &'static Kernel<(u32, u32, Global<f32>, GlobalMut<f32>)> {
     match stream {
-        Stream::Reads => "spread_reads",
-        Stream::Writes => "spread_writes",
+        Stream::Reads => &entry::spread_reads,
+        Stream::Writes => &entry::spread_writes,
     }
 }
 
@@ -95,21 +97,22 @@ pub(super) fn spread_sweep(
     for apart in apart(quick) {
         let rows = chunks - apart.trailing_zeros();
         for stream in [Stream::Writes, Stream::Reads] {
-            let name = kernel_of(stream);
+            let kernel = gpu.load(kernel_of(stream))?;
+            let name = kernel_of(stream).name;
             progress(&format!("{name}, chunks {apart} apart"));
-            let f = gpu.function(named(name))?;
-            let words = args![chunks, rows, src.as_device_ptr(), dst.as_device_ptr()];
+            // The u32 indices move as f32 words, bit for bit.
+            let args = (chunks, rows, src.global_as::<f32>(), dst.global_mut_as::<f32>());
             // SAFETY: dst lives until the sync below.
             unsafe { dst.set_32_async(u32::MAX, &gpu.stream) }
                 .map_err(gpu.cuda_error("clearing the spread sweep's output"))?;
-            gpu.launch_words(&f, cfg, &words)?;
+            kernel.launch(cfg, args)?;
             gpu.sync(name)?;
             dst.copy_to(&mut back[..])
                 .map_err(gpu.cuda_error("copying the spread sweep's output"))?;
             if let Some(wrong) = misplaced(&back, stream, chunks, rows) {
                 failures.push(format!("{name}, chunks {apart} apart: {wrong}"));
             }
-            let t = time_launches(gpu, reps, || gpu.launch_words(&f, cfg, &words))?;
+            let t = time_launches(gpu, reps, || kernel.launch(cfg, args))?;
             let (read_spread, write_spread) = wave_spread(stream, chunks, rows, wave_blocks);
             points.push(SpreadPoint {
                 stream,

@@ -119,7 +119,7 @@ pub trait KernelArgs: Copy {
     /// Each parameter's kind, in order.
     const KINDS: &'static [ParamKind];
     /// The words of a launch, one per parameter.
-    type Words: AsRef<[u64]>;
+    type Words: AsRef<[u64]> + Copy + Send + Sync + 'static;
     fn words(self) -> Self::Words;
 }
 
