@@ -3,9 +3,9 @@
 //! "not run", and adding an experiment fills its claims in.
 
 use crate::compare::CompareReport;
-use crate::experiment::VariantOf;
 use crate::experiments::{matmul, particles, saxpy, stride};
 use crate::harness::Row;
+use crate::report::named::VariantOf;
 
 /// How a claim is checked against the rows of a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -7,6 +7,7 @@ pub mod gpus;
 pub mod ladder;
 pub mod markdown;
 mod md;
+pub mod named;
 pub mod plots;
 pub mod predicted;
 pub mod versus;

@@ -9,9 +9,9 @@ use chart::{Bar, BarChart, LineChart, Scale, Series};
 
 use super::{Results, predicted};
 use crate::error::Result;
-use crate::experiment::VariantOf;
 use crate::experiments::{complex, copy, matmul, offset, particles, saxpy, stride, transpose};
 use crate::harness::Row;
+use crate::report::named::VariantOf;
 
 /// One drawn plot.
 #[derive(Clone, Debug, PartialEq)]
