@@ -1,6 +1,6 @@
 //! `coalesce calibrate`'s GPU code without a GPU: the pointer-chase kernel on the CPU
 //! emulator, through the cycle the host builds for it. (The fits are unit tests in
-//! host/src/calibrate.rs; the command's errors are in tests/cli.rs.)
+//! host/src/calibrate/; the command's errors are in tests/cli.rs.)
 
 use coalesce::calibrate::{CHASE_SPACING, chase_buffer, follow};
 use kernels::entry;

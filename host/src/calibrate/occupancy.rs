@@ -1,6 +1,13 @@
-//! The register allocation unit, fitted against the driver's occupancy calculator.
-//! Apart from the other fits because it runs explain's residency formula: the
-//! profile reads the fits, and the residency formula reads the profile.
+//! The SM's residency limits: device attributes, and the register allocation unit
+//! fitted against the driver's occupancy calculator. The fit runs explain's residency
+//! formula, so it lives apart from the other fits: the profile reads the fits, and the
+//! residency formula reads the profile.
+
+use kernels::handle::{KernelInfo, PtxModule};
+
+use crate::device::Gpu;
+use crate::error::Result;
+use crate::profile::SmLimits;
 
 /// One kernel's residency as the driver's occupancy calculator gives it, with the
 /// registers and static shared bytes the driver's own compilation assigned it.
@@ -52,6 +59,89 @@ pub fn register_allocation_unit(
         .iter()
         .map(|&u| (u, agreeing(u)))
         .reduce(|a, b| if b.1 > a.1 { b } else { a })
+}
+
+/// A device attribute cust 0.3.2 has no name for, read from the driver directly.
+fn raw_attribute(gpu: &Gpu, attribute: cust::sys::CUdevice_attribute) -> Result<u32> {
+    let device =
+        cust::device::Device::get_device(gpu.info.ordinal).map_err(gpu.cuda_error("opening the device"))?;
+    let mut value = 0i32;
+    // SAFETY: a plain query into a local; the device handle is valid.
+    let status = unsafe { cust::sys::cuDeviceGetAttribute(&mut value, attribute, device.as_raw()) };
+    if status != cust::sys::cudaError_enum::CUDA_SUCCESS {
+        return Err(crate::Error::BadProfile {
+            path: "calibrate".into(),
+            why: format!("the driver did not give device attribute {attribute:?} ({status:?})"),
+        });
+    }
+    Ok(value.max(0) as u32)
+}
+
+/// The SM's residency limits: device attributes, and the register allocation unit that
+/// agrees with the driver's occupancy calculator (cuOccupancyMaxActiveBlocksPerMultiprocessor)
+/// for the most of the embedded kernels, each at 128, 256 and 1024 threads per block
+/// where it allows them. Returns the limits and (samples, agreeing).
+pub(super) fn sm_limits(gpu: &Gpu, progress: &mut impl FnMut(&str)) -> Result<(SmLimits, usize, usize)> {
+    use cust::device::DeviceAttribute as A;
+    use cust::function::{BlockSize, FunctionAttribute as F};
+    use cust::sys::CUdevice_attribute as Raw;
+    progress("residency limits");
+    let device =
+        cust::device::Device::get_device(gpu.info.ordinal).map_err(gpu.cuda_error("opening the device"))?;
+    let attr = |a: A| -> Result<u32> {
+        Ok(device
+            .get_attribute(a)
+            .map_err(gpu.cuda_error("reading device attributes"))?
+            .max(0) as u32)
+    };
+    let (major, minor) = gpu.info.compute_capability;
+    let mut limits = SmLimits {
+        compute_capability: [major.max(0) as u32, minor.max(0) as u32],
+        registers_per_sm: attr(A::MaxRegistersPerMultiprocessor)?,
+        register_allocation_unit: ALLOCATION_UNITS[0],
+        shared_bytes_per_sm: attr(A::MaxSharedMemoryPerMultiprocessor)?,
+        reserved_shared_bytes_per_block: raw_attribute(
+            gpu,
+            Raw::CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK,
+        )?,
+        max_blocks_per_sm: raw_attribute(gpu, Raw::CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR)?,
+    };
+    let mut samples = Vec::new();
+    // The baseline module's kernels, in its (the PTX's) order.
+    let mut baseline: Vec<&KernelInfo> = kernels::HOST_KERNELS
+        .iter()
+        .copied()
+        .filter(|k| k.module == PtxModule::Baseline)
+        .collect();
+    baseline.sort_by_key(|k| k.name);
+    for kernel in baseline {
+        let f = gpu.function(kernel)?;
+        let get = |a: F| {
+            f.get_attribute(a)
+                .map_err(gpu.cuda_error("reading a kernel's attributes"))
+        };
+        let (registers, shared, most) = (
+            get(F::NumRegisters)?,
+            get(F::SharedMemorySizeBytes)?,
+            get(F::MaxThreadsPerBlock)?,
+        );
+        for threads in [128u32, 256, 1024].into_iter().filter(|&t| t as i32 <= most) {
+            let blocks = f
+                .max_active_blocks_per_multiprocessor(BlockSize::x(threads), 0)
+                .map_err(gpu.cuda_error("asking the driver's occupancy calculator"))?;
+            samples.push(OccupancySample {
+                kernel: kernel.name.to_string(),
+                threads_per_block: threads,
+                registers: registers.max(0) as u32,
+                shared_bytes: shared.max(0) as u32,
+                driver_blocks: blocks,
+            });
+        }
+    }
+    let (unit, agreeing) = register_allocation_unit(&samples, gpu.info.max_threads_per_sm, &limits)
+        .unwrap_or((ALLOCATION_UNITS[0], 0));
+    limits.register_allocation_unit = unit;
+    Ok((limits, samples.len(), agreeing))
 }
 
 #[cfg(test)]

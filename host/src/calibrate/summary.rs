@@ -1,0 +1,253 @@
+//! `coalesce calibrate`'s summary: each parameter on one line, with what it was
+//! measured from, then the pitch and spread sweeps as tables.
+
+use super::on_chip::store_windows;
+use super::pitch::pitch_table;
+use super::spread::spread_table;
+use super::{BELOW_CEILING, Notes};
+use crate::profile::{Profile, SweepPoint};
+use crate::units::format_bytes;
+
+/// The human summary: each parameter on one line, with what it was measured from.
+pub fn summary(p: &Profile, n: &Notes) -> String {
+    let strides = |sweep: &[SweepPoint]| match (sweep.first(), sweep.last()) {
+        (Some(a), Some(b)) => format!("{}..{}", a.x, b.x),
+        _ => "none".into(),
+    };
+    let reps = format!("median of {}", n.reps.timed);
+    let lines = [
+        (
+            "copy_gb_per_s",
+            format!("{:.1} GB/s", p.copy_gb_per_s),
+            format!(
+                "cuMemcpyDtoD of {} (read + written), {reps}, faster of a copy before and after the sweeps",
+                format_bytes(n.copy_bytes)
+            ),
+        ),
+        ("sm_count", p.sm_count.to_string(), "device attribute".into()),
+        (
+            "max_threads_per_sm",
+            p.max_threads_per_sm.to_string(),
+            "device attribute MAX_THREADS_PER_MULTIPROCESSOR".into(),
+        ),
+        (
+            "dram_read_granularity",
+            format!("{} B", p.dram_read_granularity),
+            format!(
+                "stride_read at strides {} on {} per array: 8 x copy / rate - 4 = {:.1} B per read at stride {}",
+                strides(&p.stride_sweep),
+                format_bytes(n.stride_bytes),
+                n.granularity.per_element,
+                n.granularity.stride
+            ),
+        ),
+        (
+            "idle_latency_ns",
+            format!("{:.0} ns", p.idle_latency_ns),
+            format!(
+                "one thread, {} dependent loads per launch through a random {} cycle",
+                n.chase_steps,
+                format_bytes(n.chase_bytes)
+            ),
+        ),
+        (
+            "loaded_latency_ns",
+            format!("{:.0} ns", p.loaded_latency_ns),
+            if n.latency.upper_bound {
+                format!(
+                    "an upper bound: none of the {} inflight copies on {} was latency-bound; 2 x bytes in flight / rate of the fewest bytes",
+                    p.inflight_sweep.len(),
+                    format_bytes(n.inflight_bytes),
+                )
+            } else if n.latency.used < 2 || p.queueing_latency_ns == 0.0 {
+                format!(
+                    "Little's law, 2 x bytes in flight / rate, median of the {} latency-bound inflight copies of {} on {} (under {:.0}% of copy, rate rising with bytes in flight); constant",
+                    n.latency.used,
+                    p.inflight_sweep.len(),
+                    format_bytes(n.inflight_bytes),
+                    100.0 * BELOW_CEILING
+                )
+            } else {
+                format!(
+                    "L = L0 + Lq x rho / (1 - rho): the line through the Little's-law latencies (2 x bytes in flight / rate) of the {} latency-bound inflight copies of {} on {} (under {:.0}% of copy, rate rising with bytes in flight)",
+                    n.latency.used,
+                    p.inflight_sweep.len(),
+                    format_bytes(n.inflight_bytes),
+                    100.0 * BELOW_CEILING
+                )
+            },
+        ),
+        (
+            "queueing_latency_ns",
+            format!("{:.1} ns", p.queueing_latency_ns),
+            "Lq of the same line: the latency at 50% of copy is L0 + Lq, at 90% L0 + 9 Lq".into(),
+        ),
+    ];
+    let mut lines = lines.to_vec();
+    if let Some(sm) = &p.sm {
+        let attribute = |name: &str| format!("device attribute {name}");
+        lines.extend([
+            (
+                "compute_capability",
+                format!("{}.{}", sm.compute_capability[0], sm.compute_capability[1]),
+                attribute("COMPUTE_CAPABILITY_MAJOR/MINOR (explain's ptxas -arch)"),
+            ),
+            ("registers_per_sm", sm.registers_per_sm.to_string(), attribute("MAX_REGISTERS_PER_MULTIPROCESSOR")),
+            (
+                "register_allocation_unit",
+                sm.register_allocation_unit.to_string(),
+                format!(
+                    "registers per warp are allocated in multiples of it: the residency formula agrees with cuOccupancyMaxActiveBlocksPerMultiprocessor for {} of {} kernel x block sizes",
+                    n.occupancy_agreeing, n.occupancy_samples
+                ),
+            ),
+            (
+                "shared_bytes_per_sm",
+                sm.shared_bytes_per_sm.to_string(),
+                attribute("MAX_SHARED_MEMORY_PER_MULTIPROCESSOR"),
+            ),
+            (
+                "reserved_shared_bytes_per_block",
+                sm.reserved_shared_bytes_per_block.to_string(),
+                attribute("RESERVED_SHARED_MEMORY_PER_BLOCK"),
+            ),
+            ("max_blocks_per_sm", sm.max_blocks_per_sm.to_string(), attribute("MAX_BLOCKS_PER_MULTIPROCESSOR")),
+        ]);
+    }
+    let on_chip = |kernel: &str, what: &str| {
+        format!(
+            "{kernel}: {what}; {} blocks of 256 threads, {} rounds, {reps}; units / time / SMs",
+            n.on_chip_blocks, n.on_chip_rounds
+        )
+    };
+    for (name, rate, from) in [
+        (
+            "load_lines_per_ns_per_sm",
+            p.load_lines_per_ns_per_sm,
+            on_chip("lines_load", "32 lines per warp load, L1 hits"),
+        ),
+        (
+            "store_lines_per_ns_per_sm",
+            p.store_lines_per_ns_per_sm,
+            on_chip("lines_store", &store_windows(n.on_chip_blocks, p.l2_bytes)),
+        ),
+        (
+            "shared_wavefronts_per_ns_per_sm",
+            p.shared_wavefronts_per_ns_per_sm,
+            on_chip(
+                "bank_conflicts",
+                "32-way bank conflicts, 32 wavefronts per warp load",
+            ),
+        ),
+    ] {
+        if let Some(rate) = rate {
+            lines.push((name, format!("{rate:.3}"), from));
+        }
+    }
+    let mut text: String = lines
+        .iter()
+        .map(|(name, value, from)| format!("{name:<31} {value:>11}  {from}\n"))
+        .collect();
+    text.push_str(&pitch_table(
+        p.pitch_sweep.as_deref().unwrap_or_default(),
+        p.copy_gb_per_s,
+    ));
+    text.push_str(&spread_table(
+        p.spread_sweep.as_deref().unwrap_or_default(),
+        p.copy_gb_per_s,
+    ));
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::calibrate::{Granularity, LatencyFit};
+    use crate::timing::Reps;
+
+    fn point(x: f64, gb_per_s: f64) -> SweepPoint {
+        SweepPoint { x, gb_per_s }
+    }
+
+    #[test]
+    fn the_summary_has_one_line_per_parameter() {
+        let mut p = crate::profile::tests::sample();
+        p.queueing_latency_ns = 50.0;
+        p.stride_sweep = vec![point(1.0, 2800.0), point(64.0, 190.0)];
+        p.inflight_sweep = vec![point(8192.0, 2000.0); 8];
+        let notes = Notes {
+            copy_bytes: 400 << 20,
+            reps: Reps::default(),
+            stride_bytes: 400 << 20,
+            granularity: Granularity {
+                bytes: 64,
+                per_element: 70.2,
+                stride: 16,
+            },
+            inflight_bytes: 400 << 20,
+            latency: LatencyFit {
+                base_ns: 700.0,
+                queue_ns: 50.0,
+                used: 2,
+                upper_bound: false,
+            },
+            chase_bytes: 400 << 20,
+            chase_steps: 200_000,
+            occupancy_samples: 120,
+            occupancy_agreeing: 118,
+            on_chip_blocks: 1056,
+            on_chip_rounds: 2048,
+        };
+        let text = summary(&p, &notes);
+        // 16 parameters, then each sweep: a blank line, its title, its header and one
+        // line per point.
+        assert_eq!(text.lines().count(), 16 + 3 + 1 + 3 + 1, "{text}");
+        assert!(text.contains("\npitch sweep (32 lanes one pitch apart"), "{text}");
+        assert!(text.contains("\nspread sweep (a copy"), "{text}");
+        for field in [
+            "copy_gb_per_s",
+            "sm_count",
+            "max_threads_per_sm",
+            "dram_read_granularity",
+            "idle_latency_ns",
+            "loaded_latency_ns",
+            "queueing_latency_ns",
+            "compute_capability",
+            "registers_per_sm",
+            "register_allocation_unit",
+            "shared_bytes_per_sm",
+            "reserved_shared_bytes_per_block",
+            "max_blocks_per_sm",
+            "load_lines_per_ns_per_sm",
+            "store_lines_per_ns_per_sm",
+            "shared_wavefronts_per_ns_per_sm",
+        ] {
+            assert!(text.lines().any(|l| l.starts_with(field)), "{field}: {text}");
+        }
+        assert!(text.contains("70.2 B per read at stride 16"), "{text}");
+        assert!(text.contains("for 118 of 120 kernel x block sizes"), "{text}");
+        // A schema-2 profile has none of schema 3's lines.
+        let old = summary(&crate::profile::tests::schema_2(), &notes);
+        assert_eq!(old.lines().count(), 7, "{old}");
+        assert!(text.contains("strides 1..64"), "{text}");
+        assert!(
+            text.contains("the line through the Little's-law latencies"),
+            "{text}"
+        );
+        assert!(
+            text.contains("of the 2 latency-bound inflight copies of 8"),
+            "{text}"
+        );
+        let bound = summary(
+            &p,
+            &Notes {
+                latency: LatencyFit {
+                    upper_bound: true,
+                    ..notes.latency
+                },
+                ..notes
+            },
+        );
+        assert!(bound.contains("an upper bound"), "{bound}");
+    }
+}
