@@ -76,12 +76,12 @@ fn the_chase_is_in_the_ptx() {
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn a_quick_calibration_is_plausible() {
-    use coalesce::calibrate::{Plan, measure, summary};
+    use coalesce::calibrate::{Effort, measure, summary};
     let gpu = coalesce::device::Gpu::open(0).unwrap_or_else(|e| panic!("this test needs an NVIDIA GPU: {e}"));
-    let plan = Plan { quick: true };
+    let effort = Effort { quick: true };
     let mut steps = 0;
-    let c = measure(&gpu, plan, |_| steps += 1).unwrap();
-    assert_eq!(steps, plan.steps());
+    let c = measure(&gpu, effort, |_| steps += 1).unwrap();
+    assert_eq!(steps, effort.steps());
     assert!(c.failures.is_empty(), "{:?}", c.failures);
     let p = &c.profile;
     let text = summary(p, &c.notes);
@@ -91,14 +91,14 @@ fn a_quick_calibration_is_plausible() {
     assert!((100.0..20_000.0).contains(&p.loaded_latency_ns), "{text}");
     assert_eq!(p.max_threads_per_sm, gpu.info.max_threads_per_sm);
     assert!(p.max_threads_per_sm >= 1024, "{text}");
-    assert_eq!(p.stride_sweep.len(), plan.strides().len());
+    assert_eq!(p.stride_sweep.len(), effort.strides().len());
     assert_eq!(p.inflight_sweep.len(), 8);
-    // Every pitch point fits in an H100's or H200's memory at the quick plan, and each
+    // Every pitch point fits in an H100's or H200's memory at the quick effort, and each
     // is timed at every iteration count.
     let sweep = p.pitch_sweep.as_deref().unwrap_or_default();
     assert_eq!(
         sweep.len(),
-        coalesce::calibrate::pitch_grid(plan.quick).len() * coalesce::calibrate::pitch::ITERATIONS.len(),
+        coalesce::calibrate::pitch_grid(effort.quick).len() * coalesce::calibrate::pitch::ITERATIONS.len(),
         "{text}"
     );
     assert!(
@@ -111,7 +111,7 @@ fn a_quick_calibration_is_plausible() {
     let spread = p.spread_sweep.as_deref().unwrap_or_default();
     assert_eq!(
         spread.len(),
-        2 * coalesce::calibrate::spread::apart(plan.quick).len(),
+        2 * coalesce::calibrate::spread::apart(effort.quick).len(),
         "{text}"
     );
     assert!(
@@ -348,11 +348,11 @@ fn the_pitch_update_stores_where_it_loaded_and_keeps_ones() {
     assert_eq!(t.scattered.len(), 1, "{:?}", t.scattered);
     assert_eq!(
         (
-            t.scattered[0].shape,
+            t.scattered[0].kind,
             t.scattered[0].pitch_bytes,
             t.scattered[0].requests
         ),
-        (coalesce::profile::Shape::Update, 640, warps)
+        (coalesce::profile::RequestKind::Update, 640, warps)
     );
 }
 

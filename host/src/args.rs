@@ -67,6 +67,14 @@ pub enum Command {
     /// Measure this GPU's profile for `explain`'s predictions (copy ceiling, DRAM read
     /// granularity, idle and loaded latency, threads per SM) and write it as JSON.
     Calibrate(CalibrateArgs),
+    /// Fit profiles' parameters again from the sweeps they keep, with this coalesce's
+    /// fits, and rewrite them (for maintainers: host/profiles after a fit changes).
+    #[command(hide = true)]
+    Refit {
+        /// Profile files, as `coalesce calibrate` writes them.
+        #[arg(required = true, value_name = "FILE")]
+        profiles: Vec<PathBuf>,
+    },
 }
 
 #[derive(Debug, Args)]

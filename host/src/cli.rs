@@ -10,7 +10,7 @@ use clap::Parser;
 pub use crate::args::{Cli, Command};
 pub use crate::commands::{Opener, Outcome};
 use crate::commands::{
-    calibrate, check, compare, explain_command, info, list, list_names, run, write_report,
+    calibrate, check, compare, explain_command, info, list, list_names, refit, run, write_report,
 };
 use crate::device::Gpu;
 use crate::error::Result;
@@ -131,6 +131,7 @@ pub fn execute_on(cli: Cli, open: Opener) -> Result<Outcome> {
         Some(Command::Info { device }) => info(&device, open),
         Some(Command::Explain(args)) => explain_command(args),
         Some(Command::Calibrate(args)) => calibrate(args, open),
+        Some(Command::Refit { profiles }) => refit(&profiles),
         Some(Command::List { names }) => {
             print!("{}", if names { list_names() } else { list() });
             Ok(Outcome::Ok)

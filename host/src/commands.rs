@@ -141,7 +141,7 @@ fn profile_named(what: &str) -> Result<crate::profile::Profile> {
     use crate::profile::{Profile, SHIPPED};
     let path = std::path::Path::new(what);
     if path.exists() {
-        return Profile::load(path);
+        return Profile::load(path).map(crate::calibrate::upgrade);
     }
     Profile::shipped(what).unwrap_or_else(|| {
         let shipped: Vec<&str> = SHIPPED.iter().map(|(name, _)| *name).collect();
@@ -162,7 +162,7 @@ fn profile_named(what: &str) -> Result<crate::profile::Profile> {
 /// `coalesce calibrate`: measures the profile and writes it, or, when a kernel fails
 /// validation, says which and writes nothing.
 pub fn calibrate(args: CalibrateArgs, open: Opener) -> Result<Outcome> {
-    use crate::calibrate::{self as cal, Plan};
+    use crate::calibrate::{self as cal, Effort};
     // An unwritable file fails now, not after minutes of measuring; the default name
     // needs the device's name, so until the GPU is open, its folder is what is checked.
     let probe = args.out.clone().unwrap_or_else(|| cal::default_path(""));
@@ -171,9 +171,9 @@ pub fn calibrate(args: CalibrateArgs, open: Opener) -> Result<Outcome> {
     let path = args.out.unwrap_or_else(|| cal::default_path(&gpu.info.name));
     table::check_writable(&path)?;
     println!("calibrating {}", table::device_line(&gpu.info, ptx::ARCH));
-    let plan = Plan { quick: args.quick };
-    let mut progress = Progress::new(plan.steps(), args.quiet);
-    let c = cal::measure(&gpu, plan, |msg| progress.step(msg))?;
+    let effort = Effort { quick: args.quick };
+    let mut progress = Progress::new(effort.steps(), args.quiet);
+    let c = cal::measure(&gpu, effort, |msg| progress.step(msg))?;
     progress.finish();
     if !c.failures.is_empty() {
         for f in &c.failures {
@@ -192,6 +192,37 @@ pub fn calibrate(args: CalibrateArgs, open: Opener) -> Result<Outcome> {
         ""
     };
     println!("profile: {}{note}", path.display());
+    Ok(Outcome::Ok)
+}
+
+/// `coalesce refit`: every file read and refitted before any is written, so a bad one
+/// leaves them all as they were; then each written as `calibrate` writes a profile.
+pub fn refit(paths: &[std::path::PathBuf]) -> Result<Outcome> {
+    use crate::profile::Profile;
+    let refitted = paths
+        .iter()
+        .map(|path| {
+            let before = Profile::load(path)?;
+            let mut after = before.clone();
+            crate::calibrate::refit(&mut after);
+            table::check_writable(path)?;
+            Ok((path, before, after))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    for (path, before, after) in refitted {
+        table::write_json(path, &after)?;
+        println!(
+            "{}: dram_read_granularity {} -> {} B, loaded_latency_ns {:.3} -> {:.3}, queueing_latency_ns {:.3} -> {:.3}{}",
+            path.display(),
+            before.dram_read_granularity,
+            after.dram_read_granularity,
+            before.loaded_latency_ns,
+            after.loaded_latency_ns,
+            before.queueing_latency_ns,
+            after.queueing_latency_ns,
+            if before == after { " (unchanged)" } else { "" }
+        );
+    }
     Ok(Outcome::Ok)
 }
 
@@ -273,11 +304,11 @@ fn check_shape(selection: &[Selection], shape: Option<&[usize]>) -> Result<()> {
 }
 
 /// Checks everything the user typed, before anything touches the GPU or the disk.
-fn plan(args: &SuiteArgs) -> Result<(Vec<Selection>, RunOptions)> {
+fn suite_options(args: &SuiteArgs) -> Result<(Vec<Selection>, RunOptions)> {
     let selection = experiments::select(&args.experiments)?;
     let shape = args.shape.clone().map(|s| s.0);
     check_shape(&selection, shape.as_deref())?;
-    let plan = RunOptions {
+    let opts = RunOptions {
         size: args.size,
         shape,
         reps: Reps {
@@ -286,7 +317,7 @@ fn plan(args: &SuiteArgs) -> Result<(Vec<Selection>, RunOptions)> {
         },
         seed: args.seed,
     };
-    Ok((selection, plan))
+    Ok((selection, opts))
 }
 
 /// One progress step per experiment (its setup) and one per variant.
@@ -299,7 +330,7 @@ fn run_suite(
     args: &SuiteArgs,
     device: u32,
     selection: &[Selection],
-    plan: &RunOptions,
+    opts: &RunOptions,
     open: Opener,
 ) -> Result<Report> {
     let gpu = open(device)?;
@@ -314,7 +345,7 @@ fn run_suite(
         rows: Vec::new(),
     };
     for s in selection {
-        let measured = harness::measure(&gpu, s, plan, None, |_| Ok(()), |msg| progress.step(msg))?;
+        let measured = harness::measure(&gpu, s, opts, None, |_| Ok(()), |msg| progress.step(msg))?;
         report.baselines.push(ExperimentBaseline {
             experiment: s.experiment.name.to_string(),
             baseline: measured.baseline,
@@ -347,14 +378,14 @@ fn write_per_device<T: serde::Serialize>(path: &std::path::Path, key: &str, mut 
 }
 
 pub fn run(args: RunArgs, open: Opener) -> Result<Outcome> {
-    let (selection, plan) = plan(&args.suite)?;
+    let (selection, opts) = suite_options(&args.suite)?;
     // A --json path that cannot be written fails now, not after the whole run.
     if let Some(path) = &args.json {
         table::check_writable(path)?;
     }
     let mut reports = Vec::new();
     for (i, d) in args.suite.device.ordinals()?.into_iter().enumerate() {
-        let report = run_suite(&args.suite, d, &selection, &plan, open)?;
+        let report = run_suite(&args.suite, d, &selection, &opts, open)?;
         print!("{}{}", if i > 0 { "\n" } else { "" }, table::render(&report));
         reports.push(report);
     }
@@ -370,25 +401,25 @@ fn run_comparison(
     args: &SuiteArgs,
     device: u32,
     selection: &[Selection],
-    plan: &RunOptions,
+    opts: &RunOptions,
     dump_ptx: Option<&std::path::Path>,
     open: Opener,
 ) -> Result<crate::compare::CompareReport> {
     let gpu = open(device)?;
     let mut progress = Progress::new(steps(selection), args.quiet);
-    let report = crate::compare::run::compare(&gpu, selection, plan, dump_ptx, |msg| progress.step(msg))?;
+    let report = crate::compare::run::compare(&gpu, selection, opts, dump_ptx, |msg| progress.step(msg))?;
     progress.finish();
     Ok(report)
 }
 
 pub fn compare(args: CompareArgs, open: Opener) -> Result<Outcome> {
-    let (selection, plan) = plan(&args.suite)?;
+    let (selection, opts) = suite_options(&args.suite)?;
     if let Some(path) = &args.json {
         table::check_writable(path)?;
     }
     let mut reports = Vec::new();
     for (i, d) in args.suite.device.ordinals()?.into_iter().enumerate() {
-        let report = run_comparison(&args.suite, d, &selection, &plan, args.dump_ptx.as_deref(), open)?;
+        let report = run_comparison(&args.suite, d, &selection, &opts, args.dump_ptx.as_deref(), open)?;
         print!(
             "{}{}",
             if i > 0 { "\n" } else { "" },
@@ -434,7 +465,7 @@ pub fn write_report(args: ReportArgs, open: Opener) -> Result<Outcome> {
     if !args.from.is_empty() {
         return report_from(&args);
     }
-    let (selection, plan) = plan(&args.suite)?;
+    let (selection, opts) = suite_options(&args.suite)?;
     // A bad --out or --profile fails now, not after the whole suite has run; nothing
     // is made until there is something to write.
     report::check_dir(&args.out)?;
@@ -443,7 +474,7 @@ pub fn write_report(args: ReportArgs, open: Opener) -> Result<Outcome> {
     for d in args.suite.device.ordinals()? {
         let start = Instant::now();
         all.push(if args.rust_only {
-            let run = run_suite(&args.suite, d, &selection, &plan, open)?;
+            let run = run_suite(&args.suite, d, &selection, &opts, open)?;
             print!("{}", table::render(&run));
             Results {
                 date: report::utc_date(SystemTime::now()),
@@ -456,7 +487,7 @@ pub fn write_report(args: ReportArgs, open: Opener) -> Result<Outcome> {
             // The comparison times the same Rust kernels through the same harness
             // (and falls back to them alone where NVRTC is missing), so it replaces
             // the run.
-            let c = run_comparison(&args.suite, d, &selection, &plan, None, open)?;
+            let c = run_comparison(&args.suite, d, &selection, &opts, None, open)?;
             print!("{}", crate::compare::render::render(&c));
             Results::of_comparison(
                 report::utc_date(SystemTime::now()),

@@ -4,7 +4,7 @@
 use cust::memory::{AsyncCopyDestination, CopyDestination};
 use kernels::entry;
 
-use super::{Plan, SEED, chase_buffer, follow};
+use super::{Effort, SEED, chase_buffer, follow};
 use crate::device::Gpu;
 use crate::error::Result;
 use crate::experiment::DefaultSize;
@@ -18,17 +18,17 @@ use crate::units::format_bytes;
 /// chase did not end where the host's walk of the same cycle does.
 pub(super) fn idle_latency(
     gpu: &Gpu,
-    plan: Plan,
+    effort: Effort,
     progress: &mut impl FnMut(&str),
 ) -> Result<(f64, u64, usize, Option<String>)> {
     let bytes = DefaultSize::BeyondL2.bytes(&gpu.info);
     let slots = (bytes / 128) as usize;
     progress(&format!("chase: {} cycle", format_bytes(bytes)));
-    let reps = plan.chase_reps();
+    let reps = effort.chase_reps();
     let launches = reps.warmup + reps.timed.max(1);
     // Launches go on from one another: with no more hops than slots in all of them,
     // none revisits a line a launch before it brought into L2.
-    let steps = plan.chase_steps().min(slots / launches).max(1);
+    let steps = effort.chase_steps().min(slots / launches).max(1);
     let host = chase_buffer(slots, SEED).ok_or_else(|| crate::Error::TooLarge {
         what: format!("a {} pointer chase", format_bytes(bytes)),
         why: "its indices do not fit the kernel's 32-bit words".into(),
@@ -79,10 +79,10 @@ mod tests {
     fn the_chase_never_revisits_a_line_across_its_launches() {
         let info = DeviceInfo::h100();
         for quick in [false, true] {
-            let plan = Plan { quick };
+            let effort = Effort { quick };
             let slots = (DefaultSize::BeyondL2.bytes(&info) / 128) as usize;
-            let r = plan.chase_reps();
-            assert!((r.warmup + r.timed) * plan.chase_steps() <= slots);
+            let r = effort.chase_reps();
+            assert!((r.warmup + r.timed) * effort.chase_steps() <= slots);
             // Every L2 line of 8 x L2 is 8 x more than L2 holds.
             assert!(slots as u64 * 128 >= 8 * info.l2_bytes);
         }

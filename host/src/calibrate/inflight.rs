@@ -2,7 +2,7 @@
 //! flight per thread: Little's law gives the loaded latency and how it rises with load
 //! ([`super::loaded_latency`]).
 
-use super::{Plan, SEED, Sweep, bytes_in_flight_per_sm, problem_for};
+use super::{Effort, SEED, Sweep, bytes_in_flight_per_sm, problem_for};
 use crate::device::Gpu;
 use crate::error::Result;
 use crate::experiments::inflight;
@@ -20,9 +20,9 @@ fn threads(l: &Launch) -> u64 {
 
 /// Every inflight variant, validated, then timed: x = read bytes in flight per SM,
 /// from its launch, and its read + written rate.
-pub(super) fn inflight_sweep(gpu: &Gpu, plan: Plan, progress: &mut impl FnMut(&str)) -> Result<Sweep> {
+pub(super) fn inflight_sweep(gpu: &Gpu, effort: Effort, progress: &mut impl FnMut(&str)) -> Result<Sweep> {
     let exp = &inflight::EXPERIMENT;
-    let problem = problem_for(gpu, exp, plan)?;
+    let problem = problem_for(gpu, exp, effort)?;
     let bytes = 4 * problem.dim(crate::experiment::Dim::Len) as u64;
     progress(&format!("inflight: {} per array", format_bytes(bytes)));
     let mut p = Prepared::new(gpu, exp, problem, SEED)?;
@@ -36,7 +36,7 @@ pub(super) fn inflight_sweep(gpu: &Gpu, plan: Plan, progress: &mut impl FnMut(&s
         if !check.ok {
             failures.push(format!("inflight/{}: {}", v.name, check.detail));
         }
-        let t = time_launches(gpu, plan.reps(), || p.launch(gpu, i, &f))?;
+        let t = time_launches(gpu, effort.reps(), || p.launch(gpu, i, &f))?;
         let (cfg, _) = p.launch_spec(i)?;
         points.push(SweepPoint {
             // A copy reads half the bytes it moves.

@@ -25,6 +25,7 @@ pub mod inflight;
 pub mod occupancy;
 pub mod on_chip;
 pub mod pitch;
+pub mod refit;
 pub mod spread;
 pub mod stride;
 pub mod summary;
@@ -35,6 +36,7 @@ pub use fit::{
 };
 pub use on_chip::{ON_CHIP, on_chip_units};
 pub use pitch::{PAGE_BYTES, PitchPoint, pitch_grid, pitch_read_bytes, pitch_table};
+pub use refit::{refit, upgrade};
 pub use summary::summary;
 
 use crate::device::{DeviceInfo, Gpu};
@@ -50,11 +52,11 @@ pub const SEED: u64 = 0x5eed;
 
 /// How thoroughly to measure: the full calibration, or `--quick` for a smoke test.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Plan {
+pub struct Effort {
     pub quick: bool,
 }
 
-impl Plan {
+impl Effort {
     /// Launches per timing (the median of the timed ones is kept): the usual 3 + 20.
     pub fn reps(self) -> Reps {
         if self.quick {
@@ -162,12 +164,12 @@ pub fn default_path(device: &str) -> PathBuf {
 
 /// The problem an experiment runs at: the default size (halved until it fits, as
 /// `coalesce run` does), or the quick size.
-fn problem_for(gpu: &Gpu, exp: &Experiment, plan: Plan) -> Result<Problem> {
+fn problem_for(gpu: &Gpu, exp: &Experiment, effort: Effort) -> Result<Problem> {
     let (free, _) = gpu.memory()?;
     let opts = RunOptions {
-        size: plan.quick.then(|| plan.size(&gpu.info)),
+        size: effort.quick.then(|| effort.size(&gpu.info)),
         shape: None,
-        reps: plan.reps(),
+        reps: effort.reps(),
         seed: SEED,
     };
     choose_problem(exp, &opts, &gpu.info, free)
@@ -181,25 +183,25 @@ struct Sweep {
 }
 
 /// Runs every microbenchmark on `gpu` and fits the profile; `progress` hears of each
-/// step ([`Plan::steps`] in all).
-pub fn measure(gpu: &Gpu, plan: Plan, mut progress: impl FnMut(&str)) -> Result<Calibration> {
+/// step ([`Effort::steps`] in all).
+pub fn measure(gpu: &Gpu, effort: Effort, mut progress: impl FnMut(&str)) -> Result<Calibration> {
     let info = &gpu.info;
-    let reps = plan.reps();
-    let copy_bytes = plan.size(info);
+    let reps = effort.reps();
+    let copy_bytes = effort.size(info);
     progress("copy baseline");
     let before = memcpy_baseline(gpu, copy_bytes, reps)?;
-    let strided = stride::stride_sweep(gpu, plan, &mut progress)?;
-    let inflight = inflight::inflight_sweep(gpu, plan, &mut progress)?;
-    let (idle_ns, chase_bytes, chase_steps, chase_failure) = chase::idle_latency(gpu, plan, &mut progress)?;
+    let strided = stride::stride_sweep(gpu, effort, &mut progress)?;
+    let inflight = inflight::inflight_sweep(gpu, effort, &mut progress)?;
+    let (idle_ns, chase_bytes, chase_steps, chase_failure) = chase::idle_latency(gpu, effort, &mut progress)?;
     let (sm, occupancy_samples, occupancy_agreeing) = occupancy::sm_limits(gpu, &mut progress)?;
-    let (rates, on_chip_blocks) = on_chip::on_chip_rates(gpu, plan, &mut progress)?;
+    let (rates, on_chip_blocks) = on_chip::on_chip_rates(gpu, effort, &mut progress)?;
     let wave = u64::from(info.sm_count) * u64::from(info.max_threads_per_sm);
     let (pitch_points, pitch_failures) =
-        pitch::pitch_sweep(gpu, plan.quick, plan.reps(), wave, &mut progress)?;
+        pitch::pitch_sweep(gpu, effort.quick, effort.reps(), wave, &mut progress)?;
     // The spread kernels' blocks, as many as the SMs' threads hold.
     let wave_blocks = wave / u64::from(kernels::spread::BLOCK);
     let (spread_points, spread_failures) =
-        spread::spread_sweep(gpu, plan.quick, plan.reps(), wave_blocks, &mut progress)?;
+        spread::spread_sweep(gpu, effort.quick, effort.reps(), wave_blocks, &mut progress)?;
     progress("copy baseline again");
     let after = memcpy_baseline(gpu, copy_bytes, reps)?;
     let copy_gb_per_s = before.faster(after).gb_per_s;
@@ -252,7 +254,7 @@ pub fn measure(gpu: &Gpu, plan: Plan, mut progress: impl FnMut(&str)) -> Result<
             occupancy_samples,
             occupancy_agreeing,
             on_chip_blocks,
-            on_chip_rounds: plan.rounds(),
+            on_chip_rounds: effort.rounds(),
         },
         failures,
     })
@@ -276,7 +278,7 @@ mod tests {
     #[test]
     fn quick_is_smaller_and_steps_count_every_progress_call() {
         let info = DeviceInfo::h100();
-        let (full, quick) = (Plan { quick: false }, Plan { quick: true });
+        let (full, quick) = (Effort { quick: false }, Effort { quick: true });
         assert_eq!(full.size(&info), 400 << 20);
         assert_eq!(quick.size(&info), 100 << 20);
         assert!(quick.reps().timed < full.reps().timed);

@@ -4,7 +4,7 @@
 use kernels::entry;
 use kernels::handle::KernelInfo;
 
-use super::{Plan, per_sm_rate};
+use super::{Effort, per_sm_rate};
 use crate::device::Gpu;
 use crate::error::Result;
 use crate::launch::{DeviceArg, Launch};
@@ -53,7 +53,7 @@ pub(super) fn store_windows(blocks: u32, l2_bytes: u64) -> String {
 /// per SM) and returns their per-SM rates, in [`ON_CHIP`]'s order, and the blocks.
 pub(super) fn on_chip_rates(
     gpu: &Gpu,
-    plan: Plan,
+    effort: Effort,
     progress: &mut impl FnMut(&str),
 ) -> Result<([f64; 3], u32)> {
     use kernels::throughput::{BLOCK, STORE_WINDOW};
@@ -68,7 +68,7 @@ pub(super) fn on_chip_rates(
         block: (BLOCK, 1, 1),
         shared_bytes: 0,
     };
-    let rounds = plan.rounds();
+    let rounds = effort.rounds();
     let (load, store, banks) = (
         gpu.load(&entry::lines_load)?,
         gpu.load(&entry::lines_store)?,
@@ -84,7 +84,7 @@ pub(super) fn on_chip_rates(
     let mut rates = [0.0; 3];
     for ((rate, (kernel, _)), launch) in rates.iter_mut().zip(&ON_CHIP).zip(launches) {
         progress(kernel.name);
-        let t = time_launches(gpu, plan.reps(), launch)?;
+        let t = time_launches(gpu, effort.reps(), launch)?;
         *rate = per_sm_rate(
             on_chip_units(kernel, blocks, rounds),
             t.median_ms,

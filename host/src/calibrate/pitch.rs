@@ -10,7 +10,7 @@ use kernels::gpu::Float4;
 use crate::device::Gpu;
 use crate::error::Result;
 use crate::launch::{DeviceArg, Launch};
-pub use crate::profile::{PAGE_BYTES, PitchPoint, Shape};
+pub use crate::profile::{PAGE_BYTES, PitchPoint, RequestKind};
 use crate::timing::{Reps, time_launches};
 use crate::units::{format_bytes, gb_per_s};
 
@@ -287,9 +287,15 @@ mod tests {
         // DRAM rates: a thread's DRAM bytes over its time. A gather of 64 B a lane
         // in 20 / 1000 ns, less its 4-byte sum at the ceiling, 4 / 2000 ns.
         let p = at(64, 1 << 30);
-        assert!((p.dram_gb_per_s(Shape::Gather, 2000.0) - 64.0 / 0.018).abs() < 1e-9);
-        assert_eq!(p.dram_gb_per_s(Shape::Scatter, 2000.0), 32.0 / (16.0 / 500.0));
-        assert_eq!(p.dram_gb_per_s(Shape::Update, 2000.0), 96.0 / (32.0 / 800.0));
+        assert!((p.dram_gb_per_s(RequestKind::Gather, 2000.0) - 64.0 / 0.018).abs() < 1e-9);
+        assert_eq!(
+            p.dram_gb_per_s(RequestKind::Scatter, 2000.0),
+            32.0 / (16.0 / 500.0)
+        );
+        assert_eq!(
+            p.dram_gb_per_s(RequestKind::Update, 2000.0),
+            96.0 / (32.0 / 800.0)
+        );
     }
 
     #[test]

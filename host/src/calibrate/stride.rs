@@ -3,7 +3,7 @@
 
 use kernels::entry;
 
-use super::{GRANULARITY_STRIDES, Plan, SEED, Sweep, problem_for};
+use super::{Effort, GRANULARITY_STRIDES, SEED, Sweep, problem_for};
 use crate::device::Gpu;
 use crate::error::Result;
 use crate::experiments::stride;
@@ -22,12 +22,12 @@ fn stride_variant(s: usize) -> Option<usize> {
         .position(|v| v.kernel == entry::stride_read.info() && v.param == s)
 }
 
-/// `stride_read` at every stride of the plan on the stride experiment's buffers (the
-/// input covers stride 64), each the median of the plan's reps; the strides the fit
+/// `stride_read` at every stride swept on the stride experiment's buffers (the
+/// input covers stride 64), each the median of the effort's reps; the strides the fit
 /// uses are first validated through their declared variants.
-pub(super) fn stride_sweep(gpu: &Gpu, plan: Plan, progress: &mut impl FnMut(&str)) -> Result<Sweep> {
+pub(super) fn stride_sweep(gpu: &Gpu, effort: Effort, progress: &mut impl FnMut(&str)) -> Result<Sweep> {
     let exp = &stride::EXPERIMENT;
-    let problem = problem_for(gpu, exp, plan)?;
+    let problem = problem_for(gpu, exp, effort)?;
     let bytes = 4 * problem.dim(crate::experiment::Dim::Len) as u64;
     progress(&format!("stride: {} per array", format_bytes(bytes)));
     let mut p = Prepared::new(gpu, exp, problem, SEED)?;
@@ -48,9 +48,9 @@ pub(super) fn stride_sweep(gpu: &Gpu, plan: Plan, progress: &mut impl FnMut(&str
     let (src, dst) = (p.buffer(0).global(), p.buffer(1).global_mut());
     let work = p.work().bytes();
     let mut points = Vec::new();
-    for s in plan.strides() {
+    for s in effort.strides() {
         progress(&format!("stride {s}"));
-        let t = time_launches(gpu, plan.reps(), || stride_read.launch(cfg, (n, s, src, dst)))?;
+        let t = time_launches(gpu, effort.reps(), || stride_read.launch(cfg, (n, s, src, dst)))?;
         points.push(SweepPoint {
             x: s as f64,
             gb_per_s: gb_per_s(work, t.median_ms),
@@ -72,7 +72,7 @@ mod tests {
     fn the_stride_sweep_launches_a_declared_kernel_within_its_input() {
         let max = stride::EXPERIMENT.variants.iter().map(|v| v.param).max().unwrap();
         for quick in [false, true] {
-            let strides = Plan { quick }.strides();
+            let strides = Effort { quick }.strides();
             assert!(strides.iter().all(|&s| (1..=max).contains(&s)), "{strides:?}");
             for s in GRANULARITY_STRIDES {
                 assert!(strides.contains(&s));
@@ -91,6 +91,6 @@ mod tests {
                 Arg::Buffer(1)
             ]
         );
-        assert_eq!(Plan { quick: false }.strides().len(), 64);
+        assert_eq!(Effort { quick: false }.strides().len(), 64);
     }
 }

@@ -23,7 +23,7 @@
 //!   shared-memory wavefronts take time at their calibrated rates, and the L1 serves
 //!   them one after another, so their times add.
 //! - **Scattered requests** (a 64-byte segment per lane): their DRAM bytes at the rate
-//!   the pitch sweep's kernel of the same shape moved its own at that pitch and pages
+//!   the pitch sweep's kernel of the same kind moved its own at that pitch and pages
 //!   ([`super::sweep`]), the kernel's other DRAM bytes at the copy ceiling; one DRAM
 //!   serves them all, so their times add.
 //!
@@ -36,7 +36,7 @@ use serde::Serialize;
 
 use super::residency::{LaunchSize, Residency, Resources, blocks_per_sm, resident_threads};
 use super::traffic::{GRANULARITIES, Spread, Traffic};
-use crate::profile::{Profile, Shape};
+use crate::profile::{Profile, RequestKind};
 
 /// Which bound sets the predicted time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -84,10 +84,10 @@ pub struct BoundTime {
 }
 
 /// One group of a launch's scattered requests, its DRAM bytes timed at the pitch
-/// sweep's rate (`shape` None: the launch's other DRAM bytes, at the copy ceiling).
+/// sweep's rate (`kind` None: the launch's other DRAM bytes, at the copy ceiling).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct ScatteredTime {
-    pub shape: Option<Shape>,
+    pub kind: Option<RequestKind>,
     pub pitch_bytes: u64,
     /// Warp requests and DRAM bytes over the launch.
     pub requests: f64,
@@ -336,11 +336,11 @@ pub fn predict(
             let pages = traffic.scattered_pages;
             // The launch's lanes of the group per launched thread.
             let iterations = s.lanes as f64 * scale / threads;
-            let rate = super::sweep::dram_gb_per_s(sweep, s.shape, s.pitch_bytes, pages, iterations, c);
+            let rate = super::sweep::dram_gb_per_s(sweep, s.kind, s.pitch_bytes, pages, iterations, c);
             if let Some(rate) = rate {
                 let bytes = s.dram_bytes as f64 * scale;
                 scattered_parts.push(ScatteredTime {
-                    shape: Some(s.shape),
+                    kind: Some(s.kind),
                     pitch_bytes: s.pitch_bytes,
                     requests: s.requests as f64 * scale,
                     iterations,
@@ -353,7 +353,7 @@ pub fn predict(
         let rest = dram - scattered_parts.iter().map(|s| s.dram_bytes).sum::<f64>();
         if !scattered_parts.is_empty() && rest > 0.0 {
             scattered_parts.push(ScatteredTime {
-                shape: None,
+                kind: None,
                 pitch_bytes: 0,
                 requests: 0.0,
                 iterations: 0.0,
@@ -607,7 +607,7 @@ mod tests {
         assert_eq!(
             t.scattered,
             [Scattered {
-                shape: Shape::Gather,
+                kind: RequestKind::Gather,
                 pitch_bytes: 256,
                 requests: 8,
                 lanes: 8 * 32,
@@ -625,7 +625,7 @@ mod tests {
         assert_eq!(
             t.scattered,
             [Scattered {
-                shape: Shape::Update,
+                kind: RequestKind::Update,
                 pitch_bytes: 64 << 10,
                 requests: 4,
                 lanes: 4 * 32,
@@ -662,7 +662,7 @@ mod tests {
         let want = (64.0 * (1 << 20) as f64 / rate + 4.0 * (1 << 20) as f64 / 3000.0) / 1e6;
         assert!((p.time_ms - want).abs() < 1e-9, "{} {want}", p.time_ms);
         assert_eq!(p.scattered_parts.len(), 2);
-        assert_eq!(p.scattered_parts[1].shape, None);
+        assert_eq!(p.scattered_parts[1].kind, None);
         // More threads than the 1 Mi floats read: fewer than one iteration a thread.
         assert!(p.scattered_parts[0].iterations < 1.0);
         // A grid of half as many threads as floats runs two iterations each, and takes

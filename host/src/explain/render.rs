@@ -188,10 +188,10 @@ pub fn prediction_line(p: &super::predict::Prediction) -> String {
         .scattered_parts
         .iter()
         .map(|s| {
-            let what = match s.shape {
-                Some(crate::profile::Shape::Gather) => "gathers",
-                Some(crate::profile::Shape::Scatter) => "scatters",
-                Some(crate::profile::Shape::Update) => "updates",
+            let what = match s.kind {
+                Some(crate::profile::RequestKind::Gather) => "gathers",
+                Some(crate::profile::RequestKind::Scatter) => "scatters",
+                Some(crate::profile::RequestKind::Update) => "updates",
                 None => {
                     return format!(
                         "{} other at the ceiling {}",

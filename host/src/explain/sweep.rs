@@ -4,9 +4,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::profile::{PitchPoint, Shape, SpreadPoint, Stream};
+use crate::profile::{PitchPoint, RequestKind, SpreadPoint, Stream};
 
-/// The rate, GB/s, at which the DRAM moves the DRAM bytes of `shape`'s requests whose
+/// The rate, GB/s, at which the DRAM moves the DRAM bytes of `kind`'s requests whose
 /// lanes lie `pitch` bytes apart while the wave's requests touch `pages` 2 MiB pages
 /// and each thread runs `iterations` of them a grid apart
 /// ([`PitchPoint::dram_gb_per_s`], over the copy ceiling `copy_gb_per_s`): within the
@@ -16,7 +16,7 @@ use crate::profile::{PitchPoint, Shape, SpreadPoint, Stream};
 /// measurement beyond the ends. None without points.
 pub fn dram_gb_per_s(
     points: &[PitchPoint],
-    shape: Shape,
+    kind: RequestKind,
     pitch: u64,
     pages: u64,
     iterations: f64,
@@ -29,7 +29,7 @@ pub fn dram_gb_per_s(
     let curve: Vec<(f64, f64)> = by_iterations
         .iter()
         .map(|(&k, points)| {
-            let rate = at_pitch_and_pages(points, shape, pitch, pages, copy_gb_per_s);
+            let rate = at_pitch_and_pages(points, kind, pitch, pages, copy_gb_per_s);
             (f64::from(k.max(1)).log2(), rate)
         })
         .collect();
@@ -39,7 +39,7 @@ pub fn dram_gb_per_s(
 /// [`dram_gb_per_s`] among points of one iteration count (at least one point).
 fn at_pitch_and_pages(
     points: &[&PitchPoint],
-    shape: Shape,
+    kind: RequestKind,
     pitch: u64,
     pages: u64,
     copy_gb_per_s: f64,
@@ -52,7 +52,7 @@ fn at_pitch_and_pages(
             .or_default()
             .entry(p.wave_pages)
             .or_default()
-            .push(p.dram_gb_per_s(shape, copy_gb_per_s));
+            .push(p.dram_gb_per_s(kind, copy_gb_per_s));
     }
     let at_pages = |column: &BTreeMap<u64, Vec<f64>>| {
         let curve: Vec<(f64, f64)> = column
@@ -168,7 +168,7 @@ mod tests {
             // A second measurement of the same point: the rates' mean.
             point(65536, 512, 2000.0 / 3.0),
         ];
-        let r = |pitch, pages| dram_gb_per_s(&sweep, Shape::Gather, pitch, pages, 1.0, 2000.0).unwrap();
+        let r = |pitch, pages| dram_gb_per_s(&sweep, RequestKind::Gather, pitch, pages, 1.0, 2000.0).unwrap();
         // 64 / (20 / 800 - 4 / 2000) = 64 / 0.023; at 400 GB/s 64 / 0.048.
         let (a, b) = (64.0 / 0.023, 64.0 / 0.048);
         assert!((r(64, 9) - a).abs() < 1e-9 && (r(256, 9) - b).abs() < 1e-9);
@@ -183,14 +183,17 @@ mod tests {
         assert!((r(65536, 128) - lo).abs() < 1e-9 && (r(65536, 512) - hi).abs() < 1e-9);
         assert!((r(65536, 256) - (lo + hi) / 2.0).abs() < 1e-9);
         assert_eq!(r(1 << 20, 64), r(65536, 128));
-        // Each shape its own kernel's rate and DRAM bytes.
-        let w = dram_gb_per_s(&sweep, Shape::Scatter, 64, 9, 1.0, 2000.0).unwrap();
+        // Each kind its own kernel's rate and DRAM bytes.
+        let w = dram_gb_per_s(&sweep, RequestKind::Scatter, 64, 9, 1.0, 2000.0).unwrap();
         assert!((w - 32.0 / (16.0 / 200.0)).abs() < 1e-9);
-        let u = dram_gb_per_s(&sweep, Shape::Update, 64, 9, 1.0, 2000.0).unwrap();
+        let u = dram_gb_per_s(&sweep, RequestKind::Update, 64, 9, 1.0, 2000.0).unwrap();
         assert!((u - 96.0 / (32.0 / 400.0)).abs() < 1e-9);
-        assert_eq!(dram_gb_per_s(&[], Shape::Gather, 64, 9, 1.0, 2000.0), None);
+        assert_eq!(dram_gb_per_s(&[], RequestKind::Gather, 64, 9, 1.0, 2000.0), None);
         // A sweep of one iteration count has that rate at any iterations.
-        assert_eq!(dram_gb_per_s(&sweep, Shape::Update, 64, 9, 3.0, 2000.0), Some(u));
+        assert_eq!(
+            dram_gb_per_s(&sweep, RequestKind::Update, 64, 9, 3.0, 2000.0),
+            Some(u)
+        );
     }
 
     #[test]
@@ -234,7 +237,7 @@ mod tests {
         // An update of 96 DRAM bytes a float4 in 32 / 800 ns at 1 iteration, 32 / 400 at 2
         // and at 4.
         let sweep = [at(1, 800.0), at(2, 400.0), at(4, 400.0)];
-        let u = |k: f64| dram_gb_per_s(&sweep, Shape::Update, 65536, 128, k, 2000.0).unwrap();
+        let u = |k: f64| dram_gb_per_s(&sweep, RequestKind::Update, 65536, 128, k, 2000.0).unwrap();
         let (one, two) = (96.0 / 0.04, 96.0 / 0.08);
         assert!((u(1.0) - one).abs() < 1e-9 && (u(2.0) - two).abs() < 1e-9);
         // 2^0.5 iterations: halfway; fewer than one or more than four: the ends.

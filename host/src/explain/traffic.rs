@@ -12,7 +12,7 @@ use kernels::gpu::emu::{Access, Op, Space};
 use serde::Serialize;
 
 use super::model::{self, Lane};
-use crate::profile::{PAGE_BYTES, Shape, pages_filled, spread};
+use crate::profile::{PAGE_BYTES, RequestKind, pages_filled, spread};
 
 /// Segment sizes a read's DRAM traffic is counted in (a profile's granularity is
 /// one of them).
@@ -22,13 +22,13 @@ pub const GRANULARITIES: [u32; 3] = [32, 64, 128];
 /// scattered: the pitch sweep's smallest pitch, a 64-byte segment per lane.
 pub const SCATTER_MIN_PITCH: u64 = 64;
 
-/// Warp requests of one shape and pitch whose lanes each touch a 64-byte segment of
+/// Warp requests of one kind and pitch whose lanes each touch a 64-byte segment of
 /// their own, as the pitch sweep's do, and the DRAM bytes they move over the window
 /// (each 64-byte segment read and 32-byte sector written once, however many requests
 /// of the group share it).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Scattered {
-    pub shape: Shape,
+    pub kind: RequestKind,
     /// The median distance between the request's lanes' addresses in order, bytes.
     pub pitch_bytes: u64,
     pub requests: u64,
@@ -66,7 +66,7 @@ pub struct Traffic {
     /// serve them in (1 per conflict-free request, n per n-way conflict).
     pub shared_requests: [u64; 2],
     pub shared_wavefronts: [u64; 2],
-    /// The scattered requests, by shape and pitch: a store to exactly the lanes and
+    /// The scattered requests, by kind and pitch: a store to exactly the lanes and
     /// addresses a load of the same warp read is one update with that load; other
     /// loads are gathers, other stores scatters.
     pub scattered: Vec<Scattered>,
@@ -205,7 +205,7 @@ fn scattered(requests: &[HashMap<RequestKey, Vec<Lane>>; 2]) -> (Vec<Scattered>,
     for (key, lanes, _) in &found[0] {
         *loads.entry(warp_of(key, lanes)).or_insert(0) += 1;
     }
-    // Per (shape, pitch): requests, and the segments read and sectors written.
+    // Per (kind, pitch): requests, and the segments read and sectors written.
     #[derive(Default)]
     struct Group {
         requests: u64,
@@ -213,20 +213,20 @@ fn scattered(requests: &[HashMap<RequestKey, Vec<Lane>>; 2]) -> (Vec<Scattered>,
         segments: HashSet<u64>,
         sectors: HashSet<u64>,
     }
-    let mut groups: BTreeMap<(Shape, u64), Group> = BTreeMap::new();
+    let mut groups: BTreeMap<(RequestKind, u64), Group> = BTreeMap::new();
     let mut pages: HashSet<u64> = HashSet::new();
     let mut updated: HashMap<_, u32> = HashMap::new();
     for (key, lanes, pitch) in &found[1] {
         let warp = warp_of(key, lanes);
-        let shape = match loads.get_mut(&warp) {
+        let kind = match loads.get_mut(&warp) {
             Some(n) if *n > 0 => {
                 *n -= 1;
                 *updated.entry(warp).or_insert(0) += 1;
-                Shape::Update
+                RequestKind::Update
             }
-            _ => Shape::Scatter,
+            _ => RequestKind::Scatter,
         };
-        let g = groups.entry((shape, *pitch)).or_default();
+        let g = groups.entry((kind, *pitch)).or_default();
         g.requests += 1;
         g.lanes += lanes.len() as u64;
         for l in lanes {
@@ -236,15 +236,15 @@ fn scattered(requests: &[HashMap<RequestKey, Vec<Lane>>; 2]) -> (Vec<Scattered>,
     }
     for (key, lanes, pitch) in &found[0] {
         // A load an update took is counted with it, its segments too.
-        let shape = match updated.get_mut(&warp_of(key, lanes)) {
+        let kind = match updated.get_mut(&warp_of(key, lanes)) {
             Some(n) if *n > 0 => {
                 *n -= 1;
-                Shape::Update
+                RequestKind::Update
             }
-            _ => Shape::Gather,
+            _ => RequestKind::Gather,
         };
-        let g = groups.entry((shape, *pitch)).or_default();
-        if shape == Shape::Gather {
+        let g = groups.entry((kind, *pitch)).or_default();
+        if kind == RequestKind::Gather {
             g.requests += 1;
             g.lanes += lanes.len() as u64;
         }
@@ -256,8 +256,8 @@ fn scattered(requests: &[HashMap<RequestKey, Vec<Lane>>; 2]) -> (Vec<Scattered>,
     }
     let out = groups
         .into_iter()
-        .map(|((shape, pitch_bytes), g)| Scattered {
-            shape,
+        .map(|((kind, pitch_bytes), g)| Scattered {
+            kind,
             pitch_bytes,
             requests: g.requests,
             lanes: g.lanes,

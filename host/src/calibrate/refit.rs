@@ -1,0 +1,107 @@
+//! A profile fitted again from the raw sweeps it keeps, with this coalesce's fits:
+//! `coalesce refit` rewrites profile files so (host/profiles, after a fit changes),
+//! and a schema-1 file is upgraded so when it is loaded.
+
+use super::fit::{loaded_latency, read_granularity};
+use crate::profile::Profile;
+
+/// Fits every fitted parameter again from the raw sweeps the profile keeps: the DRAM
+/// read granularity from `stride_sweep`, the loaded latency and its queueing from
+/// `inflight_sweep`. A parameter whose sweep gives no fit (an empty sweep) keeps its
+/// value. The measured values are not touched. A schema-1 profile becomes schema 2
+/// (a latency that rises with load: its line is now fitted).
+pub fn refit(p: &mut Profile) {
+    if let Some(g) = read_granularity(&p.stride_sweep, p.copy_gb_per_s) {
+        p.dram_read_granularity = g.bytes;
+    }
+    if let Some(l) = loaded_latency(&p.inflight_sweep, p.sm_count, p.copy_gb_per_s) {
+        p.loaded_latency_ns = l.base_ns;
+        p.queueing_latency_ns = l.queue_ns;
+    }
+    p.schema = p.schema.max(2);
+}
+
+/// A profile as `coalesce` uses it: a schema-1 file (one constant latency) refitted
+/// from its inflight sweep, as schema 2; a later schema as it is. A schema-1 file
+/// without a usable sweep keeps its latency, with no queueing.
+pub fn upgrade(mut p: Profile) -> Profile {
+    if p.schema < 2 {
+        refit(&mut p);
+    }
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::tests::{sample, schema_2};
+    use crate::profile::{SHIPPED, SweepPoint};
+
+    fn point(x: f64, gb_per_s: f64) -> SweepPoint {
+        SweepPoint { x, gb_per_s }
+    }
+
+    #[test]
+    fn a_schema_1_profile_is_refitted_from_its_sweep() {
+        let mut v1 = serde_json::to_value(schema_2()).unwrap();
+        let obj = v1.as_object_mut().unwrap();
+        obj.insert("schema".into(), 1.into());
+        obj.remove("queueing_latency_ns");
+        // Without a sweep: its one latency, no queueing (the schema-1 model).
+        let p = upgrade(Profile::parse(&v1.to_string(), "v1.json").unwrap());
+        assert_eq!(p.schema, 2);
+        assert_eq!((p.loaded_latency_ns, p.queueing_latency_ns), (900.0, 0.0));
+        // With one: the fit of [`crate::calibrate::loaded_latency`] replaces it.
+        let sweep = vec![
+            point(8192.0, 2415.962327813314),
+            point(16384.0, 2824.218949611766),
+            point(32768.0, 2988.4176228974547),
+        ];
+        let obj = v1.as_object_mut().unwrap();
+        obj.insert("inflight_sweep".into(), serde_json::to_value(&sweep).unwrap());
+        obj.insert("copy_gb_per_s".into(), 2992.511376787178.into());
+        let p = upgrade(Profile::parse(&v1.to_string(), "v1.json").unwrap());
+        assert_eq!(p.schema, 2);
+        assert!((p.loaded_latency_ns - 683.383).abs() < 1e-3, "{p:?}");
+        assert!((p.queueing_latency_ns - 50.540).abs() < 1e-3, "{p:?}");
+        assert!((p.latency_at(0.0) - p.loaded_latency_ns).abs() < 1e-12);
+        // A later schema is used as it is, even where a refit would change it.
+        let mut later = sample();
+        later.inflight_sweep = sweep;
+        assert_eq!(upgrade(later.clone()), later);
+    }
+
+    #[test]
+    fn the_shipped_profiles_are_their_measurements_refitted() {
+        use crate::calibrate::pitch::ITERATIONS;
+        assert_eq!(SHIPPED.len(), 2);
+        for (name, text) in SHIPPED {
+            let p = Profile::parse(text, name).unwrap();
+            assert_eq!(p.device, *name);
+            // Measured by `calibrate` on each GPU at schema 5: residency limits, on-chip
+            // rates, the pitch sweep at every iteration count, and the spread sweep
+            // (both streams at every distance).
+            assert_eq!(p.schema, 5, "{name}");
+            assert!(p.sm.is_some() && p.load_lines_per_ns_per_sm.is_some(), "{name}");
+            let sweep = p.pitch_sweep.as_ref().map(Vec::len);
+            assert_eq!(sweep, Some(31 * ITERATIONS.len()), "{name}");
+            let spread = p.spread_sweep.as_ref().map(Vec::len);
+            assert_eq!(
+                spread,
+                Some(2 * crate::calibrate::spread::apart(false).len()),
+                "{name}"
+            );
+            // Every fitted value is what the fits give from the raw sweeps, and the
+            // file is exactly what `coalesce refit` writes.
+            let regenerate = "run `cargo run -p coalesce -- refit host/profiles/*.json`";
+            let mut refitted = p.clone();
+            refit(&mut refitted);
+            assert_eq!(refitted, p, "{name}: {regenerate}");
+            let written = serde_json::to_string_pretty(&p).unwrap() + "\n";
+            assert!(written == *text, "{name}: {regenerate}");
+            assert_eq!(p.inflight_sweep.len(), 8);
+            assert_eq!(p.stride_sweep.len(), 64);
+            assert!(p.queueing_latency_ns > 0.0, "{name}: {p:?}");
+        }
+    }
+}

@@ -1,0 +1,338 @@
+//! The profile file's format: its version, and the checks that refuse in one line
+//! what is not a profile, a newer one, or a field its schema lacks or cannot have.
+
+use super::Profile;
+use crate::error::{Error, Result};
+
+/// The profile format's version: a newer file is refused in one line, an older one is
+/// read as it is (docs/model.md says what each schema added, and what an older file's
+/// predictions lack).
+pub const PROFILE_SCHEMA: u32 = 5;
+
+/// The fields schema 3 added: required in a schema-3 file, absent before.
+pub const SCHEMA_3_FIELDS: [&str; 4] = [
+    "sm",
+    "load_lines_per_ns_per_sm",
+    "store_lines_per_ns_per_sm",
+    "shared_wavefronts_per_ns_per_sm",
+];
+
+impl Profile {
+    /// Parses a profile, refusing what is not one, a newer schema, or a missing field.
+    pub fn parse(text: &str, origin: &str) -> Result<Profile> {
+        let bad = |why: String| Error::BadProfile {
+            path: origin.to_string(),
+            why,
+        };
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| bad(format!("not a coalesce profile (not JSON: {e})")))?;
+        let schema = value.get("schema").and_then(|s| s.as_u64()).ok_or_else(|| {
+            bad("not a coalesce profile (no schema; write one with `coalesce calibrate`)".into())
+        })?;
+        if schema > u64::from(PROFILE_SCHEMA) {
+            return Err(bad(format!(
+                "written by a newer coalesce (profile schema {schema}; this one reads up to {PROFILE_SCHEMA})"
+            )));
+        }
+        if schema >= 2 && value.get("queueing_latency_ns").is_none() {
+            return Err(bad(
+                "not a coalesce profile: missing field `queueing_latency_ns`".into()
+            ));
+        }
+        if schema >= 3
+            && let Some(field) = SCHEMA_3_FIELDS
+                .iter()
+                .find(|f| value.get(**f).is_none_or(|v| v.is_null()))
+        {
+            return Err(bad(format!("not a coalesce profile: missing field `{field}`")));
+        }
+        if schema < 3
+            && let Some(field) = SCHEMA_3_FIELDS.iter().find(|f| value.get(**f).is_some())
+        {
+            return Err(bad(format!(
+                "not a coalesce profile: schema {schema} has no field `{field}`"
+            )));
+        }
+        let has_sweep = value.get("pitch_sweep").is_some_and(|v| !v.is_null());
+        if schema >= 4 && !has_sweep {
+            return Err(bad("not a coalesce profile: missing field `pitch_sweep`".into()));
+        }
+        if schema < 4 && has_sweep {
+            return Err(bad(format!(
+                "not a coalesce profile: schema {schema} has no field `pitch_sweep`"
+            )));
+        }
+        let has_spread = value.get("spread_sweep").is_some_and(|v| !v.is_null());
+        if schema >= 5 && !has_spread {
+            return Err(bad("not a coalesce profile: missing field `spread_sweep`".into()));
+        }
+        if schema < 5 && has_spread {
+            return Err(bad(format!(
+                "not a coalesce profile: schema {schema} has no field `spread_sweep`"
+            )));
+        }
+        let points = value.get("pitch_sweep").and_then(|v| v.as_array());
+        let iterated = |p: &serde_json::Value| p.get("iterations").is_some();
+        if schema < 5 && points.is_some_and(|ps| ps.iter().any(iterated)) {
+            return Err(bad(format!(
+                "not a coalesce profile: schema {schema} has no field `iterations` in pitch_sweep"
+            )));
+        }
+        let mut profile: Profile =
+            serde_json::from_value(value).map_err(|e| bad(format!("not a coalesce profile: {e}")))?;
+        if schema < 2 {
+            // Schema 1 kept one constant latency: read as it is, with no queueing
+            // (`calibrate::refit::upgrade` fits the line to its inflight sweep).
+            profile.queueing_latency_ns = 0.0;
+        }
+        profile.check().map_err(bad)?;
+        Ok(profile)
+    }
+
+    /// Values no measurement gives (zero or negative rates, granularities that are
+    /// not a whole number of sectors).
+    fn check(&self) -> std::result::Result<(), String> {
+        let positive = [
+            ("copy_gb_per_s", self.copy_gb_per_s),
+            ("idle_latency_ns", self.idle_latency_ns),
+            ("loaded_latency_ns", self.loaded_latency_ns),
+        ];
+        if let Some((name, v)) = positive.iter().find(|(_, v)| !(v.is_finite() && *v > 0.0)) {
+            return Err(format!("{name} is {v}, not a positive number"));
+        }
+        let q = self.queueing_latency_ns;
+        if !(q.is_finite() && q >= 0.0) {
+            return Err(format!(
+                "queueing_latency_ns is {q}, not zero or a positive number"
+            ));
+        }
+        let rates = [
+            ("load_lines_per_ns_per_sm", self.load_lines_per_ns_per_sm),
+            ("store_lines_per_ns_per_sm", self.store_lines_per_ns_per_sm),
+            (
+                "shared_wavefronts_per_ns_per_sm",
+                self.shared_wavefronts_per_ns_per_sm,
+            ),
+        ];
+        if let Some((name, Some(v))) = rates
+            .iter()
+            .find(|(_, v)| v.is_some_and(|v| !(v.is_finite() && v > 0.0)))
+        {
+            return Err(format!("{name} is {v}, not a positive number"));
+        }
+        if let Some(sm) = &self.sm {
+            let counts = [
+                sm.registers_per_sm,
+                sm.register_allocation_unit,
+                sm.shared_bytes_per_sm,
+                sm.max_blocks_per_sm,
+            ];
+            if counts.contains(&0) || sm.compute_capability[0] == 0 {
+                return Err(
+                    "sm: compute_capability, registers_per_sm, register_allocation_unit, shared_bytes_per_sm and max_blocks_per_sm must be positive"
+                        .into(),
+                );
+            }
+        }
+        if let Some(p) = self.pitch_sweep.iter().flatten().find(|p| {
+            p.pitch_bytes == 0
+                || p.wave_pages == 0
+                || p.iterations == 0
+                || ![p.read_gb_per_s, p.write_gb_per_s, p.update_gb_per_s]
+                    .iter()
+                    .all(|v| v.is_finite() && *v > 0.0)
+        }) {
+            return Err(format!(
+                "pitch_sweep: the point at pitch {} over {} has a zero pitch, no pages, no iterations or a rate that is not a positive number",
+                p.pitch_bytes, p.span_bytes
+            ));
+        }
+        if let Some(p) = self.spread_sweep.iter().flatten().find(|p| {
+            p.apart == 0
+                || ![p.read_spread, p.write_spread, p.gb_per_s]
+                    .iter()
+                    .all(|v| v.is_finite() && *v > 0.0)
+        }) {
+            return Err(format!(
+                "spread_sweep: the point {} apart has a spread or a rate that is not a positive number",
+                p.apart
+            ));
+        }
+        if self.sm_count == 0 || self.max_threads_per_sm == 0 {
+            return Err("sm_count and max_threads_per_sm must be positive".into());
+        }
+        if self.dram_read_granularity < 32 || !self.dram_read_granularity.is_multiple_of(32) {
+            return Err(format!(
+                "dram_read_granularity is {}, not a whole number of 32-byte sectors",
+                self.dram_read_granularity
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::SweepPoint;
+    use crate::profile::tests::{sample, schema_2, schema_3, schema_4};
+
+    #[test]
+    fn round_trips_and_refuses_what_is_not_a_profile() {
+        let text = serde_json::to_string(&sample()).unwrap();
+        assert_eq!(Profile::parse(&text, "p.json").unwrap(), sample());
+        let e = Profile::parse("{\"rows\": []}", "p.json")
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("p.json: not a coalesce profile (no schema"), "{e}");
+        let newer = text.replace("\"schema\":5", "\"schema\":7");
+        let e = Profile::parse(&newer, "p.json").unwrap_err().to_string();
+        assert!(e.contains("newer coalesce (profile schema 7"), "{e}");
+        let missing = text.replace("\"loaded_latency_ns\"", "\"renamed\"");
+        let e = Profile::parse(&missing, "p.json").unwrap_err().to_string();
+        assert!(e.contains("missing field `loaded_latency_ns`"), "{e}");
+        let odd = text.replace("\"dram_read_granularity\":64", "\"dram_read_granularity\":48");
+        let e = Profile::parse(&odd, "p.json").unwrap_err().to_string();
+        assert!(e.contains("not a whole number of 32-byte sectors"), "{e}");
+        assert!(!e.contains('\n'));
+    }
+
+    #[test]
+    fn schema_3_needs_its_fields_and_schema_2_loads_without_them() {
+        let text = serde_json::to_string(&sample()).unwrap();
+        for field in SCHEMA_3_FIELDS {
+            let mut v = serde_json::to_value(sample()).unwrap();
+            v.as_object_mut().unwrap().remove(field);
+            let e = Profile::parse(&v.to_string(), "p.json").unwrap_err().to_string();
+            assert_eq!(
+                e,
+                format!("p.json: not a coalesce profile: missing field `{field}`")
+            );
+        }
+        // A schema-2 file: loads, its bounds not calibrated.
+        let old = serde_json::to_string(&schema_2()).unwrap();
+        assert!(!old.contains("lines_per_ns"), "{old}");
+        let p = Profile::parse(&old, "p.json").unwrap();
+        assert_eq!(
+            (p.schema, p.sm.is_none(), p.shared_wavefronts_per_ns_per_sm),
+            (2, true, None)
+        );
+        // ... and does not carry fields it cannot have.
+        let odd = old.replace("\"schema\":2", "\"schema\":2,\"load_lines_per_ns_per_sm\":1.0");
+        let e = Profile::parse(&odd, "p.json").unwrap_err().to_string();
+        assert!(
+            e.contains("schema 2 has no field `load_lines_per_ns_per_sm`"),
+            "{e}"
+        );
+        let zero = text.replace(
+            "\"store_lines_per_ns_per_sm\":0.5",
+            "\"store_lines_per_ns_per_sm\":0.0",
+        );
+        let e = Profile::parse(&zero, "p.json").unwrap_err().to_string();
+        assert!(
+            e.contains("store_lines_per_ns_per_sm is 0, not a positive number"),
+            "{e}"
+        );
+        let no_regs = text.replace("\"registers_per_sm\":65536", "\"registers_per_sm\":0");
+        assert!(Profile::parse(&no_regs, "p.json").is_err());
+    }
+
+    #[test]
+    fn schema_4_needs_its_pitch_sweep_and_schema_3_loads_without_it() {
+        let mut v = serde_json::to_value(sample()).unwrap();
+        v.as_object_mut().unwrap().remove("pitch_sweep");
+        let e = Profile::parse(&v.to_string(), "p.json").unwrap_err().to_string();
+        assert_eq!(e, "p.json: not a coalesce profile: missing field `pitch_sweep`");
+        let old = serde_json::to_string(&schema_3()).unwrap();
+        assert!(!old.contains("pitch_sweep"), "{old}");
+        assert_eq!(Profile::parse(&old, "p.json").unwrap(), schema_3());
+        let odd = old.replace("\"schema\":3", "\"schema\":3,\"pitch_sweep\":[]");
+        let e = Profile::parse(&odd, "p.json").unwrap_err().to_string();
+        assert!(e.contains("schema 3 has no field `pitch_sweep`"), "{e}");
+        let text = serde_json::to_string(&sample()).unwrap();
+        let zero = text.replace("\"write_gb_per_s\":650.0", "\"write_gb_per_s\":0.0");
+        let e = Profile::parse(&zero, "p.json").unwrap_err().to_string();
+        assert!(
+            e.contains("pitch_sweep: the point at pitch 64 over 1073741824"),
+            "{e}"
+        );
+        assert!(!e.contains('\n'));
+    }
+
+    #[test]
+    fn schema_5_points_say_their_iterations_and_schema_4_points_are_one() {
+        // One iteration goes without saying; more are written.
+        let text = serde_json::to_string(&sample()).unwrap();
+        assert!(!text.contains("iterations"), "{text}");
+        let mut two = sample();
+        two.pitch_sweep.as_mut().unwrap()[0].iterations = 2;
+        let text = serde_json::to_string(&two).unwrap();
+        assert!(text.contains("\"iterations\":2"), "{text}");
+        assert_eq!(Profile::parse(&text, "p.json").unwrap(), two);
+        // A schema-4 file has none: every point one iteration, as its kernels ran.
+        let old = serde_json::to_string(&schema_4()).unwrap();
+        let p = Profile::parse(&old, "p.json").unwrap();
+        assert_eq!((p.schema, p.pitch_sweep.unwrap()[0].iterations), (4, 1));
+        let mut v = serde_json::to_value(&two).unwrap();
+        v.as_object_mut().unwrap().remove("spread_sweep");
+        let odd = v.to_string().replace("\"schema\":5", "\"schema\":4");
+        let e = Profile::parse(&odd, "p.json").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "p.json: not a coalesce profile: schema 4 has no field `iterations` in pitch_sweep"
+        );
+        let zero = text.replace("\"iterations\":2", "\"iterations\":0");
+        let e = Profile::parse(&zero, "p.json").unwrap_err().to_string();
+        assert!(e.contains("no iterations"), "{e}");
+    }
+
+    #[test]
+    fn schema_5_needs_its_spread_sweep_and_schema_4_loads_without_it() {
+        let mut v = serde_json::to_value(sample()).unwrap();
+        v.as_object_mut().unwrap().remove("spread_sweep");
+        let e = Profile::parse(&v.to_string(), "p.json").unwrap_err().to_string();
+        assert_eq!(e, "p.json: not a coalesce profile: missing field `spread_sweep`");
+        let old = serde_json::to_string(&schema_4()).unwrap();
+        assert!(!old.contains("spread_sweep"), "{old}");
+        let text = serde_json::to_string(&sample()).unwrap();
+        let odd = text.replace("\"schema\":5", "\"schema\":4");
+        let e = Profile::parse(&odd, "p.json").unwrap_err().to_string();
+        assert!(e.contains("schema 4 has no field `spread_sweep`"), "{e}");
+        let zero = text.replace("\"gb_per_s\":2800.0", "\"gb_per_s\":0.0");
+        let e = Profile::parse(&zero, "p.json").unwrap_err().to_string();
+        assert!(e.contains("spread_sweep: the point 32 apart"), "{e}");
+        assert!(text.contains("\"stream\":\"writes\""), "{text}");
+    }
+
+    fn point(x: f64, gb_per_s: f64) -> SweepPoint {
+        SweepPoint { x, gb_per_s }
+    }
+
+    #[test]
+    fn a_schema_1_profile_reads_as_one_constant_latency() {
+        let mut v1 = serde_json::to_value(schema_2()).unwrap();
+        let obj = v1.as_object_mut().unwrap();
+        obj.insert("schema".into(), 1.into());
+        obj.remove("queueing_latency_ns");
+        obj.insert(
+            "inflight_sweep".into(),
+            serde_json::to_value([point(8192.0, 2000.0)]).unwrap(),
+        );
+        let p = Profile::parse(&v1.to_string(), "v1.json").unwrap();
+        assert_eq!(p.schema, 1);
+        assert_eq!((p.loaded_latency_ns, p.queueing_latency_ns), (900.0, 0.0));
+        assert_eq!(p.latency_at(0.5), 900.0);
+        // Schema 2 must say its queueing.
+        let mut v2 = serde_json::to_value(schema_2()).unwrap();
+        v2.as_object_mut().unwrap().remove("queueing_latency_ns");
+        let e = Profile::parse(&v2.to_string(), "p.json").unwrap_err().to_string();
+        assert!(e.contains("missing field `queueing_latency_ns`"), "{e}");
+        let negative = serde_json::to_string(&Profile {
+            queueing_latency_ns: -1.0,
+            ..sample()
+        })
+        .unwrap();
+        let e = Profile::parse(&negative, "p.json").unwrap_err().to_string();
+        assert!(e.contains("queueing_latency_ns is -1"), "{e}");
+    }
+}
