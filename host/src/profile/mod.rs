@@ -106,7 +106,7 @@ pub struct Profile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pitch_sweep: Option<Vec<PitchPoint>>,
     /// The spread sweep (schema 5; `None` before): `spread_writes` and `spread_reads`
-    /// (kernels/src/spread.rs), a coalesced copy whose waves write, or read, 512-byte
+    /// (kernels/src/spread.rs), a coalesced copy whose waves write, or read, 128-byte
     /// chunks spread over 4 MiB to 256 MiB: the rate of a stream so spread.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spread_sweep: Option<Vec<SpreadPoint>>,

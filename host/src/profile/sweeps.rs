@@ -105,7 +105,7 @@ pub enum Stream {
 }
 
 /// One point of the spread sweep (kernels/src/spread.rs, measured by
-/// `calibrate::spread`): a copy of 256 MiB whose waves read, or write, 512-byte chunks
+/// `calibrate::spread`): a copy of 256 MiB whose waves read, or write, 128-byte chunks
 /// placed `apart` chunks apart, at every SM's full residency. The spreads are counted
 /// as `explain` counts a kernel's ([`spread`] over the first wave), so
 /// `explain::sweep::spread_factor` reads a kernel's on the same scale.
