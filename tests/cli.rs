@@ -316,6 +316,12 @@ fn without_a_driver_the_binary_starts_and_says_what_works() {
             "{args:?}: {err}"
         );
         assert!(err.contains("`coalesce report --from FILE` still work"), "{err}");
+        // The system loader's own words, copied when it said them: `info` looks for
+        // NVRTC and cuBLAS first, whose failed look-ups reuse the loader's buffer.
+        assert!(
+            err.contains("(libcuda.so.1: "),
+            "{args:?}: {err}"
+        );
     }
 }
 

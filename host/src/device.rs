@@ -370,4 +370,18 @@ mod tests {
         };
         assert_eq!(info.peak_gb_per_s(), None);
     }
+
+    /// The loader's reason is copied when it is given: a later failed look-up (as
+    /// NVRTC's and cuBLAS's are) reuses the system loader's message buffer.
+    #[test]
+    fn the_missing_driver_keeps_its_own_reason() {
+        let Err(before) = driver() else {
+            return; // A machine with a driver: nothing to say.
+        };
+        // SAFETY: a library that does not exist; nothing is loaded or run.
+        let missing = unsafe { libloading::Library::new("libcoalesce-no-such-library.so.9") };
+        assert!(missing.is_err());
+        assert_eq!(driver().unwrap_err(), before);
+        assert!(before.starts_with("libcuda.so.1: "), "{before}");
+    }
 }
