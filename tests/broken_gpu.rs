@@ -6,6 +6,10 @@
 //! Build with `cargo test --features broken-kernels` (scripts/gpu-bundle.sh does);
 //! run on a GPU machine with `--include-ignored` (scripts/gpu-run.sh tests, or broken).
 
+mod common;
+
+use common::gpu;
+
 use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -21,10 +25,6 @@ use coalesce::ptx::BROKEN_PTX;
 use cust::module::Module;
 use kernels::entry;
 use kernels::handle::KernelInfo;
-
-fn gpu() -> Gpu {
-    Gpu::open(0).unwrap_or_else(|e| panic!("this test needs an NVIDIA GPU: {e}"))
-}
 
 fn prepare(gpu: &Gpu, exp: &str, problem: Problem) -> Prepared {
     let e = named(exp).expect("a known experiment");

@@ -2,6 +2,8 @@
 //! emulator, through the cycle the host builds for it. (The fits are unit tests in
 //! host/src/calibrate/; the command's errors are in tests/cli.rs.)
 
+mod common;
+
 use coalesce::calibrate::{CHASE_SPACING, chase_buffer, follow};
 use kernels::entry;
 use kernels::gpu::emu::{Dim3, LaunchConfig, Op, launch};
@@ -16,14 +18,8 @@ fn chase(next: &[u32], cursor: &mut [u32; 1], steps: usize, threads: u32) -> Vec
         Global::from_ptr(next.as_ptr()),
         GlobalMut::from_ptr(cursor.as_mut_ptr()),
     );
-    let cfg = LaunchConfig {
-        grid: Dim3::from(1),
-        block: Dim3::from(threads),
-        record: true,
-        ..Default::default()
-    };
     // SAFETY: live host buffers; every index in next is inside it.
-    launch(&cfg, unsafe { entry::chase.bind(args) })
+    common::recorded(1, threads, unsafe { entry::chase.bind(args) })
 }
 
 #[test]
@@ -77,7 +73,7 @@ fn the_chase_is_in_the_ptx() {
 #[ignore = "needs an NVIDIA GPU"]
 fn a_quick_calibration_is_plausible() {
     use coalesce::calibrate::{Effort, measure, summary};
-    let gpu = coalesce::device::Gpu::open(0).unwrap_or_else(|e| panic!("this test needs an NVIDIA GPU: {e}"));
+    let gpu = common::gpu();
     let effort = Effort { quick: true };
     let mut steps = 0;
     let c = measure(&gpu, effort, |_| steps += 1).unwrap();
@@ -128,11 +124,9 @@ fn a_quick_calibration_is_plausible() {
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn calibrate_quick_writes_a_profile_of_this_gpu() {
-    let dir = std::env::temp_dir().join(format!("coalesce-calibrate-gpu-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::fresh_dir("calibrate-gpu");
     let file = dir.join("profile.json");
-    let out = assert_cmd::Command::cargo_bin("coalesce")
-        .unwrap()
+    let out = common::coalesce()
         .args(["calibrate", "--quick", "--quiet", "--out", file.to_str().unwrap()])
         .output()
         .unwrap();
@@ -161,13 +155,7 @@ const ZERO_LINE: Line = Line([[0.0; 4]; 8]);
 /// emulator over `grid` blocks of `block` threads and counts its traffic as `explain`
 /// does.
 fn traffic_of(kernel: impl Fn() + Sync, grid: u32, block: u32) -> coalesce::explain::traffic::Traffic {
-    let cfg = LaunchConfig {
-        grid: Dim3::from(grid),
-        block: Dim3::from(block),
-        record: true,
-        ..Default::default()
-    };
-    let log = launch(&cfg, kernel);
+    let log = common::recorded(grid, block, kernel);
     coalesce::explain::traffic::traffic(&log)
 }
 

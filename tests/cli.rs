@@ -1,27 +1,11 @@
 //! The `coalesce` binary's command line and error paths: one line on stderr, the
 //! documented exit code, never a panic. These need no GPU.
 
-use assert_cmd::Command;
+mod common;
+
+use common::{coalesce, fails, fresh_dir, temp_path};
+
 use predicates::prelude::*;
-
-fn coalesce() -> Command {
-    Command::cargo_bin("coalesce").expect("the coalesce binary is built")
-}
-
-/// Exit code and stderr, with the checks every error shares.
-fn fails(args: &[&str], code: i32) -> String {
-    let out = coalesce().args(args).output().expect("run coalesce");
-    let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(out.status.code(), Some(code), "args {args:?}: stderr {err}");
-    assert!(!err.contains("panicked"), "args {args:?} panicked: {err}");
-    assert_eq!(
-        err.trim_end().lines().count(),
-        1,
-        "one line on stderr for {args:?}: {err}"
-    );
-    assert!(err.starts_with("error: "), "{err}");
-    err
-}
 
 #[test]
 fn list_needs_no_gpu() {
@@ -120,8 +104,7 @@ fn list_names_gives_one_experiment_variant_per_line() {
 
 #[test]
 fn explain_needs_no_gpu_and_names_the_source_lines() {
-    let dir = std::env::temp_dir().join(format!("coalesce-explain-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir("cli-explain");
     let json = dir.join("explain.json");
     let out = coalesce()
         .args(["explain", "stride/8", "copy/f32", "--size", "64M", "--json"])
@@ -171,8 +154,7 @@ fn ncu_csv(kernel: &str, sectors: u64, requests: u64) -> String {
 
 #[test]
 fn against_ncu_sets_predictions_beside_measurements() {
-    let dir = std::env::temp_dir().join(format!("coalesce-ncu-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir("cli-ncu");
     // stride 8 really costs 32 sectors per load; pretend copy/f32 measured 6.
     std::fs::write(dir.join("stride.8.csv"), ncu_csv("stride_read", 32 * 1000, 1000)).unwrap();
     std::fs::write(dir.join("copy.f32.csv"), ncu_csv("copy_f32", 6 * 1000, 1000)).unwrap();
@@ -276,7 +258,7 @@ fn report_without_a_gpu_is_one_clear_line() {
     if coalesce::device::Gpu::open(0).is_ok() {
         return; // A GPU machine: `coalesce report` runs for real there (scripts/gpu-run.sh report).
     }
-    let dir = std::env::temp_dir().join(format!("coalesce-cli-report-{}", std::process::id()));
+    let dir = temp_path("cli-report");
     for extra in [&[][..], &["--rust-only"]] {
         let mut args = vec!["report", "stride", "--out", dir.to_str().unwrap()];
         args.extend_from_slice(extra);
@@ -318,10 +300,7 @@ fn without_a_driver_the_binary_starts_and_says_what_works() {
         assert!(err.contains("`coalesce report --from FILE` still work"), "{err}");
         // The system loader's own words, copied when it said them: `info` looks for
         // NVRTC and cuBLAS first, whose failed look-ups reuse the loader's buffer.
-        assert!(
-            err.contains("(libcuda.so.1: "),
-            "{args:?}: {err}"
-        );
+        assert!(err.contains("(libcuda.so.1: "), "{args:?}: {err}");
     }
 }
 
@@ -357,8 +336,7 @@ fn output_paths_are_checked_before_any_work_and_nothing_is_made() {
 /// them, made from the report tests' fixture with two device names.
 fn fixture_dir(test: &str) -> std::path::PathBuf {
     // One folder per test: tests run in parallel in one process.
-    let dir = std::env::temp_dir().join(format!("coalesce-cli-{test}-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir(&format!("cli-{test}"));
     for (file, name, copy) in [
         ("h100.json", "NVIDIA H100 80GB HBM3", 2990.0),
         ("h200.json", "NVIDIA H200", 4200.0),
@@ -451,8 +429,7 @@ fn report_from_saved_results_needs_no_gpu_and_compares_gpus() {
 
 #[test]
 fn explain_predicts_with_a_profile_and_refuses_a_bad_one() {
-    let dir = std::env::temp_dir().join(format!("coalesce-cli-profile-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir("cli-profile");
     let good = dir.join("gpu.json");
     std::fs::write(
         &good,
@@ -653,8 +630,7 @@ fn calibrate_without_a_gpu_is_one_line_and_writes_nothing() {
     if coalesce::device::driver().is_ok() {
         return; // A machine with a driver: scripts/gpu-run.sh calibrate runs it.
     }
-    let dir = std::env::temp_dir().join(format!("coalesce-calibrate-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir("cli-calibrate");
     for args in [&["calibrate"][..], &["calibrate", "--quick", "--device", "1"]] {
         let out = coalesce().args(args).current_dir(&dir).output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);

@@ -3,6 +3,10 @@
 //! comparison. They need an NVIDIA GPU and the CUDA toolkit's NVRTC and cuBLAS
 //! (`cargo test -- --ignored`, or the bundle's `tests`/`compare` stages).
 
+mod common;
+
+use common::{gpu, temp_path};
+
 use cust::memory::CopyDestination;
 
 use coalesce::compare::CompareReport;
@@ -16,10 +20,6 @@ use coalesce::prepared::{Gemm, Prepared};
 use coalesce::report::Results;
 use coalesce::timing::Reps;
 use coalesce::validate::check_rounded_product;
-
-fn gpu() -> Gpu {
-    Gpu::open(0).unwrap_or_else(|e| panic!("this test needs an NVIDIA GPU: {e}"))
-}
 
 fn all_twins(gpu: &Gpu) -> Twins {
     Twins::build(gpu, ALL).unwrap_or_else(|e| panic!("the C++ twins need NVRTC: {e}"))
@@ -122,7 +122,7 @@ fn compare_validates_every_row_on_both_sides() {
         reps: Reps { warmup: 1, timed: 3 },
         seed: 7,
     };
-    let dump = std::env::temp_dir().join(format!("coalesce-ptx-{}", std::process::id()));
+    let dump = temp_path("compare-ptx");
     let report: CompareReport = compare(&gpu, &select(&[]).unwrap(), &plan, Some(&dump), |_| {}).unwrap();
     assert!(report.cpp_available, "{}", report.cpp);
     let kernels: usize = ALL.iter().map(|e| e.variants.len()).sum();
@@ -170,7 +170,7 @@ fn compare_validates_every_row_on_both_sides() {
     std::fs::remove_dir_all(&dump).unwrap();
 
     // The report made from it: the comparison's table and plot, the cuBLAS claims filled.
-    let dir = std::env::temp_dir().join(format!("coalesce-report-compare-{}", std::process::id()));
+    let dir = temp_path("compare-report");
     let results = Results::of_comparison("now".into(), 0.0, report);
     let files = coalesce::report::write(&dir, &results).unwrap();
     assert!(files.iter().any(|f| f.ends_with("rust-vs-cpp.svg")), "{files:?}");

@@ -3,6 +3,8 @@
 //! as a C++ twin and (on a GPU) checked, measured and compared by the same code
 //! paths the commands use, with no line of the product written for it.
 
+mod common;
+
 use coalesce::device::DeviceInfo;
 use coalesce::experiment::{
     Arg, Buffer, Check, DefaultSize, Dim, Experiment, Kind, Problem, Reference, Twin, Variant, Work,
@@ -102,8 +104,7 @@ fn explain_predicts_its_coalescing() {
 
 #[test]
 fn its_twin_compiles_where_nvrtc_is_installed() {
-    let Ok(nvrtc) = coalesce::compare::nvrtc::Nvrtc::load() else {
-        eprintln!("NVRTC not installed: skipping the compile check");
+    let Some(nvrtc) = common::nvrtc() else {
         return;
     };
     let ptx =
@@ -114,10 +115,9 @@ fn its_twin_compiles_where_nvrtc_is_installed() {
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn check_run_and_compare_run_it_on_the_gpu() {
-    use coalesce::device::Gpu;
     use coalesce::harness::{RunOptions, measure};
     use coalesce::timing::Reps;
-    let gpu = Gpu::open(0).unwrap_or_else(|e| panic!("this test needs an NVIDIA GPU: {e}"));
+    let gpu = common::gpu();
     let rows = coalesce::check::run_checks(&gpu, &demo(), 3).unwrap();
     assert_eq!(rows.len(), 2 * DEMO.kind.awkward().len());
     assert!(

@@ -1,13 +1,13 @@
 //! GPU tests: every kernel of every experiment validated at awkward sizes.
 //! Run on a machine with an NVIDIA GPU: `cargo test -- --ignored`.
 
+mod common;
+
+use common::{exit_and_error, gpu, temp_path};
+
 use coalesce::check::{render, run_checks};
 use coalesce::device::Gpu;
 use coalesce::experiments::{ALL, select};
-
-fn gpu() -> Gpu {
-    Gpu::open(0).unwrap_or_else(|e| panic!("this test needs an NVIDIA GPU: {e}"))
-}
 
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
@@ -51,19 +51,12 @@ fn device_out_of_range_is_an_error() {
     assert_eq!(e.exit_code(), 2);
 }
 
-/// The binary as a user runs it (`CARGO_BIN_EXE_coalesce`, set by cargo or by
-/// scripts/gpu-run.sh to the bundled binary): exit code and its one stderr line.
+/// The binary's exit code and its one stderr line, printed for the GPU run's log.
 fn coalesce_fails(args: &[&str]) -> (i32, String) {
-    let out = assert_cmd::Command::cargo_bin("coalesce")
-        .unwrap()
-        .args(args)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr).trim_end().to_string();
-    assert!(!err.contains("panicked"), "{args:?}: {err}");
-    assert_eq!(err.lines().count(), 1, "{args:?}: one line on stderr: {err}");
-    println!("coalesce {}: exit {:?}: {err}", args.join(" "), out.status.code());
-    (out.status.code().unwrap_or(-1), err)
+    let (code, err) = exit_and_error(args);
+    let err = err.trim_end().to_string();
+    println!("coalesce {}: exit {code}: {err}", args.join(" "));
+    (code, err)
 }
 
 #[test]
@@ -121,7 +114,7 @@ fn cli_sizes_beyond_32_bit_thread_indices_are_refused() {
 fn report_writes_markdown_json_and_plots_from_a_real_run() {
     use clap::Parser;
     use coalesce::cli::{Cli, Outcome, execute};
-    let dir = std::env::temp_dir().join(format!("coalesce-gpu-report-{}", std::process::id()));
+    let dir = temp_path("gpu-report");
     let out = dir.to_str().unwrap();
     let cli = Cli::parse_from([
         "coalesce", "report", "copy", "stride", "--size", "8M", "--reps", "3", "--quiet", "--out", out,

@@ -9,7 +9,10 @@
 
 use std::collections::HashSet;
 
-use kernels::gpu::emu::{Access, Dim3, LaunchConfig, Op, Space, launch};
+mod common;
+
+use common::recorded;
+use kernels::gpu::emu::{Access, Dim3, Op, Space};
 use kernels::gpu::{Float4, Global, GlobalMut};
 use proptest::prelude::*;
 
@@ -104,16 +107,6 @@ fn each(counts: &[u32], want: impl Fn(usize) -> u32, what: &str) -> Result<(), S
         None => Ok(()),
         Some((i, &c)) => Err(format!("{what}: element {i} {c} times, expected {}", want(i))),
     }
-}
-
-fn recorded(grid: impl Into<Dim3>, block: impl Into<Dim3>, kernel: impl Fn() + Sync) -> Vec<Access> {
-    let cfg = LaunchConfig {
-        grid: grid.into(),
-        block: block.into(),
-        record: true,
-        ..Default::default()
-    };
-    launch(&cfg, kernel)
 }
 
 /// Sizes around the interesting boundaries: tiny, not multiples of 4, and (for the

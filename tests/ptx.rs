@@ -2,6 +2,10 @@
 //! (where `ptxas` is installed) both modules, the sm_70 baseline and the sm_80 one,
 //! assemble for sm_80 and sm_90 with no spills.
 
+mod common;
+
+use common::fresh_dir;
+
 use std::process::Command;
 
 use coalesce::experiments::ALL;
@@ -177,8 +181,7 @@ fn assembles_without_spills_where_ptxas_is_installed() {
         eprintln!("ptxas not found (pip install nvidia-cuda-nvcc-cu12, or set PTXAS): skipped");
         return;
     };
-    let dir = std::env::temp_dir().join(format!("coalesce-ptxas-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir("ptx-ptxas");
     for (name, ptx) in [("kernels", PTX), ("kernels-sm80", PTX_SM80)] {
         let src = dir.join(format!("{name}.ptx"));
         std::fs::write(&src, ptx).unwrap();
@@ -343,8 +346,7 @@ fn the_broken_kernels_are_a_separate_module() {
     assert_eq!(count(body, "bar.sync"), 0, "{body}");
     assert_eq!(count(body, "st.shared.f32"), 4, "{body}");
     let Some(ptxas) = ptxas() else { return };
-    let dir = std::env::temp_dir().join(format!("coalesce-broken-ptxas-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir("ptx-broken-ptxas");
     let src = dir.join("broken.ptx");
     std::fs::write(&src, BROKEN_PTX).unwrap();
     let out = Command::new(&ptxas)
@@ -541,8 +543,7 @@ fn ptxas_merges_the_shared_accesses_explain_assumes() {
         eprintln!("ptxas or nvdisasm not found (set PTXAS and NVDISASM): skipped");
         return;
     };
-    let dir = std::env::temp_dir().join(format!("coalesce-sass-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir("ptx-sass");
     let mut merged = Vec::new();
     for (name, ptx) in [("kernels", PTX), ("kernels-sm80", PTX_SM80)] {
         let (src, cubin) = (dir.join(format!("{name}.ptx")), dir.join(format!("{name}.cubin")));

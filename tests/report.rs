@@ -3,7 +3,11 @@
 //! C++ twins. The numbers are fixtures, not measurements. The last run's output
 //! stays in target/tmp/report-fixture/ (and report-compare/) for a look.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use common::temp_path;
+
+use std::path::Path;
 
 use coalesce::compare::cublas::Math;
 use coalesce::compare::{CompareReport, CompareRow, CublasRow};
@@ -253,20 +257,6 @@ fn section<'a>(md: &'a str, title: &str) -> &'a str {
     &rest[..end]
 }
 
-/// A fresh directory under cargo's per-target temporary directory, or the system's
-/// where the test binary runs away from its build (the GPU bundle).
-fn out_dir(name: &str) -> PathBuf {
-    let target = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    let base = if target.is_dir() {
-        target.to_path_buf()
-    } else {
-        std::env::temp_dir().join(format!("coalesce-report-tests-{}", std::process::id()))
-    };
-    let dir = base.join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
-
 fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
@@ -279,7 +269,7 @@ fn md_row<'a>(md: &'a str, first: &[&str]) -> Option<&'a str> {
 
 #[test]
 fn writes_every_file_of_the_full_suite() {
-    let dir = out_dir("report-fixture");
+    let dir = temp_path("report-fixture");
     let results = fixture(&[]);
     let files = report::write(&dir, &results).unwrap();
     let names: Vec<String> = files
@@ -309,7 +299,7 @@ fn writes_every_file_of_the_full_suite() {
 
 #[test]
 fn markdown_has_the_device_date_and_one_row_per_result() {
-    let dir = out_dir("report-md");
+    let dir = temp_path("report-md");
     let results = fixture(&[]);
     report::write(&dir, &results).unwrap();
     let md = read(&dir.join("report.md"));
@@ -425,7 +415,7 @@ fn assert_flagged(md: &str, cells: &[&str], ending: &str, listed: &str) {
 /// as a run (the same fields as `coalesce run --json`, so tools read either file);
 /// returns its text.
 fn round_trip(dir: &str, results: &Results) -> String {
-    let dir = out_dir(dir);
+    let dir = temp_path(dir);
     report::write(&dir, results).unwrap();
     let text = read(&dir.join("results.json"));
     let back: Results = serde_json::from_str(&text).unwrap();
@@ -476,7 +466,7 @@ fn text_x(svg: &str, text: &str) -> Option<f64> {
 
 #[test]
 fn each_plot_has_its_title_device_and_one_mark_per_result() {
-    let dir = out_dir("report-svg");
+    let dir = temp_path("report-svg");
     let results = fixture(&[]);
     report::write(&dir, &results).unwrap();
     let rows = &results.run.rows;
@@ -554,7 +544,7 @@ fn each_plot_has_its_title_device_and_one_mark_per_result() {
 
 #[test]
 fn plots_of_experiments_not_run_are_left_out() {
-    let dir = out_dir("report-partial");
+    let dir = temp_path("report-partial");
     let files = report::write(&dir, &fixture(&["stride"])).unwrap();
     let names: Vec<_> = files.iter().map(|f| f.file_name().unwrap().to_owned()).collect();
     assert_eq!(
@@ -662,7 +652,7 @@ fn cublas_claims_are_filled_from_the_measured_baseline() {
 
 #[test]
 fn without_nvrtc_the_report_says_so_in_one_line() {
-    let dir = out_dir("report-no-nvrtc");
+    let dir = temp_path("report-no-nvrtc");
     let results = compared(&["copy", "stride"], false);
     let files = report::write(&dir, &results).unwrap();
     let md = read(&dir.join("report.md"));
@@ -679,7 +669,7 @@ fn without_nvrtc_the_report_says_so_in_one_line() {
 #[test]
 fn the_comparison_plot_has_one_bar_per_kernel_around_one() {
     const TITLE: &str = "Rust against CUDA C++: speed of each kernel over its C++ twin";
-    let dir = out_dir("report-compare");
+    let dir = temp_path("report-compare");
     let results = compared(&[], true);
     let files = report::write(&dir, &results).unwrap();
     assert_eq!(files.last().unwrap().file_name().unwrap(), "rust-vs-cpp.svg");
@@ -768,7 +758,7 @@ fn claims_and_contrasts_name_declared_variants() {
 
 #[test]
 fn the_ladder_sets_every_matmul_beside_its_twin_and_cublas() {
-    let dir = out_dir("report-ladder");
+    let dir = temp_path("report-ladder");
     let results = compared(&[], true);
     let files = report::write(&dir, &results).unwrap();
     let md = read(&dir.join("report.md"));

@@ -184,6 +184,10 @@ mod tests {
             Err(e) => {
                 assert_eq!(e.lines().count(), 1, "{e}");
                 assert!(e.contains("NVRTC"), "{e}");
+                assert!(
+                    std::env::var_os("COALESCE_REQUIRE_NVRTC").is_none(),
+                    "COALESCE_REQUIRE_NVRTC is set but NVRTC could not be loaded: {e}"
+                );
             }
             Ok(n) => {
                 let ptx = n
