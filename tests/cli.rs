@@ -332,6 +332,33 @@ fn output_paths_are_checked_before_any_work_and_nothing_is_made() {
     assert!(err.contains("cannot write /proc/r"), "{err}");
 }
 
+/// One GPU's run as `run --json` writes it, its copy at `copy` GB/s, from before the
+/// PCI address was recorded unless `pci` is given.
+fn saved_run(name: &str, ordinal: u32, pci: Option<&str>, copy: f64) -> serde_json::Value {
+    let mut run = serde_json::json!({
+        "schema": 2,
+        "coalesce_version": "0.1.0",
+        "device": {
+            "name": name, "ordinal": ordinal, "compute_capability": [9, 0], "sm_count": 132,
+            "l2_bytes": 52428800u64, "total_memory_bytes": 85899345920u64,
+            "memory_clock_khz": 2619000, "bus_width_bits": 5120, "driver_version": 13000
+        },
+        "ptx_arch": "sm_70",
+        "peak_gb_per_s": 3352.3,
+        "baselines": [{"experiment": "copy", "baseline": {"bytes": 419430400u64,
+            "timing": {"median_ms": 0.28, "min_ms": 0.27, "max_ms": 0.29, "reps": 20}, "gb_per_s": copy}}],
+        "rows": [{"experiment": "copy", "variant": "f32x4", "kernel": "copy_f32x4", "size_bytes": 419430400u64,
+            "size_label": null, "useful_bytes": 838860800u64, "flops": null,
+            "timing": {"median_ms": 0.29, "min_ms": 0.28, "max_ms": 0.3, "reps": 20},
+            "gb_per_s": copy * 0.98, "gflop_per_s": null, "pct_of_copy": 98.0, "pct_of_peak": 88.0,
+            "speedup_over_slowest": 1.0, "validated": true, "check": "exact: all match"}]
+    });
+    if let Some(pci) = pci {
+        run["device"]["pci_bus_id"] = pci.into();
+    }
+    run
+}
+
 /// A folder of saved results: `h100.json` and `h200.json` as `run --json` writes
 /// them, made from the report tests' fixture with two device names.
 fn fixture_dir(test: &str) -> std::path::PathBuf {
@@ -341,27 +368,77 @@ fn fixture_dir(test: &str) -> std::path::PathBuf {
         ("h100.json", "NVIDIA H100 80GB HBM3", 2990.0),
         ("h200.json", "NVIDIA H200", 4200.0),
     ] {
-        let run = serde_json::json!({
-            "schema": 2,
-            "coalesce_version": "0.1.0",
-            "device": {
-                "name": name, "ordinal": 0, "compute_capability": [9, 0], "sm_count": 132,
-                "l2_bytes": 52428800u64, "total_memory_bytes": 85899345920u64,
-                "memory_clock_khz": 2619000, "bus_width_bits": 5120, "driver_version": 13000
-            },
-            "ptx_arch": "sm_70",
-            "peak_gb_per_s": 3352.3,
-            "baselines": [{"experiment": "copy", "baseline": {"bytes": 419430400u64,
-                "timing": {"median_ms": 0.28, "min_ms": 0.27, "max_ms": 0.29, "reps": 20}, "gb_per_s": copy}}],
-            "rows": [{"experiment": "copy", "variant": "f32x4", "kernel": "copy_f32x4", "size_bytes": 419430400u64,
-                "size_label": null, "useful_bytes": 838860800u64, "flops": null,
-                "timing": {"median_ms": 0.29, "min_ms": 0.28, "max_ms": 0.3, "reps": 20},
-                "gb_per_s": copy * 0.98, "gflop_per_s": null, "pct_of_copy": 98.0, "pct_of_peak": 88.0,
-                "speedup_over_slowest": 1.0, "validated": true, "check": "exact: all match"}]
-        });
+        let run = saved_run(name, 0, None, copy);
         std::fs::write(dir.join(file), serde_json::to_string_pretty(&run).unwrap()).unwrap();
     }
     dir
+}
+
+/// `run --device all --json` on a host with two GPUs of one model: the report names
+/// each by its ordinal and PCI address, and gives each its own folder.
+#[test]
+fn gpus_of_one_model_are_kept_apart() {
+    let dir = fresh_dir("cli-two-h100");
+    let h100 = "NVIDIA H100 80GB HBM3";
+    let both = serde_json::json!({
+        "schema": 2,
+        "coalesce_version": "0.1.0",
+        "runs": [
+            saved_run(h100, 0, Some("0000:18:00.0"), 2990.0),
+            saved_run(h100, 1, Some("0000:2a:00.0"), 2980.0),
+        ],
+    });
+    let all = dir.join("all.json");
+    std::fs::write(&all, serde_json::to_string_pretty(&both).unwrap()).unwrap();
+    let out = dir.join("report");
+    coalesce()
+        .args([
+            "report",
+            "--from",
+            all.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .assert()
+        .success();
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    let (first, second) = (
+        "NVIDIA H100 80GB HBM3 (GPU 0, PCI 0000:18:00.0)",
+        "NVIDIA H100 80GB HBM3 (GPU 1, PCI 0000:2a:00.0)",
+    );
+    assert!(
+        md.contains(&format!("| {first}: % of copy | {second}: % of copy |")),
+        "{md}"
+    );
+    for (name, folder, copy) in [
+        (first, "nvidia-h100-80gb-hbm3-gpu-0-pci-0000-18-00-0", "2990"),
+        (second, "nvidia-h100-80gb-hbm3-gpu-1-pci-0000-2a-00-0", "2980"),
+    ] {
+        assert!(md.contains(&format!("- {name}: ")), "{md}");
+        assert!(md.contains(&format!("]({folder}/report.md)")), "{md}");
+        let own = std::fs::read_to_string(out.join(folder).join("report.md")).unwrap();
+        assert!(own.contains(copy), "{folder}: {own}");
+    }
+    // Apart from each other, a GPU keeps its plain name.
+    let h200 = dir.join("h200.json");
+    std::fs::write(&h200, saved_run("NVIDIA H200", 0, None, 4200.0).to_string()).unwrap();
+    let one = dir.join("one.json");
+    std::fs::write(&one, saved_run(h100, 1, Some("0000:2a:00.0"), 2980.0).to_string()).unwrap();
+    let mixed = dir.join("mixed");
+    coalesce()
+        .args([
+            "report",
+            "--from",
+            one.to_str().unwrap(),
+            "--from",
+            h200.to_str().unwrap(),
+        ])
+        .args(["--out", mixed.to_str().unwrap()])
+        .assert()
+        .success();
+    assert!(mixed.join("nvidia-h100-80gb-hbm3/report.md").is_file());
+    assert!(mixed.join("nvidia-h200/report.md").is_file());
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -36,6 +36,10 @@ pub struct DeviceInfo {
     /// Threads one SM holds at once (0 in files written before it was recorded).
     #[serde(default)]
     pub max_threads_per_sm: u32,
+    /// The PCI address, `0000:18:00.0`: what tells apart GPUs of one model on a host
+    /// (None in files written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pci_bus_id: Option<String>,
 }
 
 impl DeviceInfo {
@@ -53,6 +57,7 @@ impl DeviceInfo {
             bus_width_bits: 5120,
             driver_version: 13000,
             max_threads_per_sm: 2048,
+            pci_bus_id: None,
         }
     }
 
@@ -344,7 +349,18 @@ fn read_info(ordinal: u32, device: Device) -> Result<DeviceInfo> {
             .map(|v| v.major() * 1000 + v.minor() * 10)
             .unwrap_or(0),
         max_threads_per_sm: attr(DeviceAttribute::MaxThreadsPerMultiprocessor)?.max(0) as u32,
+        pci_bus_id: pci_address(
+            attr(DeviceAttribute::PciDomainId)?,
+            attr(DeviceAttribute::PciBusId)?,
+            attr(DeviceAttribute::PciDeviceId)?,
+        ),
     })
+}
+
+/// The PCI address as `nvidia-smi` and `cuDeviceGetPCIBusId` write it (domain, bus,
+/// device, function 0), or None where the driver gives no such numbers.
+pub fn pci_address(domain: i32, bus: i32, device: i32) -> Option<String> {
+    (domain >= 0 && bus >= 0 && device >= 0).then(|| format!("{domain:04x}:{bus:02x}:{device:02x}.0"))
 }
 
 #[cfg(test)]
@@ -360,6 +376,13 @@ mod tests {
         // 2 x 2.619 GHz x 5120 bit / 8 = 3352 GB/s, the H100 SXM datasheet's 3.35 TB/s.
         let peak = h100().peak_gb_per_s().unwrap();
         assert!((peak - 3352.32).abs() < 0.01, "{peak}");
+    }
+
+    #[test]
+    fn the_pci_address_is_written_as_the_driver_writes_it() {
+        assert_eq!(pci_address(0, 0x18, 0).as_deref(), Some("0000:18:00.0"));
+        assert_eq!(pci_address(1, 0xc1, 3).as_deref(), Some("0001:c1:03.0"));
+        assert_eq!(pci_address(0, -1, 0), None);
     }
 
     #[test]

@@ -53,8 +53,13 @@ pub fn device_line(d: &DeviceInfo, ptx_arch: &str) -> String {
         .peak_gb_per_s()
         .map(|p| format!("{p:.0} GB/s"))
         .unwrap_or_else(|| "unknown".into());
+    let pci = d
+        .pci_bus_id
+        .as_deref()
+        .map(|bus| format!(", PCI {bus}"))
+        .unwrap_or_default();
     format!(
-        "{} (device {}, sm_{}{}, {} SMs, L2 {}, {} memory, peak {peak}); kernels: PTX for {ptx_arch}",
+        "{} (device {}{pci}, sm_{}{}, {} SMs, L2 {}, {} memory, peak {peak}); kernels: PTX for {ptx_arch}",
         d.name,
         d.ordinal,
         d.compute_capability.0,

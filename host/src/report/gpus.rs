@@ -92,12 +92,34 @@ pub fn load_all(paths: &[PathBuf]) -> Result<Vec<Results>> {
 
 fn same_device(a: &Results, b: &Results) -> bool {
     let (a, b) = (&a.run.device, &b.run.device);
-    a.name == b.name && a.ordinal == b.ordinal && a.total_memory_bytes == b.total_memory_bytes
+    a.name == b.name
+        && a.ordinal == b.ordinal
+        && a.total_memory_bytes == b.total_memory_bytes
+        && a.pci_bus_id == b.pci_bus_id
 }
 
-/// A folder name for one GPU's own report: `nvidia-h100-80gb-hbm3`.
-pub fn slug(results: &Results) -> String {
-    crate::device::slug(&results.run.device.name)
+/// Each GPU's name in a report of several: the driver's name, and where GPUs of one
+/// model meet, its ordinal and PCI address too (`NVIDIA H100 80GB HBM3 (GPU 1, PCI
+/// 0000:2a:00.0)`), so their columns, legends and folders stay apart.
+pub fn labels(all: &[Results]) -> Vec<String> {
+    all.iter()
+        .map(|r| {
+            let d = &r.run.device;
+            if all.iter().filter(|o| o.run.device.name == d.name).count() < 2 {
+                return d.name.clone();
+            }
+            match &d.pci_bus_id {
+                Some(bus) => format!("{} (GPU {}, PCI {bus})", d.name, d.ordinal),
+                None => format!("{} (GPU {})", d.name, d.ordinal),
+            }
+        })
+        .collect()
+}
+
+/// The folder of each GPU's own report: its label as a file name
+/// (`nvidia-h100-80gb-hbm3`, `nvidia-h100-80gb-hbm3-gpu-1-pci-0000-2a-00-0`).
+pub fn folders(all: &[Results]) -> Vec<String> {
+    labels(all).iter().map(|l| crate::device::slug(l)).collect()
 }
 
 /// Every (experiment, variant) of any file, in the order they first appear.
@@ -116,15 +138,13 @@ fn kernels(all: &[Results]) -> Vec<(String, String)> {
 /// GPU, then links to each GPU's own report.
 pub fn render(all: &[Results], plot: Option<&Plot>) -> String {
     let mut out = String::new();
-    let names: Vec<&str> = all.iter().map(|r| r.run.device.name.as_str()).collect();
+    let names = labels(all);
     let _ = writeln!(out, "# coalesce report: {} GPUs\n", all.len());
-    for (r, name) in all.iter().zip(&names) {
+    for ((r, name), folder) in all.iter().zip(&names).zip(folders(all)) {
         let _ = writeln!(
             out,
-            "- {name}: measured {}, coalesce {}; [its full report]({}/report.md)",
-            r.date,
-            r.run.coalesce_version,
-            slug(r)
+            "- {name}: measured {}, coalesce {}; [its full report]({folder}/report.md)",
+            r.date, r.run.coalesce_version,
         );
     }
     let _ = writeln!(
@@ -186,21 +206,18 @@ pub fn plot(all: &[Results]) -> Result<Option<Plot>> {
     if bars.is_empty() {
         return Ok(None);
     }
-    let devices = all
-        .iter()
-        .map(|r| r.run.device.name.as_str())
-        .collect::<Vec<_>>()
-        .join(" / ");
+    let names = labels(all);
+    let devices = names.join(" / ");
     let svg = chart::bar_chart(&BarChart {
         title: TITLE,
         device: &devices,
         x_desc: "% of cuMemcpyDtoD of the same size, same run, same GPU",
         origin: 0.0,
         bars,
-        legend: all
+        legend: names
             .iter()
             .enumerate()
-            .map(|(i, r)| (r.run.device.name.clone(), COLORS[i % COLORS.len()]))
+            .map(|(i, name)| (name.clone(), COLORS[i % COLORS.len()]))
             .collect(),
         reference: Some((95.0, "95% target".into())),
     })?;

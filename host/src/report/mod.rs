@@ -167,8 +167,8 @@ pub fn write_from(dir: &Path, all: &[Results]) -> Result<Vec<PathBuf>> {
         write_file(&path, &p.svg)?;
         files.push(path);
     }
-    for r in all {
-        files.extend(write(&dir.join(gpus::slug(r)), r)?);
+    for (r, folder) in all.iter().zip(gpus::folders(all)) {
+        files.extend(write(&dir.join(folder), r)?);
     }
     write_file(&files[0], &gpus::render(all, plot.as_ref()))?;
     Ok(files)
