@@ -441,6 +441,45 @@ fn gpus_of_one_model_are_kept_apart() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A run's file says when it ran; one from before that was recorded still reads.
+#[test]
+fn reports_say_when_each_run_was_measured() {
+    let dir = fresh_dir("cli-dated");
+    let mut dated = saved_run("NVIDIA H100 80GB HBM3", 0, None, 2990.0);
+    dated["date"] = "2026-11-27 10:00 UTC".into();
+    let undated = saved_run("NVIDIA H200", 0, None, 4200.0);
+    let (h100, h200) = (dir.join("h100.json"), dir.join("h200.json"));
+    std::fs::write(&h100, dated.to_string()).unwrap();
+    std::fs::write(&h200, undated.to_string()).unwrap();
+    let out = dir.join("report");
+    coalesce()
+        .args([
+            "report",
+            "--from",
+            h100.to_str().unwrap(),
+            "--from",
+            h200.to_str().unwrap(),
+        ])
+        .args(["--out", out.to_str().unwrap()])
+        .assert()
+        .success();
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(
+        md.contains("- NVIDIA H100 80GB HBM3: measured 2026-11-27 10:00 UTC,"),
+        "{md}"
+    );
+    assert!(
+        md.contains("- NVIDIA H200: measured not recorded in the results file,"),
+        "{md}"
+    );
+    let own = std::fs::read_to_string(out.join("nvidia-h100-80gb-hbm3/report.md")).unwrap();
+    assert!(own.contains("- Date: 2026-11-27 10:00 UTC"), "{own}");
+    // The results.json written beside it keeps the date, once.
+    let json = std::fs::read_to_string(out.join("nvidia-h100-80gb-hbm3/results.json")).unwrap();
+    assert_eq!(json.matches("\"date\"").count(), 1, "{json}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn report_from_saved_results_needs_no_gpu_and_compares_gpus() {
     let dir = fixture_dir("from");

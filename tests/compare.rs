@@ -171,7 +171,7 @@ fn compare_validates_every_row_on_both_sides() {
 
     // The report made from it: the comparison's table and plot, the cuBLAS claims filled.
     let dir = temp_path("compare-report");
-    let results = Results::of_comparison("now".into(), 0.0, report);
+    let results = Results::of_comparison(0.0, report);
     let files = coalesce::report::write(&dir, &results).unwrap();
     assert!(files.iter().any(|f| f.ends_with("rust-vs-cpp.svg")), "{files:?}");
     let md = std::fs::read_to_string(dir.join("report.md")).unwrap();

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{exit_and_error, gpu, temp_path};
+use common::{coalesce, exit_and_error, fresh_dir, gpu, temp_path};
 
 use coalesce::check::{render, run_checks};
 use coalesce::device::Gpu;
@@ -137,5 +137,37 @@ fn report_writes_markdown_json_and_plots_from_a_real_run() {
     assert_eq!(stride.matches("<circle").count(), 7);
     assert!(stride.contains(&results.run.device.name));
     assert!(dir.join("good-vs-bad.svg").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `run --json` and `compare --json` record when they ran, and a report of them
+/// says it.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn run_and_compare_files_say_when_they_ran() {
+    let dir = fresh_dir("gpu-dated");
+    for command in ["run", "compare"] {
+        let file = dir.join(format!("{command}.json"));
+        let args = [
+            command, "copy", "--size", "8M", "--reps", "3", "--quiet", "--json",
+        ];
+        coalesce().args(args).arg(&file).assert().success();
+        let saved: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        let date = saved["date"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{command}: no date"));
+        assert!(date.ends_with(" UTC"), "{command}: {date}");
+        let out = dir.join(format!("{command}-report"));
+        coalesce()
+            .args(["report", "--from"])
+            .arg(&file)
+            .arg("--out")
+            .arg(&out)
+            .assert()
+            .success();
+        let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+        assert!(md.contains(&format!("- Date: {date}")), "{command}: {md}");
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }

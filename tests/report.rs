@@ -132,11 +132,11 @@ fn fixture(only: &[&str]) -> Results {
     let mut experiments: Vec<String> = rows.iter().map(|r| r.experiment.clone()).collect();
     experiments.dedup();
     Results {
-        date: "2026-11-23 04:12 UTC".into(),
         elapsed_s: 312.4,
         run: Report {
             schema: coalesce::table::SCHEMA,
             coalesce_version: "0.1.0".into(),
+            date: Some("2026-11-23 04:12 UTC".into()),
             device: device(),
             ptx_arch: "sm_70".into(),
             peak_gb_per_s: device().peak_gb_per_s(),
@@ -197,6 +197,7 @@ fn comparison(results: &Results, twins: bool) -> CompareReport {
     CompareReport {
         schema: coalesce::table::SCHEMA,
         coalesce_version: run.coalesce_version.clone(),
+        date: run.date.clone(),
         device: run.device.clone(),
         rust_ptx_arch: run.ptx_arch.clone(),
         cpp: if twins {
@@ -244,7 +245,7 @@ const UNAVAILABLE: &str = "C++ twins: unavailable, Rust only: NVRTC (libnvrtc.so
 fn compared(only: &[&str], twins: bool) -> Results {
     let plain = fixture(only);
     let c = comparison(&plain, twins);
-    Results::of_comparison(plain.date, plain.elapsed_s, c)
+    Results::of_comparison(plain.elapsed_s, c)
 }
 
 /// The lines of report.md's section headed `title`, up to the next section.

@@ -338,6 +338,7 @@ fn run_suite(
     let mut report = Report {
         schema: crate::table::SCHEMA,
         coalesce_version: env!("CARGO_PKG_VERSION").to_string(),
+        date: None,
         device: gpu.info.clone(),
         ptx_arch: ptx::ARCH.to_string(),
         peak_gb_per_s: gpu.info.peak_gb_per_s(),
@@ -355,6 +356,7 @@ fn run_suite(
             .extend(measured.rows.into_iter().map(|(rust, _)| rust));
     }
     progress.finish();
+    report.date = Some(crate::report::utc_date(SystemTime::now()));
     Ok(report)
 }
 
@@ -407,8 +409,9 @@ fn run_comparison(
 ) -> Result<crate::compare::CompareReport> {
     let gpu = open(device)?;
     let mut progress = Progress::new(steps(selection), args.quiet);
-    let report = crate::compare::run::compare(&gpu, selection, opts, dump_ptx, |msg| progress.step(msg))?;
+    let mut report = crate::compare::run::compare(&gpu, selection, opts, dump_ptx, |msg| progress.step(msg))?;
     progress.finish();
+    report.date = Some(crate::report::utc_date(SystemTime::now()));
     Ok(report)
 }
 
@@ -477,7 +480,6 @@ pub fn write_report(args: ReportArgs, open: Opener) -> Result<Outcome> {
             let run = run_suite(&args.suite, d, &selection, &opts, open)?;
             print!("{}", table::render(&run));
             Results {
-                date: report::utc_date(SystemTime::now()),
                 elapsed_s: start.elapsed().as_secs_f64(),
                 run,
                 compare: None,
@@ -489,11 +491,7 @@ pub fn write_report(args: ReportArgs, open: Opener) -> Result<Outcome> {
             // the run.
             let c = run_comparison(&args.suite, d, &selection, &opts, None, open)?;
             print!("{}", crate::compare::render::render(&c));
-            Results::of_comparison(
-                report::utc_date(SystemTime::now()),
-                start.elapsed().as_secs_f64(),
-                c,
-            )
+            Results::of_comparison(start.elapsed().as_secs_f64(), c)
         });
     }
     with_predictions(&mut all, profiles)?;

@@ -27,6 +27,10 @@ pub struct Report {
     #[serde(default = "schema_1")]
     pub schema: u32,
     pub coalesce_version: String,
+    /// When the run finished, `YYYY-MM-DD HH:MM UTC` (None in files written before it
+    /// was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub date: Option<String>,
     pub device: DeviceInfo,
     pub ptx_arch: String,
     pub peak_gb_per_s: Option<f64>,
@@ -228,6 +232,7 @@ mod tests {
         Report {
             schema: crate::table::SCHEMA,
             coalesce_version: "test".into(),
+            date: None,
             device,
             ptx_arch: "sm_70".into(),
             peak_gb_per_s: Some(3352.3),

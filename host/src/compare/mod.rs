@@ -139,6 +139,10 @@ pub struct CompareReport {
     #[serde(default = "crate::table::schema_1")]
     pub schema: u32,
     pub coalesce_version: String,
+    /// When the comparison finished, `YYYY-MM-DD HH:MM UTC` (None in files written
+    /// before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub date: Option<String>,
     pub device: DeviceInfo,
     /// The `-C target-cpu` of the Rust PTX.
     pub rust_ptx_arch: String,
@@ -193,6 +197,7 @@ impl CompareReport {
         Report {
             schema: crate::table::SCHEMA,
             coalesce_version: self.coalesce_version.clone(),
+            date: self.date.clone(),
             device: self.device.clone(),
             ptx_arch: self.rust_ptx_arch.clone(),
             peak_gb_per_s: self.device.peak_gb_per_s(),

@@ -182,6 +182,7 @@ mod tests {
         CompareReport {
             schema: crate::table::SCHEMA,
             coalesce_version: "0".into(),
+            date: None,
             device: info(),
             rust_ptx_arch: "sm_70".into(),
             cpp: "C++ twins: test".into(),

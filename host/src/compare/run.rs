@@ -64,6 +64,7 @@ pub fn compare(
     let mut report = CompareReport {
         schema: crate::table::SCHEMA,
         coalesce_version: env!("CARGO_PKG_VERSION").to_string(),
+        date: None,
         device: gpu.info.clone(),
         rust_ptx_arch: crate::ptx::ARCH.to_string(),
         cpp_available: twins.is_ok(),

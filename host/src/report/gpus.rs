@@ -13,7 +13,8 @@ use crate::error::{Error, Result};
 use crate::table::SCHEMA;
 use plotters::style::RGBColor;
 
-/// The date of results from `run --json` or `compare --json`, which record none.
+/// The date of results from a `run --json` or `compare --json` of a coalesce that
+/// recorded none.
 pub const NOT_RECORDED: &str = "not recorded in the results file";
 
 /// Reads a results file: `report`'s results.json, or what `run --json` or
@@ -45,18 +46,10 @@ pub fn load(path: &Path) -> Result<Vec<Results>> {
     let each = |value: serde_json::Value| -> serde_json::Result<Results> {
         let is = |key: &str| value.get(key).is_some();
         if is("rust_ptx_arch") {
-            serde_json::from_value::<CompareReport>(value)
-                .map(|c| Results::of_comparison(NOT_RECORDED.into(), 0.0, c))
-        } else if is("date") {
-            serde_json::from_value::<Results>(value)
+            serde_json::from_value::<CompareReport>(value).map(|c| Results::of_comparison(0.0, c))
         } else {
-            serde_json::from_value(value).map(|run| Results {
-                date: NOT_RECORDED.into(),
-                elapsed_s: 0.0,
-                run,
-                compare: None,
-                predicted: Vec::new(),
-            })
+            // A results.json, or a run (`run --json`): its fields, and no more.
+            serde_json::from_value::<Results>(value)
         }
     };
     let many = ["runs", "comparisons"]
@@ -144,7 +137,8 @@ pub fn render(all: &[Results], plot: Option<&Plot>) -> String {
         let _ = writeln!(
             out,
             "- {name}: measured {}, coalesce {}; [its full report]({folder}/report.md)",
-            r.date, r.run.coalesce_version,
+            r.date(),
+            r.run.coalesce_version,
         );
     }
     let _ = writeln!(

@@ -21,14 +21,13 @@ use crate::compare::CompareReport;
 use crate::error::{Error, Result};
 use crate::table::{Report, write_file, write_json};
 
-/// What results.json holds: the run (the same fields `coalesce run --json` writes)
-/// with when it finished and how long it took, and the comparison with the C++
+/// What results.json holds: the run (the same fields `coalesce run --json` writes,
+/// its date among them) with how long it took, and the comparison with the C++
 /// twins and cuBLAS (what `coalesce compare --json` writes) where it ran.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Results {
-    /// When the run finished, e.g. `2026-11-23 04:12 UTC`.
-    pub date: String,
-    /// Wall-clock seconds the whole run took.
+    /// Wall-clock seconds the whole run took (0 where the file does not say).
+    #[serde(default)]
     pub elapsed_s: f64,
     #[serde(flatten)]
     pub run: Report,
@@ -42,14 +41,19 @@ pub struct Results {
 
 impl Results {
     /// A report of a comparison: its Rust side is the run.
-    pub fn of_comparison(date: String, elapsed_s: f64, compare: CompareReport) -> Results {
+    pub fn of_comparison(elapsed_s: f64, compare: CompareReport) -> Results {
         Results {
-            date,
             elapsed_s,
             run: compare.rust_run(),
             compare: Some(compare),
             predicted: Vec::new(),
         }
+    }
+
+    /// When the run finished, or that the file does not say (one written by `run
+    /// --json` or `compare --json` before they recorded it).
+    pub fn date(&self) -> &str {
+        self.run.date.as_deref().unwrap_or(gpus::NOT_RECORDED)
     }
 
     /// Kernels (and cuBLAS lines, and broken twins) that failed validation.
