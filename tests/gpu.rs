@@ -137,6 +137,11 @@ fn report_writes_markdown_json_and_plots_from_a_real_run() {
     assert_eq!(stride.matches("<circle").count(), 7);
     assert!(stride.contains(&results.run.device.name));
     assert!(dir.join("good-vs-bad.svg").exists());
+    // A GPU whose profile ships gets its predictions without asking.
+    let ships = coalesce::profile::SHIPPED
+        .iter()
+        .any(|(name, _)| *name == results.run.device.name);
+    assert_eq!(md.contains("## Predicted beside measured"), ships, "{md}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

@@ -160,8 +160,10 @@ pub struct ReportArgs {
     /// Set `explain`'s predictions beside the measurements (a table, and in the
     /// stride and good-against-bad plots): a profile file from `coalesce calibrate`
     /// or a shipped profile's GPU name, of the GPU the results come from. Repeat it
-    /// with one profile per GPU when the report holds several.
-    #[arg(long, value_name = "FILE|GPU")]
+    /// with one profile per GPU when the report holds several. A report that runs
+    /// uses the profile that ships for its GPU unless told otherwise; `none`: no
+    /// predictions.
+    #[arg(long, value_name = "FILE|GPU|none")]
     pub profile: Vec<String>,
 }
 

@@ -8,6 +8,7 @@ use crate::error::Result;
 use crate::experiments::{self, ALL, Selection};
 use crate::explain::{self, model::Model, ncu};
 use crate::harness::{self, RunOptions};
+use crate::profile::Profile;
 use crate::progress::Progress;
 use crate::ptx;
 use crate::report::{self, Results};
@@ -104,7 +105,7 @@ pub fn explain_command(args: ExplainArgs) -> Result<Outcome> {
 /// `report --profile` (repeatable): each profile's predictions for the results of
 /// its GPU (one GPU's results with another's profile is refused; with several GPUs,
 /// each profile goes to its own GPU's results and must match one of them).
-fn with_predictions(all: &mut [Results], profiles: Vec<(crate::profile::Profile, &str)>) -> Result<()> {
+fn with_predictions(all: &mut [Results], profiles: Vec<(Profile, String)>) -> Result<()> {
     let several = all.len() > 1;
     for (profile, origin) in profiles {
         let mut used = false;
@@ -112,12 +113,12 @@ fn with_predictions(all: &mut [Results], profiles: Vec<(crate::profile::Profile,
             if several && r.run.device.name != profile.device {
                 continue;
             }
-            r.predicted = report::predicted::predict(r, profile.clone(), origin)?;
+            r.predicted = report::predicted::predict(r, profile.clone(), &origin)?;
             used = true;
         }
         if !used {
             return Err(crate::Error::BadProfile {
-                path: origin.to_string(),
+                path: origin,
                 why: format!(
                     "measured on {}, which none of the results come from",
                     profile.device
@@ -128,17 +129,47 @@ fn with_predictions(all: &mut [Results], profiles: Vec<(crate::profile::Profile,
     Ok(())
 }
 
-/// Every `--profile` of a report, read before any work.
-fn profiles_named(names: &[String]) -> Result<Vec<(crate::profile::Profile, &str)>> {
+/// Every `--profile` of a report, read before any work: `None` when none is given,
+/// no profile for `--profile none`.
+fn profiles_named(names: &[String]) -> Result<Option<Vec<(Profile, String)>>> {
+    if names.is_empty() {
+        return Ok(None);
+    }
+    if names.iter().any(|n| n == "none") {
+        if names.len() > 1 {
+            return Err(crate::Error::BadProfile {
+                path: "none".into(),
+                why: "--profile none leaves predictions out; it takes no other --profile".into(),
+            });
+        }
+        return Ok(Some(Vec::new()));
+    }
     names
         .iter()
-        .map(|n| Ok((profile_named(n)?, n.as_str())))
-        .collect()
+        .map(|n| Ok((profile_named(n)?, n.clone())))
+        .collect::<Result<Vec<_>>>()
+        .map(Some)
+}
+
+/// A live report's profiles when none is named: the one that ships for each GPU
+/// that ran, where one does (the driver's exact name).
+fn shipped_profiles(devices: &[&str]) -> Result<Vec<(Profile, String)>> {
+    let mut out: Vec<(Profile, String)> = Vec::new();
+    for &device in devices {
+        if out.iter().any(|(p, _)| p.device == device) {
+            continue;
+        }
+        if let Some((name, text)) = crate::profile::SHIPPED.iter().find(|(name, _)| *name == device) {
+            let origin = format!("the shipped profile of {name}");
+            out.push((Profile::parse(text, &origin)?, origin));
+        }
+    }
+    Ok(out)
 }
 
 /// `--profile`: a file, or a shipped profile by its GPU's name.
-fn profile_named(what: &str) -> Result<crate::profile::Profile> {
-    use crate::profile::{Profile, SHIPPED};
+fn profile_named(what: &str) -> Result<Profile> {
+    use crate::profile::SHIPPED;
     let path = std::path::Path::new(what);
     if path.exists() {
         return Profile::load(path).map(crate::calibrate::upgrade);
@@ -184,7 +215,7 @@ pub fn calibrate(args: CalibrateArgs, open: Opener) -> Result<Outcome> {
     print!("{}", cal::summary(&c.profile, &c.notes));
     // What the loader would refuse is refused here, before a file exists.
     let text = serde_json::to_string(&c.profile)?;
-    crate::profile::Profile::parse(&text, &path.display().to_string())?;
+    Profile::parse(&text, &path.display().to_string())?;
     table::write_json(&path, &c.profile)?;
     let note = if args.quick {
         " (--quick: a smoke test)"
@@ -198,7 +229,6 @@ pub fn calibrate(args: CalibrateArgs, open: Opener) -> Result<Outcome> {
 /// `coalesce refit`: every file read and refitted before any is written, so a bad one
 /// leaves them all as they were; then each written as `calibrate` writes a profile.
 pub fn refit(paths: &[std::path::PathBuf]) -> Result<Outcome> {
-    use crate::profile::Profile;
     let refitted = paths
         .iter()
         .map(|path| {
@@ -448,7 +478,8 @@ fn report_from(args: &ReportArgs) -> Result<Outcome> {
         });
     }
     report::check_dir(&args.out)?;
-    let profiles = profiles_named(&args.profile)?;
+    // Saved results are rendered as they are: predictions only where asked for.
+    let profiles = profiles_named(&args.profile)?.unwrap_or_default();
     let mut all = report::gpus::load_all(&args.from)?;
     with_predictions(&mut all, profiles)?;
     let files = report::write_from(&args.out, &all)?;
@@ -494,6 +525,13 @@ pub fn write_report(args: ReportArgs, open: Opener) -> Result<Outcome> {
             Results::of_comparison(start.elapsed().as_secs_f64(), c)
         });
     }
+    let profiles = match profiles {
+        Some(named) => named,
+        None => {
+            let devices: Vec<&str> = all.iter().map(|r| r.run.device.name.as_str()).collect();
+            shipped_profiles(&devices)?
+        }
+    };
     with_predictions(&mut all, profiles)?;
     let files = report::write_from(&args.out, &all)?;
     let took: f64 = all.iter().map(|r| r.elapsed_s).sum();
@@ -503,4 +541,32 @@ pub fn write_report(args: ReportArgs, open: Opener) -> Result<Outcome> {
         files.len()
     );
     Ok(outcome(all.iter().map(Results::failures).sum()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_live_report_predicts_with_the_profile_that_ships_for_its_gpu() {
+        let h100 = "NVIDIA H100 80GB HBM3";
+        let got = shipped_profiles(&[h100, "NVIDIA B300", h100]).unwrap();
+        assert_eq!(got.len(), 1, "one profile per GPU model");
+        assert_eq!(got[0].0.device, h100);
+        assert_eq!(got[0].1, format!("the shipped profile of {h100}"));
+        // Only the exact name: a GPU named like a shipped one is another GPU.
+        assert!(shipped_profiles(&["NVIDIA H100 PCIe"]).unwrap().is_empty());
+        assert_eq!(shipped_profiles(&[h100, "NVIDIA H200"]).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn profile_none_means_no_predictions() {
+        let names = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(profiles_named(&[]).unwrap().is_none());
+        assert!(profiles_named(&names(&["none"])).unwrap().unwrap().is_empty());
+        let named = profiles_named(&names(&["H200"])).unwrap().unwrap();
+        assert_eq!(named[0].0.device, "NVIDIA H200");
+        let e = profiles_named(&names(&["none", "H100"])).unwrap_err().to_string();
+        assert!(e.contains("--profile none leaves predictions out"), "{e}");
+    }
 }
