@@ -330,6 +330,37 @@ fn output_paths_are_checked_before_any_work_and_nothing_is_made() {
         1,
     );
     assert!(err.contains("cannot write /proc/r"), "{err}");
+    // One rule for files and folders: the output itself may be new, the folder it
+    // goes in must exist.
+    let missing = temp_path("cli-missing-folder");
+    let (file, dir) = (missing.join("x.json"), missing.join("r"));
+    let err = fails(&["explain", "copy", "--json", file.to_str().unwrap()], 1);
+    let why = format!("the folder {} does not exist", missing.display());
+    assert!(err.ends_with(&format!("{why}\n")), "{err}");
+    let err = fails(
+        &[
+            "report",
+            "--from",
+            from.to_str().unwrap(),
+            "--out",
+            dir.to_str().unwrap(),
+        ],
+        1,
+    );
+    assert!(err.ends_with(&format!("{why}\n")), "{err}");
+    assert!(!missing.exists());
+    let fresh = temp_path("cli-new-report");
+    coalesce()
+        .args([
+            "report",
+            "--from",
+            from.to_str().unwrap(),
+            "--out",
+            fresh.to_str().unwrap(),
+        ])
+        .assert()
+        .success();
+    assert!(fresh.join("report.md").is_file());
 }
 
 /// One GPU's run as `run --json` writes it, its copy at `copy` GB/s, from before the

@@ -146,7 +146,8 @@ pub struct RunArgs {
 pub struct ReportArgs {
     #[command(flatten)]
     pub suite: SuiteArgs,
-    /// Directory for report.md, results.json and the plots (made if missing).
+    /// Directory for report.md, results.json and the plots (made if missing; the
+    /// folder it goes in must exist, as for every output).
     #[arg(long, value_name = "DIR", default_value = "coalesce-report")]
     pub out: PathBuf,
     /// Skip the comparison with the CUDA C++ twins and cuBLAS: Rust kernels only.

@@ -150,6 +150,29 @@ fn temp_beside(path: &Path) -> std::path::PathBuf {
     path.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
 }
 
+/// The one rule for every output (`--json FILE`, `report --out DIR`, `calibrate
+/// --out FILE`): the file or folder itself may be new, the folder it goes in must
+/// exist. A mistyped path is refused before a long run, not made into a tree of
+/// folders nobody asked for.
+pub fn check_folder_of(path: &Path) -> Result<()> {
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if folder.is_dir() {
+        return Ok(());
+    }
+    let why = if folder.exists() {
+        format!("{} is not a folder", folder.display())
+    } else {
+        format!("the folder {} does not exist", folder.display())
+    };
+    Err(Error::Write {
+        path: path.display().to_string(),
+        source: std::io::Error::new(std::io::ErrorKind::NotFound, why),
+    })
+}
+
 /// Fails now if [`write_file`] could not write `path` later (a missing or read-only
 /// folder, a path that is a folder), so a long run does not end in a lost report.
 pub fn check_writable(path: &Path) -> Result<()> {
@@ -160,6 +183,7 @@ pub fn check_writable(path: &Path) -> Result<()> {
     if path.is_dir() {
         return Err(err(std::io::ErrorKind::IsADirectory.into()));
     }
+    check_folder_of(path)?;
     let tmp = temp_beside(path);
     std::fs::File::create(&tmp).map_err(err)?;
     let _ = std::fs::remove_file(&tmp);
@@ -291,7 +315,12 @@ mod tests {
         let e = check_writable(Path::new("/nonexistent-dir/r.json")).unwrap_err();
         assert_eq!(
             e.to_string(),
-            "cannot write /nonexistent-dir/r.json: No such file or directory (os error 2)"
+            "cannot write /nonexistent-dir/r.json: the folder /nonexistent-dir does not exist"
+        );
+        let e = check_writable(Path::new("/proc/version/r.json")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "cannot write /proc/version/r.json: /proc/version is not a folder"
         );
         let dir = std::env::temp_dir().join(format!("coalesce-writable-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();

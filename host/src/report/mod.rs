@@ -109,35 +109,30 @@ pub fn prepare_dir(dir: &Path) -> Result<()> {
     std::fs::remove_file(&probe).map_err(err)
 }
 
-/// Fails now if `dir` could not be made and written later: the nearest folder that
-/// exists on its path must be a writable folder. Nothing is created.
+/// Fails now if `dir` could not be made and written later: a writable folder, or a
+/// new one in a writable folder that exists (the rule of every output,
+/// [`crate::table::check_folder_of`]). Nothing is created.
 pub fn check_dir(dir: &Path) -> Result<()> {
     let err = |source| Error::Write {
         path: dir.display().to_string(),
         source,
     };
-    let mut at = Some(dir);
-    while let Some(p) = at {
-        if p.as_os_str().is_empty() {
-            at = Some(Path::new("."));
-            continue;
-        }
-        match std::fs::metadata(p) {
-            Ok(m) if !m.is_dir() => return Err(err(std::io::ErrorKind::NotADirectory.into())),
-            Ok(m) if m.permissions().readonly() => {
-                return Err(err(std::io::ErrorKind::PermissionDenied.into()));
+    let at = match std::fs::metadata(dir) {
+        Ok(m) if !m.is_dir() => return Err(err(std::io::ErrorKind::NotADirectory.into())),
+        Ok(_) => dir,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            crate::table::check_folder_of(dir)?;
+            match dir.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p,
+                _ => Path::new("."),
             }
-            Ok(_) => {
-                // Permission bits do not tell everything (root, read-only mounts): try.
-                let probe = p.join(format!(".coalesce-write-test.{}", std::process::id()));
-                std::fs::write(&probe, b"").map_err(err)?;
-                return std::fs::remove_file(&probe).map_err(err);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => at = p.parent(),
-            Err(e) => return Err(err(e)),
         }
-    }
-    Ok(())
+        Err(e) => return Err(err(e)),
+    };
+    // Permission bits do not tell everything (root, read-only mounts): try.
+    let probe = at.join(format!(".coalesce-write-test.{}", std::process::id()));
+    std::fs::write(&probe, b"").map_err(err)?;
+    std::fs::remove_file(&probe).map_err(err)
 }
 
 /// Writes report.md, results.json and every plot the results allow into `dir`;
