@@ -104,10 +104,17 @@ pub fn render(report: &Report) -> String {
         "valid",
     ];
     let mut cells: Vec<Vec<String>> = vec![header.map(String::from).to_vec()];
+    let dash = || "-".to_string();
     for r in &report.rows {
-        let rate = match r.gflop_per_s {
-            Some(g) => format!("{g:.0} GFLOP/s"),
-            None => format!("{:.1}", r.gb_per_s),
+        // A product's rate is FLOPs: a share of the copy or of the DRAM's peak says
+        // nothing of it (`compare` sets it beside cuBLAS).
+        let (rate, of_copy, of_peak) = match r.gflop_per_s {
+            Some(g) => (format!("{g:.0} GFLOP/s"), dash(), dash()),
+            None => (
+                format!("{:.1}", r.gb_per_s),
+                format!("{:.1}", r.pct_of_copy),
+                r.pct_of_peak.map(|p| format!("{p:.1}")).unwrap_or_else(dash),
+            ),
         };
         cells.push(vec![
             r.experiment.clone(),
@@ -115,10 +122,8 @@ pub fn render(report: &Report) -> String {
             format_bytes(r.size_bytes),
             format_ms(r.timing.median_ms),
             rate,
-            format!("{:.1}", r.pct_of_copy),
-            r.pct_of_peak
-                .map(|p| format!("{p:.1}"))
-                .unwrap_or_else(|| "-".into()),
+            of_copy,
+            of_peak,
             format!("{:.2}", r.speedup_over_slowest),
             if r.validated { "yes".into() } else { "NO".into() },
         ]);
@@ -131,6 +136,20 @@ pub fn render(report: &Report) -> String {
             ..Layout::default()
         },
     ));
+    let mut products: Vec<&str> = report
+        .rows
+        .iter()
+        .filter(|r| r.gflop_per_s.is_some())
+        .map(|r| r.experiment.as_str())
+        .collect();
+    products.dedup();
+    if !products.is_empty() {
+        let _ = writeln!(
+            out,
+            "{}: GFLOP/s, not a share of the copy; `coalesce compare` sets them beside cuBLAS",
+            products.join(", ")
+        );
+    }
     for r in report.rows.iter().filter(|r| !r.validated) {
         let _ = writeln!(
             out,
@@ -283,6 +302,36 @@ mod tests {
         );
         assert!(text.contains("NOT VALIDATED copy/f32x4 (copy_f32): exact: 1 of 9 differ"));
         assert_eq!(report().failures(), 1);
+    }
+
+    /// A product's rate is FLOPs: no share of the copy or of the DRAM's peak.
+    #[test]
+    fn products_show_no_share_of_the_copy() {
+        let mut r = report();
+        let mut product = r.rows[0].clone();
+        product.experiment = "matmul".into();
+        product.variant = "remapped".into();
+        product.gflop_per_s = Some(6_000.0);
+        r.rows = vec![product];
+        let text = render(&r);
+        let row = text.lines().find(|l| l.starts_with("matmul")).unwrap();
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        // ... rate, % copy, % peak, x slowest, valid
+        assert_eq!(
+            cells[cells.len() - 5..],
+            ["GFLOP/s", "-", "-", "1.00", "yes"],
+            "{text}"
+        );
+        assert!(row.contains("6000 GFLOP/s"), "{row}");
+        assert!(
+            text.contains(
+                "matmul: GFLOP/s, not a share of the copy; `coalesce compare` sets them beside cuBLAS"
+            ),
+            "{text}"
+        );
+        // Bandwidth rows keep theirs, and no note.
+        let text = render(&report());
+        assert!(!text.contains("GFLOP/s"), "{text}");
     }
 
     #[test]

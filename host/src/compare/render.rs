@@ -59,6 +59,11 @@ pub fn render(report: &CompareReport) -> String {
     header.push("valid (Rust/C++)".into());
     let dash = || "-".to_string();
     let yes = |ok: bool| if ok { "yes" } else { "NO" };
+    // A product's rate is FLOPs: its share is of cuBLAS, not of the copy.
+    let of_copy = |s: Option<&Side>| match s {
+        Some(s) if s.gflop_per_s.is_none() => format!("{:.1}", s.pct_of_copy),
+        _ => dash(),
+    };
     let mut cells = vec![header];
     for r in &report.rows {
         let cpp = r.cpp.as_ref();
@@ -69,8 +74,8 @@ pub fn render(report: &CompareReport) -> String {
             rate(&r.rust),
             cpp.map(rate).unwrap_or_else(dash),
             r.rust_over_cpp.map(|x| format!("{x:.3}")).unwrap_or_else(dash),
-            format!("{:.1}", r.rust.pct_of_copy),
-            cpp.map(|c| format!("{:.1}", c.pct_of_copy)).unwrap_or_else(dash),
+            of_copy(Some(&r.rust)),
+            of_copy(cpp),
         ];
         if with_cublas {
             let pct = |s: Option<&Side>| {
@@ -210,6 +215,61 @@ mod tests {
             assert!(row.contains(want), "{want:?} missing from {row}");
         }
         assert!(t.contains("C++ twins: test"));
+    }
+
+    /// A product's share is of cuBLAS: of the copy it would be FLOPs over bytes.
+    #[test]
+    fn products_show_a_share_of_cublas_not_of_the_copy() {
+        let product = |ms: f64| {
+            let case = Case {
+                experiment: "matmul".into(),
+                variant: "remapped".into(),
+                kernel: "matmul_remapped".into(),
+                problem: Problem::Product {
+                    m: 1000,
+                    n: 17,
+                    k: 33,
+                },
+                work: Work::Flops {
+                    flops: 2 * 1000 * 17 * 33,
+                    bytes: 4 * (1000 * 33 + 33 * 17 + 1000 * 17),
+                },
+            };
+            let base = Baseline {
+                bytes: 1 << 20,
+                timing: Timing::from_samples(vec![1.0]),
+                gb_per_s: 4000.0,
+            };
+            let check = Validation {
+                ok: true,
+                detail: "ok".into(),
+            };
+            harness::row(&case, Timing::from_samples(vec![ms]), &base, &info(), check)
+        };
+        let (rust, cpp) = (product(0.01), product(0.02));
+        let cublas = 2.0 * rust.gflop_per_s.unwrap();
+        let r = CompareReport {
+            rows: vec![CompareRow::new(&rust, Some(&cpp), Some(cublas))],
+            ..report(None)
+        };
+        let t = render(&r);
+        let row = t.lines().find(|l| l.starts_with("matmul")).unwrap();
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        // ... Rust, C++, Rust/C++, Rust % copy, C++ % copy, Rust % cuBLAS, C++ % cuBLAS, valid
+        assert_eq!(
+            cells[cells.len() - 5..],
+            ["-", "-", "50.0", "25.0", "yes/yes"],
+            "{t}"
+        );
+        // Without cuBLAS: no share at all.
+        let alone = CompareReport {
+            rows: vec![CompareRow::new(&rust, Some(&cpp), None)],
+            ..report(None)
+        };
+        let t = render(&alone);
+        let row = t.lines().find(|l| l.starts_with("matmul")).unwrap();
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(cells[cells.len() - 3..], ["-", "-", "yes/yes"], "{t}");
     }
 
     #[test]
