@@ -320,6 +320,95 @@ fn clap_hints_survive_the_one_line_error() {
     assert!(err.contains("use 0, 0,1 or all"), "{err}");
 }
 
+/// Each mistake gets a line that names it, not the parser's generic words.
+#[test]
+fn messages_name_the_real_problem() {
+    let err = fails(&["explain", "--against-run", "run.json"], 2);
+    assert!(
+        err.contains("were not provided: --profile <FILE|GPU> (see --help)"),
+        "{err}"
+    );
+    let profile = concat!(env!("CARGO_MANIFEST_DIR"), "/profiles/nvidia-h200.json");
+    let err = fails(&["report", "--from", profile], 2);
+    assert!(
+        err.contains("a GPU's profile (from `coalesce calibrate`), not the results of a run"),
+        "{err}"
+    );
+    let results = fixture_dir("messages").join("h100.json");
+    let err = fails(&["explain", "copy", "--profile", results.to_str().unwrap()], 2);
+    assert!(err.contains("the results of a run, not a GPU's profile"), "{err}");
+    for args in [&["run", "--size", "-1"][..], &["explain", "--size", "-1M"]] {
+        let err = fails(args, 2);
+        assert!(err.contains("a size cannot be negative"), "{args:?}: {err}");
+    }
+    let err = fails(&["run", "--reps", "-3"], 2);
+    assert!(err.contains("-3 is not in 1..=100000"), "{err}");
+    let err = fails(&["run", "--device", "-1"], 2);
+    assert!(err.contains("\"-1\" is not a device ordinal"), "{err}");
+    let err = fails(&["refit"], 2);
+    assert!(err.contains("were not provided: <FILE>..."), "{err}");
+}
+
+/// `coalesce refit` (for maintainers): every file refitted or none, each rewritten
+/// as `calibrate` writes it.
+#[test]
+fn refit_rewrites_profiles_from_their_sweeps_or_none() {
+    let dir = fresh_dir("cli-refit");
+    let shipped = concat!(env!("CARGO_MANIFEST_DIR"), "/profiles/nvidia-h100-80gb-hbm3.json");
+    let current = std::fs::read_to_string(shipped).unwrap();
+    let (good, old) = (dir.join("h100.json"), dir.join("old.json"));
+    std::fs::write(&good, &current).unwrap();
+    // A schema-1 file of the same GPU, with its fits out of date.
+    let mut v: serde_json::Value = serde_json::from_str(&current).unwrap();
+    for field in [
+        "queueing_latency_ns",
+        "sm",
+        "load_lines_per_ns_per_sm",
+        "store_lines_per_ns_per_sm",
+    ] {
+        v.as_object_mut().unwrap().remove(field);
+    }
+    for field in ["shared_wavefronts_per_ns_per_sm", "pitch_sweep", "spread_sweep"] {
+        v.as_object_mut().unwrap().remove(field);
+    }
+    v["schema"] = 1.into();
+    v["loaded_latency_ns"] = 1234.0.into();
+    std::fs::write(&old, v.to_string()).unwrap();
+    // A bad file among them: nothing is rewritten.
+    let bad = dir.join("bad.json");
+    std::fs::write(&bad, "{}").unwrap();
+    let args = |files: &[&std::path::Path]| {
+        let mut a = vec!["refit".to_string()];
+        a.extend(files.iter().map(|f| f.display().to_string()));
+        a
+    };
+    let out = coalesce().args(args(&[&old, &bad])).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(std::fs::read_to_string(&old).unwrap(), v.to_string());
+    let out = coalesce().args(args(&[&good, &old])).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(&good).unwrap(),
+        current,
+        "a current profile is as it was"
+    );
+    assert!(text.lines().next().unwrap().ends_with("(unchanged)"), "{text}");
+    let refitted: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&old).unwrap()).unwrap();
+    let shipped: serde_json::Value = serde_json::from_str(&current).unwrap();
+    assert_eq!(refitted["schema"], 2);
+    assert_eq!(
+        refitted["loaded_latency_ns"], shipped["loaded_latency_ns"],
+        "{text}"
+    );
+    assert_eq!(
+        refitted["queueing_latency_ns"], shipped["queueing_latency_ns"],
+        "{text}"
+    );
+    assert!(text.contains("loaded_latency_ns 1234.000 -> "), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn output_paths_are_checked_before_any_work_and_nothing_is_made() {
     let err = fails(&["explain", "copy", "--json", "/nonexistent-dir/x.json"], 1);

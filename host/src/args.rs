@@ -43,7 +43,7 @@ pub enum Command {
     /// whether NVRTC and cuBLAS (for `compare`) can be loaded.
     Info {
         /// CUDA device: an ordinal, a list such as 0,1, or all.
-        #[arg(long, value_parser = device_arg, default_value = "0")]
+        #[arg(long, allow_hyphen_values = true, value_parser = device_arg, default_value = "0")]
         device: DeviceArg,
     },
     /// List experiments and their variants (no GPU needed).
@@ -58,10 +58,10 @@ pub enum Command {
         /// Experiments to check, as EXPERIMENT or EXPERIMENT/VARIANT (default: all).
         experiments: Vec<String>,
         /// CUDA device: an ordinal, a list such as 0,1, or all.
-        #[arg(long, value_parser = device_arg, default_value = "0")]
+        #[arg(long, allow_hyphen_values = true, value_parser = device_arg, default_value = "0")]
         device: DeviceArg,
         /// Seed for the random inputs.
-        #[arg(long, default_value_t = 0x5eed)]
+        #[arg(long, allow_hyphen_values = true, default_value_t = 0x5eed)]
         seed: u64,
     },
     /// Measure this GPU's profile for `explain`'s predictions (copy ceiling, DRAM read
@@ -80,7 +80,7 @@ pub enum Command {
 #[derive(Debug, Args)]
 pub struct CalibrateArgs {
     /// CUDA device ordinal.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, allow_hyphen_values = true, default_value_t = 0)]
     pub device: u32,
     /// The profile file (default: coalesce-profile-<device>.json in the current folder).
     #[arg(long, value_name = "FILE")]
@@ -99,17 +99,17 @@ pub struct ExplainArgs {
     pub experiments: Vec<String>,
     /// Bytes per array, as for `run` (default: each experiment's default on an H100);
     /// it sets the grid, of which a sample of blocks is emulated.
-    #[arg(long, value_parser = size_arg)]
+    #[arg(long, allow_hyphen_values = true, value_parser = size_arg)]
     pub size: Option<u64>,
     /// Matrix shape, as for `run`: ROWSxCOLS for transpose, MxNxK for matmul.
-    #[arg(long, value_parser = shape_arg)]
+    #[arg(long, allow_hyphen_values = true, value_parser = shape_arg)]
     pub shape: Option<ShapeArg>,
     /// The coalescing rules: sm70 (Volta and later) or the compute capability 1.x
     /// half-warp rules, for teaching.
     #[arg(long, value_enum, default_value_t = Model::Sm70)]
     pub model: Model,
     /// Blocks to emulate per kernel, spread over the grid (the whole grid if it has fewer).
-    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=65_536))]
+    #[arg(long, allow_hyphen_values = true, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=65_536))]
     pub blocks: u32,
     /// Also write the analysis (or, with --against-ncu, the comparison) as JSON to FILE.
     #[arg(long, value_name = "FILE")]
@@ -186,22 +186,22 @@ pub struct SuiteArgs {
     /// Experiments to run, as EXPERIMENT or EXPERIMENT/VARIANT (default: all).
     pub experiments: Vec<String>,
     /// Bytes per array, e.g. 256M or 1G (default: 8 x the L2 size, at least 256 MiB).
-    #[arg(long, value_parser = size_arg)]
+    #[arg(long, allow_hyphen_values = true, value_parser = size_arg)]
     pub size: Option<u64>,
     /// Matrix shape: ROWSxCOLS for transpose, MxNxK for matmul (overrides --size for them).
-    #[arg(long, value_parser = shape_arg)]
+    #[arg(long, allow_hyphen_values = true, value_parser = shape_arg)]
     pub shape: Option<ShapeArg>,
     /// Timed launches per variant; the table shows their median.
-    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    #[arg(long, allow_hyphen_values = true, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub reps: u32,
     /// Untimed launches before timing.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, allow_hyphen_values = true, default_value_t = 3)]
     pub warmup: u32,
     /// CUDA device: an ordinal, a list such as 0,1, or all (each GPU in turn).
-    #[arg(long, value_parser = device_arg, default_value = "0")]
+    #[arg(long, allow_hyphen_values = true, value_parser = device_arg, default_value = "0")]
     pub device: DeviceArg,
     /// Seed for the random inputs.
-    #[arg(long, default_value_t = 0x5eed)]
+    #[arg(long, allow_hyphen_values = true, default_value_t = 0x5eed)]
     pub seed: u64,
     /// No progress bar on stderr (it is only drawn on a terminal anyway).
     #[arg(long, short)]

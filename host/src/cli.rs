@@ -48,11 +48,17 @@ where
     }
 }
 
-/// clap's error as one line, not its usage block: the message, with the possible
-/// values and "a similar argument exists" tips it gives on later lines.
+/// clap's error as one line, not its usage block: the message, with the missing
+/// arguments, the possible values and the "a similar argument exists" tips it gives
+/// on later lines.
 fn one_line(text: &str) -> String {
     let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
     let mut out = lines.next().unwrap_or("error: invalid arguments").to_string();
+    if out.ends_with("were not provided:") {
+        // The missing arguments follow, one a line, until the usage.
+        let missing: Vec<&str> = lines.clone().take_while(|l| !l.starts_with("Usage:")).collect();
+        out = format!("{out} {}", missing.join(", "));
+    }
     for l in lines {
         if l.starts_with("[possible values") {
             out = format!("{out} {l}");

@@ -9,7 +9,7 @@ pub enum Error {
     #[error("no NVIDIA GPU available: {0}")]
     NoGpu(String),
 
-    #[error("--device {requested} is out of range: this machine has {count} CUDA device(s) (0..{count})")]
+    #[error("--device {requested} is out of range: this machine has {}", devices(*count))]
     DeviceOutOfRange { requested: u32, count: u32 },
 
     #[error("CUDA error while {what}: {source}")]
@@ -102,6 +102,17 @@ pub enum Error {
     Plot(String),
 }
 
+/// A machine's CUDA devices by their ordinals: `one CUDA device, 0`, `2 CUDA devices,
+/// 0 and 1`, `4 CUDA devices, 0 to 3`.
+fn devices(count: u32) -> String {
+    match count {
+        0 => "no CUDA device".into(),
+        1 => "one CUDA device, 0".into(),
+        2 => "2 CUDA devices, 0 and 1".into(),
+        n => format!("{n} CUDA devices, 0 to {}", n - 1),
+    }
+}
+
 impl Error {
     /// 2 for a bad command line (the user can fix the invocation), 1 for a failed run.
     pub fn exit_code(&self) -> i32 {
@@ -123,5 +134,27 @@ impl Error {
     pub fn cuda(what: impl Into<String>) -> impl FnOnce(CudaError) -> Error {
         let what = what.into();
         move |source| Error::Cuda { what, source }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_out_of_range_device_names_the_ordinals_there_are() {
+        let out = |requested, count| Error::DeviceOutOfRange { requested, count }.to_string();
+        assert_eq!(
+            out(2, 2),
+            "--device 2 is out of range: this machine has 2 CUDA devices, 0 and 1"
+        );
+        assert_eq!(
+            out(1, 1),
+            "--device 1 is out of range: this machine has one CUDA device, 0"
+        );
+        assert_eq!(
+            out(9, 8),
+            "--device 9 is out of range: this machine has 8 CUDA devices, 0 to 7"
+        );
     }
 }

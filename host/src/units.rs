@@ -13,6 +13,9 @@ pub fn parse_size(input: &str) -> Result<u64> {
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
         .unwrap_or(s.len());
     let (num, unit) = s.split_at(split);
+    if s.starts_with('-') {
+        return Err(bad("a size cannot be negative"));
+    }
     if num.is_empty() {
         return Err(bad("expected a number"));
     }

@@ -26,6 +26,15 @@ impl Profile {
         };
         let value: serde_json::Value =
             serde_json::from_str(text).map_err(|e| bad(format!("not a coalesce profile (not JSON: {e})")))?;
+        if ["rows", "runs", "comparisons"]
+            .iter()
+            .any(|k| value.get(k).is_some())
+        {
+            return Err(bad(
+                "the results of a run, not a GPU's profile (write one with `coalesce calibrate`, or name a GPU whose profile ships)"
+                    .into(),
+            ));
+        }
         let schema = value.get("schema").and_then(|s| s.as_u64()).ok_or_else(|| {
             bad("not a coalesce profile (no schema; write one with `coalesce calibrate`)".into())
         })?;

@@ -37,6 +37,12 @@ pub fn load(path: &Path) -> Result<Vec<Results>> {
             "not coalesce results (no coalesce_version; write them with `coalesce report`, `run --json` or `compare --json`)".into(),
         ));
     };
+    if fields.contains_key("dram_read_granularity") {
+        return Err(bad(
+            "a GPU's profile (from `coalesce calibrate`), not the results of a run: give it with --profile"
+                .into(),
+        ));
+    }
     let schema = fields.get("schema").and_then(|s| s.as_u64()).unwrap_or(1);
     if schema > u64::from(SCHEMA) {
         return Err(bad(format!(
