@@ -104,16 +104,27 @@ pub fn explain_command(args: ExplainArgs) -> Result<Outcome> {
 
 /// `report --profile` (repeatable): each profile's predictions for the results of
 /// its GPU (one GPU's results with another's profile is refused; with several GPUs,
-/// each profile goes to its own GPU's results and must match one of them).
-fn with_predictions(all: &mut [Results], profiles: Vec<(Profile, String)>) -> Result<()> {
+/// each profile goes to its own GPU's results and must match one of them), with a
+/// progress bar over the kernels emulated.
+fn with_predictions(all: &mut [Results], profiles: Vec<(Profile, String)>, quiet: bool) -> Result<()> {
     let several = all.len() > 1;
+    let applies = |r: &Results, p: &Profile| !several || r.run.device.name == p.device;
+    let steps = profiles
+        .iter()
+        .flat_map(|(p, _)| all.iter().filter(move |r| applies(r, p)))
+        .map(report::predicted::steps)
+        .sum();
+    let mut progress = Progress::new(steps, quiet);
     for (profile, origin) in profiles {
         let mut used = false;
         for r in all.iter_mut() {
-            if several && r.run.device.name != profile.device {
+            if !applies(r, &profile) {
                 continue;
             }
-            r.predicted = report::predicted::predict(r, profile.clone(), &origin)?;
+            let device = r.run.device.name.clone();
+            r.predicted = report::predicted::predict(r, profile.clone(), &origin, |kernel| {
+                progress.step(&format!("predicted {kernel} on {device}"))
+            })?;
             used = true;
         }
         if !used {
@@ -126,6 +137,7 @@ fn with_predictions(all: &mut [Results], profiles: Vec<(Profile, String)>) -> Re
             });
         }
     }
+    progress.finish();
     Ok(())
 }
 
@@ -481,7 +493,7 @@ fn report_from(args: &ReportArgs) -> Result<Outcome> {
     // Saved results are rendered as they are: predictions only where asked for.
     let profiles = profiles_named(&args.profile)?.unwrap_or_default();
     let mut all = report::gpus::load_all(&args.from)?;
-    with_predictions(&mut all, profiles)?;
+    with_predictions(&mut all, profiles, args.suite.quiet)?;
     let files = report::write_from(&args.out, &all)?;
     println!(
         "report: {} ({} files, from {} results file(s))",
@@ -532,7 +544,7 @@ pub fn write_report(args: ReportArgs, open: Opener) -> Result<Outcome> {
             shipped_profiles(&devices)?
         }
     };
-    with_predictions(&mut all, profiles)?;
+    with_predictions(&mut all, profiles, args.suite.quiet)?;
     let files = report::write_from(&args.out, &all)?;
     let took: f64 = all.iter().map(|r| r.elapsed_s).sum();
     println!(

@@ -51,20 +51,43 @@ impl Predicted {
     }
 }
 
-/// Predicts every bandwidth kernel of `results` at the sizes it ran at, with a
-/// profile of the GPU it ran on (another GPU's profile is refused).
-pub fn predict(results: &Results, profile: Profile, origin: &str) -> Result<Vec<Predicted>> {
-    let profile = profile.for_device(&results.run.device.name, origin)?;
-    let mut out = Vec::new();
-    let mut done: Vec<&str> = Vec::new();
+/// The experiments [`predict`] emulates for `results`: each bandwidth experiment
+/// that ran, once, with the row that says its size.
+fn predicted_experiments(
+    results: &Results,
+) -> Vec<(&'static crate::experiment::Experiment, &crate::harness::Row)> {
+    let mut out: Vec<(&'static crate::experiment::Experiment, &crate::harness::Row)> = Vec::new();
     for row in &results.run.rows {
         let Some(exp) = named(&row.experiment) else {
             continue;
         };
-        if row.flops.is_some() || done.contains(&exp.name) {
-            continue;
+        if row.flops.is_none() && !out.iter().any(|(e, _)| e.name == exp.name) {
+            out.push((exp, row));
         }
-        done.push(exp.name);
+    }
+    out
+}
+
+/// The kernels [`predict`] emulates for `results`: the steps its progress hears of.
+pub fn steps(results: &Results) -> u64 {
+    predicted_experiments(results)
+        .iter()
+        .map(|(e, _)| e.variants.len() as u64)
+        .sum()
+}
+
+/// Predicts every bandwidth kernel of `results` at the sizes it ran at, with a
+/// profile of the GPU it ran on (another GPU's profile is refused); `progress` hears
+/// of each kernel ([`steps`] in all) as its emulation finishes.
+pub fn predict(
+    results: &Results,
+    profile: Profile,
+    origin: &str,
+    mut progress: impl FnMut(&str),
+) -> Result<Vec<Predicted>> {
+    let profile = profile.for_device(&results.run.device.name, origin)?;
+    let mut out = Vec::new();
+    for (exp, row) in predicted_experiments(results) {
         // The size the row ran at: bytes per array, or its matrix's shape.
         let shape = match exp.kind {
             Kind::Elements => None,
@@ -80,7 +103,7 @@ pub fn predict(results: &Results, profile: Profile, origin: &str) -> Result<Vec<
             blocks: 8,
             profile: Some(profile.clone()),
         };
-        let report = explain::explain(&[Selection::all(exp)], &opts, |_| {})?;
+        let report = explain::explain(&[Selection::all(exp)], &opts, &mut progress)?;
         out.extend(report.kernels.into_iter().filter_map(|k| {
             let p = k.prediction?;
             Some(Predicted {
@@ -190,6 +213,50 @@ mod tests {
             validated: true,
             check: String::new(),
         }
+    }
+
+    /// The progress of `report --profile` counts every kernel it emulates: each
+    /// bandwidth experiment that ran, once, and no product.
+    #[test]
+    fn progress_hears_of_every_kernel_predicted() {
+        let device = crate::device::DeviceInfo {
+            name: "NVIDIA H100 80GB HBM3".into(),
+            ..crate::device::DeviceInfo::h100()
+        };
+        let at = |experiment: &str, variant: &str, flops: Option<u64>| Row {
+            experiment: experiment.into(),
+            variant: variant.into(),
+            size_bytes: 1 << 20,
+            flops,
+            ..row(2890.0, 100.0)
+        };
+        let results = Results {
+            elapsed_s: 0.0,
+            run: crate::table::Report {
+                schema: crate::table::SCHEMA,
+                coalesce_version: "test".into(),
+                date: None,
+                device,
+                ptx_arch: "sm_70".into(),
+                peak_gb_per_s: None,
+                baselines: Vec::new(),
+                rows: vec![
+                    at("copy", "f32", None),
+                    at("copy", "f32x4", None),
+                    at("matmul", "naive", Some(1)),
+                ],
+            },
+            compare: None,
+            predicted: Vec::new(),
+        };
+        let copy = named("copy").unwrap().variants.len();
+        assert_eq!(steps(&results), copy as u64);
+        let profile = Profile::shipped("NVIDIA H100 80GB HBM3").unwrap().unwrap();
+        let mut heard = Vec::new();
+        let predicted = predict(&results, profile, "test", |k| heard.push(k.to_string())).unwrap();
+        assert_eq!(heard.len(), copy, "{heard:?}");
+        assert!(heard.iter().all(|k| k.starts_with("copy/")), "{heard:?}");
+        assert_eq!(predicted.len(), copy);
     }
 
     #[test]
