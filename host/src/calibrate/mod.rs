@@ -14,7 +14,7 @@
 //! columns at pitches and spans (the rates of scattered requests); [`spread`]: copies
 //! whose waves spread over many pages; the copy again (the faster copy is kept, as
 //! the harness does, so a slow first copy cannot inflate the fits). [`summary`] prints
-//! what was measured.
+//! what was measured; [`refit`] fits a profile again from the sweeps it keeps.
 
 use std::path::PathBuf;
 use std::time::SystemTime;
