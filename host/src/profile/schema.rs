@@ -190,10 +190,18 @@ mod tests {
     fn round_trips_and_refuses_what_is_not_a_profile() {
         let text = serde_json::to_string(&sample()).unwrap();
         assert_eq!(Profile::parse(&text, "p.json").unwrap(), sample());
-        let e = Profile::parse("{\"rows\": []}", "p.json")
+        let e = Profile::parse("{\"name\": []}", "p.json")
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("p.json: not a coalesce profile (no schema"), "{e}");
+        // A run's results, given where a profile goes, are named as such.
+        for results in ["{\"schema\":2,\"rows\":[]}", "{\"schema\":2,\"runs\":[]}"] {
+            let e = Profile::parse(results, "r.json").unwrap_err().to_string();
+            assert!(
+                e.starts_with("r.json: the results of a run, not a GPU's profile"),
+                "{e}"
+            );
+        }
         let newer = text.replace("\"schema\":5", "\"schema\":7");
         let e = Profile::parse(&newer, "p.json").unwrap_err().to_string();
         assert!(e.contains("newer coalesce (profile schema 7"), "{e}");
