@@ -218,7 +218,7 @@ fn json_to_an_unwritable_path_fails_before_the_run() {
     let err = fails(&["run", "copy", "--json", "/nonexistent-dir/r.json"], 1);
     assert_eq!(
         err.trim_end(),
-        "error: cannot write /nonexistent-dir/r.json: No such file or directory (os error 2)"
+        "error: cannot write /nonexistent-dir/r.json: the folder /nonexistent-dir does not exist"
     );
 }
 
