@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use super::Results;
-use super::md::table;
+use super::markdown::table;
 use super::plots::Plot;
 use super::plots::chart::{self, Bar, BarChart};
 use crate::compare::CompareReport;

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use super::Results;
-use super::md::table;
+use super::markdown::table;
 use crate::compare::cublas::Math;
 use crate::experiment::Arithmetic;
 

@@ -6,7 +6,6 @@ pub mod claims;
 pub mod gpus;
 pub mod ladder;
 pub mod markdown;
-mod md;
 pub mod named;
 pub mod plots;
 pub mod predicted;

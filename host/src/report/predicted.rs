@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use super::Results;
-use super::md::table;
+use super::markdown::table;
 use crate::error::Result;
 use crate::experiment::Kind;
 use crate::experiments::{Selection, named};

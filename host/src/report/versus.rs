@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::md::table;
+use super::markdown::table;
 use crate::compare::render::rate;
 use crate::compare::{CompareReport, CompareRow};
 
