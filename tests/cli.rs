@@ -622,7 +622,7 @@ fn report_from_saved_results_needs_no_gpu_and_compares_gpus() {
         md.contains("| copy | f32x4 | 98.0 (2930 GB/s) | 98.0 (4116 GB/s) |"),
         "{md}"
     );
-    assert!(out.join("gpus.svg").is_file());
+    assert!(out.join("summary.svg").is_file());
     assert!(out.join("nvidia-h100-80gb-hbm3/report.md").is_file());
     assert!(out.join("nvidia-h200/report.md").is_file());
 

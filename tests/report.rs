@@ -352,6 +352,16 @@ fn markdown_has_the_device_date_and_one_row_per_result() {
 fn claims_sit_beside_the_measurements() {
     let md = coalesce::report::markdown::render(&fixture(&[]), &[]);
     let claim = |text: &str| md_row(&md, &[text]).unwrap_or_else(|| panic!("no claim row {text:?} in\n{md}"));
+    // Each claim says who made it and on which GPU its figure was measured.
+    assert!(
+        md.contains("| claim | said by | measured on | they say | this GPU |"),
+        "{md}"
+    );
+    for c in claims::CLAIMS {
+        assert!(!c.source.said_by.is_empty() && !c.source.measured_on.is_empty());
+        assert!(claim(c.claim).contains(c.source.measured_on));
+    }
+    assert!(claim("matmul naive, % of cuBLAS SGEMM").contains("| RTX A6000 | 1.3% |"));
     // stride 2 ran at 62.6% of copy, stride 1 at 79.7%: 78.5% of stride 1.
     let s2 = claim("stride 2: a warp uses half of every line it fetches");
     assert!(
@@ -363,7 +373,7 @@ fn claims_sit_beside_the_measurements() {
     assert!(soa.contains("1.25x (soa"), "{soa}");
     let f4 = claim("saxpy float4, coalesced grid-stride walk");
     assert!(
-        f4.contains("91% (RTX 4070)") && f4.contains("91.3% of copy") && f4.contains("% of peak"),
+        f4.contains("| GeForce RTX 4070 | 91% |") && f4.contains("91.3% of copy") && f4.contains("% of peak"),
         "{f4}"
     );
     assert!(
@@ -627,7 +637,7 @@ fn a_failed_twin_is_flagged_in_the_comparison() {
 #[test]
 fn cublas_claims_are_filled_from_the_measured_baseline() {
     let md = coalesce::report::markdown::render(&compared(&[], true), &[]);
-    let claims = section(&md, "The seeds' claims beside this GPU");
+    let claims = section(&md, "Published claims beside this GPU");
     let naive = md_row(claims, &["matmul naive, % of cuBLAS SGEMM"]).unwrap();
     assert!(
         naive.ends_with("| 1.3% | 1.0% of cuBLAS SGEMM FP32 (480 of 48000 GFLOP/s) |"),
@@ -680,7 +690,7 @@ fn the_comparison_plot_has_one_bar_per_kernel_around_one() {
     assert!(has_text(&svg, TITLE));
     assert!(has_text(&svg, DEVICE));
     assert!(svg.contains("Rust / C++ (ratio of GB/s, GFLOP/s for matmul"));
-    assert!(has_text(&svg, "0.98x goal"));
+    assert!(has_text(&svg, "0.98x: 2% slower than C++"));
     let rows = &results.run.rows;
     let width: f64 = 1100.0;
     for r in rows {
@@ -696,7 +706,7 @@ fn the_comparison_plot_has_one_bar_per_kernel_around_one() {
         texts(&svg).iter().filter(|t| *t == "1.000x").count(),
         rows.len() - 3
     );
-    // One filled bar per kernel (green at or above the goal, red under), plus the
+    // One filled bar per kernel (green at 0.98x or above, red under), plus the
     // legend's two swatches.
     let green = svg.matches("fill=\"#228B22\"").count();
     let red = svg.matches("fill=\"#C81E1E\"").count();
@@ -737,6 +747,11 @@ fn claims_and_contrasts_name_declared_variants() {
         named.extend([good, bad]);
     }
     named.extend(coalesce::report::plots::NAMED_VARIANTS);
+    for l in coalesce::report::plots::summary::LINES {
+        if let coalesce::report::plots::summary::Pick::Kernel(e, v) = l.pick {
+            named.push((e, v));
+        }
+    }
     for e in coalesce::report::ladder::EXPERIMENTS {
         assert!(
             coalesce::experiments::named(e).is_some(),
@@ -780,4 +795,40 @@ fn the_ladder_sets_every_matmul_beside_its_twin_and_cublas() {
         );
         assert!(files.iter().any(|f| f.ends_with("ladder.svg")));
     }
+}
+
+/// What a prediction leaves out (residency from threads only where ptxas was not
+/// found, ...) is said under the predictions' table, once, with its kernels.
+#[test]
+fn what_predictions_leave_out_is_said_under_their_table() {
+    use coalesce::report::predicted::Predicted;
+    let mut results = fixture(&["copy"]);
+    const CAVEAT: &str = "residency counts threads only: ptxas not found (ptxas: no such file; set PTXAS)";
+    results.predicted = results
+        .run
+        .rows
+        .iter()
+        .map(|r| Predicted {
+            experiment: r.experiment.clone(),
+            variant: r.variant.clone(),
+            pct_of_copy: 90.0,
+            bound: "DRAM bytes at the copy ceiling".into(),
+            gb_per_s: Some(0.9 * r.gb_per_s),
+            ceiling_gb_per_s: Some(3000.0),
+            not_modelled: vec![CAVEAT.into()],
+        })
+        .collect();
+    let md = coalesce::report::markdown::render(&results, &[]);
+    let section = section(&md, "Predicted beside measured");
+    assert!(
+        section.contains(&format!("Not counted in these predictions:\n\n- {CAVEAT} (every kernel)\n")),
+        "{section}"
+    );
+    results.predicted[0].not_modelled.clear();
+    let md = coalesce::report::markdown::render(&results, &[]);
+    let kernels: Vec<String> = results.predicted[1..]
+        .iter()
+        .map(|p| format!("{}/{}", p.experiment, p.variant))
+        .collect();
+    assert!(md.contains(&format!("- {CAVEAT} ({})\n", kernels.join(", "))), "{md}");
 }

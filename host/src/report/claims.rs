@@ -1,4 +1,5 @@
-//! The seeds' claims, each beside what this GPU measured. One constant list: a claim
+//! Published claims about coalescing, each with where it comes from and the GPU its
+//! figure was measured on, beside what this GPU measured. One constant list: a claim
 //! names the rows it compares, so a claim about an experiment that did not run says
 //! "not run", and adding an experiment fills its claims in.
 
@@ -20,18 +21,54 @@ pub enum Measure {
     Speedup { fast: VariantOf, slow: VariantOf },
 }
 
+/// Where a claim comes from: the text that makes it, and the GPU its figure was
+/// measured on (or why there is none).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Source {
+    /// Markdown: the text's name, linked where it is online.
+    pub said_by: &'static str,
+    pub measured_on: &'static str,
+}
+
+/// The CUDA C++ Best Practices Guide's strided-access section: its fractions are the
+/// share of each line a warp uses, arithmetic rather than a measurement.
+pub const BEST_PRACTICES: Source = Source {
+    said_by: "NVIDIA, [CUDA C++ Best Practices Guide, strided accesses](https://docs.nvidia.com/cuda/cuda-c-best-practices-guide/#strided-accesses)",
+    measured_on: "no GPU: the useful share of each 128-byte line",
+};
+
+/// The usual structure-of-arrays advice, which gives no figure.
+pub const SOA_ADVICE: Source = Source {
+    said_by: "the structure-of-arrays rule of CUDA optimisation guides",
+    measured_on: "no GPU: no figure given",
+};
+
+/// A float4 SAXPY tutorial's two walks over the same float4 loads.
+pub const FLOAT4_SAXPY: Source = Source {
+    said_by: "a float4 SAXPY tutorial (coalesced against column-major walk)",
+    measured_on: "GeForce RTX 4070",
+};
+
+/// Simon Boehm's SGEMM worklog, kernels 1 (naive) and 2 (global-memory coalescing).
+pub const SIBOEHM: Source = Source {
+    said_by: "Simon Boehm, [How to Optimize a CUDA Matmul Kernel for cuBLAS-like Performance](https://siboehm.com/articles/22/CUDA-MMM), kernels 1 and 2",
+    measured_on: "RTX A6000",
+};
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Claim {
     pub claim: &'static str,
-    /// What the seeds said, with where they measured it.
-    pub seeds: &'static str,
+    pub source: Source,
+    /// What the source says.
+    pub says: &'static str,
     pub measure: Measure,
 }
 
 pub const CLAIMS: &[Claim] = &[
     Claim {
         claim: "stride 2: a warp uses half of every line it fetches",
-        seeds: "50% of useful bytes",
+        source: BEST_PRACTICES,
+        says: "50% of useful bytes",
         measure: Measure::PctOf {
             row: VariantOf::new(&stride::EXPERIMENT, &stride::S2),
             of: VariantOf::new(&stride::EXPERIMENT, &stride::S1),
@@ -39,7 +76,8 @@ pub const CLAIMS: &[Claim] = &[
     },
     Claim {
         claim: "stride 4: a quarter",
-        seeds: "25%",
+        source: BEST_PRACTICES,
+        says: "25%",
         measure: Measure::PctOf {
             row: VariantOf::new(&stride::EXPERIMENT, &stride::S4),
             of: VariantOf::new(&stride::EXPERIMENT, &stride::S1),
@@ -47,7 +85,8 @@ pub const CLAIMS: &[Claim] = &[
     },
     Claim {
         claim: "stride 32: one useful f32 per 128-byte line",
-        seeds: "~3%",
+        source: BEST_PRACTICES,
+        says: "~3%",
         measure: Measure::PctOf {
             row: VariantOf::new(&stride::EXPERIMENT, &stride::S32),
             of: VariantOf::new(&stride::EXPERIMENT, &stride::S1),
@@ -55,7 +94,8 @@ pub const CLAIMS: &[Claim] = &[
     },
     Claim {
         claim: "particles: SoA coalesces where AoS does not",
-        seeds: "SoA faster than AoS",
+        source: SOA_ADVICE,
+        says: "SoA faster than AoS",
         measure: Measure::Speedup {
             fast: VariantOf::new(&particles::EXPERIMENT, &particles::SOA),
             slow: VariantOf::new(&particles::EXPERIMENT, &particles::AOS),
@@ -63,35 +103,40 @@ pub const CLAIMS: &[Claim] = &[
     },
     Claim {
         claim: "saxpy float4, coalesced grid-stride walk",
-        seeds: "91% (RTX 4070)",
+        source: FLOAT4_SAXPY,
+        says: "91%",
         measure: Measure::PctOfCopy {
             row: VariantOf::new(&saxpy::EXPERIMENT, &saxpy::F32X4),
         },
     },
     Claim {
         claim: "saxpy float4, strided walk: vector loads do not fix a bad pattern",
-        seeds: "25% (RTX 4070)",
+        source: FLOAT4_SAXPY,
+        says: "25%",
         measure: Measure::PctOfCopy {
             row: VariantOf::new(&saxpy::EXPERIMENT, &saxpy::F32X4_STRIDED),
         },
     },
     Claim {
         claim: "matmul naive, % of cuBLAS SGEMM",
-        seeds: "1.3%",
+        source: SIBOEHM,
+        says: "1.3%",
         measure: Measure::PctOfCublas {
             row: VariantOf::new(&matmul::EXPERIMENT, &matmul::NAIVE),
         },
     },
     Claim {
         claim: "matmul remapped, % of cuBLAS SGEMM",
-        seeds: "8.5%",
+        source: SIBOEHM,
+        says: "8.5%",
         measure: Measure::PctOfCublas {
             row: VariantOf::new(&matmul::EXPERIMENT, &matmul::REMAPPED),
         },
     },
     Claim {
         claim: "matmul: the two-line remap over naive",
-        seeds: "6.4x",
+        source: SIBOEHM,
+        says: "6.4x",
         measure: Measure::Speedup {
             fast: VariantOf::new(&matmul::EXPERIMENT, &matmul::REMAPPED),
             slow: VariantOf::new(&matmul::EXPERIMENT, &matmul::NAIVE),
@@ -103,7 +148,8 @@ pub const CLAIMS: &[Claim] = &[
 #[derive(Clone, Debug, PartialEq)]
 pub struct Verdict {
     pub claim: &'static str,
-    pub seeds: &'static str,
+    pub source: Source,
+    pub says: &'static str,
     pub measured: String,
 }
 
@@ -190,7 +236,8 @@ pub fn verdicts(rows: &[Row], comparison: Option<&CompareReport>) -> Vec<Verdict
         .iter()
         .map(|c| Verdict {
             claim: c.claim,
-            seeds: c.seeds,
+            source: c.source,
+            says: c.says,
             measured: measure(c, rows, comparison),
         })
         .collect()

@@ -7,11 +7,9 @@ use std::path::{Path, PathBuf};
 use super::Results;
 use super::markdown::table;
 use super::plots::Plot;
-use super::plots::chart::{self, Bar, BarChart};
 use crate::compare::CompareReport;
 use crate::error::{Error, Result};
 use crate::table::SCHEMA;
-use plotters::style::RGBColor;
 
 /// The date of results from a `run --json` or `compare --json` of a coalesce that
 /// recorded none.
@@ -133,8 +131,8 @@ fn kernels(all: &[Results]) -> Vec<(String, String)> {
     out
 }
 
-/// The across-GPU report.md: each kernel as % of copy (GFLOP/s for products) on each
-/// GPU, then links to each GPU's own report.
+/// The across-GPU report.md: links to each GPU's own report, the picture, then each
+/// kernel as % of copy (GFLOP/s for products) on each GPU.
 pub fn render(all: &[Results], plot: Option<&Plot>) -> String {
     let mut out = String::new();
     let names = labels(all);
@@ -146,6 +144,9 @@ pub fn render(all: &[Results], plot: Option<&Plot>) -> String {
             r.date(),
             r.run.coalesce_version,
         );
+    }
+    if let Some(p) = plot {
+        let _ = writeln!(out, "\n![{}]({})", p.title, p.file);
     }
     let _ = writeln!(
         out,
@@ -172,58 +173,5 @@ pub fn render(all: &[Results], plot: Option<&Plot>) -> String {
         cells
     });
     table(&mut out, &header, rows);
-    if let Some(p) = plot {
-        let _ = writeln!(out, "\n![{}]({})", p.title, p.file);
-    }
     out
-}
-
-pub const TITLE: &str = "Each bandwidth kernel as % of the copy ceiling, on each GPU";
-
-const COLORS: [RGBColor; 4] = [chart::BLUE, chart::ORANGE, chart::GREEN, chart::RED];
-
-/// One bar per GPU for each bandwidth kernel (products are left out: FLOP/s is not
-/// a fraction of copy).
-pub fn plot(all: &[Results]) -> Result<Option<Plot>> {
-    let mut bars = Vec::new();
-    for (e, v) in kernels(all) {
-        for (i, r) in all.iter().enumerate() {
-            let Some(x) = r.run.rows.iter().find(|x| x.experiment == e && x.variant == v) else {
-                continue;
-            };
-            if x.gflop_per_s.is_some() || !x.validated {
-                continue;
-            }
-            bars.push(Bar {
-                label: if i == 0 { format!("{e} {v}") } else { String::new() },
-                value: x.pct_of_copy,
-                text: format!("{:.0}%", x.pct_of_copy),
-                color: COLORS[i % COLORS.len()],
-                gap_before: i == 0,
-            });
-        }
-    }
-    if bars.is_empty() {
-        return Ok(None);
-    }
-    let names = labels(all);
-    let devices = names.join(" / ");
-    let svg = chart::bar_chart(&BarChart {
-        title: TITLE,
-        device: &devices,
-        x_desc: "% of cuMemcpyDtoD of the same size, same run, same GPU",
-        origin: 0.0,
-        bars,
-        legend: names
-            .iter()
-            .enumerate()
-            .map(|(i, name)| (name.clone(), COLORS[i % COLORS.len()]))
-            .collect(),
-        reference: Some((95.0, "95% target".into())),
-    })?;
-    Ok(Some(Plot {
-        file: "gpus.svg",
-        title: TITLE.into(),
-        svg,
-    }))
 }

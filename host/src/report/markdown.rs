@@ -1,5 +1,6 @@
-//! report.md: the device and date, the full table, Rust against CUDA C++, the
-//! seeds' claims beside this GPU's numbers, and the plots.
+//! report.md: the device and date, the full table, Rust against CUDA C++, published
+//! claims beside this GPU's numbers, and the plots; and the Markdown table every
+//! section writes.
 
 use std::fmt::Write as _;
 
@@ -131,13 +132,21 @@ pub fn render(results: &Results, plots: &[Plot]) -> String {
     ladder::render(&mut out, results);
     predicted::render(&mut out, results);
 
-    let _ = writeln!(out, "\n## The seeds' claims beside this GPU\n");
+    let _ = writeln!(out, "\n## Published claims beside this GPU\n");
     table(
         &mut out,
-        &["claim", "the seeds", "this GPU"],
+        &["claim", "said by", "measured on", "they say", "this GPU"],
         claims::verdicts(&report.rows, results.compare.as_ref())
             .into_iter()
-            .map(|v| vec![v.claim.to_string(), v.seeds.to_string(), v.measured]),
+            .map(|v| {
+                vec![
+                    v.claim.to_string(),
+                    v.source.said_by.to_string(),
+                    v.source.measured_on.to_string(),
+                    v.says.to_string(),
+                    v.measured,
+                ]
+            }),
     );
     let _ = writeln!(
         out,

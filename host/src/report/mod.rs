@@ -1,6 +1,6 @@
 //! `coalesce report`: a run's results written as a directory a person would rather
 //! look at than read: report.md (device, date, the full table, Rust against CUDA
-//! C++, the seeds' claims beside this GPU's numbers), results.json, and SVG plots.
+//! C++, published claims beside this GPU's numbers), results.json, and SVG plots.
 
 pub mod claims;
 pub mod gpus;
@@ -151,14 +151,14 @@ pub fn write(dir: &Path, results: &Results) -> Result<Vec<PathBuf>> {
 }
 
 /// Renders saved results without a GPU: one file gives its report as `coalesce
-/// report` wrote it; several (one per GPU) give an across-GPU report.md with a plot,
+/// report` wrote it; several (one per GPU) give an across-GPU report.md with a picture,
 /// and each GPU's own report in a folder named after it. Returns the files written.
 pub fn write_from(dir: &Path, all: &[Results]) -> Result<Vec<PathBuf>> {
     if let [one] = all {
         return write(dir, one);
     }
     prepare_dir(dir)?;
-    let plot = gpus::plot(all)?;
+    let plot = plots::summary::plot(all)?;
     let mut files = vec![dir.join("report.md")];
     if let Some(p) = &plot {
         let path = dir.join(p.file);

@@ -28,6 +28,10 @@ pub struct Predicted {
     pub gb_per_s: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ceiling_gb_per_s: Option<f64>,
+    /// What the prediction does not count, one line each (`explain`'s "not modelled"
+    /// lines: residency from threads only where ptxas was not found, ...).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_modelled: Vec<String>,
 }
 
 impl Predicted {
@@ -113,6 +117,7 @@ pub fn predict(
                 bound: p.bound.describe().to_string(),
                 gb_per_s: Some(p.gb_per_s),
                 ceiling_gb_per_s: Some(p.ceiling_gb_per_s()),
+                not_modelled: p.not_modelled,
             })
         }));
     }
@@ -180,6 +185,28 @@ pub fn render(out: &mut String, results: &Results) {
         ],
         rows,
     );
+    // Each caveat once, with the kernels it holds for.
+    let mut caveats: Vec<(&str, Vec<String>)> = Vec::new();
+    for p in &results.predicted {
+        for c in &p.not_modelled {
+            let kernel = format!("{}/{}", p.experiment, p.variant);
+            match caveats.iter_mut().find(|(x, _)| x == c) {
+                Some((_, kernels)) => kernels.push(kernel),
+                None => caveats.push((c, vec![kernel])),
+            }
+        }
+    }
+    if !caveats.is_empty() {
+        let _ = writeln!(out, "\nNot counted in these predictions:\n");
+        for (c, kernels) in caveats {
+            let which = if kernels.len() == results.predicted.len() {
+                "every kernel".to_string()
+            } else {
+                kernels.join(", ")
+            };
+            let _ = writeln!(out, "- {c} ({which})");
+        }
+    }
     if stale > 0 {
         let _ = writeln!(
             out,
@@ -270,6 +297,7 @@ mod tests {
             bound: "DRAM bytes at the copy ceiling".into(),
             gb_per_s: Some(2700.0),
             ceiling_gb_per_s: Some(3000.0),
+            not_modelled: Vec::new(),
         };
         // Both over the profile's ceiling: 90.0 against 96.3, not against the run's 100.
         let (predicted, measured) = p.versus(&r).unwrap();

@@ -76,7 +76,12 @@ pub struct BarChart<'a> {
     pub legend: Vec<(String, RGBColor)>,
     /// A dashed vertical line at this value, with its label.
     pub reference: Option<(f64, String)>,
+    /// Pixels per bar: [`ROW_PX`], or less for a chart that must stay short.
+    pub row_px: u32,
 }
+
+/// The usual height of one bar's row, in pixels.
+pub const ROW_PX: u32 = 42;
 
 /// Title and device name at the top of the canvas; returns the area below them.
 fn header<'a>(
@@ -232,7 +237,7 @@ pub fn bar_chart(c: &BarChart) -> Result<String> {
     }
     let rows = y.max(1.0);
     let legend_h = if c.legend.is_empty() { 0 } else { 34 };
-    let height = 72 + legend_h + 110 + ((rows - TOP) * 42.0) as u32;
+    let height = 72 + legend_h + 110 + ((rows - TOP) * f64::from(c.row_px)) as u32;
     let label_chars = c.bars.iter().map(|b| b.label.chars().count()).max().unwrap_or(0);
     let label_w = 30 + 10 * label_chars as u32;
     // The chart's margins (10 + 40) and the label area leave this much for bars.

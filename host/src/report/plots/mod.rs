@@ -3,6 +3,7 @@
 
 pub(super) mod chart;
 mod ladder;
+pub mod summary;
 mod versus;
 
 use chart::{Bar, BarChart, LineChart, Scale, Series};
@@ -269,6 +270,7 @@ fn good_vs_bad(rows: &[Row], device: &str, results: &Results) -> Result<Option<P
             ("uncoalesced (bad)".into(), chart::RED),
         ],
         reference: Some((100.0, "cuMemcpyDtoD = 100%".into())),
+        row_px: chart::ROW_PX,
     })?;
     Ok(Some(Plot {
         file: "good-vs-bad.svg",
@@ -301,6 +303,7 @@ fn transpose(rows: &[Row], device: &str) -> Result<Option<Plot>> {
         bars,
         legend: Vec::new(),
         reference: Some((100.0, "cuMemcpyDtoD = 100%".into())),
+        row_px: chart::ROW_PX,
     })?;
     Ok(Some(Plot {
         file: "transpose.svg",
@@ -347,6 +350,7 @@ fn matmul(rows: &[Row], device: &str) -> Result<Option<Plot>> {
         bars,
         legend: Vec::new(),
         reference: None,
+        row_px: chart::ROW_PX,
     })?;
     Ok(Some(Plot {
         file: "matmul.svg",

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Regenerates docs/sample-report/ from its own results files (one per GPU folder) with
+# the shipped profiles' predictions, as `coalesce report --from ... --profile ...`
+# renders them. Run it after changing the report's code, the model or a shipped
+# profile, then commit docs/sample-report/; tests/sample_report.rs checks that the
+# committed report is what this renders. No GPU needed.
+#
+#   scripts/sample-report.sh           rewrite docs/sample-report/
+#   scripts/sample-report.sh --check   render into a temporary folder and compare (exit 1 on a difference)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+check=0
+case "${1:-}" in
+  --check) check=1 ;;
+  "") ;;
+  *) echo "usage: scripts/sample-report.sh [--check]" >&2; exit 2 ;;
+esac
+
+# The predictions' residency comes from ptxas; without it they count threads only.
+if ! "${PTXAS:-ptxas}" --version >/dev/null 2>&1; then
+  echo "ptxas not found: set PTXAS (pip install nvidia-cuda-nvcc-cu12); the predictions need it" >&2
+  exit 1
+fi
+cargo build --release --quiet --bin coalesce
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# Copies of the results files, so the report can replace the folder they sit in.
+args=()
+for f in docs/sample-report/*/results.json; do
+  name=$(basename "$(dirname "$f")")
+  cp "$f" "$tmp/$name.json"
+  args+=(--from "$tmp/$name.json")
+done
+[ "${#args[@]}" -ge 4 ] || { echo "docs/sample-report: fewer than two results files" >&2; exit 1; }
+
+target/release/coalesce report "${args[@]}" --profile H100 --profile H200 --out "$tmp/report" --quiet >/dev/null
+
+if [ "$check" = 1 ]; then
+  if ! diff -r "$tmp/report" docs/sample-report >"$tmp/diff"; then
+    head -n 40 "$tmp/diff" >&2
+    echo "docs/sample-report differs from what this coalesce renders: run scripts/sample-report.sh" >&2
+    exit 1
+  fi
+  echo "docs/sample-report: up to date"
+else
+  rm -rf docs/sample-report
+  cp -r "$tmp/report" docs/sample-report
+  echo "docs/sample-report: regenerated ($(find docs/sample-report -type f | wc -l) files)"
+fi
