@@ -49,7 +49,7 @@ unsafe fn copy_v4<const K: usize>(n: usize, src: Global<f32>, dst: GlobalMut<f32
 }
 
 kernel! {
-    /// One float per thread: 4 bytes in flight per thread, the seeds' copy.
+    /// One float per thread: 4 bytes in flight per thread, the copy experiment's f32 kernel.
     pub fn inflight_f32_1(n: usize, src: Global<f32>, dst: GlobalMut<f32>) {
         // SAFETY: forwards the kernel's arguments.
         unsafe { copy_k::<f32, 1>(n, src, dst) }

@@ -97,7 +97,7 @@ kernel! {
     }
 }
 
-// Tuned for the copy ceiling (issue 15): the padded tile of
+// Tuned for the copy ceiling: the padded tile of
 // `transpose_tiled_padded`, with more bytes in flight per thread and per block.
 
 /// Edge of the large tile of [`transpose_padded_64`] and [`transpose_padded_64_f32x4`].
