@@ -6,13 +6,19 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
 }
 
 /// Every .md file of the workspace, outside build output, hidden folders and the
 /// steering folder some checkouts carry.
 fn markdown_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
     entries.sort();
     for p in entries {
         let name = p.file_name().unwrap().to_string_lossy().to_string();
@@ -161,7 +167,10 @@ fn every_relative_link_in_the_markdown_resolves() {
             }
         }
     }
-    assert!(links > 20, "only {links} links found: is the parser reading them?");
+    assert!(
+        links > 20,
+        "only {links} links found: is the parser reading them?"
+    );
     assert!(bad.is_empty(), "broken links:\n{}", bad.join("\n"));
 }
 
@@ -175,7 +184,10 @@ fn the_link_reader_finds_links_and_anchors() {
     assert_eq!(destinations("[ref]: docs/x.md"), ["docs/x.md"]);
     assert_eq!(slug("Rust against CUDA C++"), "rust-against-cuda-c");
     assert_eq!(slug("The matmul ladder"), "the-matmul-ladder");
-    assert_eq!(slug("`coalesce explain`: what it does"), "coalesce-explain-what-it-does");
+    assert_eq!(
+        slug("`coalesce explain`: what it does"),
+        "coalesce-explain-what-it-does"
+    );
     let readme = root().join("README.md");
     assert!(broken(&readme, "docs/no-such-file.md").is_some());
     assert!(broken(&readme, "#no-such-heading").is_some());

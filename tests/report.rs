@@ -821,7 +821,9 @@ fn what_predictions_leave_out_is_said_under_their_table() {
     let md = coalesce::report::markdown::render(&results, &[]);
     let section = section(&md, "Predicted beside measured");
     assert!(
-        section.contains(&format!("Not counted in these predictions:\n\n- {CAVEAT} (every kernel)\n")),
+        section.contains(&format!(
+            "Not counted in these predictions:\n\n- {CAVEAT} (every kernel)\n"
+        )),
         "{section}"
     );
     results.predicted[0].not_modelled.clear();
@@ -830,5 +832,8 @@ fn what_predictions_leave_out_is_said_under_their_table() {
         .iter()
         .map(|p| format!("{}/{}", p.experiment, p.variant))
         .collect();
-    assert!(md.contains(&format!("- {CAVEAT} ({})\n", kernels.join(", "))), "{md}");
+    assert!(
+        md.contains(&format!("- {CAVEAT} ({})\n", kernels.join(", "))),
+        "{md}"
+    );
 }

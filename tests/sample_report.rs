@@ -137,21 +137,28 @@ fn the_sample_reports_charts_keep_their_text_on_the_canvas() {
             continue;
         }
         let svg = String::from_utf8(bytes).unwrap();
-        let width: f64 = attr(&svg, "width").unwrap();
+        let (width, height): (f64, f64) = (attr(&svg, "width").unwrap(), attr(&svg, "height").unwrap());
         for (tag, text) in texts(&svg) {
-            let (Some(x), Some(size)) = (attr(tag, "x"), attr(tag, "font-size")) else {
+            let (Some(x), Some(y), Some(size)) = (attr(tag, "x"), attr(tag, "y"), attr(tag, "font-size"))
+            else {
                 continue;
             };
-            // Sans-serif glyphs average about 0.55 em.
+            // Sans-serif glyphs average about 0.55 em; a rotated text (the y axis's
+            // description) runs up the canvas instead of across it.
             let w = 0.55 * size * text.chars().count() as f64;
-            let (left, right) = match anchor(tag) {
-                "middle" => (x - w / 2.0, x + w / 2.0),
-                "end" => (x - w, x),
-                _ => (x, x + w),
+            let (at, room) = if tag.contains("rotate(") {
+                (y, height)
+            } else {
+                (x, width)
+            };
+            let (start, end) = match anchor(tag) {
+                "middle" => (at - w / 2.0, at + w / 2.0),
+                "end" => (at - w, at),
+                _ => (at, at + w),
             };
             assert!(
-                left >= 0.0 && right <= width,
-                "{}: {text:?} spans {left:.0}..{right:.0} px of a {width} px canvas",
+                start >= 0.0 && end <= room,
+                "{}: {text:?} spans {start:.0}..{end:.0} px of a {room} px canvas",
                 path.display()
             );
             checked += 1;

@@ -31,7 +31,10 @@ pub const SIMT_PEER: Peer = Peer {
 impl Peer {
     /// `SGEMM_CUDA's warptiling kernel (Simon Boehm): 71% on an H100`.
     pub fn describe(&self) -> String {
-        format!("{}: {:.0}% on {}", self.name, self.pct_of_cublas, self.measured_on)
+        format!(
+            "{}: {:.0}% on {}",
+            self.name, self.pct_of_cublas, self.measured_on
+        )
     }
 }
 

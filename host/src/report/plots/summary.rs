@@ -43,12 +43,32 @@ pub const LINES: &[Line] = &[
     line("copy, float4: the ceiling", Pick::Kernel("copy", "f32x4"), true),
     line("stride 32: a line per thread", Pick::Kernel("stride", "32"), true),
     line("stride 1: coalesced", Pick::Kernel("stride", "1"), false),
-    line("transpose, naive: strided writes", Pick::Kernel("transpose", "naive-write"), true),
-    line("transpose, padded shared tile", Pick::Kernel("transpose", "tiled-padded"), false),
-    line("particles, array of structs", Pick::Kernel("particles", "aos"), true),
-    line("particles, struct of arrays", Pick::Kernel("particles", "soa"), false),
+    line(
+        "transpose, naive: strided writes",
+        Pick::Kernel("transpose", "naive-write"),
+        true,
+    ),
+    line(
+        "transpose, padded shared tile",
+        Pick::Kernel("transpose", "tiled-padded"),
+        false,
+    ),
+    line(
+        "particles, array of structs",
+        Pick::Kernel("particles", "aos"),
+        true,
+    ),
+    line(
+        "particles, struct of arrays",
+        Pick::Kernel("particles", "soa"),
+        false,
+    ),
     line("matmul, naive (of cuBLAS)", Pick::Kernel("matmul", "naive"), true),
-    line("matmul, remapped (of cuBLAS)", Pick::Kernel("matmul", "remapped"), false),
+    line(
+        "matmul, remapped (of cuBLAS)",
+        Pick::Kernel("matmul", "remapped"),
+        false,
+    ),
     line("fastest SGEMM rung (of cuBLAS)", Pick::BestRung, false),
 ];
 
@@ -91,7 +111,9 @@ pub fn plot(all: &[Results]) -> Result<Option<Plot>> {
     for l in LINES {
         let mut first = true;
         for (i, r) in all.iter().enumerate() {
-            let Some((v, text)) = value(r, l.pick) else { continue };
+            let Some((v, text)) = value(r, l.pick) else {
+                continue;
+            };
             bars.push(Bar {
                 label: if first { l.label.to_string() } else { String::new() },
                 value: v,

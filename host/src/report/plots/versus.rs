@@ -26,7 +26,11 @@ pub fn rust_vs_cpp(c: &CompareReport, device: &str) -> Result<Option<Plot>> {
             label: format!("{} {}", r.experiment, r.variant),
             value: ratio,
             text: format!("{ratio:.3}x{checked}"),
-            color: if ratio >= KEEPS_UP { chart::GREEN } else { chart::RED },
+            color: if ratio >= KEEPS_UP {
+                chart::GREEN
+            } else {
+                chart::RED
+            },
             gap_before: last != Some(r.experiment.as_str()),
         });
         last = Some(&r.experiment);
