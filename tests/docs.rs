@@ -1,6 +1,8 @@
-//! Every relative link in the project's Markdown (README, docs/, the sample report)
-//! leads somewhere: a file or folder that exists, and where it names an anchor, a
-//! heading of that file. Links to web pages are left alone. No GPU needed.
+//! The Markdown a reader meets says what the code does. Every relative link in the
+//! project's Markdown (README, docs/, the sample report) leads somewhere: a file or
+//! folder that exists, and where it names an anchor, a heading of that file (links to
+//! web pages are left alone). The README's table of kernels names every variant, and
+//! the messages docs/commands.md quotes are the ones the binary prints. No GPU needed.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -193,4 +195,53 @@ fn the_link_reader_finds_links_and_anchors() {
     assert!(broken(&readme, "#no-such-heading").is_some());
     assert!(broken(&readme, "docs").is_none());
     assert!(broken(&readme, "https://example.com/x").is_none());
+}
+
+/// The README's "What the kernels show" row of each experiment names each of its
+/// variants: by name in backticks, or as a family (`pipeline-*`, `f32-K`, numbers).
+#[test]
+fn the_readme_names_every_variant() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    for e in coalesce::experiments::ALL {
+        let row = readme
+            .lines()
+            .find(|l| l.starts_with(&format!("| {} |", e.name)))
+            .unwrap_or_else(|| panic!("the README's table of kernels has no row for {}", e.name));
+        for v in e.variants {
+            let name = v.name;
+            let numbered = name.parse::<u32>().is_ok();
+            let family = name.match_indices('-').any(|(i, _)| {
+                let (prefix, last) = (&name[..i], &name[i + 1..]);
+                row.contains(&format!("`{prefix}-*`"))
+                    || (last.parse::<u32>().is_ok() && row.contains(&format!("`{prefix}-K`")))
+            });
+            assert!(
+                numbered || family || row.contains(&format!("`{name}`")),
+                "the README's row for {} does not name {name}: {row}",
+                e.name
+            );
+        }
+    }
+}
+
+/// docs/commands.md quotes the binary's messages for a misspelt experiment and a
+/// wrong variant word for word.
+#[test]
+fn the_messages_docs_quote_are_the_binarys() {
+    let doc = std::fs::read_to_string(root().join("docs/commands.md")).unwrap();
+    for args in [["run", "strid"], ["run", "copy/f64"]] {
+        let out = assert_cmd::Command::cargo_bin("coalesce")
+            .unwrap()
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&out.stderr);
+        let line = err.trim().strip_prefix("error: ").unwrap_or(err.trim());
+        assert!(
+            doc.contains(&format!("`{line}`")),
+            "docs/commands.md does not quote `{}`'s message: {line}",
+            args.join(" ")
+        );
+    }
 }
