@@ -48,7 +48,7 @@ pub fn rust_vs_cpp(c: &CompareReport, device: &str) -> Result<Option<Plot>> {
             (format!("at least {KEEPS_UP}x"), chart::GREEN),
             (format!("under {KEEPS_UP}x"), chart::RED),
         ],
-        reference: Some((KEEPS_UP, format!("{KEEPS_UP}x: 2% slower than C++"))),
+        reference: Some((KEEPS_UP, format!("{KEEPS_UP}x"))),
         row_px: chart::ROW_PX,
     })?;
     Ok(Some(Plot {
