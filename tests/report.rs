@@ -748,8 +748,8 @@ fn claims_and_contrasts_name_declared_variants() {
     }
     named.extend(coalesce::report::plots::NAMED_VARIANTS);
     for l in coalesce::report::plots::summary::LINES {
-        if let coalesce::report::plots::summary::Pick::Kernel(e, v) = l.pick {
-            named.push((e, v));
+        if let coalesce::report::plots::summary::Pick::Kernel(v) = l.pick {
+            named.push(v);
         }
     }
     for e in coalesce::report::ladder::EXPERIMENTS {

@@ -6,9 +6,11 @@ use super::Plot;
 use super::chart::{self, Bar, BarChart};
 use crate::error::Result;
 use crate::experiment::Arithmetic;
+use crate::experiments::{copy, matmul, particles, stride, transpose};
 use crate::harness::Row;
 use crate::report::Results;
 use crate::report::ladder::ladder;
+use crate::report::named::VariantOf;
 
 pub const FILE: &str = "summary.svg";
 pub const TITLE: &str = "Bad access patterns and their fixes, on each GPU";
@@ -16,8 +18,8 @@ pub const TITLE: &str = "Bad access patterns and their fixes, on each GPU";
 /// Which kernel a line of the picture shows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pick {
-    /// This experiment's variant: as % of copy, or of cuBLAS SGEMM FP32 for a product.
-    Kernel(&'static str, &'static str),
+    /// This variant: as % of copy, or of cuBLAS SGEMM FP32 for a product.
+    Kernel(VariantOf),
     /// The fastest validated FP32 rung of the matmul ladder, as % of cuBLAS SGEMM FP32.
     BestRung,
 }
@@ -38,35 +40,58 @@ const fn line(label: &'static str, pick: Pick, new_lesson: bool) -> Line {
     }
 }
 
+const fn kernel(
+    experiment: &'static crate::experiment::Experiment,
+    variant: &'static crate::experiment::Variant,
+) -> Pick {
+    Pick::Kernel(VariantOf::new(experiment, variant))
+}
+
 /// Each lesson's bad pattern first, then its fix.
 pub const LINES: &[Line] = &[
-    line("copy, float4: the ceiling", Pick::Kernel("copy", "f32x4"), true),
-    line("stride 32: a line per thread", Pick::Kernel("stride", "32"), true),
-    line("stride 1: coalesced", Pick::Kernel("stride", "1"), false),
+    line(
+        "copy, float4: the ceiling",
+        kernel(&copy::EXPERIMENT, &copy::F32X4),
+        true,
+    ),
+    line(
+        "stride 32: a line per thread",
+        kernel(&stride::EXPERIMENT, &stride::S32),
+        true,
+    ),
+    line(
+        "stride 1: coalesced",
+        kernel(&stride::EXPERIMENT, &stride::S1),
+        false,
+    ),
     line(
         "transpose, naive: strided writes",
-        Pick::Kernel("transpose", "naive-write"),
+        kernel(&transpose::EXPERIMENT, &transpose::NAIVE_WRITE),
         true,
     ),
     line(
         "transpose, padded shared tile",
-        Pick::Kernel("transpose", "tiled-padded"),
+        kernel(&transpose::EXPERIMENT, &transpose::TILED_PADDED),
         false,
     ),
     line(
         "particles, array of structs",
-        Pick::Kernel("particles", "aos"),
+        kernel(&particles::EXPERIMENT, &particles::AOS),
         true,
     ),
     line(
         "particles, struct of arrays",
-        Pick::Kernel("particles", "soa"),
+        kernel(&particles::EXPERIMENT, &particles::SOA),
         false,
     ),
-    line("matmul, naive (of cuBLAS)", Pick::Kernel("matmul", "naive"), true),
+    line(
+        "matmul, naive (of cuBLAS)",
+        kernel(&matmul::EXPERIMENT, &matmul::NAIVE),
+        true,
+    ),
     line(
         "matmul, remapped (of cuBLAS)",
-        Pick::Kernel("matmul", "remapped"),
+        kernel(&matmul::EXPERIMENT, &matmul::REMAPPED),
         false,
     ),
     line("fastest SGEMM rung (of cuBLAS)", Pick::BestRung, false),
@@ -74,23 +99,27 @@ pub const LINES: &[Line] = &[
 
 const COLORS: [plotters::style::RGBColor; 4] = [chart::BLUE, chart::ORANGE, chart::GREEN, chart::RED];
 
-fn row<'a>(r: &'a Results, experiment: &str, variant: &str) -> Option<&'a Row> {
+fn row(r: &Results, of: VariantOf) -> Option<&Row> {
     r.run
         .rows
         .iter()
-        .find(|x| x.experiment == experiment && x.variant == variant && x.validated)
+        .find(|x| of.is(&x.experiment, &x.variant) && x.validated)
 }
 
 /// A line's value on one GPU, and the text beside its bar; None where it did not run
 /// (or a product ran without cuBLAS beside it).
 fn value(r: &Results, pick: Pick) -> Option<(f64, String)> {
     match pick {
-        Pick::Kernel(e, v) => {
-            let x = row(r, e, v)?;
+        Pick::Kernel(of) => {
+            let x = row(r, of)?;
             let pct = match x.gflop_per_s {
                 None => x.pct_of_copy,
                 Some(g) => {
-                    let cublas = r.compare.as_ref()?.sgemm_fp32(e).filter(|c| c.validated)?;
+                    let cublas = r
+                        .compare
+                        .as_ref()?
+                        .sgemm_fp32(&x.experiment)
+                        .filter(|c| c.validated)?;
                     100.0 * g / cublas.gflop_per_s
                 }
             };
