@@ -156,21 +156,19 @@ pub fn plot(all: &[Results]) -> Result<Option<Plot>> {
     if bars.is_empty() {
         return Ok(None);
     }
-    let devices = all
-        .iter()
-        .map(|r| r.run.device.name.as_str())
-        .collect::<Vec<_>>()
-        .join(" / ");
+    // Each GPU by its report's label: GPUs of one model apart by ordinal and bus.
+    let names = crate::report::gpus::labels(all);
+    let devices = names.join(" / ");
     let svg = chart::bar_chart(&BarChart {
         title: TITLE,
         device: &devices,
         x_desc: "% of the same GPU's copy (matrix products: of its cuBLAS SGEMM FP32)",
         origin: 0.0,
         bars,
-        legend: all
+        legend: names
             .iter()
             .enumerate()
-            .map(|(i, r)| (r.run.device.name.clone(), COLORS[i % COLORS.len()]))
+            .map(|(i, name)| (name.clone(), COLORS[i % COLORS.len()]))
             .collect(),
         reference: Some((100.0, "copy (or cuBLAS) = 100%".into())),
         row_px: 30,
