@@ -115,7 +115,7 @@ fn the_sample_reports_predictions_come_from_the_shipped_profiles() {
                 let profile = Profile::shipped(&name)
                     .unwrap_or_else(|| panic!("no shipped profile for {name}"))
                     .unwrap();
-                let now = report::predicted::predict(&r, profile, "the shipped profile").unwrap();
+                let now = report::predicted::predict(&r, profile, "the shipped profile", |_| {}).unwrap();
                 (name, r.predicted, now)
             })
         })
