@@ -12,10 +12,10 @@ use std::vec::Vec;
 use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 
-use super::{
-    AsyncCopies, BlockState, CURRENT, LaunchConfig, LaunchError, POISON, Recording, ThreadCtx, panic_message,
-    schedule, unflatten, warp, words_for,
-};
+use super::async_copy::AsyncCopies;
+use super::launch::{LaunchConfig, LaunchError, panic_message, unflatten};
+use super::record::Recording;
+use super::{BlockState, CURRENT, POISON, ThreadCtx, schedule, warp, words_for};
 
 /// `__syncthreads()` for one emulated block.
 ///

@@ -9,7 +9,7 @@
 //! under every schedule, because a barrier ends a thread's turn only after every other
 //! live thread has had its turn in the same phase.
 //!
-//! A warp-collective instruction ([`super::warp`]) ends a turn too, so a lane resumes
+//! A warp-collective instruction (`warp.rs`) ends a turn too, so a lane resumes
 //! after each of its warp's lanes has deposited. Turns line up with barriers only while
 //! every thread makes the same sequence of barriers and warp-collective calls; a thread
 //! that resumes from a barrier some live thread has not reached says so (a panic that

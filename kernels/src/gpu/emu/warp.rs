@@ -3,7 +3,7 @@
 //! `mma.sync` and `ldmatrix` are executed by a warp's 32 lanes together: each lane
 //! contributes registers (or an address) and receives values other lanes contributed.
 //! The emulator runs lanes as OS threads, so such an instruction is a warp-level
-//! exchange ([`super::warp_exchange`]): every lane deposits its words, waits until all
+//! exchange ([`warp_exchange`]): every lane deposits its words, waits until all
 //! 32 have, and reads every lane's words; the instruction's own semantics (which lane
 //! gets what) are computed from that in [`crate::gpu`], where the GPU side lives too.
 //!
@@ -14,8 +14,13 @@
 //! block barriers (the kernels' warp-uniform tiles do); otherwise the emulator says so
 //! instead of computing with missing lanes.
 
+use std::boxed::Box;
+use std::panic::resume_unwind;
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::vec::Vec;
+
+use super::run::Aborted;
+use super::{BlockState, with_thread};
 
 /// The exchanges of one block: one per warp.
 pub(super) struct Warps {
@@ -167,5 +172,49 @@ impl ExchangeState {
             )));
         }
         Ok(())
+    }
+}
+
+/// A warp-collective exchange: this lane's `words` go to every lane of its warp, and
+/// every lane's words come back once all 32 lanes have called it, lane after lane
+/// (lane l's at `l * words.len()..`; see this module's opening). The GPU side of such an instruction
+/// does this in hardware; its emulated side ([`crate::gpu::mma`], `ldmatrix`) computes
+/// what each lane receives from this.
+///
+/// In an [addresses-only](super::LaunchConfig::addresses_only) launch, whose values are not
+/// faithful anyway (loads read zeros), nothing is exchanged: every lane gets its own
+/// words back 32 times, and the lanes need not meet, which keeps `coalesce explain` of
+/// a tensor-core kernel as fast as of any other.
+///
+/// # Panics
+/// In a warp of fewer than 32 threads, or when a lane of the warp returned from the
+/// kernel without making the call (the GPU would hang or fault).
+pub fn warp_exchange(words: &[u32]) -> Vec<u32> {
+    if with_thread(|t| t.config.addresses_only) {
+        return words.repeat(32);
+    }
+    // The block state outlives every thread in it (as in sync_threads).
+    let (block, rank): (*const BlockState, usize) =
+        with_thread(|t| (t.block as *const BlockState, t.linear_thread));
+    // SAFETY: see above.
+    let block = unsafe { &*block };
+    let (warp, lane) = (rank / 32, rank % 32);
+    let (generation, _) = block.warps.deposit(warp, lane, words).unwrap_or_else(stalled);
+    match &block.turns {
+        Some(turns) => {
+            turns.exchange(rank);
+            block.warps.collect(warp, generation)
+        }
+        None => block.warps.wait(warp, generation),
+    }
+    .unwrap_or_else(stalled)
+}
+
+/// A lane that cannot complete a warp exchange: quietly unwinds when the block was
+/// aborted by another thread's panic, else panics with the reason.
+fn stalled<T>(why: Stalled) -> T {
+    match why {
+        Stalled::Aborted => resume_unwind(Box::new(Aborted)),
+        Stalled::Incomplete(message) => panic!("{message}"),
     }
 }
