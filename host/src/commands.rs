@@ -59,11 +59,11 @@ pub fn explain_command(args: ExplainArgs) -> Result<Outcome> {
     };
     if let Some(dir) = &args.against_ncu {
         let found = ncu::read_dir(dir)?;
-        let selection = experiments::select(&ncu::variants(&found.measured))?;
+        let selection = experiments::select(&ncu::variants(&found.kernels))?;
         // ncu counts 32-byte sectors: compare with the sm70 rules whatever --model says.
         opts.model = Model::Sm70;
         let report = emulate(&selection, &opts, args.quiet)?;
-        let rows = ncu::compare(&report, &found.measured);
+        let rows = ncu::compare(&report, &found.kernels);
         print!("{}", ncu::render(&rows, &report, &found));
         if let Some(path) = &args.json {
             table::write_json(path, &rows)?;

@@ -15,8 +15,8 @@ use crate::columns::{Layout, columns};
 use crate::error::{Error, Result};
 use crate::table::Report;
 
-/// A prediction within this fraction of the measurement counts as a match.
-pub const TOLERANCE: f64 = 0.10;
+/// A predicted rate within this fraction of the measured one counts as a match.
+pub const RATE_TOLERANCE: f64 = 0.10;
 
 /// A predicted and a measured rate as `--against-run`, the predict stage and the
 /// report compare them: GB/s against GB/s, both stated as % of the profile's copy
@@ -111,10 +111,13 @@ pub fn render(rows: &[Versus], device: &str) -> String {
             format!("{:.1}", r.run_pct_of_copy),
             format!("{:+.1}%", 100.0 * d),
             r.bound.describe().into(),
-            if d.abs() <= TOLERANCE { "ok" } else { "MISS" }.into(),
+            if d.abs() <= RATE_TOLERANCE { "ok" } else { "MISS" }.into(),
         ]);
     }
-    let matched = rows.iter().filter(|r| r.deviation().abs() <= TOLERANCE).count();
+    let matched = rows
+        .iter()
+        .filter(|r| r.deviation().abs() <= RATE_TOLERANCE)
+        .count();
     let mut out = format!(
         "predicted (coalesce explain --profile) against measured (coalesce run) on {device}; \
          % of the profile's copy ceiling (GB/s against GB/s; the run's own % of copy beside)\n"
@@ -130,7 +133,7 @@ pub fn render(rows: &[Versus], device: &str) -> String {
     out.push_str(&format!(
         "{matched} of {} within {:.0}% (relative)\n",
         rows.len(),
-        100.0 * TOLERANCE
+        100.0 * RATE_TOLERANCE
     ));
     out
 }
