@@ -29,10 +29,11 @@
 //! This file holds what the others share: each emulated thread's context and its
 //! block's state, barriers, and shared-memory storage.
 
-use core::cell::RefCell;
+use core::cell::{Cell, RefCell};
 use std::boxed::Box;
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::sync::atomic::AtomicUsize;
 use std::vec::Vec;
 
 pub mod async_copy;
@@ -43,7 +44,7 @@ pub mod schedule;
 mod warp;
 
 pub use async_copy::{commit_group, queue_async_copy, wait_group};
-pub use launch::{Dim3, LaunchConfig, LaunchError, launch, try_launch, try_record};
+pub use launch::{Dim3, LaunchConfig, LaunchError, launch, try_launch, try_record, try_record_each};
 pub use record::{Access, Executions, Op, Recording, Space, record_async_copy, record_global, record_shared};
 pub use schedule::Schedule;
 pub use warp::warp_exchange;
@@ -61,9 +62,8 @@ pub struct ThreadCtx<'a> {
     config: &'a LaunchConfig,
     linear_block: usize,
     linear_thread: usize,
-    // Executions so far per site, direction and space; a short list, as a kernel has a
-    // handful of sites. With each, the epoch in which its recording reached the cap.
-    counters: Vec<(Executions, Option<usize>)>,
+    // Executions so far per site, direction and space.
+    counters: record::Counters,
     epoch: usize,
     log: Vec<Access>,
     copies: AsyncCopies,
@@ -80,11 +80,29 @@ struct BlockState {
     // Static arrays by name; u128 backing keeps 16-byte alignment.
     statics: Mutex<HashMap<&'static str, Box<[u128]>>>,
     dynamic: Mutex<Box<[u128]>>,
+    // Accesses the block's threads have logged ([`LaunchConfig::log_limit`]).
+    logged: AtomicUsize,
 }
 
 std::thread_local! {
     // Erased lifetime: set only for the duration of one emulated thread's run.
     static CURRENT: RefCell<Option<ThreadCtx<'static>>> = const { RefCell::new(None) };
+    // Where this OS thread's CURRENT keeps its context, for the accesses that are only
+    // counted ([`record`]'s fast path): set before an emulated thread runs on it.
+    static SLOT: Cell<*mut Option<ThreadCtx<'static>>> = const { Cell::new(core::ptr::null_mut()) };
+    // Whether the emulated thread running on this OS thread is in an addresses-only
+    // launch ([`addresses_only`]).
+    static ADDRESSES_ONLY: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether the current emulated thread runs in an
+/// [addresses-only](LaunchConfig::addresses_only) launch, whose loads read zeros: its
+/// arithmetic need not round as the GPU's does ([`crate::gpu::math::fma`]), and a
+/// warp-collective instruction's results need not be computed ([`crate::gpu::mma`]).
+/// Nothing but addresses comes out of such a launch. False outside a launch.
+#[inline(always)]
+pub fn addresses_only() -> bool {
+    ADDRESSES_ONLY.get()
 }
 
 /// Runs `f` with the current emulated thread's context.

@@ -1,7 +1,10 @@
 //! Arithmetic with GPU semantics on both targets.
 
 /// `a * b + c` with one rounding: `fma.rn.f32` on the GPU (what nvcc emits for
-/// `a * b + c` by default), `f32::mul_add` on the host, so both round alike.
+/// `a * b + c` by default), `f32::mul_add` on the host, so both round alike. In the
+/// emulator's addresses-only launches, which compute no faithful values, a plain
+/// `a * b + c`: `f32::mul_add` is a library call where the host's baseline has no FMA,
+/// and the matrix products make one per multiply.
 #[inline(always)]
 pub fn fma(a: f32, b: f32, c: f32) -> f32 {
     #[cfg(target_arch = "nvptx64")]
@@ -10,7 +13,11 @@ pub fn fma(a: f32, b: f32, c: f32) -> f32 {
     }
     #[cfg(not(target_arch = "nvptx64"))]
     {
-        a.mul_add(b, c)
+        if super::emu::addresses_only() {
+            a * b + c
+        } else {
+            a.mul_add(b, c)
+        }
     }
 }
 

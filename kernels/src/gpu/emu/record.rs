@@ -2,10 +2,16 @@
 //! with the kernel source line it came from ([`Access`]) when the launch records, and
 //! every execution counted ([`Executions`]), recorded or not.
 
+use core::ops::Range;
 use core::panic::Location;
+use core::sync::atomic::Ordering;
+use std::boxed::Box;
+use std::panic::resume_unwind;
 use std::vec::Vec;
 
-use super::with_thread;
+use super::run::LogFull;
+
+use super::{SLOT, ThreadCtx, with_thread};
 
 /// Load or store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -103,9 +109,170 @@ const GLOBAL: Target = Target {
     array: (0, ""),
 };
 
+/// One thread's count of one site's executions in one direction and space.
+struct Counter {
+    site: &'static Location<'static>,
+    op: Op,
+    space: Space,
+    executions: usize,
+    recorded: usize,
+    /// The epoch in which the site's recording reached the cap.
+    capped_in: Option<usize>,
+}
+
+/// One emulated thread's execution counters, one per site it executed, in the order it
+/// first did; a short list, as a kernel has a handful of sites.
+#[derive(Default)]
+pub(super) struct Counters {
+    list: Vec<Counter>,
+    /// Where the last access found its counter.
+    last: usize,
+    /// By a hash of the site's address, direction and space: where its counter was
+    /// last found, plus one (0: nowhere yet).
+    recent: [u16; RECENT],
+}
+
+/// Entries of [`Counters::recent`].
+const RECENT: usize = 32;
+
+/// The [`Counters::recent`] entry of an access.
+#[inline(always)]
+fn recent_slot(site: &'static Location<'static>, op: Op, space: Space) -> usize {
+    let at = site as *const Location<'static> as usize;
+    ((at >> 3) ^ (at >> 9) ^ ((op as usize) << 1) ^ space as usize) % RECENT
+}
+
+impl Counters {
+    /// Where `site`'s counter is when the last access, or [`Counters::recent`], found
+    /// it there (by address, as [`Counters::find`] looks first).
+    #[inline(always)]
+    fn hot(&self, site: &'static Location<'static>, op: Op, space: Space) -> Option<usize> {
+        let same = |c: &Counter| core::ptr::eq(c.site, site) && c.op == op && c.space == space;
+        if self.list.get(self.last).is_some_and(same) {
+            return Some(self.last);
+        }
+        let at = usize::from(self.recent[recent_slot(site, op, space)]).checked_sub(1)?;
+        self.list.get(at).is_some_and(same).then_some(at)
+    }
+
+    /// The index of the counter of `site` in `space` and direction `op`, a new one if
+    /// the thread has none yet. Every access of a recording launch looks its counter
+    /// up, most of them after their site stopped being recorded: sites are compared by
+    /// address first (one call site's `Location` is one static), by value only where
+    /// the address differs (a site inlined into two codegen units may have two).
+    fn find(&mut self, site: &'static Location<'static>, op: Op, space: Space) -> usize {
+        let i = match self.hot(site, op, space) {
+            Some(i) => i,
+            None => {
+                let same = |c: &Counter| core::ptr::eq(c.site, site) && c.op == op && c.space == space;
+                let by_value = |c: &Counter| *c.site == *site && c.op == op && c.space == space;
+                match self.list.iter().position(same) {
+                    Some(i) => i,
+                    None => match self.list.iter().position(by_value) {
+                        Some(i) => i,
+                        None => {
+                            self.list.push(Counter {
+                                site,
+                                op,
+                                space,
+                                executions: 0,
+                                recorded: 0,
+                                capped_in: None,
+                            });
+                            self.list.len() - 1
+                        }
+                    },
+                }
+            }
+        };
+        if let Ok(entry) = u16::try_from(i + 1) {
+            self.recent[recent_slot(site, op, space)] = entry;
+        }
+        self.last = i;
+        i
+    }
+
+    /// The counts of thread `thread` of block `block`, as the launch returns them.
+    pub(super) fn into_executions(self, block: usize, thread: usize) -> impl Iterator<Item = Executions> {
+        self.list.into_iter().map(move |c| Executions {
+            block,
+            thread,
+            site: c.site,
+            op: c.op,
+            space: c.space,
+            executions: c.executions,
+            recorded: c.recorded,
+        })
+    }
+}
+
+/// Whether `bytes` at `addr` lie inside one of `bounds`.
+fn in_bounds(bounds: &[Range<usize>], addr: usize, bytes: usize) -> bool {
+    bounds
+        .iter()
+        .any(|r| r.start <= addr && addr.checked_add(bytes).is_some_and(|end| end <= r.end))
+}
+
+/// The current emulated thread's context, where SLOT finds one.
+#[inline(always)]
+fn current() -> Option<&'static mut ThreadCtx<'static>> {
+    let slot = SLOT.get();
+    if slot.is_null() {
+        return None;
+    }
+    // SAFETY: SLOT points to this OS thread's CURRENT, set before the emulated thread
+    // running the caller started. The context is borrowed only for one access's
+    // bookkeeping, during which the kernel's code runs nothing else and nothing
+    // borrows CURRENT (with_thread is never entered from here).
+    unsafe { (*slot).as_mut() }
+}
+
+/// [`record`]'s fast path, for an access that is only counted: outside a recording
+/// launch, or of a site past its cap (and, in shared memory, outside the epoch it was
+/// capped in), found where the last access's counter was, in one piece, in bounds.
+/// That is most of a long kernel's accesses. `None` where [`record`] must run.
+#[inline(always)]
+fn count_only(
+    site: &'static Location<'static>,
+    addr: usize,
+    bytes: usize,
+    align: usize,
+    op: Op,
+    space: Space,
+) -> Option<bool> {
+    let t = current()?;
+    let config = t.config;
+    let global = space == Space::Global;
+    if global && !config.bounds.is_empty() && !in_bounds(&config.bounds, addr, bytes) {
+        return None;
+    }
+    if !config.record {
+        return Some(global && config.addresses_only);
+    }
+    let max = config.max_occurrences?;
+    if bytes > align.clamp(1, MAX_ACCESS) {
+        return None;
+    }
+    let i = t.counters.hot(site, op, space)?;
+    let counter = &mut t.counters.list[i];
+    // A global-only launch logs no shared access, whatever its count.
+    let logged = if global || !config.global_only {
+        counter.executions < max || (!global && counter.capped_in == Some(t.epoch))
+    } else {
+        false
+    };
+    if logged {
+        return None;
+    }
+    counter.executions += 1;
+    t.counters.last = i;
+    Some(global && config.addresses_only)
+}
+
 /// Logs one access; returns true when the access must not touch memory
 /// ([`LaunchConfig::addresses_only`]).
 #[track_caller]
+#[inline(always)]
 fn record(
     to: Target,
     addr: usize,
@@ -117,82 +284,90 @@ fn record(
 ) -> bool {
     let site = Location::caller();
     let space = to.space;
-    with_thread(|t| {
+    if let Some(skip) = count_only(site, addr, bytes, align, op, space) {
+        return skip;
+    }
+    record_slow(site, to, addr, bytes, align, op, async_copy, copied_from)
+}
+
+/// [`record`] in full.
+#[inline(never)]
+#[allow(clippy::too_many_arguments)]
+fn record_slow(
+    site: &'static Location<'static>,
+    to: Target,
+    addr: usize,
+    bytes: usize,
+    align: usize,
+    op: Op,
+    async_copy: bool,
+    copied_from: Option<usize>,
+) -> bool {
+    let space = to.space;
+    let Some(t) = current() else {
+        // Outside a launch: with_thread says so.
+        return with_thread(|_| false);
+    };
+    {
         let config = t.config;
-        if space == Space::Global
-            && !config.bounds.is_empty()
-            && !config
-                .bounds
-                .iter()
-                .any(|r| r.start <= addr && addr.checked_add(bytes).is_some_and(|end| end <= r.end))
-        {
+        if space == Space::Global && !config.bounds.is_empty() && !in_bounds(&config.bounds, addr, bytes) {
             panic!("{site}: {op:?} of {bytes} bytes at {addr:#x} is outside every buffer of the launch");
         }
-        if config.record {
-            // A value wider than one instruction can move (a 24-byte struct of f32s)
-            // is as many accesses as the GPU makes: one per aligned piece, each piece a
-            // warp-wide instruction of its own.
-            let piece = align.clamp(1, MAX_ACCESS).min(bytes.max(1));
-            let (block, thread, epoch) = (t.linear_block, t.linear_thread, t.epoch);
-            for offset in (0..bytes.max(1)).step_by(piece) {
-                let i = match t
-                    .counters
-                    .iter()
-                    .position(|(c, _)| c.site == site && c.op == op && c.space == space)
-                {
-                    Some(i) => i,
-                    None => {
-                        let fresh = Executions {
-                            block,
-                            thread,
-                            site,
-                            op,
-                            space,
-                            executions: 0,
-                            recorded: 0,
-                        };
-                        t.counters.push((fresh, None));
-                        t.counters.len() - 1
+        if !config.record {
+            return space == Space::Global && config.addresses_only;
+        }
+        // A value wider than one instruction can move (a 24-byte struct of f32s) is as
+        // many accesses as the GPU makes: one per aligned piece, each piece a
+        // warp-wide instruction of its own.
+        let piece = align.clamp(1, MAX_ACCESS).min(bytes.max(1));
+        let epoch = t.epoch;
+        let i = t.counters.find(site, op, space);
+        let mut offset = 0;
+        while offset < bytes.max(1) {
+            let counter = &mut t.counters.list[i];
+            let occurrence = counter.executions;
+            counter.executions += 1;
+            // Shared accesses are recorded past the cap up to the next barrier, so the
+            // log never cuts a run of them that ptxas may merge into one vector access
+            // (coalesce's explain::vectorize).
+            let record = !(config.global_only && space == Space::Shared)
+                && match config.max_occurrences {
+                    None => true,
+                    Some(max) => {
+                        occurrence < max || (space == Space::Shared && counter.capped_in == Some(epoch))
                     }
                 };
-                let (counter, capped_in) = &mut t.counters[i];
-                let occurrence = counter.executions;
-                counter.executions += 1;
-                // Shared accesses are recorded past the cap up to the next barrier, so
-                // the log never cuts a run of them that ptxas may merge into one vector
-                // access (coalesce's explain::vectorize).
-                let record = !(config.global_only && space == Space::Shared)
-                    && match config.max_occurrences {
-                        None => true,
-                        Some(max) => {
-                            occurrence < max || (space == Space::Shared && *capped_in == Some(epoch))
-                        }
-                    };
-                if config.max_occurrences.is_some_and(|max| occurrence + 1 == max) {
-                    *capped_in = Some(epoch);
-                }
-                if record {
-                    counter.recorded += 1;
-                    t.log.push(Access {
-                        block,
-                        thread,
-                        site,
-                        occurrence,
-                        op,
-                        space,
-                        addr: addr + offset,
-                        array: to.array.0,
-                        array_name: to.array.1,
-                        epoch,
-                        bytes: piece.min(bytes),
-                        async_copy,
-                        copied_from: copied_from.map(|from| from + offset),
-                    });
-                }
+            if config.max_occurrences.is_some_and(|max| occurrence + 1 == max) {
+                counter.capped_in = Some(epoch);
             }
+            if record {
+                counter.recorded += 1;
+                if let Some(limit) = config.log_limit {
+                    let logged = t.block.logged.fetch_add(1, Ordering::Relaxed) + 1;
+                    if logged.saturating_mul(size_of::<Access>()) > limit {
+                        resume_unwind(Box::new(LogFull));
+                    }
+                }
+                t.log.push(Access {
+                    block: t.linear_block,
+                    thread: t.linear_thread,
+                    site,
+                    occurrence,
+                    op,
+                    space,
+                    addr: addr + offset,
+                    array: to.array.0,
+                    array_name: to.array.1,
+                    epoch,
+                    bytes: piece.min(bytes),
+                    async_copy,
+                    copied_from: copied_from.map(|from| from + offset),
+                });
+            }
+            offset += piece;
         }
         space == Space::Global && config.addresses_only
-    })
+    }
 }
 
 /// Called by [`crate::gpu::Global`] accessors for every global access of a value of

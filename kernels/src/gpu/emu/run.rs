@@ -2,10 +2,13 @@
 //! each way ([`Run`]): one after another, as coroutines on one OS thread, or each on
 //! an OS thread of its own, reused from block to block ([`Crew`]).
 
+use core::cell::RefCell;
+use core::ops::ControlFlow;
 use std::boxed::Box;
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::string::ToString;
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Condvar, Mutex};
 use std::vec::Vec;
 
@@ -14,8 +17,8 @@ use corosensei::{Coroutine, CoroutineResult, Yielder};
 
 use super::async_copy::AsyncCopies;
 use super::launch::{LaunchConfig, LaunchError, panic_message, unflatten};
-use super::record::Recording;
-use super::{BlockState, CURRENT, POISON, ThreadCtx, schedule, warp, words_for};
+use super::record::{Access, Executions, Recording};
+use super::{ADDRESSES_ONLY, BlockState, CURRENT, POISON, SLOT, ThreadCtx, schedule, warp, words_for};
 
 /// `__syncthreads()` for one emulated block.
 ///
@@ -54,6 +57,10 @@ pub(super) struct Aborted;
 /// The unwind payload of a thread that reached a barrier while its block's threads ran
 /// one after another: the launch must run them so that they can meet there.
 struct NeedsBarrier;
+
+/// The unwind payload of a thread whose access would take its block's log past
+/// [`LaunchConfig::log_limit`].
+pub(super) struct LogFull;
 
 impl BlockBarrier {
     pub(super) fn new(threads: usize) -> Self {
@@ -153,23 +160,61 @@ pub(super) fn barrier(block: &BlockState, rank: usize) {
 /// Why [`run_blocks`] stopped early.
 pub(super) enum Stop {
     Failed(LaunchError),
-    /// A thread reached a barrier while its block's threads ran one after another.
-    NeedsBarrier,
+    /// A thread reached a barrier while its block's threads ran one after another;
+    /// the blocks before its block (`done` of them) ran and were handed on.
+    NeedsBarrier {
+        done: usize,
+    },
 }
 
 /// The stack of an emulated thread, an OS thread's or a fiber's: kernels keep little
 /// on theirs.
 const THREAD_STACK_BYTES: usize = 256 * 1024;
 
-/// Runs `blocks`, each block's threads as `run` says.
+/// What receives each block's recording as the block ends (to read, or take from);
+/// `Break` ends the launch there.
+pub(super) type Each<'a> = &'a mut dyn FnMut(&mut Recording) -> ControlFlow<()>;
+
+/// Where a block's threads put their logs: the block's recording, and the emptied
+/// logs of threads that have returned, for the next threads to fill (a block's logs
+/// take as much again the next block, and growing them anew each time cost more than
+/// keeping them).
+#[derive(Default)]
+struct Logs {
+    block: Mutex<Recording>,
+    spare: Mutex<Vec<Vec<Access>>>,
+}
+
+impl Logs {
+    fn spare(&self) -> Vec<Access> {
+        self.spare
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .pop()
+            .unwrap_or_default()
+    }
+
+    /// Appends a returned thread's log and counts to the block's, keeping its storage.
+    fn append(&self, mut log: Vec<Access>, executions: impl Iterator<Item = Executions>) {
+        let mut block = self.block.lock().unwrap_or_else(|p| p.into_inner());
+        block.accesses.append(&mut log);
+        block.executions.extend(executions);
+        drop(block);
+        self.spare.lock().unwrap_or_else(|p| p.into_inner()).push(log);
+    }
+}
+
+/// Runs `blocks`, each block's threads as `run` says, and hands each block's recording
+/// to `each` as soon as the block has run, in order.
 pub(super) fn run_blocks(
     config: &LaunchConfig,
     blocks: &[usize],
     kernel: &(impl Fn() + Sync),
     run: Run,
-) -> Result<Recording, Stop> {
+    each: Each,
+) -> Result<(), Stop> {
     let block = config.block;
-    let log = Mutex::new(Recording::default());
+    let log = Logs::default();
     let failure: Mutex<Option<Stop>> = Mutex::new(None);
     let fail = |e: Stop| {
         failure.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(e);
@@ -181,8 +226,29 @@ pub(super) fn run_blocks(
         warps: warp::Warps::new(block.count()),
         statics: Mutex::new(HashMap::new()),
         dynamic: Mutex::new(std::vec![POISON; words_for(config.dynamic_shared_bytes)].into_boxed_slice()),
+        logged: AtomicUsize::new(0),
     };
     let failed = || failure.lock().unwrap_or_else(|p| p.into_inner()).is_some();
+    // After each block: its recording goes on, unless a thread failed; whether to stop.
+    let mut done = 0;
+    let mut hand_on = || {
+        let mut recording = log.block.lock().unwrap_or_else(|p| p.into_inner());
+        let mut failure = failure.lock().unwrap_or_else(|p| p.into_inner());
+        let stop = match failure.as_mut() {
+            Some(Stop::NeedsBarrier { done: at }) => {
+                *at = done;
+                true
+            }
+            Some(Stop::Failed(_)) => true,
+            None => {
+                done += 1;
+                each(&mut recording).is_break()
+            }
+        };
+        recording.accesses.clear();
+        recording.executions.clear();
+        stop
+    };
     match run {
         Run::OneByOne => {
             for &b in blocks {
@@ -193,7 +259,7 @@ pub(super) fn run_blocks(
                         break;
                     }
                 }
-                if failed() {
+                if hand_on() {
                     break;
                 }
             }
@@ -210,7 +276,7 @@ pub(super) fn run_blocks(
             for &b in blocks {
                 let state = new_state();
                 stacks = run_fibers(stacks, |t| run_thread(config, &state, kernel, b, t, &log, &fail));
-                if failed() {
+                if hand_on() {
                     break;
                 }
             }
@@ -237,7 +303,7 @@ pub(super) fn run_blocks(
                 }
                 for &b in blocks {
                     crew.run_block(b, new_state());
-                    if failed() {
+                    if hand_on() {
                         break;
                     }
                 }
@@ -245,10 +311,10 @@ pub(super) fn run_blocks(
             });
         }
     }
-    if let Some(e) = failure.lock().unwrap_or_else(|p| p.into_inner()).take() {
-        return Err(e);
+    match failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        Some(stop) => Err(stop),
+        None => Ok(()),
     }
-    Ok(log.into_inner().unwrap_or_else(|e| e.into_inner()))
 }
 
 /// Runs `thread(t)` for each thread `t` of a block as a coroutine on this OS thread,
@@ -373,7 +439,7 @@ fn run_thread(
     kernel: &(impl Fn() + Sync),
     b: usize,
     t: usize,
-    log: &Mutex<Recording>,
+    log: &Logs,
     fail: &impl Fn(Stop),
 ) {
     let (grid, block) = (config.grid, config.block);
@@ -387,26 +453,35 @@ fn run_thread(
         config,
         linear_block: b,
         linear_thread: t,
-        counters: Vec::new(),
+        counters: Default::default(),
         epoch: 0,
-        log: Vec::new(),
+        log: log.spare(),
         copies: AsyncCopies::default(),
     };
     // SAFETY: the context is removed below, before `state` and `config` go out of
     // scope; nothing else keeps it.
     let ctx: ThreadCtx<'static> = unsafe { core::mem::transmute(ctx) };
     CURRENT.with(|c| *c.borrow_mut() = Some(ctx));
+    SLOT.set(CURRENT.with(RefCell::as_ptr));
+    ADDRESSES_ONLY.set(config.addresses_only);
     let turn = state.turns.as_ref().map(|turns| turns.start(t));
     let outcome = catch_unwind(AssertUnwindSafe(kernel));
     drop(turn);
     let ctx = CURRENT.with(|c| c.borrow_mut().take());
+    ADDRESSES_ONLY.set(false);
     match outcome {
-        Err(payload) if payload.is::<NeedsBarrier>() => fail(Stop::NeedsBarrier),
+        Err(payload) if payload.is::<NeedsBarrier>() => fail(Stop::NeedsBarrier { done: 0 }),
         Err(payload) if !payload.is::<Aborted>() => {
-            fail(Stop::Failed(LaunchError::Panicked {
-                block: block_idx,
-                thread: thread_idx,
-                message: panic_message(payload.as_ref()),
+            fail(Stop::Failed(if payload.is::<LogFull>() {
+                LaunchError::TooLarge {
+                    limit: config.log_limit.unwrap_or(0),
+                }
+            } else {
+                LaunchError::Panicked {
+                    block: block_idx,
+                    thread: thread_idx,
+                    message: panic_message(payload.as_ref()),
+                }
             }));
             state.barrier.abort();
             state.warps.abort();
@@ -416,8 +491,6 @@ fn run_thread(
     state.barrier.leave();
     state.warps.leave(t);
     if let Some(ctx) = ctx {
-        let mut log = log.lock().unwrap_or_else(|e| e.into_inner());
-        log.accesses.extend(ctx.log);
-        log.executions.extend(ctx.counters.into_iter().map(|(c, _)| c));
+        log.append(ctx.log, ctx.counters.into_executions(b, t));
     }
 }

@@ -142,8 +142,13 @@ impl Warps {
     /// A thread returned from the kernel: lanes waiting for it stop waiting.
     pub(super) fn leave(&self, thread: usize) {
         let x = &self.warps[thread / 32];
-        x.lock().exited += 1;
-        x.done.notify_all();
+        let mut s = x.lock();
+        s.exited += 1;
+        // Only lanes that deposited wait (a wake is a system call, and every emulated
+        // thread leaves).
+        if s.arrived > 0 {
+            x.done.notify_all();
+        }
     }
 
     pub(super) fn abort(&self) {
