@@ -3,9 +3,9 @@
 //!
 //! GB/s are compared with GB/s: both are stated as % of the profile's copy ceiling
 //! (the prediction's own denominator), not the measured row's % of copy, which is over
-//! a copy timed in that run at the experiment's size (particles: 128 MiB, 3.5-6.4%
-//! under the ceiling at 8 x L2, which would raise its % by as much). The run's own %
-//! of copy is shown beside them.
+//! a copy timed in that run at the experiment's size, which may run under the ceiling
+//! and raise the row's % by as much (docs/model.md). The run's own % of copy is shown
+//! beside them.
 
 use serde::Serialize;
 

@@ -160,10 +160,9 @@ impl KernelReport {
     ///   rungs' B rows 544 bytes apart 8 where a row starts off a 128-byte boundary, 7
     ///   on average.
     ///
-    /// Nsight Compute's source counters (H100, 2026-11-24) gave 4.00 for every
-    /// `LDGSTS` of the FP32 rungs and 7.00 for the TF32 rungs' B copies, as here; the
-    /// TF32 A copies (rule: 7.5) took 10.5 or 4.0 by their place in the schedule,
-    /// which no address rule sees: docs/explain.md.
+    /// Nsight Compute counts as these rules do for the FP32 rungs' copies and the TF32
+    /// rungs' B copies; the TF32 A copies' count depends on their place in the
+    /// schedule, which no address rule sees: docs/explain.md.
     pub fn async_copy_wavefronts_per_request(&self) -> Option<f64> {
         let lines = |w: &SiteStats| {
             self.copy_half(w, Memory::Global)
