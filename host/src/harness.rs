@@ -48,16 +48,9 @@ pub fn choose_problem(exp: &Experiment, opts: &RunOptions, info: &DeviceInfo, fr
             .unwrap_or_else(|| "more than 16 EiB".into()),
         free: format_bytes(free),
     };
-    let shape = opts.shape.as_deref().filter(|s| s.len() == exp.shape_rank());
-    if shape.is_some_and(|dims| dims.contains(&0)) {
-        return Err(Error::Zero {
-            what: "every --shape dimension",
-        });
-    }
-    let explicit = opts.size.is_some() || shape.is_some();
-    let mut size = opts.size.unwrap_or_else(|| exp.default_size.bytes(info));
-    let mut problem = exp.kind.problem(size, shape)?;
+    let (mut problem, explicit) = exp.requested_problem(opts.size, opts.shape.as_deref(), info)?;
     if !explicit {
+        let mut size = exp.default_size.bytes(info);
         while needs(&problem).is_none_or(|n| n > budget) && size > (1 << 20) {
             size /= 2;
             problem = exp.kind.problem(size, None)?;

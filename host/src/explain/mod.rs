@@ -226,17 +226,12 @@ pub fn sizing_gpu(opts: &Options) -> DeviceInfo {
     }
 }
 
-/// The problem `experiment` runs at under `opts`, as `coalesce run` would pick it on
-/// the sizing GPU (no shrinking to fit: nothing is allocated).
+/// The problem `experiment` runs at under `opts`, as `coalesce run` picks it on the
+/// sizing GPU ([`Experiment::requested_problem`]; no shrinking to fit: nothing is
+/// allocated).
 pub fn problem(experiment: &Experiment, opts: &Options) -> Result<Problem> {
-    let size = opts
-        .size
-        .unwrap_or_else(|| experiment.default_size.bytes(&sizing_gpu(opts)));
-    let shape = opts
-        .shape
-        .as_deref()
-        .filter(|s| s.len() == experiment.shape_rank() && experiment.shape_rank() > 0);
-    experiment.kind.problem(size, shape)
+    let (problem, _) = experiment.requested_problem(opts.size, opts.shape.as_deref(), &sizing_gpu(opts))?;
+    Ok(problem)
 }
 
 /// Emulates and analyses one variant at `problem`.
