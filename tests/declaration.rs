@@ -91,6 +91,7 @@ fn explain_predicts_its_coalescing() {
         model: Model::Sm70,
         blocks: 4,
         profile: None,
+        memory_limit: coalesce::explain::EMULATION_BYTES,
     };
     let report = coalesce::explain::explain(&demo(), &opts, |_| {}).unwrap();
     let loads: Vec<f64> = report

@@ -4,7 +4,7 @@
 use coalesce::experiments::select;
 use coalesce::explain::analyse::{Direction, Memory, Pattern, SiteStats};
 use coalesce::explain::model::Model;
-use coalesce::explain::{KernelReport, Options, explain};
+use coalesce::explain::{KernelReport, Options, Step, explain};
 
 /// Explains `EXPERIMENT/VARIANT` at `size` bytes per array (None: the default).
 fn explain_at(word: &str, size: Option<u64>, shape: Option<Vec<usize>>, model: Model) -> KernelReport {
@@ -15,6 +15,7 @@ fn explain_at(word: &str, size: Option<u64>, shape: Option<Vec<usize>>, model: M
         model,
         blocks: 8,
         profile: None,
+        memory_limit: coalesce::explain::EMULATION_BYTES,
     };
     let mut report = explain(&selection, &opts, |_| {}).unwrap();
     assert_eq!(report.kernels.len(), 1, "{word}");
@@ -290,6 +291,7 @@ fn residency_comes_from_ptxas_for_the_profiles_gpu() {
         model: Model::Sm70,
         blocks: 2,
         profile: Some(profile.clone()),
+        memory_limit: coalesce::explain::EMULATION_BYTES,
     };
     let selection = select(&["transpose/tiled-padded".to_string(), "copy/f32".to_string()]).unwrap();
     let report = explain(&selection, &opts, |_| {}).unwrap();
@@ -514,9 +516,15 @@ fn variants_explained_at_once_come_back_in_the_order_asked() {
         model: Model::Sm70,
         blocks: 8,
         profile: None,
+        memory_limit: coalesce::explain::EMULATION_BYTES,
     };
     let mut heard = Vec::new();
-    let report = explain(&selection, &opts, |v| heard.push(v.to_string())).unwrap();
+    let report = explain(&selection, &opts, |step| {
+        if let Step::Explained(v) = step {
+            heard.push(v.to_string())
+        }
+    })
+    .unwrap();
     let names: Vec<String> = report
         .kernels
         .iter()
@@ -537,4 +545,70 @@ fn variants_explained_at_once_come_back_in_the_order_asked() {
     let mut sorted = wanted.clone();
     sorted.sort();
     assert_eq!(heard, sorted);
+}
+
+/// An emulation that would hold more than its limit is refused, in one line that names
+/// the limit and what to pass instead, as a bad command line (exit 2), whether its
+/// counts outgrow it block after block or one block's log alone would.
+#[test]
+fn an_emulation_past_its_memory_limit_is_refused_naming_the_limit() {
+    let selection = select(&["copy/f32".to_string()]).unwrap();
+    // 4096 blocks spread over a 64 MiB copy, each touching sectors of its own.
+    let opts = Options {
+        size: Some(64 << 20),
+        blocks: 4096,
+        memory_limit: 256 << 10,
+        ..Options::default()
+    };
+    let e = explain(&selection, &opts, |_| {}).unwrap_err();
+    let text = e.to_string();
+    assert!(!text.contains('\n'), "{text}");
+    assert!(text.contains("copy/f32 (copy_f32)"), "{text}");
+    assert!(text.contains("may hold 256.0 KiB"), "{text}");
+    assert!(text.contains("of 4096 blocks"), "{text}");
+    assert!(text.contains("pass a smaller --blocks"), "{text}");
+    assert_eq!(e.exit_code(), 2);
+    // One block of 256 threads logs more than 2 KiB.
+    let opts = Options {
+        memory_limit: 4 << 10,
+        ..opts
+    };
+    let text = explain(&selection, &opts, |_| {}).unwrap_err().to_string();
+    assert!(text.contains("one block records more than 2.0 KiB"), "{text}");
+    assert!(text.contains("may hold 4.0 KiB"), "{text}");
+    // The default limit takes the same window whole.
+    let opts = Options {
+        memory_limit: Options::default().memory_limit,
+        ..opts
+    };
+    let k = &explain(&selection, &opts, |_| {}).unwrap().kernels[0];
+    assert_eq!(k.blocks_emulated(), 4096);
+}
+
+/// Each variant's emulation is heard of block by block, its last block included, and
+/// then as explained.
+#[test]
+fn progress_follows_the_blocks_of_each_emulation() {
+    let selection = select(&["transpose/tiled".to_string(), "stride/64".to_string()]).unwrap();
+    let opts = Options {
+        size: Some(1 << 20),
+        shape: Some(vec![256, 256]),
+        blocks: 5,
+        ..Options::default()
+    };
+    let mut heard: Vec<(String, usize, usize)> = Vec::new();
+    let mut explained = Vec::new();
+    explain(&selection, &opts, |step| match step {
+        Step::Blocks {
+            variant, done, of, ..
+        } => heard.push((variant.to_string(), done, of)),
+        Step::Explained(v) => explained.push(v.to_string()),
+    })
+    .unwrap();
+    assert_eq!(explained.len(), 2);
+    for v in &explained {
+        let mine: Vec<_> = heard.iter().filter(|h| &h.0 == v).collect();
+        assert!(mine.iter().all(|h| 1 <= h.1 && h.1 <= h.2), "{mine:?}");
+        assert!(mine.iter().any(|h| h.1 == 5 && h.2 == 5), "{v}: {mine:?}");
+    }
 }

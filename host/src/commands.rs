@@ -40,7 +40,23 @@ fn variant_count(selection: &[Selection]) -> u64 {
 /// Emulates `selection` with a progress bar.
 fn emulate(selection: &[Selection], opts: &explain::Options, quiet: bool) -> Result<explain::ExplainReport> {
     let mut progress = Progress::new(variant_count(selection), quiet);
-    let report = explain::explain(selection, opts, |msg| progress.step(&format!("emulated {msg}")));
+    let report = explain::explain(selection, opts, |step| match step {
+        explain::Step::Blocks {
+            variant,
+            done,
+            of,
+            left,
+        } => {
+            // The time left, once it is more than a glance.
+            let left = if left.as_secs() >= 5 {
+                format!(", about {} left", crate::progress::rough(left))
+            } else {
+                String::new()
+            };
+            progress.note(&format!("emulating {variant}: block {done} of {of}{left}"))
+        }
+        explain::Step::Explained(variant) => progress.step(&format!("emulated {variant}")),
+    });
     progress.finish();
     report
 }
@@ -56,6 +72,7 @@ pub fn explain_command(args: ExplainArgs) -> Result<Outcome> {
         model: args.model,
         blocks: args.blocks as usize,
         profile: args.profile.as_deref().map(profile_named).transpose()?,
+        memory_limit: explain::EMULATION_BYTES,
     };
     if let Some(dir) = &args.against_ncu {
         let found = ncu::read_dir(dir)?;

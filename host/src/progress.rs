@@ -46,6 +46,11 @@ impl Progress {
         self.bar.set_message(what.to_string());
     }
 
+    /// Says what the current step is doing now, without finishing it.
+    pub fn note(&mut self, what: &str) {
+        self.bar.set_message(what.to_string());
+    }
+
     /// Steps finished so far.
     pub fn done(&self) -> u64 {
         self.bar.position()
@@ -61,6 +66,16 @@ impl Progress {
     }
 }
 
+/// A time for a progress line: whole seconds under a minute, else minutes (and hours).
+pub fn rough(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..60 => format!("{s} s"),
+        60..3600 => format!("{} min", (s + 30) / 60),
+        _ => format!("{} h {} min", s / 3600, s % 3600 / 60),
+    }
+}
+
 impl Drop for Progress {
     fn drop(&mut self) {
         // An error in the middle of a sweep must not leave a half-drawn bar behind.
@@ -71,6 +86,13 @@ impl Drop for Progress {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rough_times_round_to_what_a_glance_needs() {
+        assert_eq!(rough(Duration::from_millis(7_400)), "7 s");
+        assert_eq!(rough(Duration::from_secs(150)), "3 min");
+        assert_eq!(rough(Duration::from_secs(2 * 3600 + 5 * 60 + 9)), "2 h 5 min");
+    }
 
     #[test]
     fn steps_count_when_hidden() {

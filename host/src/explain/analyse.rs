@@ -4,14 +4,15 @@
 //! executing a site for the i-th time form one request, as one warp-wide load or
 //! store instruction does on the GPU.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::ops::Range;
 
 use kernels::gpu::emu::{Access, Executions, Op, Space};
 use serde::Serialize;
 
+use super::hash::FastMap;
 use super::model::{self, Lane, Model};
+use super::requests::{Requests, Site};
 
 /// Load or store.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -176,11 +177,23 @@ fn global_pattern(lanes: &[Lane], sectors: u64, useful: u64) -> Pattern {
     }
 }
 
-#[derive(Default)]
+/// One site's sums so far, and how many of its requests had each pattern (in
+/// [`Pattern`]'s order).
 struct Tally {
-    stats: Option<SiteStats>,
-    patterns: HashMap<Pattern, u64>,
+    stats: SiteStats,
+    patterns: [u64; PATTERNS.len()],
 }
+
+/// Every pattern, in the order ties between them go (the first listed wins).
+const PATTERNS: [Pattern; 7] = [
+    Pattern::Coalesced,
+    Pattern::Misaligned,
+    Pattern::Broadcast,
+    Pattern::Strided,
+    Pattern::Scattered,
+    Pattern::ConflictFree,
+    Pattern::BankConflicts,
+];
 
 type SiteKey<'a> = (&'a str, u32, u32, Direction, Memory);
 
@@ -196,6 +209,198 @@ fn site_key(site: &'static std::panic::Location<'static>, op: Op, space: Space) 
     (site.file(), site.line(), site.column(), op, space)
 }
 
+/// Per-site statistics of a window, summed as its blocks run: each block's log is
+/// added whole ([`Sites::add`]), so a window of any number of blocks holds one block's
+/// log at a time.
+pub struct Sites<'b> {
+    model: Model,
+    buffers: &'b [(String, Range<usize>)],
+    /// Sites by identity, numbered in the order the logs first show them; each kernel
+    /// has a handful.
+    ids: FastMap<SiteKey<'static>, usize>,
+    sites: Vec<SiteKey<'static>>,
+    tallies: Vec<Option<Tally>>,
+    /// Per site: its requests over every execution, recorded or not.
+    executed: Vec<f64>,
+}
+
+impl<'b> Sites<'b> {
+    /// Sums under `model`; `buffers` names the kernel's global buffers by address range.
+    pub fn new(model: Model, buffers: &'b [(String, Range<usize>)]) -> Sites<'b> {
+        Sites {
+            model,
+            buffers,
+            ids: FastMap::default(),
+            sites: Vec::new(),
+            tallies: Vec::new(),
+            executed: Vec::new(),
+        }
+    }
+
+    /// The number of a log's site, a new one the first time.
+    fn id(&mut self, site: &Site) -> usize {
+        let key = site_key(site.location, site.op, site.space);
+        *self.ids.entry(key).or_insert_with(|| {
+            self.sites.push(key);
+            self.tallies.push(None);
+            self.executed.push(0.0);
+            self.sites.len() - 1
+        })
+    }
+
+    /// Adds the log of whole blocks (every lane of each request), in increasing block
+    /// order across calls. `executions` (each thread's count of each site, recorded or
+    /// not) scales each site's recorded requests to all of them.
+    pub fn add(&mut self, log: &[Access], executions: &[Executions]) {
+        self.add_requests(log, &Requests::of(log), executions);
+    }
+
+    /// [`Sites::add`] of a log already grouped into `requests`.
+    pub fn add_requests(&mut self, log: &[Access], requests: &Requests, executions: &[Executions]) {
+        let ids: Vec<usize> = requests.sites.iter().map(|s| self.id(s)).collect();
+        // Per (site, block, warp): every execution over the recorded ones, of the warp's
+        // busiest lane (a warp issues a site as often as its busiest lane executes it).
+        let mut counts: FastMap<(usize, usize, usize), (usize, usize)> = FastMap::default();
+        for e in executions {
+            if let Some(&id) = self.ids.get(&site_key(e.site, e.op, e.space)) {
+                let c = counts.entry((id, e.block, e.thread / 32)).or_default();
+                *c = (c.0.max(e.executions), c.1.max(e.recorded));
+            }
+        }
+        let scale = |id: usize, block: usize, warp: usize| match counts.get(&(id, block, warp)) {
+            Some(&(all, recorded)) if recorded > 0 => all as f64 / recorded as f64,
+            _ => 1.0,
+        };
+        let mut lanes: Vec<Lane> = Vec::with_capacity(32);
+        let mut offsets: Vec<Lane> = Vec::with_capacity(32);
+        for r in &requests.requests {
+            let id = ids[r.site];
+            let members = requests.members(r);
+            lanes.clear();
+            lanes.extend(members.iter().map(|&i| {
+                let a = &log[i];
+                Lane {
+                    lane: a.lane(),
+                    addr: (a.array + a.addr) as u64,
+                    bytes: a.bytes as u64,
+                }
+            }));
+            let (file, line, column, op, space) = self.sites[id];
+            let first = &log[members[0]];
+            let buffers = self.buffers;
+            let tally = self.tallies[id].get_or_insert_with(|| Tally {
+                stats: SiteStats {
+                    file: file.to_string(),
+                    line,
+                    column,
+                    op,
+                    space,
+                    buffer: match space {
+                        Memory::Global => buffers
+                            .iter()
+                            .find(|(_, r)| r.contains(&first.addr))
+                            .map(|(name, _)| name.clone()),
+                        Memory::Shared => None,
+                    },
+                    async_copy: first.async_copy,
+                    requests: 0,
+                    executions: 0,
+                    lanes: 0,
+                    lane_bytes: 0,
+                    sectors: 0,
+                    lines: 0,
+                    transactions: 0,
+                    fetched_bytes: 0,
+                    useful_bytes: 0,
+                    bank_ways: 0,
+                    wavefronts: 0,
+                    bank_ways_max: 0,
+                    line_rows: 0,
+                    pattern: Pattern::Coalesced,
+                    pattern_share: 0.0,
+                },
+                patterns: [0; PATTERNS.len()],
+            });
+            let s = &mut tally.stats;
+            s.requests += 1;
+            self.executed[id] += scale(id, r.block, r.warp);
+            s.lanes += lanes.len() as u64;
+            s.lane_bytes = lanes.iter().map(|l| l.bytes).fold(s.lane_bytes, u64::max);
+            let useful = model::useful_bytes(&lanes);
+            s.useful_bytes += useful;
+            let pattern = match space {
+                Memory::Global => {
+                    let sectors = model::sectors(&lanes);
+                    let cost = self.model.cost(&lanes);
+                    s.sectors += sectors;
+                    s.lines += model::lines(&lanes);
+                    s.transactions += cost.transactions;
+                    s.fetched_bytes += cost.bytes;
+                    global_pattern(&lanes, sectors, useful)
+                }
+                Memory::Shared => {
+                    // Offsets within the array: the GPU places it 128-byte aligned (the
+                    // kernel std declares it so), the emulator's storage only 16-byte
+                    // aligned.
+                    offsets.clear();
+                    offsets.extend(members.iter().zip(&lanes).map(|(&i, l)| Lane {
+                        addr: log[i].addr as u64,
+                        ..*l
+                    }));
+                    s.sectors += model::sectors(&offsets);
+                    if s.async_copy {
+                        let pairs = members
+                            .iter()
+                            .zip(&offsets)
+                            .map(|(&i, o)| (log[i].copied_from.map(|a| a as u64), o.addr));
+                        s.line_rows += model::line_rows(pairs);
+                    }
+                    let ways = model::bank_ways(&lanes, op == Direction::Load);
+                    s.bank_ways += ways;
+                    s.wavefronts += model::shared_wavefronts(&lanes, op == Direction::Load);
+                    s.bank_ways_max = s.bank_ways_max.max(ways);
+                    if ways <= 1 {
+                        Pattern::ConflictFree
+                    } else {
+                        Pattern::BankConflicts
+                    }
+                }
+            };
+            let at = PATTERNS
+                .iter()
+                .position(|&p| p == pattern)
+                .expect("every pattern is listed");
+            tally.patterns[at] += 1;
+        }
+    }
+
+    /// Every site's statistics, ordered by source line, loads before stores within a line.
+    pub fn finish(self) -> Vec<SiteStats> {
+        let mut out: Vec<SiteStats> = self
+            .tallies
+            .into_iter()
+            .zip(self.executed)
+            .filter_map(|(t, executed)| {
+                let t = t?;
+                let mut s = t.stats;
+                s.executions = executed.round() as u64;
+                // Most common; ties go to the pattern listed first.
+                let (at, count) = t
+                    .patterns
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, n)| **n > 0)
+                    .max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(&a.0)))?;
+                s.pattern = PATTERNS[at];
+                s.pattern_share = *count as f64 / s.requests as f64;
+                Some(s)
+            })
+            .collect();
+        out.sort_by(|a, b| (&a.file, a.line, a.op, a.column).cmp(&(&b.file, b.line, b.op, b.column)));
+        out
+    }
+}
+
 /// Groups `log` into requests and sums them per site under `model`, ordered by
 /// source line, loads before stores within a line. `executions` (each thread's count
 /// of each site, recorded or not) scales each site's recorded requests to all of
@@ -206,145 +411,7 @@ pub fn analyse(
     model: Model,
     buffers: &[(String, Range<usize>)],
 ) -> Vec<SiteStats> {
-    // Sites by identity; each kernel has a handful.
-    let mut site_ids: HashMap<SiteKey, usize> = HashMap::new();
-    let mut sites: Vec<SiteKey> = Vec::new();
-    let mut keyed: Vec<(usize, usize, usize, usize, usize)> = Vec::with_capacity(log.len());
-    for (i, a) in log.iter().enumerate() {
-        let key = site_key(a.site, a.op, a.space);
-        let id = *site_ids.entry(key).or_insert_with(|| {
-            sites.push(key);
-            sites.len() - 1
-        });
-        keyed.push((id, a.block, a.warp(), a.occurrence, i));
-    }
-    keyed.sort_unstable();
-    // Per (site, block, warp): every execution over the recorded ones, of the warp's
-    // busiest lane (a warp issues a site as often as its busiest lane executes it).
-    let mut counts: HashMap<(usize, usize, usize), (usize, usize)> = HashMap::new();
-    for e in executions {
-        if let Some(&id) = site_ids.get(&site_key(e.site, e.op, e.space)) {
-            let c = counts.entry((id, e.block, e.thread / 32)).or_default();
-            *c = (c.0.max(e.executions), c.1.max(e.recorded));
-        }
-    }
-    let scale = |id: usize, block: usize, warp: usize| match counts.get(&(id, block, warp)) {
-        Some(&(all, recorded)) if recorded > 0 => all as f64 / recorded as f64,
-        _ => 1.0,
-    };
-    let mut executed = vec![0.0f64; sites.len()];
-
-    let mut tallies: Vec<Tally> = sites.iter().map(|_| Tally::default()).collect();
-    let mut lanes: Vec<Lane> = Vec::with_capacity(32);
-    for group in keyed.chunk_by(|x, y| (x.0, x.1, x.2, x.3) == (y.0, y.1, y.2, y.3)) {
-        let id = group[0].0;
-        lanes.clear();
-        lanes.extend(group.iter().map(|k| {
-            let a = &log[k.4];
-            Lane {
-                lane: a.lane(),
-                addr: (a.array + a.addr) as u64,
-                bytes: a.bytes as u64,
-            }
-        }));
-        let (file, line, column, op, space) = sites[id];
-        let tally = &mut tallies[id];
-        let s = tally.stats.get_or_insert_with(|| SiteStats {
-            file: file.to_string(),
-            line,
-            column,
-            op,
-            space,
-            buffer: match space {
-                Memory::Global => buffers
-                    .iter()
-                    .find(|(_, r)| r.contains(&log[group[0].4].addr))
-                    .map(|(name, _)| name.clone()),
-                Memory::Shared => None,
-            },
-            async_copy: log[group[0].4].async_copy,
-            requests: 0,
-            executions: 0,
-            lanes: 0,
-            lane_bytes: 0,
-            sectors: 0,
-            lines: 0,
-            transactions: 0,
-            fetched_bytes: 0,
-            useful_bytes: 0,
-            bank_ways: 0,
-            wavefronts: 0,
-            bank_ways_max: 0,
-            line_rows: 0,
-            pattern: Pattern::Coalesced,
-            pattern_share: 0.0,
-        });
-        s.requests += 1;
-        executed[id] += scale(id, group[0].1, group[0].2);
-        s.lanes += lanes.len() as u64;
-        s.lane_bytes = lanes.iter().map(|l| l.bytes).fold(s.lane_bytes, u64::max);
-        let useful = model::useful_bytes(&lanes);
-        s.useful_bytes += useful;
-        let pattern = match space {
-            Memory::Global => {
-                let sectors = model::sectors(&lanes);
-                let cost = model.cost(&lanes);
-                s.sectors += sectors;
-                s.lines += model::lines(&lanes);
-                s.transactions += cost.transactions;
-                s.fetched_bytes += cost.bytes;
-                global_pattern(&lanes, sectors, useful)
-            }
-            Memory::Shared => {
-                // Offsets within the array: the GPU places it 128-byte aligned (the
-                // kernel std declares it so), the emulator's storage only 16-byte
-                // aligned.
-                let offsets: Vec<Lane> = group
-                    .iter()
-                    .zip(&lanes)
-                    .map(|(k, l)| Lane {
-                        addr: log[k.4].addr as u64,
-                        ..*l
-                    })
-                    .collect();
-                s.sectors += model::sectors(&offsets);
-                if s.async_copy {
-                    let pairs = group
-                        .iter()
-                        .zip(&offsets)
-                        .map(|(k, o)| (log[k.4].copied_from.map(|a| a as u64), o.addr));
-                    s.line_rows += model::line_rows(pairs);
-                }
-                let ways = model::bank_ways(&lanes, op == Direction::Load);
-                s.bank_ways += ways;
-                s.wavefronts += model::shared_wavefronts(&lanes, op == Direction::Load);
-                s.bank_ways_max = s.bank_ways_max.max(ways);
-                if ways <= 1 {
-                    Pattern::ConflictFree
-                } else {
-                    Pattern::BankConflicts
-                }
-            }
-        };
-        *tally.patterns.entry(pattern).or_insert(0) += 1;
-    }
-
-    let mut out: Vec<SiteStats> = tallies
-        .into_iter()
-        .zip(executed)
-        .filter_map(|(t, executed)| {
-            let mut s = t.stats?;
-            s.executions = executed.round() as u64;
-            // Most common; ties go to the pattern listed first.
-            let (pattern, count) = t
-                .patterns
-                .into_iter()
-                .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0)))?;
-            s.pattern = pattern;
-            s.pattern_share = count as f64 / s.requests as f64;
-            Some(s)
-        })
-        .collect();
-    out.sort_by(|a, b| (&a.file, a.line, a.op, a.column).cmp(&(&b.file, b.line, b.op, b.column)));
-    out
+    let mut sites = Sites::new(model, buffers);
+    sites.add(log, executions);
+    sites.finish()
 }

@@ -8,7 +8,7 @@
 
 use std::ops::Range;
 
-use kernels::gpu::emu::{self, Access, Dim3, Executions, LaunchConfig};
+use kernels::gpu::emu::{self, Dim3, LaunchConfig};
 use kernels::handle::KernelInfo;
 
 use crate::buffers::POISON_BITS;
@@ -111,7 +111,7 @@ impl HostBuffer {
     }
 }
 
-fn emulation_error(kernel: &str) -> impl FnOnce(emu::LaunchError) -> Error + '_ {
+pub(super) fn emulation_error(kernel: &str) -> impl FnOnce(emu::LaunchError) -> Error + '_ {
     move |e| Error::Emulation {
         kernel: kernel.to_string(),
         why: e.to_string(),
@@ -213,52 +213,54 @@ pub fn sample_blocks(total: usize, want: usize) -> Option<Vec<usize>> {
     Some(blocks)
 }
 
-/// An addresses-only recorded run of some blocks.
-pub struct Recorded {
-    pub accesses: Vec<Access>,
-    /// How often each thread executed each site, recorded or not.
-    pub executions: Vec<Executions>,
-    /// The blocks emulated; `None` means the whole grid.
-    pub blocks: Option<Vec<usize>>,
-    /// Each buffer's name and virtual byte range.
-    pub regions: Vec<(String, Range<usize>)>,
-}
+/// Each buffer's name and virtual byte range in an addresses-only run.
+pub type Regions = Vec<(String, Range<usize>)>;
 
-/// Emulates `blocks` (all when `None`) recording the first `max_occurrences`
-/// executions of each access site by each thread, without touching memory.
-pub fn record(
-    launch: &EmuLaunch,
-    blocks: Option<Vec<usize>>,
-    max_occurrences: usize,
-    global_only: bool,
-) -> Result<Recorded> {
+/// The regions of [`record_each`]'s virtual buffers, and their base addresses.
+pub fn regions(launch: &EmuLaunch) -> Result<(Regions, Vec<usize>)> {
     let addrs = virtual_layout(&launch.buffers)?;
-    let regions: Vec<(String, Range<usize>)> = launch
+    let regions = launch
         .buffers
         .iter()
         .zip(&addrs)
         .map(|(b, &a)| (b.name.to_string(), a..a + 4 * b.len))
         .collect();
+    Ok((regions, addrs))
+}
+
+/// Emulates `blocks` (all when `None`) with the buffers at `addrs` ([`regions`]),
+/// recording the first `max_occurrences` executions of each access site by each
+/// thread, without touching memory, and hands each block's recording to `each` as the
+/// block ends (`Break` stops the launch there). A block that would record more than
+/// `log_limit` bytes fails the launch ([`emu::LaunchError::TooLarge`]).
+pub fn record_each(
+    launch: &EmuLaunch,
+    addrs: &[usize],
+    blocks: Option<Vec<usize>>,
+    max_occurrences: usize,
+    global_only: bool,
+    log_limit: usize,
+    each: impl FnMut(&mut emu::Recording) -> std::ops::ControlFlow<()>,
+) -> std::result::Result<(), emu::LaunchError> {
     let config = LaunchConfig {
         grid: launch.grid,
         block: launch.block,
         dynamic_shared_bytes: launch.dynamic_shared_bytes,
         record: true,
-        blocks: blocks.clone(),
+        blocks,
         max_occurrences: Some(max_occurrences),
-        bounds: regions.iter().map(|r| r.1.clone()).collect(),
+        bounds: launch
+            .buffers
+            .iter()
+            .zip(addrs)
+            .map(|(b, &a)| a..a + 4 * b.len)
+            .collect(),
         addresses_only: true,
         global_only,
+        log_limit: Some(log_limit),
         ..Default::default()
     };
-    let recording =
-        emu::try_record(&config, || launch.call(&addrs)).map_err(emulation_error(launch.kernel.name))?;
-    Ok(Recorded {
-        accesses: recording.accesses,
-        executions: recording.executions,
-        blocks,
-        regions,
-    })
+    emu::try_record_each(&config, || launch.call(addrs), each)
 }
 
 #[cfg(test)]

@@ -8,16 +8,20 @@
 //! measured on a GPU.
 
 pub mod analyse;
+mod coverage;
 pub mod emulate;
+mod hash;
 pub mod measured;
 pub mod model;
 pub mod ncu;
 pub mod predict;
 pub mod render;
+pub mod requests;
 pub mod residency;
 pub mod sweep;
 pub mod traffic;
 pub mod vectorize;
+mod window;
 
 use serde::Serialize;
 
@@ -28,6 +32,7 @@ use crate::experiments::Selection;
 use analyse::{Memory, SiteStats};
 use emulate::EmuLaunch;
 use model::Model;
+use window::What;
 
 /// Each thread's first this-many executions of an access site are recorded: loops
 /// repeat their pattern, and the log stays small at any problem size.
@@ -46,6 +51,22 @@ pub struct Options {
     pub blocks: usize,
     /// The GPU to predict times for; `None`: coalescing only, uncalibrated.
     pub profile: Option<crate::profile::Profile>,
+    /// The most memory one kernel's emulation may hold; past it, explain refuses.
+    pub memory_limit: u64,
+}
+
+impl Default for Options {
+    /// Each experiment's default size, the sm70 rules, 8 blocks, no profile.
+    fn default() -> Options {
+        Options {
+            size: None,
+            shape: None,
+            model: Model::Sm70,
+            blocks: 8,
+            profile: None,
+            memory_limit: EMULATION_BYTES,
+        }
+    }
 }
 
 /// The analysis of one variant's kernel launch.
@@ -234,22 +255,34 @@ pub fn problem(experiment: &Experiment, opts: &Options) -> Result<Problem> {
     Ok(problem)
 }
 
-/// Emulates and analyses one variant at `problem`.
+/// Emulates and analyses one variant at `problem`; `progress` hears `(blocks done,
+/// blocks in the window)` as each emulated block ends.
 pub fn explain_variant(
     experiment: &'static Experiment,
     variant: &'static Variant,
     problem: Problem,
     opts: &Options,
+    progress: &dyn Fn(usize, usize),
 ) -> Result<KernelReport> {
     let launch = EmuLaunch::new(experiment, variant, problem, &sizing_gpu(opts))?;
     let total = launch.grid.count();
     let sample = emulate::sample_blocks(total, opts.blocks);
     let sampled = sample.is_some();
-    let mut recorded = emulate::record(&launch, sample, MAX_OCCURRENCES, false)?;
+    let (regions, addrs) = emulate::regions(&launch)?;
     // The GPU runs what ptxas made of the source: its vector shared accesses.
     let vectorized = vectorize::of_kernel(launch.kernel);
-    let folded = vectorize::merge(&mut recorded.accesses, &vectorized);
-    let mut traffic = traffic::traffic(&recorded.accesses);
+    let name = format!("{}/{}", experiment.name, variant.name);
+    let windows = window::Launch {
+        launch: &launch,
+        name: &name,
+        regions: &regions,
+        addrs: &addrs,
+        vectorized: &vectorized,
+        limit: opts.memory_limit,
+        progress,
+    };
+    let counted = windows.count(sample.clone(), What::Sites(opts.model))?;
+    let mut traffic = counted.traffic.traffic();
     let size = residency::LaunchSize {
         blocks: total as u64,
         threads_per_block: launch.block.x * launch.block.y * launch.block.z,
@@ -264,35 +297,33 @@ pub fn explain_variant(
             // segment they share once: where the sampled blocks, far apart, use a
             // segment only in part, count the traffic over the first wave instead.
             let wave = residency::wave_blocks(size, p, resources.as_ref().ok().copied());
-            // All its accesses for the traffic, its global ones for the spread alone.
-            let first_wave = |global_only: bool| -> Result<Vec<kernels::gpu::emu::Access>> {
-                let blocks = Some((0..wave as usize).collect());
-                let mut run = emulate::record(&launch, blocks, MAX_OCCURRENCES, global_only)?;
-                vectorize::merge(&mut run.accesses, &vectorized);
-                Ok(run.accesses)
-            };
-            let mut wave_accesses = None;
+            let first_wave = || Some((0..wave as usize).collect());
+            let mut wave_counts = None;
             if sampled && traffic.shares_segments(p.dram_read_granularity) {
-                let accesses = first_wave(false)?;
-                traffic = traffic::traffic(&accesses);
-                wave_accesses = Some(accesses);
+                let counts = windows.count(first_wave(), What::Traffic)?.traffic;
+                traffic = counts.traffic();
+                wave_counts = Some(counts);
                 dram_window = Some(DramWindow {
                     first: 0,
                     blocks: wave,
                 });
             }
             // How far a wave's requests spread (a profile with a spread sweep): over the
-            // first wave, emulated whole if it was not already, unless no spread could
-            // change the time (another bound sets it even at the least share).
+            // first wave, emulated whole if it was not already (its global accesses
+            // alone), unless no spread could change the time (another bound sets it even
+            // at the least share).
             let prediction = predict::predict(bytes, &traffic, size, p, resources.clone());
             let least = p.spread_sweep.as_deref().map(sweep::least_spread_share);
             match (least, &prediction) {
                 (Some(least), Some(unspread)) if unspread.dram_ceiling_matters(least) => {
-                    let buffers: Vec<_> = recorded.regions.iter().map(|(_, r)| r.clone()).collect();
-                    traffic.wave_spread = Some(match wave_accesses {
-                        Some(a) => traffic::spread_of(&a, &buffers),
-                        None if sampled => traffic::spread_of(&first_wave(true)?, &buffers),
-                        None => traffic::spread_of(&recorded.accesses, &buffers),
+                    let buffers: Vec<_> = regions.iter().map(|(_, r)| r.clone()).collect();
+                    traffic.wave_spread = Some(match wave_counts {
+                        Some(counts) => counts.spread(&buffers),
+                        None if sampled => windows
+                            .count(first_wave(), What::Sectors)?
+                            .traffic
+                            .spread(&buffers),
+                        None => counted.traffic.spread(&buffers),
                     });
                     predict::predict(bytes, &traffic, size, p, resources)
                 }
@@ -310,17 +341,12 @@ pub fn explain_variant(
         grid: [launch.grid.x, launch.grid.y, launch.grid.z],
         block: [launch.block.x, launch.block.y, launch.block.z],
         blocks_total: total,
-        sampled_blocks: recorded.blocks,
-        sites: analyse::analyse(
-            &recorded.accesses,
-            &recorded.executions,
-            opts.model,
-            &recorded.regions,
-        ),
+        sampled_blocks: sample,
+        sites: counted.sites.unwrap_or_default(),
         traffic,
         dram_window,
         vectorized,
-        folded,
+        folded: counted.folded,
         prediction,
     })
 }
@@ -328,16 +354,15 @@ pub fn explain_variant(
 /// One variant to explain, at its problem.
 type Job = (&'static Experiment, &'static Variant, Problem);
 
-/// Memory one emulation may take at its peak: a first wave emulated whole holds its
-/// recorded accesses (with `--profile H100`, particles/aos and the padded-64
-/// transposes peaked at 0.6 GB, the most of the suite).
-const EMULATION_BYTES: u64 = 1 << 30;
+/// Memory one emulation may hold at its peak unless told otherwise
+/// ([`Options::memory_limit`]): one block's log and the counts of its window.
+pub const EMULATION_BYTES: u64 = 1 << 30;
 
 /// How many emulations run at once: up to 4, as the machine's cores and, where the OS
 /// says (Linux), its available memory allow.
-fn workers(jobs: usize) -> usize {
+fn workers(jobs: usize, limit: u64) -> usize {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let memory = available_memory().map_or(usize::MAX, |bytes| (bytes / EMULATION_BYTES) as usize);
+    let memory = available_memory().map_or(usize::MAX, |bytes| (bytes / limit.max(1)) as usize);
     cores.min(memory).min(jobs).clamp(1, 4)
 }
 
@@ -349,16 +374,54 @@ fn available_memory() -> Option<u64> {
     Some(kib * 1024)
 }
 
+/// What [`explain`] tells its caller as it goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step<'a> {
+    /// `variant` (`EXPERIMENT/VARIANT`) has emulated `done` of the `of` blocks of the
+    /// window it counts now (its sample, or a wave), and the rest will take about
+    /// `left` at the rate so far.
+    Blocks {
+        variant: &'a str,
+        done: usize,
+        of: usize,
+        left: std::time::Duration,
+    },
+    /// `variant` is explained.
+    Explained(&'a str),
+}
+
+/// What a worker tells the thread that gathers: job `at`'s progress, or its report.
+enum Heard {
+    Blocks(usize, usize, usize, std::time::Duration),
+    Done(usize, Box<Result<KernelReport>>),
+}
+
+/// How often a worker reports an emulation's blocks.
+const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Explains `jobs` side by side, each emulation on an OS thread of its own
 /// ([`workers`] at once), and returns their reports in `jobs`' order, or the first
-/// error in it. `progress` hears of each as it finishes.
-fn explain_all(jobs: &[Job], opts: &Options, progress: &mut impl FnMut(&str)) -> Result<Vec<KernelReport>> {
+/// error in it. `progress` hears of each as it goes.
+fn explain_all(jobs: &[Job], opts: &Options, progress: &mut impl FnMut(Step)) -> Result<Vec<KernelReport>> {
     use std::sync::atomic::{AtomicUsize, Ordering};
-    let workers = workers(jobs.len());
+    let workers = workers(jobs.len(), opts.memory_limit);
     let next = AtomicUsize::new(0);
     let (tx, rx) = std::sync::mpsc::channel();
     let mut reports: Vec<Option<Result<KernelReport>>> = jobs.iter().map(|_| None).collect();
+    let names: Vec<String> = jobs
+        .iter()
+        .map(|(e, v, _)| format!("{}/{}", e.name, v.name))
+        .collect();
     std::thread::scope(|s| -> Result<()> {
+        // ptxas (for residency, which bandwidth kernels' predictions need) runs beside
+        // the first emulations instead of after them.
+        if let Some(p) = &opts.profile
+            && jobs
+                .iter()
+                .any(|(e, _, problem)| matches!((e.work)(problem), Work::Bytes(_)))
+        {
+            s.spawn(|| residency::prefetch(p));
+        }
         for _ in 0..workers {
             let (tx, next) = (tx.clone(), &next);
             let work = move || loop {
@@ -366,10 +429,22 @@ fn explain_all(jobs: &[Job], opts: &Options, progress: &mut impl FnMut(&str)) ->
                 let Some(&(experiment, variant, problem)) = jobs.get(at) else {
                     break;
                 };
-                if tx
-                    .send((at, explain_variant(experiment, variant, problem, opts)))
-                    .is_err()
-                {
+                let now = std::time::Instant::now;
+                // When the window began, and when its blocks were last reported.
+                let (began, last) = (std::cell::Cell::new(now()), std::cell::Cell::new(now()));
+                let blocks = |done: usize, of: usize| {
+                    if done <= 1 {
+                        began.set(now());
+                    }
+                    if done == of || last.get().elapsed() >= PROGRESS_EVERY {
+                        last.set(now());
+                        let per_block = began.get().elapsed() / done.max(1) as u32;
+                        let left = per_block * of.saturating_sub(done) as u32;
+                        let _ = tx.send(Heard::Blocks(at, done, of, left));
+                    }
+                };
+                let report = explain_variant(experiment, variant, problem, opts, &blocks);
+                if tx.send(Heard::Done(at, Box::new(report))).is_err() {
                     break;
                 }
             };
@@ -383,10 +458,19 @@ fn explain_all(jobs: &[Job], opts: &Options, progress: &mut impl FnMut(&str)) ->
                 })?;
         }
         drop(tx);
-        for (at, report) in rx {
-            let (experiment, variant, _) = jobs[at];
-            progress(&format!("{}/{}", experiment.name, variant.name));
-            reports[at] = Some(report);
+        for heard in rx {
+            match heard {
+                Heard::Blocks(at, done, of, left) => progress(Step::Blocks {
+                    variant: &names[at],
+                    done,
+                    of,
+                    left,
+                }),
+                Heard::Done(at, report) => {
+                    progress(Step::Explained(&names[at]));
+                    reports[at] = Some(*report);
+                }
+            }
         }
         Ok(())
     })?;
@@ -400,7 +484,7 @@ fn explain_all(jobs: &[Job], opts: &Options, progress: &mut impl FnMut(&str)) ->
 pub fn explain(
     selection: &[Selection],
     opts: &Options,
-    mut progress: impl FnMut(&str),
+    mut progress: impl FnMut(Step),
 ) -> Result<ExplainReport> {
     let mut jobs = Vec::new();
     for s in selection {
@@ -446,11 +530,65 @@ pub fn explain(
 mod tests {
     use super::*;
 
+    /// `run` and `explain` turn `--size` and `--shape` into a problem the same way
+    /// (one resolver, [`Experiment::requested_problem`]): on the GPU explain sizes for,
+    /// with memory to spare, every experiment gets the same problem from both.
+    #[test]
+    fn run_and_explain_resolve_size_and_shape_alike() {
+        use crate::harness::{RunOptions, choose_problem};
+        let cases: [(Option<u64>, Option<Vec<usize>>); 5] = [
+            (None, None),
+            (Some(1 << 20), None),
+            (Some(3 << 20), Some(vec![100, 300])),
+            (None, Some(vec![64, 96, 32])),
+            (Some(4096), Some(vec![7])),
+        ];
+        for e in crate::experiments::ALL {
+            for (size, shape) in &cases {
+                let opts = Options {
+                    size: *size,
+                    shape: shape.clone(),
+                    ..Options::default()
+                };
+                let run = RunOptions {
+                    size: *size,
+                    shape: shape.clone(),
+                    reps: crate::timing::Reps { warmup: 1, timed: 1 },
+                    seed: 1,
+                };
+                let explained = problem(e, &opts).unwrap();
+                let ran = choose_problem(e, &run, &sizing_gpu(&opts), u64::MAX).unwrap();
+                assert_eq!(explained, ran, "{} at {size:?} {shape:?}", e.name);
+            }
+            // A shape of the experiment's rank with a zero is refused by both alike.
+            if e.shape_rank() > 0 {
+                let zero = Some(vec![0; e.shape_rank()]);
+                let opts = Options {
+                    shape: zero.clone(),
+                    ..Options::default()
+                };
+                let run = RunOptions {
+                    size: None,
+                    shape: zero,
+                    reps: crate::timing::Reps { warmup: 1, timed: 1 },
+                    seed: 1,
+                };
+                let (a, b) = (
+                    problem(e, &opts).unwrap_err().to_string(),
+                    choose_problem(e, &run, &sizing_gpu(&opts), u64::MAX)
+                        .unwrap_err()
+                        .to_string(),
+                );
+                assert_eq!(a, b);
+            }
+        }
+    }
+
     #[test]
     fn emulations_at_once_stay_within_the_jobs_cores_and_memory() {
-        assert_eq!(workers(0), 1);
-        assert_eq!(workers(1), 1);
-        let many = workers(100);
+        assert_eq!(workers(0, EMULATION_BYTES), 1);
+        assert_eq!(workers(1, EMULATION_BYTES), 1);
+        let many = workers(100, EMULATION_BYTES);
         assert!((1..=4).contains(&many), "{many} at once");
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         assert!(many <= cores.max(1));

@@ -82,6 +82,15 @@ fn assembled(arch: &str) -> Assembled {
     a
 }
 
+/// Assembles the embedded PTX for the profile's GPU now (where it has SM limits), so
+/// that [`resources`] finds it done.
+pub fn prefetch(profile: &Profile) {
+    if let Some(sm) = &profile.sm {
+        let [major, minor] = sm.compute_capability;
+        let _ = assembled(&format!("sm_{major}{minor}"));
+    }
+}
+
 /// `kernel`'s resources on the profile's GPU, or why residency counts threads only.
 pub fn resources(kernel: &str, profile: &Profile) -> Result<Resources, String> {
     let Some(sm) = &profile.sm else {

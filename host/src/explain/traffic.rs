@@ -5,13 +5,16 @@
 //! scattered requests the pitch sweep times ([`Scattered`]). The prediction
 //! ([`super::predict`]) turns these counts into time on one GPU.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 use std::ops::Range;
 
 use kernels::gpu::emu::{Access, Op, Space};
 use serde::Serialize;
 
+use super::coverage::Coverage;
+use super::hash::{FastMap, FastSet};
 use super::model::{self, Lane};
+use super::requests::Requests;
 use crate::profile::{PAGE_BYTES, RequestKind, pages_filled, spread};
 
 /// Segment sizes a read's DRAM traffic is counted in (a profile's granularity is
@@ -96,33 +99,31 @@ pub struct Spread {
 /// each of `buffers` (the byte ranges of the kernel's arrays) counted by itself: a
 /// contiguous stream of any array starts its own page, as a device allocation does.
 pub fn spread_of(accesses: &[Access], buffers: &[Range<usize>]) -> Spread {
-    let of = |op: Op| {
-        let sectors: HashSet<u64> = accesses
-            .iter()
-            .filter(|a| a.space == Space::Global && a.op == op && a.bytes > 0)
-            .flat_map(|a| a.addr as u64 / 32..=(a.addr + a.bytes - 1) as u64 / 32)
-            .collect();
-        let (mut pages, mut filled) = (0, 0);
-        for buffer in buffers {
-            let (start, end) = (buffer.start as u64 / 32, buffer.end as u64 / 32);
-            let mine: Vec<u64> = sectors
-                .iter()
-                .copied()
-                .filter(|s| (start..end).contains(s))
-                .collect();
-            pages += mine
-                .iter()
-                .map(|s| 32 * s / PAGE_BYTES)
-                .collect::<HashSet<u64>>()
-                .len() as u64;
-            filled += pages_filled(32 * mine.len() as u64);
+    let mut counter = Counter::default();
+    counter.add(accesses);
+    counter.spread(buffers)
+}
+
+/// The spread of the sectors `touched` (their indices, address / 32) over `buffers`.
+fn spread_over(touched: &Coverage, buffers: &[Range<usize>]) -> f64 {
+    let ranges: Vec<(u64, u64)> = buffers
+        .iter()
+        .map(|b| (b.start as u64 / 32, b.end as u64 / 32))
+        .collect();
+    // Per buffer: its sectors, and the pages they lie in.
+    let mut sectors = vec![0u64; buffers.len()];
+    let mut pages: Vec<FastSet<u64>> = vec![FastSet::default(); buffers.len()];
+    for s in touched.touched() {
+        for (b, &(start, end)) in ranges.iter().enumerate() {
+            if (start..end).contains(&s) {
+                sectors[b] += 1;
+                pages[b].insert(32 * s / PAGE_BYTES);
+            }
         }
-        spread(pages, filled)
-    };
-    Spread {
-        read: of(Op::Load),
-        write: of(Op::Store),
     }
+    let pages: u64 = pages.iter().map(|p| p.len() as u64).sum();
+    let filled: u64 = sectors.iter().map(|&n| pages_filled(32 * n)).sum();
+    spread(pages, filled)
 }
 
 impl Traffic {
@@ -135,248 +136,328 @@ impl Traffic {
     }
 }
 
-/// Marks bytes `addr .. addr + bytes` in the `size`-byte pieces they fall in (each
-/// piece's bytes as a bit mask; sizes up to 128).
-fn cover(pieces: &mut HashMap<usize, u128>, size: usize, addr: usize, bytes: usize) {
-    let (mut at, end) = (addr, addr + bytes);
-    while at < end {
-        let piece = at / size;
-        let upto = ((piece + 1) * size).min(end);
-        let n = upto - at;
-        let bits = if n >= 128 { u128::MAX } else { (1u128 << n) - 1 };
-        *pieces.entry(piece).or_insert(0) |= bits << (at % size);
-        at = upto;
+/// A request's identity within a [`Counter::add`]: (block, warp, site, occurrence),
+/// the site numbered by its source location alone.
+type RequestKey = (usize, usize, usize, usize);
+
+/// One scattered request: its key, its lanes (in lane order) and its pitch.
+type Found = (RequestKey, Vec<Lane>, u64);
+
+/// Per (kind, pitch): requests, and the segments read and sectors written.
+#[derive(Default)]
+struct Group {
+    requests: u64,
+    lanes: u64,
+    segments: FastSet<u64>,
+    sectors: FastSet<u64>,
+}
+
+/// A window's traffic counted as its blocks run: each block's log is added whole
+/// ([`Counter::add`]) and dropped, and what the window moved is kept as counts and
+/// the sectors touched ([`Coverage`]), so memory grows with the bytes the window
+/// touches, not with its accesses.
+#[derive(Default)]
+pub struct Counter {
+    /// Only the sectors touched, for [`Counter::spread`] alone.
+    sectors_only: bool,
+    t: Traffic,
+    read: Coverage,
+    write: Coverage,
+    /// Per 128-byte line first touched by a store request that writes some of its
+    /// sectors only in part: how many; it fills them unless a load reads the line.
+    fill_candidates: FastMap<u64, u64>,
+    groups: BTreeMap<(RequestKind, u64), Group>,
+    scattered_pages: FastSet<u64>,
+    /// Bytes the threads loaded before their first store, and the threads.
+    in_flight: (u64, u64),
+}
+
+impl Counter {
+    /// A counter of the sectors a window touches and nothing else: its
+    /// [`Counter::spread`] is the whole counter's, its [`Counter::traffic`] is not.
+    pub fn sectors_only() -> Counter {
+        Counter {
+            sectors_only: true,
+            ..Counter::default()
+        }
     }
-}
 
-/// The mask of a `size`-byte piece with every byte marked.
-fn full(size: usize) -> u128 {
-    if size >= 128 {
-        u128::MAX
-    } else {
-        (1u128 << size) - 1
+    /// Adds a log whose requests are whole (one or more blocks' logs, each thread's
+    /// accesses in its program order, as the emulator appends them).
+    pub fn add(&mut self, accesses: &[Access]) {
+        if self.sectors_only {
+            for a in accesses.iter().filter(|a| a.space == Space::Global) {
+                let touched = if a.op == Op::Load {
+                    &mut self.read
+                } else {
+                    &mut self.write
+                };
+                touched.cover(a.addr as u64, a.bytes as u64);
+            }
+            return;
+        }
+        self.add_requests(accesses, &Requests::of(accesses));
     }
-}
 
-/// How many pieces of `size` bytes have some but not all bytes marked.
-fn partial(pieces: &HashMap<usize, u128>, size: usize) -> u64 {
-    pieces.values().filter(|&&m| m != full(size)).count() as u64
-}
-
-/// A request's identity: (block, warp, site, occurrence).
-type RequestKey = (usize, usize, &'static std::panic::Location<'static>, usize);
-
-/// The request `a` belongs to.
-fn request_key(a: &Access) -> RequestKey {
-    (a.block, a.warp(), a.site, a.occurrence)
-}
-
-/// The scattered requests among the window's global ones ([`Traffic::scattered`]), and
-/// the pages they touch. `requests[d]` are the loads (d = 0) and the stores (d = 1).
-fn scattered(requests: &[HashMap<RequestKey, Vec<Lane>>; 2]) -> (Vec<Scattered>, u64) {
-    // Per direction: the scattered requests' keys, lanes (in lane order) and pitch.
-    let mut found: [Vec<(RequestKey, Vec<Lane>, u64)>; 2] = Default::default();
-    for (d, of) in requests.iter().enumerate() {
-        for (key, lanes) in of {
-            let mut addrs: Vec<u64> = lanes.iter().map(|l| l.addr).collect();
-            addrs.sort_unstable();
-            addrs.dedup();
-            if addrs.len() < 2 {
+    /// [`Counter::add`] of a log already grouped into `requests`.
+    pub fn add_requests(&mut self, accesses: &[Access], requests: &Requests) {
+        if self.sectors_only {
+            return self.add(accesses);
+        }
+        // A request's identity as its bytes are deduplicated: its site by source
+        // location alone (a load and a store of one place and occurrence are one).
+        let place: Vec<usize> = requests
+            .sites
+            .iter()
+            .map(|s| {
+                (requests.sites.iter())
+                    .position(|t| *t.location == *s.location)
+                    .unwrap_or(0)
+            })
+            .collect();
+        let mut found: [Vec<Found>; 2] = Default::default();
+        // Store requests as (first log index, their lanes).
+        let mut stores: Vec<(usize, Vec<Lane>)> = Vec::new();
+        let mut lanes: Vec<Lane> = Vec::with_capacity(32);
+        for r in &requests.requests {
+            let members = requests.members(r);
+            let site = requests.sites[r.site];
+            let op = usize::from(site.op == Op::Store);
+            lanes.clear();
+            lanes.extend(members.iter().map(|&i| {
+                let a = &accesses[i];
+                Lane {
+                    lane: a.lane(),
+                    addr: (a.array + a.addr) as u64,
+                    bytes: a.bytes as u64,
+                }
+            }));
+            if site.space == Space::Shared {
+                self.t.shared_requests[op] += 1;
+                self.t.shared_wavefronts[op] += model::shared_wavefronts(&lanes, op == 0);
                 continue;
             }
-            let mut gaps: Vec<u64> = addrs.windows(2).map(|w| w[1] - w[0]).collect();
-            gaps.sort_unstable();
-            if gaps[0] >= SCATTER_MIN_PITCH {
-                let mut lanes = lanes.clone();
-                lanes.sort_unstable_by_key(|l| (l.lane, l.addr));
-                found[d].push((*key, lanes, gaps[gaps.len() / 2]));
+            self.t.global_requests[op] += 1;
+            self.t.global_sectors[op] += model::sectors(&lanes);
+            self.t.global_lines[op] += model::lines(&lanes);
+            if let Some(pitch) = scatter_pitch(&lanes) {
+                let mut sorted = lanes.clone();
+                sorted.sort_unstable_by_key(|l| (l.lane, l.addr));
+                let key = (r.block, r.warp, place[r.site], r.occurrence);
+                found[op].push((key, sorted, pitch));
+            }
+            if op == 1 {
+                stores.push((members[0], lanes.clone()));
+            }
+        }
+        self.add_scattered(&found);
+        // In log order: the bytes asked for (lanes of one request asking for the same
+        // bytes count once: a broadcast), the reads' sectors, each thread's bytes in flight.
+        let mut requested: FastSet<(RequestKey, usize)> = FastSet::default();
+        let mut threads: FastMap<(usize, usize), (u64, bool)> = FastMap::default();
+        for (a, &site) in accesses
+            .iter()
+            .zip(&requests.site_of)
+            .filter(|(a, _)| a.space == Space::Global)
+        {
+            let fresh = requested.insert(((a.block, a.warp(), place[site], a.occurrence), a.addr));
+            let entry = threads.entry((a.block, a.thread)).or_insert((0, false));
+            match a.op {
+                Op::Load => {
+                    if fresh {
+                        self.t.useful_read += a.bytes as u64;
+                    }
+                    self.read.cover(a.addr as u64, a.bytes as u64);
+                    if !entry.1 {
+                        entry.0 += a.bytes as u64;
+                    }
+                }
+                Op::Store => {
+                    if fresh {
+                        self.t.useful_write += a.bytes as u64;
+                    }
+                    entry.1 = true;
+                }
+            }
+        }
+        self.in_flight.0 += threads.values().map(|v| v.0).sum::<u64>();
+        self.in_flight.1 += threads.len() as u64;
+        // Store requests in the order the log first meets them: only a line's first
+        // toucher's partial sectors fill ([`Traffic::fill_sectors`]).
+        stores.sort_unstable_by_key(|s| s.0);
+        for (_, lanes) in &stores {
+            for (line, partial) in partial_sectors_by_line(lanes) {
+                if !self.write.has_line(line) && partial > 0 {
+                    self.fill_candidates.insert(line, partial);
+                }
+            }
+            for l in lanes {
+                self.write.cover(l.addr, l.bytes);
             }
         }
     }
-    // The lanes and addresses of a warp's request, to pair a store with its load.
-    let warp_of = |key: &RequestKey, lanes: &[Lane]| {
-        (
-            key.0,
-            key.1,
-            lanes.iter().map(|l| (l.lane, l.addr)).collect::<Vec<_>>(),
-        )
-    };
-    let mut loads: HashMap<_, u32> = HashMap::new();
-    for (key, lanes, _) in &found[0] {
-        *loads.entry(warp_of(key, lanes)).or_insert(0) += 1;
-    }
-    // Per (kind, pitch): requests, and the segments read and sectors written.
-    #[derive(Default)]
-    struct Group {
-        requests: u64,
-        lanes: u64,
-        segments: HashSet<u64>,
-        sectors: HashSet<u64>,
-    }
-    let mut groups: BTreeMap<(RequestKind, u64), Group> = BTreeMap::new();
-    let mut pages: HashSet<u64> = HashSet::new();
-    let mut updated: HashMap<_, u32> = HashMap::new();
-    for (key, lanes, pitch) in &found[1] {
-        let warp = warp_of(key, lanes);
-        let kind = match loads.get_mut(&warp) {
-            Some(n) if *n > 0 => {
-                *n -= 1;
-                *updated.entry(warp).or_insert(0) += 1;
-                RequestKind::Update
-            }
-            _ => RequestKind::Scatter,
+
+    /// Adds one log's scattered requests (`found[d]`: loads, d = 0, and stores) to the
+    /// groups: a store to exactly the lanes and addresses a load of the same warp read
+    /// is one update with that load; other loads are gathers, other stores scatters.
+    fn add_scattered(&mut self, found: &[Vec<Found>; 2]) {
+        // The lanes and addresses of a warp's request, to pair a store with its load.
+        let warp_of = |key: &RequestKey, lanes: &[Lane]| {
+            (
+                key.0,
+                key.1,
+                lanes.iter().map(|l| (l.lane, l.addr)).collect::<Vec<_>>(),
+            )
         };
-        let g = groups.entry((kind, *pitch)).or_default();
-        g.requests += 1;
-        g.lanes += lanes.len() as u64;
-        for l in lanes {
-            g.sectors.extend(l.addr / 32..=(l.addr + l.bytes.max(1) - 1) / 32);
-            pages.insert(l.addr / PAGE_BYTES);
+        let mut loads: FastMap<_, u32> = FastMap::default();
+        for (key, lanes, _) in &found[0] {
+            *loads.entry(warp_of(key, lanes)).or_insert(0) += 1;
         }
-    }
-    for (key, lanes, pitch) in &found[0] {
-        // A load an update took is counted with it, its segments too.
-        let kind = match updated.get_mut(&warp_of(key, lanes)) {
-            Some(n) if *n > 0 => {
-                *n -= 1;
-                RequestKind::Update
-            }
-            _ => RequestKind::Gather,
-        };
-        let g = groups.entry((kind, *pitch)).or_default();
-        if kind == RequestKind::Gather {
+        let mut updated: FastMap<_, u32> = FastMap::default();
+        for (key, lanes, pitch) in &found[1] {
+            let warp = warp_of(key, lanes);
+            let kind = match loads.get_mut(&warp) {
+                Some(n) if *n > 0 => {
+                    *n -= 1;
+                    *updated.entry(warp).or_insert(0) += 1;
+                    RequestKind::Update
+                }
+                _ => RequestKind::Scatter,
+            };
+            let g = self.groups.entry((kind, *pitch)).or_default();
             g.requests += 1;
             g.lanes += lanes.len() as u64;
+            for l in lanes {
+                g.sectors.extend(l.addr / 32..=(l.addr + l.bytes.max(1) - 1) / 32);
+                self.scattered_pages.insert(l.addr / PAGE_BYTES);
+            }
         }
-        for l in lanes {
-            g.segments
-                .extend(l.addr / 64..=(l.addr + l.bytes.max(1) - 1) / 64);
-            pages.insert(l.addr / PAGE_BYTES);
-        }
-    }
-    let out = groups
-        .into_iter()
-        .map(|((kind, pitch_bytes), g)| Scattered {
-            kind,
-            pitch_bytes,
-            requests: g.requests,
-            lanes: g.lanes,
-            dram_bytes: 64 * g.segments.len() as u64 + 32 * g.sectors.len() as u64,
-        })
-        .collect();
-    (out, pages.len() as u64)
-}
-
-/// [`Traffic::fill_sectors`]: the store requests in the order the window first meets
-/// them; `held` starts as the 128-byte lines the window's loads read.
-fn fill_sectors(
-    accesses: &[Access],
-    stores: &HashMap<RequestKey, Vec<Lane>>,
-    mut held: HashSet<usize>,
-) -> u64 {
-    let mut seen = HashSet::new();
-    let order = accesses
-        .iter()
-        .filter(|a| a.space == Space::Global && a.op == Op::Store)
-        .map(request_key)
-        .filter(|key| seen.insert(*key));
-    let mut fills = 0;
-    for key in order {
-        let Some(lanes) = stores.get(&key) else { continue };
-        let mut written: HashMap<usize, u128> = HashMap::new();
-        for l in lanes {
-            cover(&mut written, 32, l.addr as usize, l.bytes as usize);
-        }
-        // The request's sectors by line: only its first toucher's partial sectors fill.
-        let mut lines: BTreeMap<usize, u64> = BTreeMap::new();
-        for (&sector, &mask) in &written {
-            *lines.entry(sector / 4).or_insert(0) += u64::from(mask != full(32));
-        }
-        for (line, partial) in lines {
-            if held.insert(line) {
-                fills += partial;
+        for (key, lanes, pitch) in &found[0] {
+            // A load an update took is counted with it, its segments too.
+            let kind = match updated.get_mut(&warp_of(key, lanes)) {
+                Some(n) if *n > 0 => {
+                    *n -= 1;
+                    RequestKind::Update
+                }
+                _ => RequestKind::Gather,
+            };
+            let g = self.groups.entry((kind, *pitch)).or_default();
+            if kind == RequestKind::Gather {
+                g.requests += 1;
+                g.lanes += lanes.len() as u64;
+            }
+            for l in lanes {
+                g.segments
+                    .extend(l.addr / 64..=(l.addr + l.bytes.max(1) - 1) / 64);
+                self.scattered_pages.insert(l.addr / PAGE_BYTES);
             }
         }
     }
-    fills
+
+    /// The memory the counts hold, roughly.
+    pub fn bytes(&self) -> usize {
+        let set = |n: usize| n * (std::mem::size_of::<u64>() + 1);
+        self.read.bytes()
+            + self.write.bytes()
+            + self.fill_candidates.capacity() * (2 * std::mem::size_of::<u64>() + 1)
+            + set(self.scattered_pages.capacity())
+            + self
+                .groups
+                .values()
+                .map(|g| set(g.segments.capacity()) + set(g.sectors.capacity()))
+                .sum::<usize>()
+    }
+
+    /// The spread of the window's global accesses over `buffers` ([`spread_of`]).
+    pub fn spread(&self, buffers: &[Range<usize>]) -> Spread {
+        Spread {
+            read: spread_over(&self.read, buffers),
+            write: spread_over(&self.write, buffers),
+        }
+    }
+
+    /// What the window moved.
+    pub fn traffic(&self) -> Traffic {
+        let mut t = self.t.clone();
+        for (i, g) in GRANULARITIES.iter().enumerate() {
+            (t.read_segments[i], t.partial_read_segments[i]) = self.read.pieces(u64::from(*g));
+        }
+        (t.write_sectors, t.partial_write_sectors) = self.write.pieces(32);
+        t.fill_sectors = self
+            .fill_candidates
+            .iter()
+            .filter(|(line, _)| !self.read.has_line(**line))
+            .map(|(_, n)| n)
+            .sum();
+        if self.in_flight.1 > 0 {
+            t.in_flight_per_thread = self.in_flight.0 as f64 / self.in_flight.1 as f64;
+        }
+        t.scattered = self
+            .groups
+            .iter()
+            .map(|(&(kind, pitch_bytes), g)| Scattered {
+                kind,
+                pitch_bytes,
+                requests: g.requests,
+                lanes: g.lanes,
+                dram_bytes: 64 * g.segments.len() as u64 + 32 * g.sectors.len() as u64,
+            })
+            .collect();
+        t.scattered_pages = self.scattered_pages.len() as u64;
+        t
+    }
+}
+
+/// Per 128-byte line a request's lanes write to: how many of its sectors they write
+/// only in part.
+fn partial_sectors_by_line(lanes: &[Lane]) -> BTreeMap<u64, u64> {
+    // Each sector's written bytes as a mask.
+    let mut masks: Vec<(u64, u32)> = Vec::new();
+    for l in lanes {
+        let (mut at, end) = (l.addr, l.addr + l.bytes);
+        while at < end {
+            let sector = at / 32;
+            let upto = ((sector + 1) * 32).min(end);
+            let n = upto - at;
+            let bits = if n >= 32 {
+                u32::MAX
+            } else {
+                ((1u32 << n) - 1) << (at % 32)
+            };
+            match masks.iter_mut().find(|(s, _)| *s == sector) {
+                Some((_, m)) => *m |= bits,
+                None => masks.push((sector, bits)),
+            }
+            at = upto;
+        }
+    }
+    let mut lines = BTreeMap::new();
+    for (sector, mask) in masks {
+        *lines.entry(sector / 4).or_insert(0) += u64::from(mask != u32::MAX);
+    }
+    lines
+}
+
+/// The pitch of a request whose lanes each touch a 64-byte segment of their own (the
+/// median distance between its distinct addresses in order), or `None`.
+fn scatter_pitch(lanes: &[Lane]) -> Option<u64> {
+    let mut addrs: Vec<u64> = lanes.iter().map(|l| l.addr).collect();
+    addrs.sort_unstable();
+    addrs.dedup();
+    if addrs.len() < 2 {
+        return None;
+    }
+    let mut gaps: Vec<u64> = addrs.windows(2).map(|w| w[1] - w[0]).collect();
+    gaps.sort_unstable();
+    (gaps[0] >= SCATTER_MIN_PITCH).then(|| gaps[gaps.len() / 2])
 }
 
 /// Counts a recorded window's traffic. Each thread's accesses appear in the log in
 /// its program order (the emulator appends a thread's own log whole).
 pub fn traffic(accesses: &[Access]) -> Traffic {
-    let mut t = Traffic::default();
-    // Per segment size, and for written sectors: the bytes used of each piece touched.
-    let mut segments: [HashMap<usize, u128>; 3] = Default::default();
-    let mut sectors: HashMap<usize, u128> = HashMap::new();
-    // Per (block, thread): bytes loaded so far, and whether it has stored yet.
-    let mut threads: HashMap<(usize, usize), (u64, bool)> = HashMap::new();
-    // Lanes of one request asking for the same bytes count once (a broadcast).
-    let mut requested: HashSet<(RequestKey, usize)> = HashSet::new();
-    // Every request's lanes, global and shared: (request, op, space).
-    let mut requests: HashMap<(RequestKey, usize, bool), Vec<Lane>> = HashMap::new();
-    for a in accesses {
-        let op = usize::from(a.op == Op::Store);
-        requests
-            .entry((request_key(a), op, a.space == Space::Shared))
-            .or_default()
-            .push(Lane {
-                lane: a.lane(),
-                addr: (a.array + a.addr) as u64,
-                bytes: a.bytes as u64,
-            });
-    }
-    for ((.., op, shared), lanes) in &requests {
-        if *shared {
-            t.shared_requests[*op] += 1;
-            t.shared_wavefronts[*op] += model::shared_wavefronts(lanes, *op == 0);
-        } else {
-            t.global_requests[*op] += 1;
-            t.global_sectors[*op] += model::sectors(lanes);
-            t.global_lines[*op] += model::lines(lanes);
-        }
-    }
-    let mut global: [HashMap<RequestKey, Vec<Lane>>; 2] = Default::default();
-    for ((key, op, shared), lanes) in requests {
-        if !shared {
-            global[op].insert(key, lanes);
-        }
-    }
-    (t.scattered, t.scattered_pages) = scattered(&global);
-    for a in accesses.iter().filter(|a| a.space == Space::Global) {
-        let fresh = requested.insert((request_key(a), a.addr));
-        let entry = threads.entry((a.block, a.thread)).or_insert((0, false));
-        match a.op {
-            Op::Load => {
-                if fresh {
-                    t.useful_read += a.bytes as u64;
-                }
-                for (set, g) in segments.iter_mut().zip(GRANULARITIES) {
-                    cover(set, g as usize, a.addr, a.bytes);
-                }
-                if !entry.1 {
-                    entry.0 += a.bytes as u64;
-                }
-            }
-            Op::Store => {
-                if fresh {
-                    t.useful_write += a.bytes as u64;
-                }
-                cover(&mut sectors, 32, a.addr, a.bytes);
-                entry.1 = true;
-            }
-        }
-    }
-    for (i, (set, g)) in segments.iter().zip(GRANULARITIES).enumerate() {
-        t.read_segments[i] = set.len() as u64;
-        t.partial_read_segments[i] = partial(set, g as usize);
-    }
-    t.write_sectors = sectors.len() as u64;
-    t.partial_write_sectors = partial(&sectors, 32);
-    t.fill_sectors = fill_sectors(accesses, &global[1], segments[2].keys().copied().collect());
-    if !threads.is_empty() {
-        t.in_flight_per_thread = threads.values().map(|v| v.0 as f64).sum::<f64>() / threads.len() as f64;
-    }
-    t
+    let mut counter = Counter::default();
+    counter.add(accesses);
+    counter.traffic()
 }
 
 #[cfg(test)]

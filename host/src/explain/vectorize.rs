@@ -25,6 +25,7 @@ use kernels::handle::KernelInfo;
 use serde::Serialize;
 
 use super::analyse::Direction;
+use super::hash::FastMap;
 
 mod ptx;
 use ptx::{
@@ -225,7 +226,7 @@ pub fn merge(log: &mut Vec<Access>, vectorized: &Vectorized) -> usize {
     }
     // (block, thread, epoch, array, direction) -> offset -> first log index.
     type Thread<'a> = (usize, usize, usize, &'a str, Direction);
-    let mut groups: HashMap<Thread, BTreeMap<i64, usize>> = HashMap::new();
+    let mut groups: FastMap<Thread, BTreeMap<i64, usize>> = FastMap::default();
     for (i, a) in log.iter().enumerate() {
         let op = match a.op {
             kernels::gpu::emu::Op::Load => Direction::Load,

@@ -106,8 +106,13 @@ pub fn predict(
             model: Model::Sm70,
             blocks: 8,
             profile: Some(profile.clone()),
+            memory_limit: explain::EMULATION_BYTES,
         };
-        let report = explain::explain(&[Selection::all(exp)], &opts, &mut progress)?;
+        let report = explain::explain(&[Selection::all(exp)], &opts, |step| {
+            if let explain::Step::Explained(variant) = step {
+                progress(variant)
+            }
+        })?;
         out.extend(report.kernels.into_iter().filter_map(|k| {
             let p = k.prediction?;
             Some(Predicted {

@@ -649,6 +649,7 @@ fn blocks_resident_together_share_their_segments_in_l2() {
         model: crate::explain::model::Model::Sm70,
         blocks: 8,
         profile: Some(profile),
+        memory_limit: crate::explain::EMULATION_BYTES,
     };
     let exp = named("saxpy").unwrap();
     let report = crate::explain::explain(&[Selection::all(exp)], &opts, |_| {}).unwrap();
@@ -689,6 +690,7 @@ fn the_shipped_profiles_predict_their_calibration_copies_without_a_gpu() {
             model: crate::explain::model::Model::Sm70,
             blocks: 8,
             profile: Some(profile),
+            memory_limit: crate::explain::EMULATION_BYTES,
         };
         let exp = named("inflight").unwrap();
         let report = crate::explain::explain(&[Selection::all(exp)], &opts, |_| {}).unwrap();
