@@ -1,5 +1,8 @@
 //! copy: the practical bandwidth ceiling, next to the driver's device-to-device copy.
 
+use crate::gpu::barrier::fence_init;
+use crate::gpu::shared::dynamic_shared_array;
+use crate::gpu::tma::{self, TensorMap};
 use crate::gpu::{Float4, Global, GlobalMut, thread};
 
 /// Threads per block for both copies.
@@ -35,6 +38,45 @@ kernel! {
         if tail < n {
             // SAFETY: tail < n.
             unsafe { dst.write(tail, src.read(tail)) };
+        }
+    }
+}
+
+/// `tma`: elements a box of the copy engine, and boxes a block.
+pub const TMA_BOX: usize = 256;
+pub const TMA_BOXES: usize = 16;
+/// Elements one `tma` block copies.
+pub const TMA_BLOCK_ELEMENTS: usize = TMA_BOX * TMA_BOXES;
+
+kernel! {
+    #[requires(sm_90a)]
+    /// The copy engine (TMA) does the addressing: one thread names 16 boxes of 256
+    /// floats of a 1D tensor map, and the hardware reads each box as whole lines into
+    /// shared memory, then writes it out the same way: coalesced in silicon, no thread
+    /// computes an address. Boxes past n are zero-filled on load and dropped on store.
+    pub fn copy_tma(src: Global<TensorMap>, dst: Global<TensorMap>) {
+        if thread::thread_idx_x() != 0 {
+            return;
+        }
+        // SAFETY: the host launches with (TMA_BLOCK_ELEMENTS + 2) floats of dynamic
+        // shared memory and maps of n floats in boxes of TMA_BOX.
+        unsafe {
+            let tile = dynamic_shared_array::<f32>(TMA_BLOCK_ELEMENTS + 2);
+            let bar = tile.barrier(TMA_BLOCK_ELEMENTS);
+            bar.init(1);
+            fence_init();
+            let first = thread::block_idx_x() as usize * TMA_BLOCK_ELEMENTS;
+            bar.arrive_expect_tx((TMA_BLOCK_ELEMENTS * 4) as u32);
+            for b in 0..TMA_BOXES {
+                tma::load_1d(src, (first + b * TMA_BOX) as i32, tile, b * TMA_BOX, bar);
+            }
+            bar.wait(0);
+            for b in 0..TMA_BOXES {
+                tma::store_1d(dst, (first + b * TMA_BOX) as i32, tile, b * TMA_BOX);
+            }
+            tma::commit_group();
+            // Shared memory must outlive the stores' reads of it.
+            tma::wait_group_read::<0>();
         }
     }
 }

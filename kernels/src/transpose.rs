@@ -3,6 +3,9 @@
 //! block of 32 x 8 threads, each thread handling 4 rows of the tile.
 
 use crate::gpu::thread::{block_idx_x, block_idx_y, sync_threads, thread_idx_x, thread_idx_y};
+use crate::gpu::barrier::fence_init;
+use crate::gpu::shared::dynamic_shared_array;
+use crate::gpu::tma::{self, TensorMap, swizzled_128};
 use crate::gpu::{Float4, Global, GlobalMut, SharedArray};
 
 /// Tile edge: one warp spans a tile row.
@@ -252,6 +255,67 @@ kernel! {
                         }
                     }
                 }
+            }
+        }
+    }
+}
+
+/// `tma`: a block's tile edge (four 32 x 32 boxes of the copy engine).
+pub const TMA_TILE: usize = 64;
+/// Floats of one tile in shared memory: the loaded tile, then the transposed one.
+pub const TMA_TILE_FLOATS: usize = TMA_TILE * TMA_TILE;
+
+kernel! {
+    #[requires(sm_90a)]
+    /// The copy engine loads and stores the tiles: one thread names four 32 x 32 boxes
+    /// (a 64 x 64 tile) and the hardware reads their 128-byte rows as whole lines,
+    /// swizzled so that each warp reads a box by rows and writes its transpose by rows
+    /// with no bank conflict; then one thread stores the transposed boxes. Blocks go
+    /// down the columns of tiles, so the blocks resident at once write whole output
+    /// rows. Boxes past the edges are zero-filled on load and dropped on store.
+    pub fn transpose_tma(rows: usize, src: Global<TensorMap>, dst: Global<TensorMap>) {
+        // SAFETY: the host launches 128 threads with 2 TMA_TILE_FLOATS + 258 floats of
+        // dynamic shared memory (a 1024-byte boundary inside), maps of the rows x cols
+        // input and the cols x rows output in swizzled 32 x 32 boxes, and a block per
+        // tile.
+        unsafe {
+            let tiles = dynamic_shared_array::<f32>(2 * TMA_TILE_FLOATS + 258).aligned(1024);
+            let bar = tiles.barrier(2 * TMA_TILE_FLOATS);
+            let tile_rows = rows.div_ceil(TMA_TILE);
+            let t = block_idx_x() as usize;
+            let (r0, c0) = ((t % tile_rows) * TMA_TILE, (t / tile_rows) * TMA_TILE);
+            let tid = thread_idx_x() as usize;
+            if tid == 0 {
+                bar.init(1);
+                fence_init();
+                bar.arrive_expect_tx((TMA_TILE_FLOATS * 4) as u32);
+                for b in 0..4 {
+                    let at = [(c0 + 32 * (b % 2)) as i32, (r0 + 32 * (b / 2)) as i32];
+                    tma::load_2d(src, at, tiles, 1024 * b, bar);
+                }
+            }
+            sync_threads();
+            bar.wait(0);
+            // Warp w transposes box (w / 2, w % 2) into box (w % 2, w / 2).
+            let (w, lane) = (tid / 32, tid % 32);
+            let (from, to) = (1024 * w, TMA_TILE_FLOATS + 1024 * (2 * (w % 2) + w / 2));
+            for q in 0..8 {
+                let v = tiles.read4(from + swizzled_128(lane, 4 * q));
+                tiles.write(to + swizzled_128(4 * q, lane), v.x);
+                tiles.write(to + swizzled_128(4 * q + 1, lane), v.y);
+                tiles.write(to + swizzled_128(4 * q + 2, lane), v.z);
+                tiles.write(to + swizzled_128(4 * q + 3, lane), v.w);
+            }
+            // The copy engine reads what the threads wrote.
+            tma::fence_proxy_async();
+            sync_threads();
+            if tid == 0 {
+                for b in 0..4 {
+                    let at = [(r0 + 32 * (b % 2)) as i32, (c0 + 32 * (b / 2)) as i32];
+                    tma::store_2d(dst, at, tiles, TMA_TILE_FLOATS + 1024 * b);
+                }
+                tma::commit_group();
+                tma::wait_group_read::<0>();
             }
         }
     }

@@ -38,6 +38,12 @@ pub struct Tf32(u32);
 const TF32_BITS: u32 = !0x1fff;
 
 impl Tf32 {
+    /// The register's bits, as an instruction operand.
+    #[inline(always)]
+    pub fn bits(self) -> u32 {
+        self.0
+    }
+
     /// The value the tensor cores read: the f32 with the low 13 mantissa bits cleared.
     #[inline(always)]
     pub fn to_f32(self) -> f32 {

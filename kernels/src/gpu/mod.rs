@@ -6,6 +6,8 @@
 //! backed by [`crate::gpu::emu`], which runs kernels as CPU threads.
 
 pub mod async_copy;
+pub mod barrier;
+pub mod cluster;
 pub mod math;
 pub mod mem;
 pub mod mma;
@@ -13,7 +15,9 @@ pub mod param;
 #[macro_use]
 pub mod shared;
 pub mod thread;
+pub mod tma;
 pub mod vec;
+pub mod wgmma;
 
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod emu;
@@ -50,6 +54,12 @@ macro_rules! kernel {
     (#[launch_bounds($threads:literal, $blocks:literal)] $($rest:tt)*) => {
         $crate::kernel! { $($rest)* }
     };
+    (#[requires(sm_90a)] $(#[$meta:meta])* pub fn $name:ident($($arg:ident : $ty:ty),* $(,)?) $body:block) => {
+        #[cfg(target_arch = "nvptx64")]
+        $crate::__in_sm90a_module! { $(#[$meta])* pub fn $name($($arg: $ty),*) $body }
+
+        $crate::__host_kernel! { $(#[$meta])* pub fn $name($($arg: $ty),*) $body }
+    };
     (#[requires(sm_80)] $(#[$meta:meta])* pub fn $name:ident($($arg:ident : $ty:ty),* $(,)?) $body:block) => {
         #[cfg(target_arch = "nvptx64")]
         $crate::__in_sm80_module! { $(#[$meta])* pub fn $name($($arg: $ty),*) $body }
@@ -82,10 +92,10 @@ macro_rules! __host_kernel {
     };
 }
 
-// Which module is being built is this crate's `sm80` feature, decided here once, so
-// that every crate declaring kernels with `kernel!` follows it.
+// Which module is being built is this crate's `sm80` or `sm90a` feature, decided here
+// once, so that every crate declaring kernels with `kernel!` follows it.
 
-#[cfg(not(feature = "sm80"))]
+#[cfg(not(any(feature = "sm80", feature = "sm90a")))]
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __in_baseline_module { ($($t:tt)*) => { $crate::__entry_point! { $($t)* } }; }
@@ -93,10 +103,18 @@ macro_rules! __in_baseline_module { ($($t:tt)*) => { $crate::__entry_point! { $(
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __in_sm80_module { ($($t:tt)*) => { $crate::__not_emitted! { $($t)* } }; }
-#[cfg(feature = "sm80")]
+#[cfg(any(feature = "sm80", feature = "sm90a"))]
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __in_baseline_module { ($($t:tt)*) => { $crate::__not_emitted! { $($t)* } }; }
+#[cfg(not(feature = "sm90a"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __in_sm90a_module { ($($t:tt)*) => { $crate::__not_emitted! { $($t)* } }; }
+#[cfg(feature = "sm90a")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __in_sm90a_module { ($($t:tt)*) => { $crate::__entry_point! { $($t)* } }; }
 #[cfg(feature = "sm80")]
 #[doc(hidden)]
 #[macro_export]

@@ -106,6 +106,50 @@ impl<T: SharedWord> SharedArray<T> {
         }
     }
 
+    /// The array's address in the shared window (the GPU's operand of `ld.shared`,
+    /// copies and descriptors).
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    pub(crate) fn shared_addr(self) -> u32 {
+        self.addr
+    }
+
+    /// The emulator's storage of the array.
+    #[cfg(not(target_arch = "nvptx64"))]
+    pub(crate) fn host_ptr(self) -> *mut T {
+        self.ptr
+    }
+
+    /// The emulator's address of element `i`, checked in bounds.
+    #[cfg(not(target_arch = "nvptx64"))]
+    #[track_caller]
+    pub(crate) fn element_ptr(self, i: usize) -> usize {
+        assert!(i <= self.len, "shared index {i} out of bounds (length {})", self.len);
+        self.ptr as usize + i * size_of::<T>()
+    }
+
+    /// The same memory from the first element whose address is a multiple of `bytes`
+    /// (a power of two): where a swizzled tile must start. The launch provides `bytes`
+    /// more than the tiles need.
+    #[inline(always)]
+    pub fn aligned(self, bytes: usize) -> Self {
+        #[cfg(target_arch = "nvptx64")]
+        let at = self.addr as usize;
+        #[cfg(not(target_arch = "nvptx64"))]
+        let at = self.ptr as usize;
+        let skip = (at.next_multiple_of(bytes) - at) / size_of::<T>();
+        Self {
+            #[cfg(target_arch = "nvptx64")]
+            addr: self.addr + (skip * size_of::<T>()) as u32,
+            #[cfg(not(target_arch = "nvptx64"))]
+            ptr: self.ptr.wrapping_add(skip),
+            #[cfg(not(target_arch = "nvptx64"))]
+            name: self.name,
+            len: self.len.saturating_sub(skip),
+            _elem: PhantomData,
+        }
+    }
+
     /// Number of elements.
     #[inline(always)]
     pub fn len(self) -> usize {

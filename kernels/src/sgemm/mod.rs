@@ -23,6 +23,9 @@
 //!    flight while one is computed. Needs sm_80 (`#[requires(sm_80)]`: the second PTX
 //!    module).
 //! 10. [`tf32`]: the same pipeline feeding TF32 tensor cores (`mma.sync`), sm_80 too.
+//! 11. [`wgmma`]: Hopper (sm_90a, the third PTX module): tiles copied by the copy engine
+//!     (TMA) through transaction barriers and multiplied by warpgroups (`wgmma`); then
+//!     warp specialisation, and clusters that share A's tile.
 //!
 //! Tile sizes are const generics of one `#[inline(always)]` body per rung; each
 //! `kernel!` entry point instantiates one tuning (PTX entry points cannot be generic)
@@ -52,6 +55,9 @@ macro_rules! unroll {
     ($i:ident < $n:expr; 2 => $body:block) => { unroll!(@ $i, $n, $body, 0 1) };
     ($i:ident < $n:expr; 4 => $body:block) => { unroll!(@ $i, $n, $body, 0 1 2 3) };
     ($i:ident < $n:expr; 8 => $body:block) => { unroll!(@ $i, $n, $body, 0 1 2 3 4 5 6 7) };
+    ($i:ident < $n:expr; 32 => $body:block) => {
+        unroll!(@ $i, $n, $body, 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31)
+    };
     (@ $i:ident, $n:expr, $body:block, $($k:literal)*) => {{
         const { assert!($n <= [$($k),*].len(), "unroll!: more iterations than copies") };
         $(
@@ -73,6 +79,7 @@ pub mod tile_1d;
 pub mod tile_2d;
 pub mod vec4;
 pub mod warptile;
+pub mod wgmma;
 
 /// Padding (floats) of each row of the transposed A tile in `banks` and later: keeps
 /// rows 16-byte aligned and moves the second half of a warp's transposed stores to

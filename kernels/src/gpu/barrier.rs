@@ -1,0 +1,192 @@
+//! Transaction barriers (`mbarrier`, sm_90): the handshake of Hopper's asynchronous
+//! copies. A barrier in shared memory counts arrivals and, for its current phase, the
+//! bytes that asynchronous copies ([`super::tma`]) still owe it; the phase completes
+//! when both reach zero, and threads wait for a phase by its parity.
+//!
+//! The pipeline of a tile loop, per stage `s` of `S`:
+//!
+//! ```text
+//! producer:  wait(empty[s], parity of its last release);  full[s].arrive_expect_tx(bytes);
+//!            tma::load_2d(..., full[s])                    // completes `bytes` on full[s]
+//! consumer:  full[s].wait(parity of this use);  compute;  empty[s].arrive()
+//! ```
+//!
+//! Use `i` of stage `s` (the `i`-th time the ring comes round, from 0) waits for
+//! parity `i % 2`: a barrier starts in phase 0, and each completed phase flips it.
+//!
+//! On the emulator a barrier is a record beside the block's shared memory: arrivals
+//! and expected bytes count as on the GPU, and the copies a phase waits for land in
+//! shared memory when a thread's wait finds them all issued and the arrivals done, the
+//! latest the GPU allows. A thread that reads a stage without waiting, or waits for
+//! the wrong parity (which returns at once, as the previous phase completed), reads
+//! what the stage held before: the emulator's poison on a first use.
+
+use super::SharedArray;
+use super::shared::SharedWord;
+
+/// A transaction barrier: 8 bytes of shared memory.
+#[derive(Clone, Copy)]
+pub struct Barrier {
+    #[cfg(target_arch = "nvptx64")]
+    addr: u32,
+    #[cfg(not(target_arch = "nvptx64"))]
+    ptr: *mut u64,
+}
+
+impl<T: SharedWord> SharedArray<T> {
+    /// The barrier in the 8 bytes at element `i` (8-byte aligned) of this array.
+    ///
+    /// # Safety
+    /// Elements `i..` cover 8 bytes in bounds, 8-byte aligned, used only as this barrier.
+    #[inline(always)]
+    pub unsafe fn barrier(self, i: usize) -> Barrier {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            Barrier {
+                addr: self.shared_addr() + (i * size_of::<T>()) as u32,
+            }
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        {
+            let bytes = i * size_of::<T>();
+            assert!(
+                bytes.is_multiple_of(8) && bytes + 8 <= self.len() * size_of::<T>(),
+                "a barrier at element {i} is misaligned or out of bounds"
+            );
+            // SAFETY: checked in bounds; the storage is 16-byte aligned.
+            Barrier {
+                ptr: unsafe { self.host_ptr().cast::<u8>().add(bytes).cast() },
+            }
+        }
+    }
+}
+
+impl Barrier {
+    /// The barrier's address in the shared window (a copy's completion operand).
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    pub(crate) fn shared_addr(self) -> u32 {
+        self.addr
+    }
+
+    /// The emulator's address of the barrier.
+    #[cfg(not(target_arch = "nvptx64"))]
+    pub(crate) fn host_addr(self) -> usize {
+        self.ptr as usize
+    }
+
+    /// `mbarrier.init`: a new barrier expecting `count` arrivals a phase. One thread
+    /// initialises it; [`fence_init`] and a block barrier must follow before others use it.
+    ///
+    /// # Safety
+    /// No thread may use the barrier before it is initialised and fenced.
+    #[inline(always)]
+    pub unsafe fn init(self, count: u32) {
+        #[cfg(target_arch = "nvptx64")]
+        // SAFETY: a shared address of 8 bytes (the constructor's contract).
+        unsafe {
+            core::arch::asm!("mbarrier.init.shared::cta.b64 [{b}], {c};",
+                b = in(reg32) self.addr, c = in(reg32) count, options(nostack, preserves_flags));
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        super::emu::barrier_init(self.ptr as usize, count);
+    }
+
+    /// `mbarrier.arrive`: one arrival.
+    ///
+    /// # Safety
+    /// The barrier is initialised, and the phase still expects an arrival.
+    #[inline(always)]
+    pub unsafe fn arrive(self) {
+        #[cfg(target_arch = "nvptx64")]
+        // SAFETY: an initialised barrier (the caller).
+        unsafe {
+            core::arch::asm!("mbarrier.arrive.shared::cta.b64 _, [{b}];",
+                b = in(reg32) self.addr, options(nostack, preserves_flags));
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        super::emu::barrier_arrive(self.ptr as usize, 0);
+    }
+
+    /// `mbarrier.arrive.expect_tx`: one arrival, and `bytes` more that asynchronous
+    /// copies must complete before the phase can.
+    ///
+    /// # Safety
+    /// As for [`Barrier::arrive`].
+    #[inline(always)]
+    pub unsafe fn arrive_expect_tx(self, bytes: u32) {
+        #[cfg(target_arch = "nvptx64")]
+        // SAFETY: an initialised barrier (the caller).
+        unsafe {
+            core::arch::asm!("mbarrier.arrive.expect_tx.shared::cta.b64 _, [{b}], {n};",
+                b = in(reg32) self.addr, n = in(reg32) bytes, options(nostack, preserves_flags));
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        super::emu::barrier_arrive(self.ptr as usize, bytes);
+    }
+
+    /// One arrival on the barrier at the same shared offset in block `rank` of this
+    /// block's cluster ([`super::cluster`]): how a consumer tells both blocks of a
+    /// cluster that a stage their multicast copies fill is free again.
+    ///
+    /// # Safety
+    /// As for [`Barrier::arrive`], on that block's barrier; `rank` is in the cluster.
+    #[inline(always)]
+    pub unsafe fn arrive_cluster(self, rank: u32) {
+        #[cfg(target_arch = "nvptx64")]
+        // SAFETY: mapa gives the cluster address of the same offset in block `rank`.
+        unsafe {
+            core::arch::asm!(
+                "{{ .reg .b32 r; mapa.shared::cluster.u32 r, {b}, {k}; mbarrier.arrive.shared::cluster.b64 _, [r]; }}",
+                b = in(reg32) self.addr, k = in(reg32) rank, options(nostack, preserves_flags));
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        super::emu::barrier_arrive_in(rank, self.ptr as usize);
+    }
+
+    /// `mbarrier.try_wait.parity`: whether the phase of parity `parity` has completed
+    /// (the hardware may wait a while before answering no).
+    ///
+    /// # Safety
+    /// The barrier is initialised.
+    #[inline(always)]
+    pub unsafe fn try_wait(self, parity: u32) -> bool {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let done: u32;
+            // SAFETY: an initialised barrier (the caller). A memory clobber: the stage's
+            // reads must not move above the wait that makes the copies visible.
+            unsafe {
+                core::arch::asm!(
+                    "{{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [{b}], {q}; selp.u32 {d}, 1, 0, p; }}",
+                    d = out(reg32) done, b = in(reg32) self.addr, q = in(reg32) parity,
+                    options(nostack, preserves_flags));
+            }
+            done != 0
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        super::emu::barrier_try_wait(self.ptr as usize, parity)
+    }
+
+    /// Waits until the phase of parity `parity` has completed.
+    ///
+    /// # Safety
+    /// As for [`Barrier::try_wait`], and the phase will complete (else this hangs, as
+    /// on the GPU; the emulator reports a deadlock instead).
+    #[inline(always)]
+    pub unsafe fn wait(self, parity: u32) {
+        // SAFETY: forwarded.
+        while !unsafe { self.try_wait(parity) } {}
+    }
+}
+
+/// `fence.mbarrier_init.release.cluster`: makes barrier initialisations visible to
+/// the asynchronous copies and to the other blocks of a cluster.
+#[inline(always)]
+pub fn fence_init() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: a fence; no operands.
+    unsafe {
+        core::arch::asm!("fence.mbarrier_init.release.cluster;", options(nostack, preserves_flags))
+    };
+}

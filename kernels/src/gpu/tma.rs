@@ -1,0 +1,260 @@
+//! The Tensor Memory Accelerator (`cp.async.bulk.tensor`, sm_90): one thread names a
+//! box of a tensor in global memory, and the hardware generates every address, reads
+//! the box's rows as whole lines, and writes it into shared memory (or back out),
+//! completing the bytes on a [`Barrier`]. Coalescing, done in silicon.
+//!
+//! A [`TensorMap`] describes the tensor (base address, extents, row pitch), the box
+//! and the shared-memory layout (`swizzle`); the host makes it with the driver
+//! (`cuTensorMapEncodeTiled`) and passes it to the kernel in global memory. Boxes may
+//! overhang the tensor: loads fill the outside with zeros and stores drop it, which is
+//! how a tile loop handles any size without guards. The hardware needs the tensor's
+//! base and row pitch in multiples of 16 bytes.
+//!
+//! Swizzle: with [`Swizzle::B128`] a box whose rows are 128 bytes lands with the 16-byte
+//! chunk `c` of row `r` at chunk `c ^ (r % 8)`, in 1024-byte groups of 8 rows, so a
+//! warp reading a column of the box touches every bank once; the shared tile must
+//! start on a 1024-byte boundary ([`SharedArray::aligned`]). Readers index it with
+//! [`swizzled_128`], and the tensor cores read it as such ([`super::wgmma`]).
+//!
+//! On the emulator a map is the host's plain description of the same tensor
+//! ([`TileMap`]); a load reads the box (recording each row's global access) when it is
+//! issued and lands it, swizzled as the hardware would, when a wait on its barrier
+//! completes the phase ([`super::barrier`]); a store reads shared memory and writes
+//! the tensor when issued.
+
+use super::barrier::Barrier;
+use super::{Global, SharedArray};
+
+/// A tensor map: 128 opaque bytes, 64-byte aligned, read by the copy engine.
+#[repr(C, align(64))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TensorMap {
+    pub words: [u64; 16],
+}
+
+impl super::Element for TensorMap {}
+
+/// How a box lands in shared memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Swizzle {
+    /// Row after row, as in global memory.
+    None,
+    /// 16-byte chunks permuted within each 128-byte row by the row's index mod 8.
+    B128,
+}
+
+/// The index, in 4-byte elements, of element (`row`, `col`) of a box of 32-element
+/// (128-byte) rows that landed with [`Swizzle::B128`] at a 1024-byte boundary.
+#[inline(always)]
+pub const fn swizzled_128(row: usize, col: usize) -> usize {
+    row * 32 + ((((col >> 2) ^ row) & 7) << 2) + (col & 3)
+}
+
+/// The emulator's tensor map: what the host told the driver, in plain words.
+#[cfg(not(target_arch = "nvptx64"))]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TileMap {
+    /// The tensor's first element.
+    pub base: u64,
+    /// Extents in elements, innermost first; a 1D map has `dims[1] == 1`.
+    pub dims: [u64; 2],
+    /// Bytes from one row (index 1) to the next.
+    pub pitch: u64,
+    /// The box, innermost first.
+    pub boxes: [u32; 2],
+    pub swizzle: Swizzle,
+}
+
+#[cfg(not(target_arch = "nvptx64"))]
+impl TileMap {
+    /// Marks an emulator map, so a driver-encoded one is refused instead of misread.
+    const MAGIC: u64 = 0x636f_616c_6573_6365;
+
+    /// The map as the emulated kernel receives it.
+    pub fn encode(self) -> TensorMap {
+        let mut words = [0u64; 16];
+        words[0] = Self::MAGIC;
+        words[1] = self.base;
+        words[2] = self.dims[0];
+        words[3] = self.dims[1];
+        words[4] = self.pitch;
+        words[5] = u64::from(self.boxes[0]) | u64::from(self.boxes[1]) << 32;
+        words[6] = match self.swizzle {
+            Swizzle::None => 0,
+            Swizzle::B128 => 128,
+        };
+        TensorMap { words }
+    }
+
+    /// The map `encode` made.
+    ///
+    /// # Panics
+    /// For a map the emulator did not make.
+    pub fn decode(map: &TensorMap) -> TileMap {
+        let w = &map.words;
+        assert_eq!(w[0], Self::MAGIC, "not a tensor map made for the emulator");
+        TileMap {
+            base: w[1],
+            dims: [w[2], w[3]],
+            pitch: w[4],
+            boxes: [w[5] as u32, (w[5] >> 32) as u32],
+            swizzle: if w[6] == 128 { Swizzle::B128 } else { Swizzle::None },
+        }
+    }
+}
+
+/// Loads the box at element (`c0`) of a 1D map into `dst` from element `i`, completing
+/// its bytes on `bar`.
+///
+/// # Safety
+/// `map` is a map of this launch, `dst[i..]` holds the box (16-byte aligned; 1024 for a
+/// swizzled box), no thread touches it until `bar`'s phase completes, and the phase
+/// expects the bytes ([`Barrier::arrive_expect_tx`]).
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub unsafe fn load_1d(map: Global<TensorMap>, c0: i32, dst: SharedArray<f32>, i: usize, bar: Barrier) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: the caller's contract.
+    unsafe {
+        core::arch::asm!(
+            "cp.async.bulk.tensor.1d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{d}], [{m}, {{{c0}}}], [{b}];",
+            d = in(reg32) dst.shared_addr() + (i as u32) * 4, m = in(reg64) map.as_ptr(),
+            b = in(reg32) bar.shared_addr(), c0 = in(reg32) c0, options(nostack, preserves_flags));
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    super::emu::tma_load(map.as_ptr(), [c0, 0], dst.element_ptr(i), bar.host_addr(), 0);
+}
+
+/// Loads the box at (`c0`, `c1`) (column, row) of a 2D map into `dst` from element
+/// `i`, completing its bytes on `bar`.
+///
+/// # Safety
+/// As for [`load_1d`].
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub unsafe fn load_2d(map: Global<TensorMap>, [c0, c1]: [i32; 2], dst: SharedArray<f32>, i: usize, bar: Barrier) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: the caller's contract.
+    unsafe {
+        core::arch::asm!(
+            "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{d}], [{m}, {{{c0}, {c1}}}], [{b}];",
+            d = in(reg32) dst.shared_addr() + (i as u32) * 4, m = in(reg64) map.as_ptr(),
+            b = in(reg32) bar.shared_addr(), c0 = in(reg32) c0, c1 = in(reg32) c1, options(nostack, preserves_flags));
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    super::emu::tma_load(map.as_ptr(), [c0, c1], dst.element_ptr(i), bar.host_addr(), 0);
+}
+
+/// [`load_2d`] into the same place of every block of the cluster in `ctas` (a mask of
+/// cluster ranks), each block's barrier at the same offset receiving the bytes.
+///
+/// # Safety
+/// As for [`load_2d`], in every block of the mask.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub unsafe fn load_2d_multicast(
+    map: Global<TensorMap>,
+    [c0, c1]: [i32; 2],
+    dst: SharedArray<f32>,
+    i: usize,
+    bar: Barrier,
+    ctas: u16,
+) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: the caller's contract.
+    unsafe {
+        core::arch::asm!(
+            "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [{d}], [{m}, {{{c0}, {c1}}}], [{b}], {k};",
+            d = in(reg32) dst.shared_addr() + (i as u32) * 4, m = in(reg64) map.as_ptr(),
+            b = in(reg32) bar.shared_addr(), c0 = in(reg32) c0, c1 = in(reg32) c1, k = in(reg16) ctas,
+            options(nostack, preserves_flags));
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    super::emu::tma_load(map.as_ptr(), [c0, c1], dst.element_ptr(i), bar.host_addr(), ctas);
+}
+
+/// Stores the box at element `c0` of a 1D map from `src` at element `i`; the part
+/// outside the tensor is dropped. Shared memory written by the block's threads needs
+/// [`fence_proxy_async`] and a barrier first; `src` may be reused after
+/// [`wait_group_read`].
+///
+/// # Safety
+/// `map` is a map of this launch and `src[i..]` holds the box.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub unsafe fn store_1d(map: Global<TensorMap>, c0: i32, src: SharedArray<f32>, i: usize) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: the caller's contract.
+    unsafe {
+        core::arch::asm!(
+            "cp.async.bulk.tensor.1d.global.shared::cta.bulk_group [{m}, {{{c0}}}], [{s}];",
+            m = in(reg64) map.as_ptr(), s = in(reg32) src.shared_addr() + (i as u32) * 4, c0 = in(reg32) c0,
+            options(nostack, preserves_flags));
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    super::emu::tma_store(map.as_ptr(), [c0, 0], src.element_ptr(i));
+}
+
+/// Stores the box at (`c0`, `c1`) of a 2D map from `src` at element `i`, as [`store_1d`].
+///
+/// # Safety
+/// As for [`store_1d`].
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub unsafe fn store_2d(map: Global<TensorMap>, [c0, c1]: [i32; 2], src: SharedArray<f32>, i: usize) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: the caller's contract.
+    unsafe {
+        core::arch::asm!(
+            "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [{m}, {{{c0}, {c1}}}], [{s}];",
+            m = in(reg64) map.as_ptr(), s = in(reg32) src.shared_addr() + (i as u32) * 4,
+            c0 = in(reg32) c0, c1 = in(reg32) c1, options(nostack, preserves_flags));
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    super::emu::tma_store(map.as_ptr(), [c0, c1], src.element_ptr(i));
+}
+
+/// `cp.async.bulk.commit_group`: this thread's stores since the last commit become a group.
+#[inline(always)]
+pub fn commit_group() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: no operands.
+    unsafe {
+        core::arch::asm!("cp.async.bulk.commit_group;", options(nostack, preserves_flags))
+    };
+}
+
+/// `cp.async.bulk.wait_group.read N`: this thread's store groups but the newest `N`
+/// have finished reading shared memory, which may then be overwritten.
+#[inline(always)]
+pub fn wait_group_read<const N: u32>() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: no operands; a memory clobber keeps later shared writes after it.
+    unsafe {
+        core::arch::asm!("cp.async.bulk.wait_group.read {n};", n = const N, options(nostack, preserves_flags))
+    };
+}
+
+/// `cp.async.bulk.wait_group N`: as [`wait_group_read`], and the writes are done.
+#[inline(always)]
+pub fn wait_group<const N: u32>() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: as above.
+    unsafe {
+        core::arch::asm!("cp.async.bulk.wait_group {n};", n = const N, options(nostack, preserves_flags))
+    };
+}
+
+/// `fence.proxy.async.shared::cta`: this thread's ordinary shared-memory writes become
+/// visible to the asynchronous proxy (the copy engine, the tensor cores), once a
+/// barrier has also ordered them.
+#[inline(always)]
+pub fn fence_proxy_async() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: a fence; no operands.
+    unsafe {
+        core::arch::asm!("fence.proxy.async.shared::cta;", options(nostack, preserves_flags))
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    super::emu::fence_proxy_async();
+}

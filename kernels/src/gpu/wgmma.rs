@@ -1,0 +1,234 @@
+//! Warpgroup matrix multiply-accumulate (`wgmma.mma_async`, sm_90a): the four warps of
+//! a warpgroup (128 threads, the first warp's index a multiple of 4) multiply a 64 x 8
+//! TF32 A tile by an 8 x N B tile into 64 x N f32 accumulators spread over their
+//! registers, asynchronously: the instruction returns at once, and the accumulators
+//! may be read only after a [`wait_group`] covering it.
+//!
+//! B is read by the tensor cores straight from shared memory, described by a
+//! [`Descriptor`]; A comes from registers, each thread holding 4 values in the layout
+//! of [`mma_m16n8k8_tf32`](super::mma::mma_m16n8k8_tf32)'s A fragment, warp `w` of the
+//! group for rows `16 w..16 w + 16`. The accumulators follow the same rows: thread
+//! lane `l` (g = l / 4, t = l % 4) of warp `w` holds `acc[4 j + 2 h + e]` = D[16 w + g +
+//! 8 h][8 j + 2 t + e].
+//!
+//! TF32 operands in shared memory must be K-major (k contiguous, 128-byte rows of 32
+//! values in the [`Swizzle::B128`](super::tma::Swizzle::B128) layout the copy engine
+//! writes): the instruction has no transposed form for 32-bit types.
+//!
+//! The order of a k step:
+//!
+//! ```text
+//! load this step's A fragments (registers);  fence();
+//! mma_tf32(&mut acc, a, b) ...;  commit_group();
+//! ... (other work: the tensor cores run) ...
+//! wait_group::<0>(&mut acc);   // acc is valid again; A's registers and B's tile are free
+//! ```
+//!
+//! ptxas serialises the group (every instruction waits for the one before) if an
+//! instruction other than a wgmma writes a register that a wgmma between a [`fence`]
+//! and the wait retiring it reads: load the next fragments into registers the pending
+//! group does not read.
+//!
+//! On the emulator the warpgroup's 128 threads exchange their A fragments when they
+//! issue the instruction, and each computes its accumulators when its [`wait_group`]
+//! retires the group, reading B from shared memory then, as late as the GPU may: a
+//! kernel that reads the accumulators before waiting, or overwrites B's stage before
+//! the wait, computes with stale values.
+
+use super::SharedArray;
+use super::mma::Tf32;
+
+/// A shared-memory matrix descriptor: where the tensor cores find an operand tile.
+#[derive(Clone, Copy, Debug)]
+pub struct Descriptor(u64);
+
+impl Descriptor {
+    /// A K-major tile of 128-byte rows swizzled by [`Swizzle::B128`](super::tma::Swizzle::B128),
+    /// whose 8-row groups are 1024 bytes apart, starting at element `i` of `tile` (the
+    /// k offset of a step within the row: 0, 8, 16 or 24 for TF32).
+    ///
+    /// # Safety
+    /// The 1024-byte group that holds element `i` starts on a 1024-byte boundary.
+    #[inline(always)]
+    pub unsafe fn k_major_128b(tile: SharedArray<f32>, i: usize) -> Descriptor {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let addr = u64::from(tile.shared_addr() + (i as u32) * 4);
+            // start >> 4 | leading offset (unused when swizzled) 16 >> 4 | stride offset
+            // 1024 >> 4 | 128-byte swizzle
+            Descriptor(((addr & 0x3ffff) >> 4) | (1 << 16) | (64 << 32) | (1 << 62))
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        Descriptor(tile.element_ptr(i) as u64)
+    }
+}
+
+/// `wgmma.fence`: orders this warpgroup's register writes (A fragments, accumulators)
+/// before the wgmmas that follow.
+#[inline(always)]
+pub fn fence() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: warpgroup-collective; no operands.
+    unsafe {
+        core::arch::asm!("wgmma.fence.sync.aligned;", options(nostack, preserves_flags))
+    };
+}
+
+/// `wgmma.commit_group`: the wgmmas this warpgroup issued since the last commit
+/// become a group.
+#[inline(always)]
+pub fn commit_group() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: warpgroup-collective; no operands.
+    unsafe {
+        core::arch::asm!("wgmma.commit_group.sync.aligned;", options(nostack, preserves_flags))
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    super::emu::wgmma_commit();
+}
+
+/// Accumulator arrays of the warpgroup shapes `m64nNk8` (N / 2 floats a thread).
+pub trait Accumulator {
+    /// N, the tile's width.
+    const N: usize;
+    /// All zeros.
+    fn zeroed() -> Self;
+    #[doc(hidden)]
+    fn as_mut_slice(&mut self) -> &mut [f32];
+    #[doc(hidden)]
+    #[cfg(target_arch = "nvptx64")]
+    unsafe fn mma_tf32(&mut self, a: [u32; 4], b: u64);
+    #[doc(hidden)]
+    #[cfg(target_arch = "nvptx64")]
+    fn fence_operands(&mut self);
+}
+
+/// The asm of one shape: every accumulator an in-out operand, in order.
+#[cfg(target_arch = "nvptx64")]
+macro_rules! accumulator {
+    ($n:literal, $len:literal; $first:literal $($i:literal)*) => {
+        impl Accumulator for [f32; $len] {
+            const N: usize = $n;
+            #[inline(always)]
+            fn zeroed() -> Self {
+                [0.0; $len]
+            }
+            #[inline(always)]
+            fn as_mut_slice(&mut self) -> &mut [f32] {
+                self
+            }
+            #[inline(always)]
+            unsafe fn mma_tf32(&mut self, a: [u32; 4], b: u64) {
+                // SAFETY: warpgroup-collective (the caller's contract); registers and a
+                // descriptor the caller made for an initialised tile.
+                unsafe {
+                    core::arch::asm!(
+                        concat!("wgmma.mma_async.sync.aligned.m64n", $n, "k8.f32.tf32.tf32 {{",
+                            "{", stringify!($first), "}", $(", {", stringify!($i), "}",)*
+                            "}}, {{{a0}, {a1}, {a2}, {a3}}}, {b}, 1, 1, 1;"),
+                        inout(reg32) self[$first], $(inout(reg32) self[$i],)*
+                        a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
+                        b = in(reg64) b, options(nostack, preserves_flags));
+                }
+            }
+            #[inline(always)]
+            fn fence_operands(&mut self) {
+                // SAFETY: no instruction: the registers are only marked read and written
+                // here, so the compiler keeps every use of them after this point.
+                unsafe {
+                    core::arch::asm!(concat!("// accumulators {", stringify!($first), "}", $(" {", stringify!($i), "}",)*),
+                        inout(reg32) self[$first], $(inout(reg32) self[$i],)*
+                        options(nomem, nostack, preserves_flags));
+                }
+            }
+        }
+    };
+}
+
+#[cfg(target_arch = "nvptx64")]
+accumulator!(64, 32; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31);
+#[cfg(target_arch = "nvptx64")]
+accumulator!(128, 64; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
+    32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63);
+#[cfg(target_arch = "nvptx64")]
+accumulator!(192, 96; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31 32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63 64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94 95);
+#[cfg(target_arch = "nvptx64")]
+accumulator!(256, 128; 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31
+    32 33 34 35 36 37 38 39 40 41 42 43 44 45 46 47 48 49 50 51 52 53 54 55 56 57 58 59 60 61 62 63
+    64 65 66 67 68 69 70 71 72 73 74 75 76 77 78 79 80 81 82 83 84 85 86 87 88 89 90 91 92 93 94 95
+    96 97 98 99 100 101 102 103 104 105 106 107 108 109 110 111 112 113 114 115 116 117 118 119 120 121 122 123 124 125 126 127);
+
+#[cfg(not(target_arch = "nvptx64"))]
+macro_rules! accumulator {
+    ($($n:literal, $len:literal);*) => {$(
+        impl Accumulator for [f32; $len] {
+            const N: usize = $n;
+            fn zeroed() -> Self {
+                [0.0; $len]
+            }
+            fn as_mut_slice(&mut self) -> &mut [f32] {
+                self
+            }
+        }
+    )*};
+}
+#[cfg(not(target_arch = "nvptx64"))]
+accumulator!(64, 32; 128, 64; 192, 96; 256, 128);
+
+/// `wgmma.mma_async.sync.aligned.m64nNk8.f32.tf32.tf32` with A from registers:
+/// `acc += A B`, warpgroup-wide, asynchronously (see the [module docs](self)).
+///
+/// # Safety
+/// Every thread of the warpgroup makes the call with the same `b`; `b` describes an
+/// initialised tile that nothing writes until the [`wait_group`] retiring this call;
+/// `acc` is not read until then, and `a`'s registers are this step's own.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub unsafe fn mma_tf32<A: Accumulator>(acc: &mut A, a: [Tf32; 4], b: Descriptor) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: the caller's contract.
+    unsafe {
+        acc.mma_tf32(a.map(Tf32::bits), b.0)
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    super::emu::wgmma_mma_tf32(acc.as_mut_slice(), a.map(Tf32::bits), b.0 as usize, A::N);
+}
+
+/// `wgmma.wait_group N`: waits until at most `N` of this warpgroup's groups are
+/// pending; `acc`, the accumulators they write, is valid for the groups retired (the
+/// compiler keeps every use of them after this call).
+#[inline(always)]
+pub fn wait_group<const N: u32, A: Accumulator>(acc: &mut A) {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        // SAFETY: warpgroup-collective; no operands.
+        unsafe {
+            core::arch::asm!("wgmma.wait_group.sync.aligned {n};", n = const N, options(nostack, preserves_flags))
+        };
+        acc.fence_operands();
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    super::emu::wgmma_wait(acc.as_mut_slice(), N as usize);
+}
+
+/// `setmaxnreg.inc`: this warpgroup takes registers up to `R` a thread (a consumer
+/// of a warp-specialised kernel, after the producer released its share). Needs the
+/// kernel's register count fixed at entry: `#[launch_bounds(THREADS, 1)]`.
+#[inline(always)]
+pub fn grow_registers<const R: u32>() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: warpgroup-collective; changes only this warpgroup's register allocation.
+    unsafe {
+        core::arch::asm!("setmaxnreg.inc.sync.aligned.u32 {r};", r = const R, options(nostack, preserves_flags))
+    };
+}
+
+/// `setmaxnreg.dec`: this warpgroup gives registers back, down to `R` a thread.
+#[inline(always)]
+pub fn shrink_registers<const R: u32>() {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: as above.
+    unsafe {
+        core::arch::asm!("setmaxnreg.dec.sync.aligned.u32 {r};", r = const R, options(nostack, preserves_flags))
+    };
+}

@@ -1,0 +1,479 @@
+//! wgmma: the ladder on Hopper's own machinery (sm_90a): tiles fed by the copy engine
+//! ([`crate::gpu::tma`]) through transaction barriers ([`crate::gpu::barrier`]) and
+//! multiplied by warpgroups (`wgmma`, [`crate::gpu::wgmma`]). C = A B, row-major f32,
+//! TF32 tensor cores.
+//!
+//! TF32 wgmma reads shared-memory operands only K-major. A (m x k, row-major) is, so
+//! its tile goes to the tensor cores as it lands. B (k x n, row-major) is N-major, so
+//! each block computes the transposed tile, C^T = B^T A^T: its rows are n, B^T's
+//! fragments go through registers (the instruction's A operand, loaded from B's tile
+//! with `ld.shared`), and A's tile is the instruction's B operand. A consumer
+//! warpgroup owns 64 n-rows by BM m-columns of C^T (`m64nBMk8`, BM / 2 accumulators a
+//! thread), two warpgroups a block: a BM x 128 tile of C.
+//!
+//! Tiles: A's is BM x 32 (one box, 128-byte rows of k, swizzled), B's is 32 x 128 (four
+//! 32 x 32 boxes, 128-byte rows of n, swizzled). A thread's fragment rows are n
+//! `4 p + {0..4, 16..20} (+ 8)` of its warp pair's 32-column box (`p` the warp's parity),
+//! which puts a warp's 32 loads of one register on 32 different banks through the
+//! swizzle; the accumulators keep that row order, undone at the store.
+//!
+//! Any m (the copy engine zero-fills rows past m and the stores are guarded); k and n
+//! multiples of 4, as the copy engine reads rows that start on 16-byte boundaries (the
+//! host refuses other shapes in one line).
+//!
+//! The rungs, one lesson each:
+//! 1. [`sgemm_wgmma`]: every warpgroup computes; one thread also issues the copies,
+//!    STAGES - 1 k-tiles ahead, refilling the stage a block barrier has just freed.
+//! 2. [`sgemm_wgmma_ws`]: warp specialisation. A producer warpgroup only issues copies
+//!    (one thread), waiting on each stage's `empty` barrier; two consumer warpgroups only
+//!    multiply, waiting on `full` barriers, loading the next k-tile's fragments while
+//!    the tensor cores run the current one. `setmaxnreg` moves registers from the
+//!    producer (40 a thread) to the consumers (232). No block barrier in the loop.
+//! 3. [`sgemm_wgmma_cluster`]: clusters of two blocks on the same rows of A (adjacent
+//!    column tiles of C): each copies half of A's tile and multicasts it to both,
+//!    halving A's reads from L2; a consumer frees a stage in both blocks.
+
+use crate::gpu::barrier::{Barrier, fence_init};
+use crate::gpu::mma::{Tf32, to_tf32};
+use crate::gpu::shared::dynamic_shared_array;
+use crate::gpu::thread::{block_idx_x, sync_threads, thread_idx_x};
+use crate::gpu::tma::{TensorMap, load_2d, load_2d_multicast, swizzled_128};
+use crate::gpu::wgmma::{self, Accumulator, Descriptor};
+use crate::gpu::{Global, GlobalMut, SharedArray, cluster};
+
+/// k per tile: one 128-byte row of TF32.
+pub const BK: usize = 32;
+/// n per block: two consumer warpgroups of 64 rows of C^T.
+pub const BN: usize = 128;
+/// Blocks of one band of m tiles run together ([`tile_of`]).
+pub const GROUP_M: u32 = 8;
+
+/// A Hopper tuning: m per block (the wgmma's N) and shared stages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WgmmaTiling {
+    pub bm: usize,
+    pub stages: usize,
+    /// Warpgroups a block: consumers, plus one producer when warp-specialised.
+    pub warpgroups: usize,
+}
+
+impl WgmmaTiling {
+    /// Floats of A's tile.
+    pub const fn a_floats(&self) -> usize {
+        self.bm * BK
+    }
+    /// Floats of one stage: A's tile, then B's four boxes.
+    pub const fn stage_floats(&self) -> usize {
+        self.a_floats() + BK * BN
+    }
+    /// Bytes the copy engine writes into a stage.
+    pub const fn stage_bytes(&self) -> u32 {
+        (self.stage_floats() * 4) as u32
+    }
+    /// Dynamic shared memory: the stages and two barriers each, with room to start the
+    /// stages on a 1024-byte boundary (the swizzle's).
+    pub const fn shared_bytes(&self) -> usize {
+        self.stages * self.stage_floats() * 4 + self.stages * 16 + 1024
+    }
+    pub const fn threads(&self) -> usize {
+        128 * self.warpgroups
+    }
+}
+
+/// `wgmma`: 256 x 128 tiles, 4 stages, two warpgroups that compute.
+pub const WGMMA: WgmmaTiling = WgmmaTiling {
+    bm: 256,
+    stages: 4,
+    warpgroups: 2,
+};
+/// `wgmma-ws`: the same tiles, a producer warpgroup and two consumers.
+pub const WGMMA_WS: WgmmaTiling = WgmmaTiling {
+    bm: 256,
+    stages: 4,
+    warpgroups: 3,
+};
+/// `wgmma-ws-192`: 192 x 128 tiles with 5 stages (more blocks for small products).
+pub const WGMMA_WS_192: WgmmaTiling = WgmmaTiling {
+    bm: 192,
+    stages: 5,
+    warpgroups: 3,
+};
+/// `wgmma-cluster`: `wgmma-ws` in clusters of two sharing A's tile.
+pub const WGMMA_CLUSTER: WgmmaTiling = WGMMA_WS;
+
+/// Which BM x BN tile of C block `b` computes: blocks run in bands of [`GROUP_M`] m
+/// tiles, column tile by column tile, so the blocks resident at once share A's rows
+/// and B's columns in L2.
+#[inline(always)]
+pub fn tile_of(b: u32, m: u32, n: u32, bm: u32, bn: u32) -> (u32, u32) {
+    let (tiles_m, tiles_n) = (m.div_ceil(bm), n.div_ceil(bn));
+    let per_band = GROUP_M * tiles_n;
+    let first = (b / per_band) * GROUP_M;
+    let rows = (tiles_m - first).min(GROUP_M);
+    let within = b % per_band;
+    ((first + within % rows) * bm, (within / rows) * bn)
+}
+
+/// The stages of a tiling in the dynamic segment, 1024-byte aligned, and the
+/// barrier `j` after them.
+#[inline(always)]
+unsafe fn stages(t: WgmmaTiling) -> SharedArray<f32> {
+    // SAFETY: the host launches with t.shared_bytes() of dynamic shared memory.
+    unsafe { dynamic_shared_array::<f32>(t.shared_bytes() / 4).aligned(1024) }
+}
+#[inline(always)]
+unsafe fn barrier(tiles: SharedArray<f32>, t: WgmmaTiling, j: usize) -> Barrier {
+    // SAFETY: the barriers follow the stages, inside the segment (shared_bytes).
+    unsafe { tiles.barrier(t.stages * t.stage_floats() + 2 * j) }
+}
+
+/// Issues the copies of k-tile `i` into stage `s` (one thread): A's BM x 32 box, B's
+/// four 32 x 32 boxes, all completing on `full`.
+#[inline(always)]
+unsafe fn load_stage(
+    t: WgmmaTiling,
+    tiles: SharedArray<f32>,
+    s: usize,
+    full: Barrier,
+    (a, b): (Global<TensorMap>, Global<TensorMap>),
+    (m0, n0, i): (u32, u32, u32),
+) {
+    let stage = s * t.stage_floats();
+    // SAFETY: the stage is free (the caller waited for it) and expects these bytes.
+    unsafe {
+        full.arrive_expect_tx(t.stage_bytes());
+        load_2d(a, [(i * BK as u32) as i32, m0 as i32], tiles, stage, full);
+        for j in 0..BN / 32 {
+            load_2d(
+                b,
+                [(n0 + 32 * j as u32) as i32, (i * BK as u32) as i32],
+                tiles,
+                stage + t.a_floats() + 1024 * j,
+                full,
+            );
+        }
+    }
+}
+
+/// A consumer thread's place: its warp pair's 32-column box of B's tile, and its
+/// fragment rows' column within that box (rows g and g + 8: `nn` and `nn + 8`).
+#[derive(Clone, Copy)]
+struct Lane {
+    box_: usize,
+    nn: usize,
+    t: usize,
+    lane: usize,
+}
+
+impl Lane {
+    /// Thread `tid` of consumer warpgroup `c`.
+    #[inline(always)]
+    fn new(c: usize, tid: usize) -> Lane {
+        let (w, lane) = (tid / 32, tid % 32);
+        let (g, t) = (lane / 4, lane % 4);
+        Lane {
+            box_: 2 * c + w / 2,
+            nn: 4 * (w % 2) + 16 * (g / 4) + g % 4,
+            t,
+            lane,
+        }
+    }
+
+    /// This thread's B^T fragments of a stage's four k steps, rounded to TF32:
+    /// step `kk`'s registers are `[kk][..]` = (row g, k t), (g + 8, t), (g, t + 4),
+    /// (g + 8, t + 4) of the step's 64 x 8 tile.
+    #[inline(always)]
+    unsafe fn fragments(self, tiles: SharedArray<f32>, t: WgmmaTiling, s: usize) -> [[Tf32; 4]; 4] {
+        let b = s * t.stage_floats() + t.a_floats() + 1024 * self.box_;
+        let at = |kk: usize, h: usize, r: usize| {
+            let k = 8 * kk + self.t + 4 * h;
+            // SAFETY: inside the stage's box; the stage has landed (the caller waited).
+            to_tf32(unsafe { tiles.read(b + swizzled_128(k, self.nn + 8 * r)) })
+        };
+        core::array::from_fn(|kk| [at(kk, 0, 0), at(kk, 0, 1), at(kk, 1, 0), at(kk, 1, 1)])
+    }
+
+    /// Stores this thread's accumulators: C[m0 + 8 j + 2 t + e][n of row g (+8)].
+    #[inline(always)]
+    unsafe fn store<A: Accumulator>(self, acc: &mut A, c: GlobalMut<f32>, (m, n): (u32, u32), (m0, n0): (u32, u32)) {
+        let acc = acc.as_mut_slice();
+        let col = n0 as usize + 32 * self.box_ + self.nn;
+        unroll!(j < A::N / 8; 32 => {
+            for h in 0..2 {
+                for e in 0..2 {
+                    let (row, col) = (m0 as usize + 8 * j + 2 * self.t + e, col + 8 * h);
+                    if row < m as usize && col < n as usize {
+                        // SAFETY: in bounds (guarded).
+                        unsafe { c.write(row * n as usize + col, acc[4 * j + 2 * h + e]) };
+                    }
+                }
+            }
+        });
+    }
+}
+
+
+/// One k-tile's wgmmas from stage `s`: four `m64nBMk8`, one group.
+#[inline(always)]
+unsafe fn multiply<A: Accumulator>(acc: &mut A, frags: &[[Tf32; 4]; 4], tiles: SharedArray<f32>, t: WgmmaTiling, s: usize) {
+    let a = s * t.stage_floats();
+    // SAFETY: the stage has landed; the group is waited for before the stage is freed.
+    unsafe {
+        let b: [Descriptor; 4] = core::array::from_fn(|kk| Descriptor::k_major_128b(tiles, a + 8 * kk));
+        wgmma::fence();
+        for kk in 0..4 {
+            wgmma::mma_tf32(acc, frags[kk], b[kk]);
+        }
+        wgmma::commit_group();
+    }
+}
+
+/// The zeroed accumulators of a consumer thread.
+#[inline(always)]
+fn zeroed<A: Accumulator>() -> A {
+    A::zeroed()
+}
+
+/// Rung 1: every warpgroup multiplies; thread 0 also copies, `stages - 1` k-tiles
+/// ahead, into the stage a block barrier has just freed.
+#[inline(always)]
+unsafe fn plain<A: Accumulator>(
+    t: WgmmaTiling,
+    (m, n, k): (u32, u32, u32),
+    maps: (Global<TensorMap>, Global<TensorMap>),
+    c: GlobalMut<f32>,
+) {
+    // SAFETY: the host's launch (t.shared_bytes(), t.threads()) and maps of A and B.
+    unsafe {
+        let tiles = stages(t);
+        let full = |s: usize| barrier(tiles, t, s);
+        let (m0, n0) = tile_of(block_idx_x(), m, n, t.bm as u32, BN as u32);
+        let (ktiles, stages_) = (k.div_ceil(BK as u32), t.stages as u32);
+        let tid = thread_idx_x() as usize;
+        if tid == 0 {
+            for s in 0..t.stages {
+                full(s).init(1);
+            }
+            fence_init();
+            for i in 0..(stages_ - 1).min(ktiles) {
+                load_stage(t, tiles, i as usize, full(i as usize), maps, (m0, n0, i));
+            }
+        }
+        sync_threads();
+        let me = Lane::new(tid / 128, tid % 128);
+        let mut acc = zeroed::<A>();
+        for i in 0..ktiles {
+            let s = (i % stages_) as usize;
+            full(s).wait((i / stages_) & 1);
+            let frags = me.fragments(tiles, t, s);
+            multiply(&mut acc, &frags, tiles, t, s);
+            wgmma::wait_group::<0, A>(&mut acc);
+            // Every warpgroup is done with k-tile i - 1's stage: refill it.
+            sync_threads();
+            let next = i + stages_ - 1;
+            if tid == 0 && next < ktiles {
+                let s = (next % stages_) as usize;
+                load_stage(t, tiles, s, full(s), maps, (m0, n0, next));
+            }
+        }
+        me.store(&mut acc, c, (m, n), (m0, n0));
+    }
+}
+
+/// The consumer's loop of rungs 2 and 3: k-tile i's wgmmas from the fragments in
+/// `cur` while k-tile i + 1's are loaded into `next`; then the stage is freed through
+/// `release`.
+#[inline(always)]
+unsafe fn consume<A: Accumulator>(
+    t: WgmmaTiling,
+    tiles: SharedArray<f32>,
+    ktiles: u32,
+    me: Lane,
+    acc: &mut A,
+    release: impl Fn(usize),
+) {
+    let stages_ = t.stages as u32;
+    // SAFETY: barriers and stages of this block (the caller's launch).
+    unsafe {
+        let full = |s: usize| barrier(tiles, t, s);
+        let step = |i: u32, acc: &mut A, cur: &[[Tf32; 4]; 4], next: &mut [[Tf32; 4]; 4]| {
+            let s = (i % stages_) as usize;
+            multiply(acc, cur, tiles, t, s);
+            if i + 1 < ktiles {
+                let s1 = ((i + 1) % stages_) as usize;
+                full(s1).wait(((i + 1) / stages_) & 1);
+                *next = me.fragments(tiles, t, s1);
+            }
+            wgmma::wait_group::<0, A>(acc);
+            release(s);
+        };
+        full(0).wait(0);
+        let mut f0 = me.fragments(tiles, t, 0);
+        let mut f1 = f0;
+        let mut i = 0;
+        while i < ktiles {
+            step(i, acc, &f0, &mut f1);
+            if i + 1 < ktiles {
+                step(i + 1, acc, &f1, &mut f0);
+            }
+            i += 2;
+        }
+    }
+}
+
+/// Rung 2: warp specialisation. Warpgroup 0 copies (one thread), 1 and 2 multiply.
+#[inline(always)]
+unsafe fn warp_specialised<A: Accumulator>(
+    t: WgmmaTiling,
+    (m, n, k): (u32, u32, u32),
+    maps: (Global<TensorMap>, Global<TensorMap>),
+    c: GlobalMut<f32>,
+) {
+    // SAFETY: the host's launch (t.shared_bytes(), 384 threads) and maps of A and B.
+    unsafe {
+        let tiles = stages(t);
+        let (full, empty) = (|s: usize| barrier(tiles, t, s), |s: usize| barrier(tiles, t, t.stages + s));
+        let (m0, n0) = tile_of(block_idx_x(), m, n, t.bm as u32, BN as u32);
+        let (ktiles, stages_) = (k.div_ceil(BK as u32), t.stages as u32);
+        let tid = thread_idx_x() as usize;
+        if tid == 0 {
+            for s in 0..t.stages {
+                full(s).init(1);
+                // One arrival from each consumer warp.
+                empty(s).init(8);
+            }
+            fence_init();
+        }
+        sync_threads();
+        if tid < 128 {
+            wgmma::shrink_registers::<40>();
+            if tid == 0 {
+                for i in 0..ktiles {
+                    let s = (i % stages_) as usize;
+                    if i >= stages_ {
+                        empty(s).wait(((i / stages_) & 1) ^ 1);
+                    }
+                    load_stage(t, tiles, s, full(s), maps, (m0, n0, i));
+                }
+            }
+        } else {
+            wgmma::grow_registers::<232>();
+            let me = Lane::new(tid / 128 - 1, tid % 128);
+            let mut acc = zeroed::<A>();
+            consume(t, tiles, ktiles, me, &mut acc, |s| {
+                if me.lane == 0 {
+                    empty(s).arrive();
+                }
+            });
+            me.store(&mut acc, c, (m, n), (m0, n0));
+        }
+    }
+}
+
+/// Rung 3: rung 2 in clusters of two blocks on the same rows of A; block `r` copies
+/// rows `r BM / 2..` of A's tile into both, and a consumer frees a stage in both.
+#[inline(always)]
+unsafe fn clustered<A: Accumulator>(
+    t: WgmmaTiling,
+    (m, n, k): (u32, u32, u32),
+    (a_half, b): (Global<TensorMap>, Global<TensorMap>),
+    c: GlobalMut<f32>,
+) {
+    // SAFETY: the host's launch (clusters of 2, t.shared_bytes(), 384 threads); a_half
+    // maps A in boxes of BM / 2 rows.
+    unsafe {
+        let tiles = stages(t);
+        let (full, empty) = (|s: usize| barrier(tiles, t, s), |s: usize| barrier(tiles, t, t.stages + s));
+        let rank = cluster::rank();
+        let (m0, pair) = tile_of(block_idx_x() / 2, m, n, t.bm as u32, 2 * BN as u32);
+        let n0 = pair + rank * BN as u32;
+        let (ktiles, stages_) = (k.div_ceil(BK as u32), t.stages as u32);
+        let tid = thread_idx_x() as usize;
+        if tid == 0 {
+            for s in 0..t.stages {
+                full(s).init(1);
+                // One arrival from each consumer warp of both blocks.
+                empty(s).init(16);
+            }
+            fence_init();
+        }
+        // The partner's barriers exist before any copy or arrival reaches them.
+        cluster::sync();
+        if tid < 128 {
+            wgmma::shrink_registers::<40>();
+            if tid == 0 {
+                let half = t.a_floats() / 2;
+                for i in 0..ktiles {
+                    let s = (i % stages_) as usize;
+                    if i >= stages_ {
+                        empty(s).wait(((i / stages_) & 1) ^ 1);
+                    }
+                    let stage = s * t.stage_floats();
+                    full(s).arrive_expect_tx(t.stage_bytes());
+                    let rows = m0 + rank * (t.bm as u32 / 2);
+                    load_2d_multicast(a_half, [(i * BK as u32) as i32, rows as i32], tiles, stage + rank as usize * half, full(s), 0b11);
+                    for j in 0..BN / 32 {
+                        let col = n0 + 32 * j as u32;
+                        load_2d(b, [col as i32, (i * BK as u32) as i32], tiles, stage + t.a_floats() + 1024 * j, full(s));
+                    }
+                }
+            }
+        } else {
+            wgmma::grow_registers::<232>();
+            let me = Lane::new(tid / 128 - 1, tid % 128);
+            let mut acc = zeroed::<A>();
+            consume(t, tiles, ktiles, me, &mut acc, |s| {
+                if me.lane == 0 {
+                    empty(s).arrive();
+                    empty(s).arrive_cluster(rank ^ 1);
+                }
+            });
+            me.store(&mut acc, c, (m, n), (m0, n0));
+        }
+        // Neither block leaves while the other may still write its shared memory.
+        cluster::sync();
+    }
+}
+
+kernel! {
+    #[launch_bounds(256, 1)]
+    #[requires(sm_90a)]
+    /// wgmma, 256 x 128 x 32, 4 stages: TMA-fed tiles multiplied by two warpgroups
+    /// (`wgmma`, B^T from registers); thread 0 also issues the copies.
+    pub fn sgemm_wgmma(m: u32, n: u32, k: u32, a: Global<TensorMap>, b: Global<TensorMap>, c: GlobalMut<f32>) {
+        // SAFETY: the host launches WGMMA's grid, block and shared memory with maps of A and B.
+        unsafe { plain::<[f32; 128]>(WGMMA, (m, n, k), (a, b), c) }
+    }
+}
+
+kernel! {
+    #[launch_bounds(384, 1)]
+    #[requires(sm_90a)]
+    /// wgmma-ws, 256 x 128 x 32, 4 stages: a producer warpgroup copies, two consumer
+    /// warpgroups multiply, `setmaxnreg` gives the consumers the producer's registers.
+    pub fn sgemm_wgmma_ws(m: u32, n: u32, k: u32, a: Global<TensorMap>, b: Global<TensorMap>, c: GlobalMut<f32>) {
+        // SAFETY: as above, WGMMA_WS's launch.
+        unsafe { warp_specialised::<[f32; 128]>(WGMMA_WS, (m, n, k), (a, b), c) }
+    }
+}
+
+kernel! {
+    #[launch_bounds(384, 1)]
+    #[requires(sm_90a)]
+    /// wgmma-ws-192, 192 x 128 x 32, 5 stages: the same with narrower tiles.
+    pub fn sgemm_wgmma_ws_192(m: u32, n: u32, k: u32, a: Global<TensorMap>, b: Global<TensorMap>, c: GlobalMut<f32>) {
+        // SAFETY: as above, WGMMA_WS_192's launch.
+        unsafe { warp_specialised::<[f32; 96]>(WGMMA_WS_192, (m, n, k), (a, b), c) }
+    }
+}
+
+kernel! {
+    #[launch_bounds(384, 1)]
+    #[requires(sm_90a)]
+    /// wgmma-cluster, 256 x 128 x 32, 4 stages, clusters of 2: each block copies half of
+    /// A's tile to both (multicast).
+    pub fn sgemm_wgmma_cluster(m: u32, n: u32, k: u32, a: Global<TensorMap>, b: Global<TensorMap>, c: GlobalMut<f32>) {
+        // SAFETY: as above, in clusters of two, `a` mapping A in boxes of 128 rows.
+        unsafe { clustered::<[f32; 128]>(WGMMA_CLUSTER, (m, n, k), (a, b), c) }
+    }
+}
