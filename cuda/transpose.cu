@@ -170,3 +170,46 @@ extern "C" __global__ void transpose_padded_64_f32x4(size_t rows, size_t cols, c
         }
     }
 }
+
+#include "hopper.cuh"
+
+// tma: a 64 x 64 tile a block, loaded and stored by the copy engine as four 32 x 32
+// boxes landed with the 128-byte swizzle; warp w transposes box (w / 2, w % 2) into box
+// (w % 2, w / 2) with no bank conflict. Blocks go down the columns of tiles.
+extern "C" __global__ void __launch_bounds__(128) transpose_tma(size_t rows, const TensorMap* src, const TensorMap* dst) {
+#if __CUDA_ARCH__ >= 900
+    extern __shared__ __align__(1024) float smem_raw[];
+    // The swizzle's 1024-byte boundary.
+    float* tiles = smem_raw + ((1024 - (smem(smem_raw) & 1023)) & 1023) / 4;
+    unsigned long long* bar = reinterpret_cast<unsigned long long*>(tiles + 2 * 64 * 64);
+    size_t tile_rows = (rows + 63) / 64, t = blockIdx.x;
+    int r0 = (int)(t % tile_rows * 64), c0 = (int)(t / tile_rows * 64);
+    int tid = threadIdx.x;
+    if (tid == 0) {
+        bar_init(bar, 1);
+        bar_fence_init();
+        bar_arrive_expect_tx(bar, 64 * 64 * 4);
+        for (int b = 0; b < 4; ++b) tma_load_2d(tiles + 1024 * b, src, bar, c0 + 32 * (b % 2), r0 + 32 * (b / 2));
+    }
+    __syncthreads();
+    bar_wait(bar, 0);
+    int w = tid / 32, lane = tid % 32;
+    const float* from = tiles + 1024 * w;
+    float* to = tiles + 64 * 64 + 1024 * (2 * (w % 2) + w / 2);
+#pragma unroll
+    for (int q = 0; q < 8; ++q) {
+        float4 v = *reinterpret_cast<const float4*>(from + swizzled_128(lane, 4 * q));
+        to[swizzled_128(4 * q, lane)] = v.x;
+        to[swizzled_128(4 * q + 1, lane)] = v.y;
+        to[swizzled_128(4 * q + 2, lane)] = v.z;
+        to[swizzled_128(4 * q + 3, lane)] = v.w;
+    }
+    fence_proxy_async();
+    __syncthreads();
+    if (tid == 0) {
+        for (int b = 0; b < 4; ++b) tma_store_2d(dst, tiles + 64 * 64 + 1024 * b, r0 + 32 * (b % 2), c0 + 32 * (b / 2));
+        tma_commit();
+        tma_wait_read0();
+    }
+#endif
+}
