@@ -705,3 +705,34 @@ extern "C" __global__ void __launch_bounds__(256) sgemm_tf32_128x256x32(int M, i
     if (K % 4 == 0 && N % 4 == 0) tf32_gemm<128, 256, 32, 64, 64, 3, 256, 4, true>(M, N, K, A, B, C);
     else tf32_gemm<128, 256, 32, 64, 64, 3, 256, 4, false>(M, N, K, A, B, C);
 }
+
+// 11. wgmma (sm_90a): the Hopper rungs, their bodies in sgemm_hopper.cuh.
+#include "sgemm_hopper.cuh"
+
+extern "C" __global__ void __launch_bounds__(256, 1)
+sgemm_wgmma(int m, int n, int k, const TensorMap* a, const TensorMap* b, float* c) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    wgmma_plain<256, 4>(m, n, k, a, b, c);
+#endif
+}
+
+extern "C" __global__ void __launch_bounds__(384, 1)
+sgemm_wgmma_ws(int m, int n, int k, const TensorMap* a, const TensorMap* b, float* c) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    wgmma_ws<256, 4, false>(m, n, k, a, b, c);
+#endif
+}
+
+extern "C" __global__ void __launch_bounds__(384, 1)
+sgemm_wgmma_ws_192(int m, int n, int k, const TensorMap* a, const TensorMap* b, float* c) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    wgmma_ws<192, 5, false>(m, n, k, a, b, c);
+#endif
+}
+
+extern "C" __global__ void __launch_bounds__(384, 1)
+sgemm_wgmma_cluster(int m, int n, int k, const TensorMap* a, const TensorMap* b, float* c) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    wgmma_ws<256, 4, true>(m, n, k, a, b, c);
+#endif
+}

@@ -231,31 +231,3 @@ __device__ __forceinline__ void wgmma_ws(int m, int n, int k, const TensorMap* a
 }
 
 #endif
-
-extern "C" __global__ void __launch_bounds__(256, 1)
-sgemm_wgmma(int m, int n, int k, const TensorMap* a, const TensorMap* b, float* c) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    wgmma_plain<256, 4>(m, n, k, a, b, c);
-#endif
-}
-
-extern "C" __global__ void __launch_bounds__(384, 1)
-sgemm_wgmma_ws(int m, int n, int k, const TensorMap* a, const TensorMap* b, float* c) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    wgmma_ws<256, 4, false>(m, n, k, a, b, c);
-#endif
-}
-
-extern "C" __global__ void __launch_bounds__(384, 1)
-sgemm_wgmma_ws_192(int m, int n, int k, const TensorMap* a, const TensorMap* b, float* c) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    wgmma_ws<192, 5, false>(m, n, k, a, b, c);
-#endif
-}
-
-extern "C" __global__ void __launch_bounds__(384, 1)
-sgemm_wgmma_cluster(int m, int n, int k, const TensorMap* a, const TensorMap* b, float* c) {
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    wgmma_ws<256, 4, true>(m, n, k, a, b, c);
-#endif
-}

@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 const TARGET: &str = "nvptx64-nvidia-cuda";
+/// The Hopper module's architecture: sm_90 with its arch-specific instructions.
+const SM90A: &str = "sm_90a";
 /// PTX for sm_70 is JIT-compiled by the driver on every GPU from Volta up.
 const DEFAULT_ARCH: &str = "sm_70";
 
@@ -37,6 +39,8 @@ fn build_ptx(manifest: &Path, out: &Path) {
         .iter()
         .filter_map(|k| Some((k.name.clone(), k.launch_bounds?.threads, k.launch_bounds?.blocks)))
         .collect();
+    let clusters: Vec<(String, u32)> =
+        table.iter().filter(|k| k.cluster > 1).map(|k| (k.name.clone(), k.cluster)).collect();
     let mut bounded = Vec::new();
     let text = with_launch_bounds(
         compile_to_ptx(&kernels, "kernels", &target_dir, &arch, None),
@@ -65,13 +69,27 @@ fn build_ptx(manifest: &Path, out: &Path) {
         &mut bounded,
     );
     check_module(&text, &table, "Sm80", "kernels_sm80.ptx");
+    fs::write(out.join("kernels_sm80.ptx"), text).unwrap_or_else(|e| fail(&format!("write PTX: {e}")));
+    println!("cargo:rustc-env=COALESCE_PTX_SM80_ARCH={sm80}");
+
+    // The Hopper kernels (`#[requires(sm_90a)]`: TMA, transaction barriers, wgmma,
+    // setmaxnreg), a third module for sm_90a, which only an sm_90 GPU loads: the "a"
+    // instructions are not forward-compatible.
+    let text = with_clusters(
+        with_launch_bounds(
+            compile_to_ptx(&kernels, "kernels", &out.join("kernels-sm90a-target"), SM90A, Some("sm90a")),
+            &bounds,
+            &mut bounded,
+        ),
+        &clusters,
+    );
+    check_module(&text, &table, "Sm90a", "kernels_sm90a.ptx");
+    fs::write(out.join("kernels_sm90a.ptx"), text).unwrap_or_else(|e| fail(&format!("write PTX: {e}")));
     if let Some((kernel, ..)) = bounds.iter().find(|(k, ..)| !bounded.contains(k)) {
         fail(&format!(
             "#[launch_bounds] of {kernel}: no PTX module has the kernel"
         ));
     }
-    fs::write(out.join("kernels_sm80.ptx"), text).unwrap_or_else(|e| fail(&format!("write PTX: {e}")));
-    println!("cargo:rustc-env=COALESCE_PTX_SM80_ARCH={sm80}");
 
     // The `broken-kernels` feature (tests only): deliberately wrong kernels, as a
     // second module that the product never loads.
@@ -103,6 +121,21 @@ fn with_launch_bounds(mut ptx: String, bounds: &[(String, u32, u32)], found: &mu
             &format!("\n.maxntid {threads}, 1, 1\n.minnctapersm {blocks}"),
         );
         found.push(kernel.clone());
+    }
+    ptx
+}
+
+/// Writes each kernel's `#[cluster(N)]` into its PTX entry as `.reqnctapercluster N,
+/// 1, 1`, what nvcc emits for `__cluster_dims__(N, 1, 1)`.
+fn with_clusters(mut ptx: String, clusters: &[(String, u32)]) -> String {
+    for (kernel, blocks) in clusters {
+        let Some(start) = ptx.find(&format!(".entry {kernel}(")) else {
+            fail(&format!("#[cluster] of {kernel}: the sm_90a module has no such kernel"));
+        };
+        let Some(close) = ptx[start..].find(')').map(|i| start + i + 1) else {
+            fail(&format!("the PTX entry {kernel} has no parameter list"));
+        };
+        ptx.insert_str(close, &format!("\n.reqnctapercluster {blocks}, 1, 1"));
     }
     ptx
 }
@@ -196,7 +229,9 @@ fn compile_to_ptx(dir: &Path, lib: &str, target_dir: &Path, arch: &str, feature:
         // same target-cpu, or rustc refuses to link them (an ABI mismatch from sm_90 up).
         .arg("--config")
         .arg(format!(
-            "target.{TARGET}.rustflags=[\"-C\", \"target-cpu={arch}\"]"
+            "target.{TARGET}.rustflags=[\"-C\", \"target-cpu={arch}\"{}]",
+            // sm_90a's instructions need PTX ISA 8.0, above LLVM's default for it.
+            if arch == SM90A { ", \"-C\", \"target-feature=+ptx80\"" } else { "" }
         ));
     // The outer build's flags and wrappers target the host (coverage, sanitizers,
     // clippy-driver, a shared target dir whose lock the outer cargo holds): drop them.

@@ -39,6 +39,11 @@ pub fn run_checks(gpu: &Gpu, selection: &[Selection], seed: u64) -> Result<Vec<C
                     }
                     continue;
                 }
+                // A shape the copy engine cannot address: that problem's line only.
+                if let Err(why) = prepared.applicable(i) {
+                    eprintln!("{}/{}: {why}", exp.name, v.name);
+                    continue;
+                }
                 let f = gpu.function(v.kernel)?;
                 let check = prepared.check(gpu, i, &f)?;
                 rows.push(CheckRow {

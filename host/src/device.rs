@@ -201,10 +201,11 @@ impl Gpu {
         let info = read_info(ordinal, device)?;
         let mut modules = Vec::new();
         for m in PtxModule::ALL {
-            if info.compute_capability >= m.compute_capability() {
+            if m.loads_on(info.compute_capability) {
                 let loaded = Module::from_ptx(ptx::text(m), &[]).map_err(Error::cuda(match m {
                     PtxModule::Baseline => "loading the kernels' PTX",
                     PtxModule::Sm80 => "loading the sm_80 kernels' PTX",
+                    PtxModule::Sm90a => "loading the sm_90a kernels' PTX",
                 }))?;
                 modules.push((m, loaded));
             }
@@ -318,6 +319,12 @@ impl Gpu {
             "allocating {} on the device",
             crate::units::format_bytes((len * size_of::<T>()) as u64)
         )))
+    }
+
+    /// A new device buffer holding a copy of `data`.
+    pub fn upload<T: DeviceCopy>(&self, data: &[T]) -> Result<DeviceBuffer<T>> {
+        self.usable()?;
+        DeviceBuffer::from_slice(data).map_err(self.cuda_error("copying to the device"))
     }
 }
 

@@ -62,6 +62,10 @@ pub enum Error {
         minor: i32,
     },
 
+    /// A shape the copy engine (TMA) cannot address: the variant is skipped with this line.
+    #[error("not run at {what}: {why}")]
+    Unaddressable { what: String, why: String },
+
     #[error("kernel {kernel} not found in the embedded PTX (rebuild with `cargo build`)")]
     MissingKernel { kernel: String },
 

@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::device::DeviceInfo;
 use crate::error::{Error, Result};
 use crate::launch::Launch;
+use crate::tensor_map::MapSpec;
 use crate::validate::Tolerance;
 
 /// An experiment: a family of kernels doing the same work with different access
@@ -62,6 +63,9 @@ pub struct Variant {
     /// What its kernel multiplies in: sets its product's error bound and the cuBLAS
     /// mode its rate is compared with.
     pub arithmetic: Arithmetic,
+    /// The relative rounding of each input before it is multiplied, where the kernel
+    /// rounds less well than its arithmetic's own ([`Arithmetic::input_rounding`]).
+    pub rounding: Option<f64>,
 }
 
 impl Variant {
@@ -85,6 +89,7 @@ impl Variant {
             launch,
             param: 0,
             arithmetic: Arithmetic::Fp32,
+            rounding: None,
         }
     }
 
@@ -101,10 +106,27 @@ impl Variant {
         }
     }
 
+    /// The same variant on TF32 tensor cores reading one operand from shared memory,
+    /// where they drop its 13 low bits (truncation: up to 2^-10 relative), as `wgmma`
+    /// does for the tile it reads there.
+    pub const fn tf32_truncating(self) -> Variant {
+        Variant {
+            arithmetic: Arithmetic::Tf32,
+            rounding: Some(1.0 / 1024.0),
+            ..self
+        }
+    }
+
+    /// The relative rounding of each input its product's bound allows for.
+    pub fn input_rounding(&self) -> f64 {
+        self.rounding.unwrap_or(self.arithmetic.input_rounding())
+    }
+
     /// The buffers its arguments pass, in argument order.
     pub fn buffers(&self) -> impl Iterator<Item = usize> + '_ {
         self.args.iter().filter_map(|a| match a {
             Arg::Buffer(b) => Some(*b),
+            Arg::Map(spec) => Some(spec.buffer),
             _ => None,
         })
     }
@@ -143,6 +165,8 @@ pub enum Arg {
     F32(f32),
     /// The device address of buffer i.
     Buffer(usize),
+    /// The address of a tensor map of one buffer, for the copy engine (TMA).
+    Map(MapSpec),
 }
 
 /// Whether `arg` can be passed as a parameter of kind `param`: a dimension or the
@@ -152,7 +176,7 @@ pub const fn fits(arg: Arg, param: ParamKind) -> bool {
     match arg {
         Arg::Dim(_) | Arg::Param => matches!(param, ParamKind::Usize | ParamKind::U32),
         Arg::F32(_) => matches!(param, ParamKind::F32),
-        Arg::Buffer(_) => param.is_pointer(),
+        Arg::Buffer(_) | Arg::Map(_) => param.is_pointer(),
     }
 }
 
@@ -560,16 +584,31 @@ impl Experiment {
     }
 
     /// Every variant's launch at `p`, in variant order, checked without a GPU: CUDA's
-    /// grid limits, the kernels' 32-bit thread index, lengths that overflow.
-    pub fn launches(&self, p: &Problem, info: &DeviceInfo) -> Result<Vec<Launch>> {
+    /// grid limits, the kernels' 32-bit thread index, lengths that overflow. None for
+    /// a variant whose tensors the copy engine cannot address at `p` (it is skipped).
+    pub fn launches(&self, p: &Problem, info: &DeviceInfo) -> Result<Vec<Option<Launch>>> {
         self.buffers_at(p)?;
-        self.variants.iter().map(|v| (v.launch)(p, info)).collect()
+        self.variants
+            .iter()
+            .map(|v| match (v.launch)(p, info) {
+                Ok(l) => Ok(Some(l)),
+                Err(Error::Unaddressable { .. }) => Ok(None),
+                Err(e) => Err(e),
+            })
+            .collect()
     }
 
     /// A variant's arguments as 64-bit words (what the driver and the emulator read),
-    /// with buffer i at `addresses[i]`. A dimension or parameter the kernel takes as a
-    /// `u32` must fit one.
-    pub fn words(&self, v: &Variant, p: &Problem, addresses: &[u64]) -> Result<Vec<u64>> {
+    /// with buffer i at `addresses[i]` and each tensor map where `map` put it (the
+    /// backend encodes it for the GPU or the emulator). A dimension or parameter the
+    /// kernel takes as a `u32` must fit one.
+    pub fn words(
+        &self,
+        v: &Variant,
+        p: &Problem,
+        addresses: &[u64],
+        map: &mut dyn FnMut(&MapSpec) -> Result<u64>,
+    ) -> Result<Vec<u64>> {
         v.args
             .iter()
             .zip(v.kernel.params)
@@ -589,6 +628,7 @@ impl Experiment {
                     Arg::Param => index(v.param),
                     Arg::F32(x) => Ok(u64::from(x.to_bits())),
                     Arg::Buffer(b) => Ok(addresses[b]),
+                    Arg::Map(ref spec) => map(spec),
                 }
             })
             .collect()

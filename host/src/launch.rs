@@ -51,13 +51,16 @@ impl<T: Element + DeviceCopy> DeviceArg<T> for DeviceSlice<T> {
 pub struct Loaded<'g, P> {
     gpu: &'g Gpu,
     function: Function<'g>,
+    /// Blocks a cluster, as the kernel asks (`#[cluster(N)]`).
+    cluster: u32,
     params: PhantomData<fn(P)>,
 }
 
 impl<P: KernelArgs> Loaded<'_, P> {
     /// Enqueues one launch with `args`.
     pub fn launch(&self, cfg: Launch, args: P) -> Result<()> {
-        self.gpu.launch_words(&self.function, cfg, args.words().as_ref())
+        self.gpu
+            .launch_words(&self.function, cfg, args.words().as_ref(), self.cluster)
     }
 
     /// The driver's function, for its attributes.
@@ -133,6 +136,7 @@ impl Gpu {
         Ok(Loaded {
             gpu: self,
             function: self.function(kernel)?,
+            cluster: kernel.cluster,
             params: PhantomData,
         })
     }
@@ -146,13 +150,17 @@ impl Gpu {
     }
 
     /// Enqueues `f` with argument words: a declared variant's ([`crate::prepared`]),
-    /// run by its Rust kernel or by a function with the same parameters (its C++ twin).
-    pub(crate) fn launch_words(&self, f: &Function<'_>, cfg: Launch, words: &[u64]) -> Result<()> {
+    /// run by its Rust kernel or by a function with the same parameters (its C++ twin),
+    /// in clusters of `cluster` blocks where its kernel asks for them.
+    pub(crate) fn launch_words(&self, f: &Function<'_>, cfg: Launch, words: &[u64], cluster: u32) -> Result<()> {
         self.usable()?;
         if cfg.shared_bytes > DEFAULT_DYNAMIC_SHARED {
             self.allow_shared(f, cfg.shared_bytes)?;
         }
         let params: Vec<*mut c_void> = words.iter().map(|w| w as *const u64 as *mut c_void).collect();
+        if cluster > 1 {
+            return self.launch_clusters(f, cfg, &params, cluster);
+        }
         // SAFETY: each pointer refers to an 8-byte value alive for the call; the driver
         // copies the parameters before cuLaunchKernel returns. `Stream::launch` is what
         // cust's own `launch!` macro expands to.
@@ -161,6 +169,35 @@ impl Gpu {
                 .launch(f, cfg.grid, cfg.block, cfg.shared_bytes, &params)
         };
         result.map_err(self.cuda_error("launching a kernel"))
+    }
+
+    /// `cuLaunchKernelEx` with the cluster-dimension attribute: blocks launched in
+    /// clusters of `cluster` along x, as a `__cluster_dims__` kernel is in CUDA C++.
+    fn launch_clusters(&self, f: &Function<'_>, cfg: Launch, params: &[*mut c_void], cluster: u32) -> Result<()> {
+        let mut attribute = LaunchAttribute {
+            id: CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+            pad: [0; 4],
+            value: [0; 8],
+        };
+        attribute.value[0] = u64::from(cluster) | (1 << 32);
+        attribute.value[1] = 1;
+        let config = LaunchConfig {
+            grid: [cfg.grid.0, cfg.grid.1, cfg.grid.2],
+            block: [cfg.block.0, cfg.block.1, cfg.block.2],
+            shared_bytes: cfg.shared_bytes,
+            stream: self.stream.as_inner().cast(),
+            attributes: &mut attribute,
+            count: 1,
+        };
+        // SAFETY: a valid function of this context and stream; `params` as for
+        // cuLaunchKernel; the config and its one attribute outlive the call.
+        let status = unsafe { cuLaunchKernelEx(&config, f.to_raw().cast(), params.as_ptr().cast_mut(), std::ptr::null_mut()) };
+        if status == 0 {
+            return Ok(());
+        }
+        Err(self.cuda_error(format!("launching a kernel in clusters of {cluster} blocks"))(
+            cust::error::CudaError::UnknownError,
+        ))
     }
 
     /// Opts `f` in to `bytes` of dynamic shared memory per block, as
@@ -234,4 +271,32 @@ mod tests {
         assert_eq!(Launch::grid_stride(1 << 30, 256, 132, 8).grid.0, 1056);
         assert_eq!(Launch::grid_stride(100, 256, 132, 8).grid.0, 1);
     }
+}
+
+/// cuda.h's `CUlaunchConfig`.
+#[repr(C)]
+struct LaunchConfig {
+    grid: [u32; 3],
+    block: [u32; 3],
+    shared_bytes: u32,
+    stream: *mut c_void,
+    attributes: *mut LaunchAttribute,
+    count: u32,
+}
+
+/// cuda.h's `CUlaunchAttribute`: an id, then a 64-byte union (`clusterDim` is its
+/// first three words).
+#[repr(C)]
+struct LaunchAttribute {
+    id: u32,
+    pad: [u8; 4],
+    value: [u64; 8],
+}
+
+const CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION: u32 = 4;
+
+// Not in cust's bindings (CUDA 12); resolved at run time like every driver entry
+// point (host/cuda-stub/symbols.txt).
+unsafe extern "C" {
+    fn cuLaunchKernelEx(config: *const LaunchConfig, f: *mut c_void, params: *mut *mut c_void, extra: *mut *mut c_void) -> u32;
 }

@@ -33,6 +33,7 @@ pub mod ptx;
 pub mod reference;
 pub mod report;
 pub mod table;
+pub mod tensor_map;
 pub mod timing;
 pub mod units;
 pub mod validate;

@@ -8,8 +8,8 @@ use cust::memory::DeviceBuffer;
 
 use crate::buffers::{download, fill_uniform, poison};
 use crate::device::Gpu;
-use crate::error::Result;
-use crate::experiment::{Buffer, Experiment, Inputs, Problem, Reference, Role, Variant, Work};
+use crate::error::{Error, Result};
+use crate::experiment::{Arg, Buffer, Experiment, Inputs, Problem, Reference, Role, Variant, Work};
 use crate::launch::Launch;
 use crate::reference::{Scope, judge};
 use crate::validate::Validation;
@@ -31,7 +31,11 @@ pub struct Prepared {
     pub problem: Problem,
     buffers: Vec<Buffer>,
     memory: Vec<DeviceBuffer<f32>>,
-    launches: Vec<Launch>,
+    /// Each variant's launch, or why this shape leaves it out (a tensor the copy
+    /// engine cannot address).
+    launches: Vec<std::result::Result<Launch, String>>,
+    /// Each variant's tensor maps on the device, in argument order.
+    maps: Vec<Vec<DeviceBuffer<u64>>>,
     seed: u64,
     /// What the last [`Prepared::reset`] filled the inputs with.
     inputs: Inputs,
@@ -40,21 +44,42 @@ pub struct Prepared {
 impl Prepared {
     /// Allocates every buffer of `experiment` at `problem`; `seed` seeds the inputs.
     pub fn new(gpu: &Gpu, experiment: &'static Experiment, problem: Problem, seed: u64) -> Result<Prepared> {
-        let launches = experiment.launches(&problem, &gpu.info)?;
         let buffers = experiment.buffers_at(&problem)?;
         let memory = buffers
             .iter()
             .map(|b| gpu.alloc(b.len))
             .collect::<Result<Vec<_>>>()?;
+        let (mut launches, mut maps) = (Vec::new(), Vec::new());
+        for v in experiment.variants {
+            let made = (v.launch)(&problem, &gpu.info).and_then(|l| Ok((l, device_maps(gpu, v, &problem, &memory)?)));
+            match made {
+                Ok((l, m)) => {
+                    launches.push(Ok(l));
+                    maps.push(m);
+                }
+                Err(e @ Error::Unaddressable { .. }) => {
+                    launches.push(Err(e.to_string()));
+                    maps.push(Vec::new());
+                }
+                Err(e) => return Err(e),
+            }
+        }
         Ok(Prepared {
             experiment,
             problem,
             buffers,
             memory,
             launches,
+            maps,
             seed,
             inputs: Inputs { seed },
         })
+    }
+
+    /// `Err(why)` when this shape leaves variant `i` out: the commands skip it with
+    /// that line.
+    pub fn applicable(&self, i: usize) -> std::result::Result<(), &str> {
+        self.launches[i].as_ref().map(|_| ()).map_err(String::as_str)
     }
 
     pub fn variants(&self) -> &'static [Variant] {
@@ -95,16 +120,23 @@ impl Prepared {
     /// Grid, block, shared memory and argument words of variant `i`.
     pub fn launch_spec(&self, i: usize) -> Result<(Launch, Vec<u64>)> {
         let addresses: Vec<u64> = self.memory.iter().map(|m| m.as_device_ptr().as_raw()).collect();
+        let mut maps = self.maps[i].iter().map(|m| m.as_device_ptr().as_raw());
         let words = self
             .experiment
-            .words(&self.variants()[i], &self.problem, &addresses)?;
-        Ok((self.launches[i], words))
+            .words(&self.variants()[i], &self.problem, &addresses, &mut |_| {
+                Ok(maps.next().expect("one device map per map argument"))
+            })?;
+        let launch = self.launches[i].clone().map_err(|why| Error::Unaddressable {
+            what: format!("{}/{}", self.experiment.name, self.variants()[i].name),
+            why,
+        })?;
+        Ok((launch, words))
     }
 
     /// Enqueues one launch of variant `i` running `f` (its kernel, or a twin of it).
     pub fn launch(&self, gpu: &Gpu, i: usize, f: &Function<'_>) -> Result<()> {
         let (cfg, words) = self.launch_spec(i)?;
-        gpu.launch_words(f, cfg, &words)
+        gpu.launch_words(f, cfg, &words, self.variants()[i].kernel.cluster)
     }
 
     /// Copies variant `i`'s outputs back and judges them; `rounding` as in
@@ -161,4 +193,20 @@ impl Prepared {
             c: at(c),
         })
     }
+}
+
+/// Variant `v`'s tensor maps at `problem`, encoded by the driver and copied to the
+/// device, in argument order.
+fn device_maps(gpu: &Gpu, v: &Variant, problem: &Problem, memory: &[DeviceBuffer<f32>]) -> Result<Vec<DeviceBuffer<u64>>> {
+    v.args
+        .iter()
+        .filter_map(|a| match a {
+            Arg::Map(spec) => Some(spec),
+            _ => None,
+        })
+        .map(|spec| {
+            let map = spec.for_gpu(problem, memory[spec.buffer].as_device_ptr().as_raw())?;
+            gpu.upload(&map.words)
+        })
+        .collect()
 }

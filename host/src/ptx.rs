@@ -22,11 +22,20 @@ pub const PTX_SM80: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels_sm80.
 /// The `-C target-cpu` of [`PTX_SM80`]: sm_80, or [`ARCH`] if that is newer.
 pub const SM80_ARCH: &str = env!("COALESCE_PTX_SM80_ARCH");
 
+/// The Hopper kernels (`#[requires(sm_90a)]`: TMA, transaction barriers, clusters,
+/// `wgmma`), built for sm_90a, which [`crate::device::Gpu`] loads only on compute
+/// capability 9.0 (the "a" instructions are that architecture's alone).
+pub const PTX_SM90A: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels_sm90a.ptx"));
+
+/// The `-C target-cpu` of [`PTX_SM90A`].
+pub const SM90A_ARCH: &str = "sm_90a";
+
 /// The text of one embedded module.
 pub fn text(module: PtxModule) -> &'static str {
     match module {
         PtxModule::Baseline => PTX,
         PtxModule::Sm80 => PTX_SM80,
+        PtxModule::Sm90a => PTX_SM90A,
     }
 }
 
@@ -35,6 +44,7 @@ pub fn arch(module: PtxModule) -> &'static str {
     match module {
         PtxModule::Baseline => ARCH,
         PtxModule::Sm80 => SM80_ARCH,
+        PtxModule::Sm90a => SM90A_ARCH,
     }
 }
 

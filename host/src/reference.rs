@@ -66,7 +66,7 @@ pub fn judge(
                     |i| inputs.get(a, i),
                     |i| inputs.get(bb, i),
                     &at,
-                    rounding.max(variant.arithmetic.input_rounding()),
+                    rounding.max(variant.input_rounding()),
                 )
             }
         };

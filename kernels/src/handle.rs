@@ -20,17 +20,20 @@ pub enum PtxModule {
     Baseline,
     /// The `#[requires(sm_80)]` kernels: `cp.async`, `mma.sync`.
     Sm80,
+    /// The `#[requires(sm_90a)]` kernels: TMA, transaction barriers, clusters, `wgmma`.
+    Sm90a,
 }
 
 impl PtxModule {
     /// Every module, baseline first.
-    pub const ALL: [PtxModule; 2] = [PtxModule::Baseline, PtxModule::Sm80];
+    pub const ALL: [PtxModule; 3] = [PtxModule::Baseline, PtxModule::Sm80, PtxModule::Sm90a];
 
     /// The architecture its kernels require (`sm_80`), None for the baseline.
     pub const fn requires(self) -> Option<&'static str> {
         match self {
             PtxModule::Baseline => None,
             PtxModule::Sm80 => Some("sm_80"),
+            PtxModule::Sm90a => Some("sm_90a"),
         }
     }
 
@@ -40,6 +43,17 @@ impl PtxModule {
         match self {
             PtxModule::Baseline => (7, 0),
             PtxModule::Sm80 => (8, 0),
+            PtxModule::Sm90a => (9, 0),
+        }
+    }
+
+    /// Whether a GPU of compute capability `cc` loads it: that one or newer, but
+    /// exactly 9.0 for sm_90a, whose instructions later GPUs do not have.
+    pub const fn loads_on(self, cc: (i32, i32)) -> bool {
+        let need = self.compute_capability();
+        match self {
+            PtxModule::Sm90a => cc.0 == need.0 && cc.1 == need.1,
+            _ => cc.0 > need.0 || (cc.0 == need.0 && cc.1 >= need.1),
         }
     }
 }
@@ -63,6 +77,10 @@ pub struct KernelInfo {
     /// The PTX module that has it.
     pub module: PtxModule,
     pub launch_bounds: Option<LaunchBounds>,
+    /// Blocks a thread-block cluster along x (`#[cluster(N)]`, CUDA's
+    /// `__cluster_dims__`): 1 for a kernel that asks for none. The launch makes
+    /// clusters of it, and the grid must be a multiple of it.
+    pub cluster: u32,
     /// Converts `words[i]` to parameter `i` ([`crate::gpu::param::KernelParam`]) and
     /// calls the kernel's host function. Panics, naming the kernel, unless
     /// `words.len() == params.len()`.

@@ -67,6 +67,36 @@ pub fn options(arch: &str) -> Vec<String> {
     vec![format!("--gpu-architecture={arch}")]
 }
 
+/// The headers twins include (`#include "hopper.cuh"`), embedded: NVRTC is given them
+/// by name, so a twin compiles from the binary alone.
+pub const HEADERS: [(&str, &str); 2] = [
+    ("hopper.cuh", include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../cuda/hopper.cuh"))),
+    ("sgemm_hopper.cuh", include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../cuda/sgemm_hopper.cuh"))),
+];
+
+/// `nvrtcCreateProgram` with [`HEADERS`] (cudarc's wrapper passes none).
+fn create_with_headers(src: &CString, name: &CString) -> Result<sys::nvrtcProgram, NvrtcError> {
+    let texts: Vec<CString> = HEADERS.iter().map(|(_, t)| CString::new(*t).unwrap_or_default()).collect();
+    let names: Vec<CString> = HEADERS.iter().map(|(n, _)| CString::new(*n).unwrap_or_default()).collect();
+    let text_ptrs: Vec<*const c_char> = texts.iter().map(|t| t.as_ptr()).collect();
+    let name_ptrs: Vec<*const c_char> = names.iter().map(|n| n.as_ptr()).collect();
+    let mut prog = std::mem::MaybeUninit::uninit();
+    // SAFETY: every pointer is to a NUL-terminated string alive for the call, and the
+    // two arrays hold HEADERS.len() entries; NVRTC copies what it keeps.
+    unsafe {
+        sys::nvrtcCreateProgram(
+            prog.as_mut_ptr(),
+            src.as_ptr(),
+            name.as_ptr(),
+            HEADERS.len() as c_int,
+            text_ptrs.as_ptr(),
+            name_ptrs.as_ptr(),
+        )
+        .result()?;
+        Ok(prog.assume_init())
+    }
+}
+
 /// NUL-terminated C characters as a `String` (lossy; NVRTC writes ASCII).
 fn text(chars: &[c_char]) -> String {
     let bytes: Vec<u8> = chars.iter().map(|&c| c as u8).take_while(|&b| b != 0).collect();
@@ -110,7 +140,7 @@ impl Nvrtc {
             log: "the source contains a NUL byte".into(),
         })?;
         let cname = CString::new(name).unwrap_or_default();
-        let prog = nv::create_program(&src, Some(cname.as_c_str())).map_err(|e| call("creating", e))?;
+        let prog = create_with_headers(&src, &cname).map_err(|e| call("creating", e))?;
         let opts = options(arch);
         // SAFETY: `prog` was created above and is destroyed once, at the end;
         // `src` and `cname` outlive it.

@@ -7,6 +7,7 @@ use std::path::Path;
 use super::cublas::{Cublas, Math};
 use super::twins::{Twins, Unusable};
 use super::{CompareReport, CompareRow, CublasRow};
+use crate::ptx::PtxModule;
 use crate::device::Gpu;
 use crate::error::{Error, Result};
 use crate::experiments::Selection;
@@ -20,9 +21,10 @@ fn build_twins(gpu: &Gpu, selection: &[Selection]) -> std::result::Result<Twins,
     Twins::build(gpu, &wanted)
 }
 
-/// Writes each twin's PTX as `EXPERIMENT.cpp.ptx` (`EXPERIMENT.sm80.cpp.ptx` for the
-/// sm_80 kernels' twins) and the Rust modules as `rust-kernels.ptx` and
-/// `rust-kernels-sm80.ptx` into `dir`, for diffing the two compilers' output.
+/// Writes each twin's PTX as `EXPERIMENT.cpp.ptx` (`EXPERIMENT.sm80.cpp.ptx`,
+/// `EXPERIMENT.sm90a.cpp.ptx` for the newer modules' kernels' twins) and the Rust
+/// modules as `rust-kernels.ptx`, `rust-kernels-sm80.ptx` and `rust-kernels-sm90a.ptx`
+/// into `dir`, for diffing the two compilers' output.
 fn dump_ptx(dir: &Path, twins: Option<&Twins>) -> Result<()> {
     let write = |name: &str, text: &str| {
         let path = dir.join(name);
@@ -35,11 +37,17 @@ fn dump_ptx(dir: &Path, twins: Option<&Twins>) -> Result<()> {
         path: dir.display().to_string(),
         source,
     })?;
-    write("rust-kernels.ptx", crate::ptx::PTX)?;
-    write("rust-kernels-sm80.ptx", crate::ptx::PTX_SM80)?;
-    for (experiment, _, ptx, sm80) in twins.into_iter().flat_map(Twins::ptx) {
-        let sm80 = if sm80 { ".sm80" } else { "" };
-        write(&format!("{experiment}{sm80}.cpp.ptx"), ptx)?;
+    let suffix = |m: PtxModule| m.requires().map(|a| a.replace('_', "")).unwrap_or_default();
+    for m in PtxModule::ALL {
+        let name = match m.requires() {
+            None => "rust-kernels.ptx".to_string(),
+            Some(_) => format!("rust-kernels-{}.ptx", suffix(m)),
+        };
+        write(&name, crate::ptx::text(m))?;
+    }
+    for (experiment, _, ptx, module) in twins.into_iter().flat_map(Twins::ptx) {
+        let dot = if module == PtxModule::Baseline { String::new() } else { format!(".{}", suffix(module)) };
+        write(&format!("{experiment}{dot}.cpp.ptx"), ptx)?;
     }
     Ok(())
 }

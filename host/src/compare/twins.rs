@@ -9,7 +9,7 @@ use super::nvrtc::{self, CompileError, Nvrtc};
 use crate::device::Gpu;
 use crate::error::{Error, Result};
 use crate::experiment::{Experiment, Twin};
-use crate::ptx::entry_points;
+use crate::ptx::{PtxModule, entry_points};
 
 /// The kernels a source declares as `extern "C" __global__ void NAME(`, in order
 /// (or `... void __launch_bounds__(...) NAME(`).
@@ -106,8 +106,8 @@ struct Loaded {
     /// The twin entry points this module answers for: those of the variants whose
     /// Rust kernel is in the module of the same architecture.
     serves: Vec<&'static str>,
-    /// Compiled for the sm_80 kernels' twins.
-    sm80: bool,
+    /// The Rust module whose kernels' twins it holds.
+    rust: PtxModule,
 }
 
 /// The compiled, loaded twins of some experiments. Drop before the [`Gpu`].
@@ -115,15 +115,17 @@ pub struct Twins {
     pub nvrtc: Nvrtc,
     /// The `--gpu-architecture` they were compiled for.
     pub arch: String,
-    /// The architecture the twins of sm_80 kernels were compiled for, if any were.
-    pub sm80_arch: Option<String>,
+    /// The architectures the twins of the newer modules' kernels were compiled for,
+    /// where any were.
+    pub newer_archs: Vec<(PtxModule, String)>,
     loaded: Vec<Loaded>,
 }
 
-/// Like for like again: the twins of the kernels in [`crate::ptx::PTX_SM80`] target
-/// its architecture (their `cp.async` needs it), or the device's if NVRTC refuses it.
-fn choose_sm80_arch(nvrtc: &Nvrtc, gpu: &Gpu) -> String {
-    let rust = nvrtc::arch_for_target(crate::ptx::SM80_ARCH);
+/// Like for like again: the twins of the kernels in a newer module (sm_80's
+/// `cp.async`, sm_90a's TMA and `wgmma`) target that module's architecture, or the
+/// device's if NVRTC refuses it (an arch-specific one, sm_90a, has no fallback).
+fn choose_module_arch(nvrtc: &Nvrtc, gpu: &Gpu, module: PtxModule) -> String {
+    let rust = nvrtc::arch_for_target(crate::ptx::arch(module));
     match nvrtc.compile("probe.cu", "extern \"C\" __global__ void probe() {}", &rust) {
         Ok(_) => rust,
         Err(_) => nvrtc::arch_for(gpu.info.compute_capability),
@@ -135,25 +137,42 @@ impl Twins {
     pub fn build(gpu: &Gpu, experiments: &[&'static Experiment]) -> std::result::Result<Twins, Unusable> {
         let nvrtc = Nvrtc::load().map_err(Unusable::Unavailable)?;
         let arch = choose_arch(&nvrtc, gpu);
-        let mut sm80_arch = None;
+        let mut newer_archs: Vec<(PtxModule, String)> = Vec::new();
         let mut loaded = Vec::new();
         for experiment in experiments {
-            let (sm80, base): (Vec<_>, Vec<_>) = experiment
-                .variants
-                .iter()
-                .partition(|v| v.kernel.module == crate::ptx::PtxModule::Sm80);
-            let twins = |vs: Vec<&crate::experiment::Variant>| vs.iter().map(|v| v.twin).collect();
-            loaded.push(load(gpu, &nvrtc, experiment, &arch, twins(base), false)?);
-            // Only where the GPU runs the sm_80 kernels; elsewhere they are skipped.
-            if !sm80.is_empty() && gpu.supports(sm80[0].kernel).is_ok() {
-                let arch = sm80_arch.get_or_insert_with(|| choose_sm80_arch(&nvrtc, gpu));
-                loaded.push(load(gpu, &nvrtc, experiment, arch, twins(sm80), true)?);
+            for module in PtxModule::ALL {
+                let serves: Vec<&'static str> = experiment
+                    .variants
+                    .iter()
+                    .filter(|v| v.kernel.module == module)
+                    .map(|v| v.twin)
+                    .collect();
+                if module == PtxModule::Baseline {
+                    loaded.push(load(gpu, &nvrtc, experiment, &arch, serves, module)?);
+                    continue;
+                }
+                // Only where the GPU runs the module's kernels; elsewhere they are skipped.
+                let Some(first) = experiment.variants.iter().find(|v| v.kernel.module == module) else {
+                    continue;
+                };
+                if gpu.supports(first.kernel).is_err() {
+                    continue;
+                }
+                let arch = match newer_archs.iter().find(|(m, _)| *m == module) {
+                    Some((_, a)) => a.clone(),
+                    None => {
+                        let a = choose_module_arch(&nvrtc, gpu, module);
+                        newer_archs.push((module, a.clone()));
+                        a
+                    }
+                };
+                loaded.push(load(gpu, &nvrtc, experiment, &arch, serves, module)?);
             }
         }
         Ok(Twins {
             nvrtc,
             arch,
-            sm80_arch,
+            newer_archs,
             loaded,
         })
     }
@@ -169,22 +188,23 @@ impl Twins {
             })
     }
 
-    /// Each loaded twin's experiment and file, with the PTX NVRTC made of it and
-    /// whether it is the module for the sm_80 kernels' twins.
-    pub fn ptx(&self) -> impl Iterator<Item = (&'static str, &'static Twin, &str, bool)> {
+    /// Each loaded twin's experiment and file, with the PTX NVRTC made of it and the
+    /// Rust module whose kernels' twins it holds.
+    pub fn ptx(&self) -> impl Iterator<Item = (&'static str, &'static Twin, &str, PtxModule)> {
         self.loaded
             .iter()
-            .map(|l| (l.experiment, l.twin, l.ptx.as_str(), l.sm80))
+            .map(|l| (l.experiment, l.twin, l.ptx.as_str(), l.rust))
     }
 
     /// One line: which compiler, for which architecture, from where.
     pub fn describe(&self) -> String {
-        let sm80 = match &self.sm80_arch {
-            Some(a) => format!(" (the sm_80 kernels' twins for {a})"),
-            None => String::new(),
-        };
+        let newer: String = self
+            .newer_archs
+            .iter()
+            .map(|(m, a)| format!(" (the {} kernels' twins for {a})", m.requires().unwrap_or("baseline")))
+            .collect();
         format!(
-            "C++ twins: NVRTC {} ({}), PTX for {}{sm80}, loaded into the Rust kernels' context",
+            "C++ twins: NVRTC {} ({}), PTX for {}{newer}, loaded into the Rust kernels' context",
             self.nvrtc.version_string(),
             self.nvrtc.found,
             self.arch
@@ -192,15 +212,15 @@ impl Twins {
     }
 }
 
-/// Compiles `experiment`'s twin for `arch` and loads it, answering for `serves`
-/// (`sm80`: the twins of the sm_80 module's kernels).
+/// Compiles `experiment`'s twin for `arch` and loads it, answering for `serves` (the
+/// twins of `rust`'s kernels).
 fn load(
     gpu: &Gpu,
     nvrtc: &Nvrtc,
     experiment: &'static Experiment,
     arch: &str,
     serves: Vec<&'static str>,
-    sm80: bool,
+    rust: PtxModule,
 ) -> std::result::Result<Loaded, Unusable> {
     let twin = &experiment.twin;
     let ptx = compile(nvrtc, experiment, arch)?;
@@ -221,7 +241,7 @@ fn load(
         ptx,
         module,
         serves,
-        sm80,
+        rust,
     })
 }
 

@@ -1,14 +1,15 @@
 //! copy: the practical ceiling. f32 one per thread against f32x4 grid-stride.
 
+use kernels::copy::{BLOCK, TMA_BLOCK_ELEMENTS, TMA_BOX};
 use kernels::entry;
-use kernels::copy::BLOCK;
 
 use crate::device::DeviceInfo;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::experiment::{
     Arg, Buffer, Check, DefaultSize, Dim, Experiment, Kind, Problem, Reference, Variant, Work,
 };
-use crate::launch::Launch;
+use crate::launch::{Launch, MAX_GRID_X};
+use crate::tensor_map::MapSpec;
 use crate::twin;
 
 /// Blocks per SM for the grid-stride loop: several waves, so each thread does only a
@@ -49,12 +50,39 @@ pub const F32: Variant = Variant::new("f32", &entry::copy_f32, ARGS, |p, _| {
 /// Four per access, grid-stride: the ceiling.
 pub const F32X4: Variant = Variant::new("f32x4", &entry::copy_f32x4, ARGS, f32x4_grid_stride);
 
+/// The copy engine's view of a copy: both arrays as 1D tensors in boxes of [`TMA_BOX`].
+pub const TMA_ARGS: &[Arg] = &[
+    Arg::Map(MapSpec::line(0, Dim::Len, TMA_BOX as u32)),
+    Arg::Map(MapSpec::line(1, Dim::Len, TMA_BOX as u32)),
+];
+
+/// One `tma` block per [`TMA_BLOCK_ELEMENTS`] (a warp, one thread of it working), with
+/// the boxes' shared memory and a barrier.
+pub fn tma_blocks(p: &Problem, _: &DeviceInfo) -> Result<Launch> {
+    let n = p.dim(Dim::Len);
+    let blocks = n.div_ceil(TMA_BLOCK_ELEMENTS).max(1) as u64;
+    if blocks > MAX_GRID_X {
+        return Err(Error::TooLarge {
+            what: format!("{n} elements"),
+            why: format!("needs {blocks} blocks, above CUDA's grid limit of {MAX_GRID_X}"),
+        });
+    }
+    Ok(Launch {
+        grid: (blocks as u32, 1, 1),
+        block: (32, 1, 1),
+        shared_bytes: (TMA_BLOCK_ELEMENTS * 4 + 8) as u32,
+    })
+}
+
+/// The copy engine does the addressing (sm_90).
+pub const TMA: Variant = Variant::new("tma", &entry::copy_tma, TMA_ARGS, tma_blocks);
+
 pub static EXPERIMENT: Experiment = Experiment {
     name: "copy",
     about: "out[i] = in[i]: the practical bandwidth ceiling, next to the driver's cuMemcpyDtoD",
     kind: Kind::Elements,
     default_size: DefaultSize::BeyondL2,
-    variants: &[F32, F32X4],
+    variants: &[F32, F32X4, TMA],
     buffers,
     work,
     reference: COPIED,

@@ -11,6 +11,11 @@
 //! their bound allows for the inputs' rounding, and they are compared with cuBLAS in
 //! TF32 mode. Their shared stages exceed 48 KiB: dynamic shared memory, opted in at
 //! launch.
+//!
+//! The `wgmma` rungs (sm_90a, the third module; an H100 or H200) take A and B as
+//! tensor maps for the copy engine ([`MapSpec`]), so k and n must be multiples of 4
+//! (rows on 16-byte boundaries; other shapes skip them in one line), and one operand
+//! is truncated to TF32 where the tensor cores read it from shared memory.
 
 use kernels::entry;
 use kernels::sgemm::WarpTiling;
@@ -21,14 +26,17 @@ use kernels::sgemm::tf32::{TF32_128X128X32, TF32_128X256X32, Tf32Tiling};
 use kernels::sgemm::tile_1d::{T1_BM, T1_BN, T1_THREADS};
 use kernels::sgemm::tile_2d::{T2_BM, T2_BN, T2_THREADS};
 use kernels::sgemm::warptile::WARPTILE;
+use kernels::sgemm::wgmma::{BK, BN, WGMMA, WGMMA_CLUSTER, WGMMA_WS, WGMMA_WS_192, WgmmaTiling};
+use kernels::gpu::tma::Swizzle;
 
 use super::matmul;
 use crate::device::DeviceInfo;
-use crate::error::Result;
+use crate::error::{Error, Result};
 #[cfg(doc)]
 use crate::experiment::Arithmetic;
-use crate::experiment::{Arg, DefaultSize, Experiment, Kind, Problem, Reference, Variant};
-use crate::launch::Launch;
+use crate::experiment::{Arg, DefaultSize, Dim, Experiment, Kind, Problem, Reference, Variant};
+use crate::launch::{Launch, MAX_GRID_X};
+use crate::tensor_map::MapSpec;
 use crate::twin;
 
 const ARGS: &[Arg] = matmul::ARGS;
@@ -52,6 +60,43 @@ fn tile_2d(p: &Problem, _: &DeviceInfo) -> Result<Launch> {
 
 fn warp(p: &Problem, t: WarpTiling) -> Result<Launch> {
     tiles(p, t.bm, t.bn, t.threads)
+}
+
+/// The copy engine's view of a Hopper rung: A in boxes of `rows` x 32 (k), B in 32 x
+/// 32, both landing with the 128-byte swizzle; C written by the threads.
+const fn hopper_args(rows: u32) -> [Arg; 6] {
+    [
+        Arg::Dim(Dim::M),
+        Arg::Dim(Dim::N),
+        Arg::Dim(Dim::K),
+        Arg::Map(MapSpec::matrix(0, (Dim::M, Dim::K), [rows, BK as u32], Swizzle::B128)),
+        Arg::Map(MapSpec::matrix(1, (Dim::K, Dim::N), [BK as u32, 32], Swizzle::B128)),
+        Arg::Buffer(2),
+    ]
+}
+const WGMMA_ARGS: &[Arg] = &hopper_args(WGMMA.bm as u32);
+const WGMMA_192_ARGS: &[Arg] = &hopper_args(WGMMA_WS_192.bm as u32);
+/// Clusters: each block copies half of A's tile.
+const CLUSTER_ARGS: &[Arg] = &hopper_args(WGMMA_CLUSTER.bm as u32 / 2);
+
+/// A Hopper tuning's tiles, one block each (the kernel orders them), with its stages
+/// as dynamic shared memory; `cluster` blocks a cluster, the grid rounded up to whole
+/// clusters (the extra block of a last odd pair computes nothing outside C).
+fn hopper(p: &Problem, t: WgmmaTiling, cluster: usize) -> Result<Launch> {
+    let one = tiles(p, t.bm, BN, t.threads())?;
+    let (tiles_m, tiles_n) = (one.grid.1 as u64, one.grid.0 as u64);
+    let blocks = tiles_m * tiles_n.div_ceil(cluster as u64) * cluster as u64;
+    if blocks > MAX_GRID_X {
+        return Err(Error::TooLarge {
+            what: format!("a product of {p}"),
+            why: format!("needs {blocks} blocks; CUDA allows {MAX_GRID_X}"),
+        });
+    }
+    Ok(Launch {
+        grid: (blocks as u32, 1, 1),
+        block: (t.threads() as u32, 1, 1),
+        shared_bytes: t.shared_bytes() as u32,
+    })
 }
 
 /// A tensor-core tuning's tiles, with its shared stages as dynamic shared memory.
@@ -102,6 +147,16 @@ pub static EXPERIMENT: Experiment = Experiment {
             tf32(p, TF32_128X256X32)
         })
         .tf32(),
+        Variant::new("wgmma", &entry::sgemm_wgmma, WGMMA_ARGS, |p, _| hopper(p, WGMMA, 1)).tf32_truncating(),
+        Variant::new("wgmma-ws", &entry::sgemm_wgmma_ws, WGMMA_ARGS, |p, _| hopper(p, WGMMA_WS, 1)).tf32_truncating(),
+        Variant::new("wgmma-ws-192", &entry::sgemm_wgmma_ws_192, WGMMA_192_ARGS, |p, _| {
+            hopper(p, WGMMA_WS_192, 1)
+        })
+        .tf32_truncating(),
+        Variant::new("wgmma-cluster", &entry::sgemm_wgmma_cluster, CLUSTER_ARGS, |p, _| {
+            hopper(p, WGMMA_CLUSTER, 2)
+        })
+        .tf32_truncating(),
     ],
     buffers: matmul::buffers,
     work: matmul::work,

@@ -3,7 +3,8 @@
 //! Useful bytes: 2 x rows x cols x 4.
 
 use kernels::entry;
-use kernels::transpose::{BLOCK_ROWS, TILE, TILE64, VEC_THREADS_X, VEC_THREADS_Y};
+use kernels::gpu::tma::Swizzle;
+use kernels::transpose::{BLOCK_ROWS, TILE, TILE64, TMA_TILE, TMA_TILE_FLOATS, VEC_THREADS_X, VEC_THREADS_Y};
 
 use crate::device::DeviceInfo;
 use crate::error::{Error, Result};
@@ -11,6 +12,7 @@ use crate::experiment::{
     Arg, Buffer, Check, DefaultSize, Dim, Experiment, Kind, Problem, Reference, Variant, Work,
 };
 use crate::launch::{Launch, MAX_GRID_X, MAX_GRID_YZ};
+use crate::tensor_map::MapSpec;
 use crate::twin;
 
 const ARGS: &[Arg] = &[
@@ -48,6 +50,31 @@ fn tiles_64_f32x4(p: &Problem, _: &DeviceInfo) -> Result<Launch> {
     grid_of(p.dim(Dim::Rows), p.dim(Dim::Cols), (TILE64, TILE64), block)
 }
 
+/// The copy engine's view: the input and the output in 32 x 32 boxes, swizzled.
+const TMA_ARGS: &[Arg] = &[
+    Arg::Dim(Dim::Rows),
+    Arg::Map(MapSpec::matrix(0, (Dim::Rows, Dim::Cols), [32, 32], Swizzle::B128)),
+    Arg::Map(MapSpec::matrix(1, (Dim::Cols, Dim::Rows), [32, 32], Swizzle::B128)),
+];
+
+/// One block of 4 warps per 64 x 64 tile, in column order (the kernel maps the block
+/// index), with both tiles' shared memory, a 1024-byte boundary in it and a barrier.
+fn tma_tiles(p: &Problem, _: &DeviceInfo) -> Result<Launch> {
+    let (rows, cols) = (p.dim(Dim::Rows), p.dim(Dim::Cols));
+    let tiles = (rows.div_ceil(TMA_TILE) as u64).saturating_mul(cols.div_ceil(TMA_TILE) as u64);
+    if tiles > MAX_GRID_X {
+        return Err(Error::TooLarge {
+            what: format!("a {rows} x {cols} matrix"),
+            why: format!("needs {tiles} blocks of one 64 x 64 tile; CUDA allows {MAX_GRID_X}"),
+        });
+    }
+    Ok(Launch {
+        grid: (tiles.max(1) as u32, 1, 1),
+        block: (128, 1, 1),
+        shared_bytes: ((2 * TMA_TILE_FLOATS + 258) * 4) as u32,
+    })
+}
+
 /// The report's contrast: strided writes against the padded tile.
 pub const NAIVE_WRITE: Variant = Variant::new("naive-write", &entry::transpose_naive_write, ARGS, over_input);
 pub const TILED_PADDED: Variant = Variant::new("tiled-padded", &entry::transpose_tiled_padded, ARGS, over_input);
@@ -68,6 +95,8 @@ pub static EXPERIMENT: Experiment = Experiment {
         // output rows, as a copy writes.
         Variant::new("padded-64-cols", &entry::transpose_padded_64_cols, ARGS, tiles_64_cols),
         Variant::new("padded-64-f32x4", &entry::transpose_padded_64_f32x4, ARGS, tiles_64_f32x4),
+        // The copy engine moves the tiles (sm_90).
+        Variant::new("tma", &entry::transpose_tma, TMA_ARGS, tma_tiles),
     ],
     buffers: |p| {
         let len = p.dim(Dim::Rows).checked_mul(p.dim(Dim::Cols))?;

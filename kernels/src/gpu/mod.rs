@@ -44,6 +44,11 @@ pub use vec::Float4;
 /// alias of the kernel's name for its parameter tuple (in the type namespace, beside
 /// the function); each parameter type must be a [`param::KernelParam`].
 ///
+/// `#[cluster(N)]`, after `#[requires(sm_90a)]`, is CUDA's `__cluster_dims__(N, 1, 1)`:
+/// the kernel runs in clusters of N blocks, which share each other's shared memory
+/// ([`cluster`]). `host/build.rs` writes it into the PTX as `.reqnctapercluster` and
+/// the host launches the clusters.
+///
 /// `#[launch_bounds(THREADS, BLOCKS)]`, first in the block, is CUDA's
 /// `__launch_bounds__(THREADS, BLOCKS)`: at most THREADS threads per block, and
 /// registers capped so BLOCKS blocks fit on one SM. Rust has no attribute for it, so
@@ -53,6 +58,9 @@ pub use vec::Float4;
 macro_rules! kernel {
     (#[launch_bounds($threads:literal, $blocks:literal)] $($rest:tt)*) => {
         $crate::kernel! { $($rest)* }
+    };
+    (#[requires(sm_90a)] #[cluster($blocks:literal)] $($rest:tt)*) => {
+        $crate::kernel! { #[requires(sm_90a)] $($rest)* }
     };
     (#[requires(sm_90a)] $(#[$meta:meta])* pub fn $name:ident($($arg:ident : $ty:ty),* $(,)?) $body:block) => {
         #[cfg(target_arch = "nvptx64")]

@@ -470,6 +470,7 @@ kernel! {
 kernel! {
     #[launch_bounds(384, 1)]
     #[requires(sm_90a)]
+    #[cluster(2)]
     /// wgmma-cluster, 256 x 128 x 32, 4 stages, clusters of 2: each block copies half of
     /// A's tile to both (multicast).
     pub fn sgemm_wgmma_cluster(m: u32, n: u32, k: u32, a: Global<TensorMap>, b: Global<TensorMap>, c: GlobalMut<f32>) {

@@ -8,7 +8,8 @@
 //! path comes from where it lies (`foo.rs` and `foo/mod.rs` are `crate::foo`,
 //! `foo/bar.rs` is `crate::foo::bar`), and inline `mod` blocks add to it. A `kernel!`
 //! block is `#[launch_bounds(T, B)]` (optional, first), `#[requires(sm_XX)]`
-//! (optional, next), doc comments and other attributes, then exactly one
+//! (optional, next), `#[cluster(N)]` (optional, next: blocks of a thread-block
+//! cluster), doc comments and other attributes, then exactly one
 //! `pub fn NAME(PARAMS) { BODY }`, as the macro accepts. Anything else, a `kernel!`
 //! that is not an item of a module, or two kernels of one name, is an [`Error`] naming
 //! the file and line: the build fails rather than leave a kernel out of the table.
@@ -35,6 +36,9 @@ pub struct Kernel {
     pub requires: Option<String>,
     /// `#[launch_bounds(THREADS, BLOCKS)]`.
     pub launch_bounds: Option<LaunchBounds>,
+    /// `#[cluster(N)]`: the kernel runs in clusters of N blocks along x (CUDA's
+    /// `__cluster_dims__(N, 1, 1)`); 1 without the attribute.
+    pub cluster: u32,
     /// The doc comment's lines, as written after `///`.
     pub doc: Vec<String>,
     /// The file (as given) and line of the `kernel!` invocation.
@@ -329,7 +333,7 @@ fn parse_block(file: &str, mac: &syn::Macro, module_path: String) -> Result<Kern
             }
         }
     }
-    let (launch_bounds, requires, doc) =
+    let (launch_bounds, requires, cluster, doc) =
         read_attributes(&item.attrs).map_err(|(span, what)| fail(span, &what))?;
     Ok(Kernel {
         name: sig.ident.to_string(),
@@ -337,18 +341,19 @@ fn parse_block(file: &str, mac: &syn::Macro, module_path: String) -> Result<Kern
         params,
         requires,
         launch_bounds,
+        cluster,
         doc,
         file: file.to_string(),
         line,
     })
 }
 
-type Attributes = (Option<LaunchBounds>, Option<String>, Vec<String>);
+type Attributes = (Option<LaunchBounds>, Option<String>, u32, Vec<String>);
 
-/// `#[launch_bounds]`, `#[requires]` and the doc comment, checked to come in the
-/// order the macro reads them: launch bounds first, then the requirement.
+/// `#[launch_bounds]`, `#[requires]`, `#[cluster]` and the doc comment, checked to
+/// come in the order the macro reads them: launch bounds, the requirement, the cluster.
 fn read_attributes(attrs: &[Attribute]) -> Result<Attributes, (proc_macro2::Span, String)> {
-    let (mut bounds, mut requires, mut doc) = (None, None, Vec::new());
+    let (mut bounds, mut requires, mut cluster, mut doc) = (None, None, 1, Vec::new());
     for (i, attr) in attrs.iter().enumerate() {
         let span = attr.span();
         if attr.path().is_ident("launch_bounds") {
@@ -376,6 +381,19 @@ fn read_attributes(attrs: &[Attribute]) -> Result<Attributes, (proc_macro2::Span
                     "`#[requires(sm_XX)]` naming one GPU architecture, e.g. `#[requires(sm_80)]`".to_string(),
                 ))?;
             requires = Some(arch);
+        } else if attr.path().is_ident("cluster") {
+            if i != usize::from(bounds.is_some()) + usize::from(requires.is_some()) || requires.is_none() {
+                return Err((
+                    span,
+                    "`#[cluster(N)]` right after `#[requires(sm_90a)]` (clusters need sm_90)".into(),
+                ));
+            }
+            cluster = attr
+                .parse_args::<LitInt>()
+                .ok()
+                .and_then(|n| n.base10_parse::<u32>().ok())
+                .filter(|n| (2..=8).contains(n))
+                .ok_or((span, "`#[cluster(N)]` with N from 2 to 8 blocks".to_string()))?;
         } else if attr.path().is_ident("doc")
             && let syn::Meta::NameValue(nv) = &attr.meta
             && let syn::Expr::Lit(syn::ExprLit {
@@ -386,7 +404,7 @@ fn read_attributes(attrs: &[Attribute]) -> Result<Attributes, (proc_macro2::Span
             doc.push(s.value());
         }
     }
-    Ok((bounds, requires, doc))
+    Ok((bounds, requires, cluster, doc))
 }
 
 /// `sm_80`, `sm_90a`: an architecture a PTX module can be built for.
@@ -455,6 +473,7 @@ pub fn render_handles(kernels: &[Kernel], krate: &str) -> String {
                 let _ = writeln!(s, "    launch_bounds: None,");
             }
         }
+        let _ = writeln!(s, "    cluster: {},", k.cluster);
         let words: Vec<String> = (0..n)
             .map(|i| format!("{param}::KernelParam::from_word(w[{i}])"))
             .collect();

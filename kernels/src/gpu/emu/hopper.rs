@@ -1,0 +1,241 @@
+//! Hopper's asynchronous machinery on the emulator: transaction barriers
+//! ([`crate::gpu::barrier`]), the copy engine ([`crate::gpu::tma`]) and warpgroup MMAs
+//! ([`crate::gpu::wgmma`]), each at the latest moment the GPU allows, so that a kernel
+//! that skips a wait, waits for the wrong phase or frees a stage too early computes
+//! with stale or poisoned values and fails validation.
+//!
+//! - A barrier is a record beside the block's shared memory (keyed by its address):
+//!   arrivals still expected, bytes still owed, the phase. A copy the copy engine
+//!   issues reads the tensor at once (recording each box row) and queues its bytes on
+//!   the barrier; they land in shared memory, and are paid, when a thread's wait finds
+//!   every arrival of the phase done: then the phase completes. A wait for a parity
+//!   whose phase already completed returns at once, landing nothing.
+//! - A warpgroup MMA exchanges the group's A fragments when issued and queues the
+//!   thread's share; the thread's `wait_group` computes it then, reading B from shared
+//!   memory as it is at that moment.
+//! - A wait that cannot be answered yet lets the block's other threads run
+//!   ([`super::run::pause`]).
+
+use std::vec::Vec;
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use super::tensor::{WarpgroupMma, box_elements, box_rows, k_major_128b};
+use super::{BlockState, with_thread};
+use crate::gpu::tma::{TensorMap, TileMap};
+
+/// One block's transaction barriers, by address.
+#[derive(Default)]
+pub(super) struct Barriers {
+    table: Mutex<HashMap<usize, TxBarrier>>,
+}
+
+#[derive(Debug)]
+struct TxBarrier {
+    count: u32,
+    /// Arrivals the current phase still expects.
+    pending: u32,
+    /// Bytes expected (`arrive_expect_tx`) less bytes landed, this phase.
+    tx: i64,
+    phase: u32,
+    /// Copies issued but not landed: each word's address and value.
+    queued: Vec<(usize, u32)>,
+}
+
+impl TxBarrier {
+    /// Lands the queued copies and, if every arrival and byte is in, completes the
+    /// phase. Returns whether it completed one.
+    fn settle(&mut self) -> bool {
+        for (addr, word) in self.queued.drain(..) {
+            // SAFETY: the copy's destination, checked in bounds of the block's shared
+            // memory when it was issued; shared storage lives as long as the block.
+            unsafe { (addr as *mut u32).write_unaligned(word) };
+            self.tx -= 4;
+        }
+        if self.pending == 0 && self.tx == 0 {
+            self.phase += 1;
+            self.pending = self.count;
+            return true;
+        }
+        false
+    }
+}
+
+impl Barriers {
+    fn with<R>(&self, addr: usize, f: impl FnOnce(&mut TxBarrier) -> R) -> R {
+        let mut table = self.table.lock().unwrap_or_else(|e| e.into_inner());
+        let b = table
+            .get_mut(&addr)
+            .unwrap_or_else(|| panic!("a transaction barrier used before `init` (shared address {addr:#x})"));
+        f(b)
+    }
+}
+
+fn block() -> &'static BlockState {
+    // SAFETY: the block state outlives every thread in it (as in sync_threads).
+    with_thread(|t| unsafe { &*(t.block as *const BlockState) })
+}
+
+/// `mbarrier.init`.
+pub fn barrier_init(addr: usize, count: u32) {
+    let b = TxBarrier {
+        count,
+        pending: count,
+        tx: 0,
+        phase: 0,
+        queued: Vec::new(),
+    };
+    block().hopper.table.lock().unwrap_or_else(|e| e.into_inner()).insert(addr, b);
+}
+
+/// `mbarrier.arrive` (`tx` = 0) or `arrive.expect_tx`.
+pub fn barrier_arrive(addr: usize, tx: u32) {
+    block().hopper.with(addr, |b| {
+        if b.pending == 0 && !b.settle() {
+            panic!("more arrivals on a transaction barrier than its count in one phase");
+        }
+        b.pending -= 1;
+        b.tx += i64::from(tx);
+    });
+}
+
+/// One arrival on the barrier at `addr` of block `rank` of the cluster.
+pub fn barrier_arrive_in(rank: u32, addr: usize) {
+    assert_eq!(
+        rank,
+        cluster_rank(),
+        "an arrival on another block of a cluster: the emulator runs blocks one at a time"
+    );
+    barrier_arrive(addr, 0);
+}
+
+/// `mbarrier.try_wait.parity`: lands what the phase waits for when its arrivals are
+/// done. A no lets the block's other threads run before it returns.
+pub fn barrier_try_wait(addr: usize, parity: u32) -> bool {
+    let block = block();
+    let done = block.hopper.with(addr, |b| {
+        if parity & 1 != b.phase & 1 {
+            return true;
+        }
+        b.settle();
+        parity & 1 != b.phase & 1
+    });
+    if !done {
+        super::run::pause(block);
+    }
+    done
+}
+
+/// A copy engine load of the box at `coords` of `*map` into shared memory at `dst`,
+/// owed to the barrier at `bar`.
+#[track_caller]
+pub fn tma_load(map: *const TensorMap, coords: [i32; 2], dst: usize, bar: usize, ctas: u16) {
+    assert!(
+        ctas == 0 || ctas == 1 << cluster_rank(),
+        "a multicast copy to other blocks of a cluster: the emulator runs blocks one at a time"
+    );
+    // SAFETY: a map the host made for this launch (the kernel's contract).
+    let map = TileMap::decode(unsafe { &*map });
+    for (start, bytes) in box_rows(&map, coords) {
+        super::record::record_bulk(start, bytes, super::Op::Load);
+    }
+    let faithful = !super::addresses_only();
+    let queued: Vec<(usize, u32)> = box_elements(&map, coords, dst)
+        .into_iter()
+        .map(|e| {
+            // SAFETY: inside the tensor the host described (checked by its extents).
+            let word = match e.global {
+                Some(g) if faithful => unsafe { (g as *const u32).read_unaligned() },
+                _ => 0,
+            };
+            (dst + e.shared, word)
+        })
+        .collect();
+    super::check_shared(dst, queued.len() * 4);
+    block().hopper.with(bar, |b| b.queued.extend(queued));
+}
+
+/// A copy engine store of the box at `coords` of `*map` from shared memory at `src`:
+/// read and written now (the part outside the tensor is dropped).
+#[track_caller]
+pub fn tma_store(map: *const TensorMap, coords: [i32; 2], src: usize) {
+    // SAFETY: as for `tma_load`.
+    let map = TileMap::decode(unsafe { &*map });
+    for (start, bytes) in box_rows(&map, coords) {
+        super::record::record_bulk(start, bytes, super::Op::Store);
+    }
+    let elements = box_elements(&map, coords, src);
+    super::check_shared(src, elements.len() * 4);
+    if super::addresses_only() {
+        return;
+    }
+    for e in elements {
+        if let Some(g) = e.global {
+            // SAFETY: shared storage checked above; g inside the tensor.
+            unsafe { (g as *mut u32).write_unaligned(((src + e.shared) as *const u32).read_unaligned()) };
+        }
+    }
+}
+
+/// `fence.proxy.async`: nothing to do, as the emulator's copies read shared memory
+/// through the same memory as its threads.
+pub fn fence_proxy_async() {}
+
+/// One thread's warpgroup MMAs not yet retired, oldest first: each group's issues.
+#[derive(Default)]
+pub(super) struct Groups {
+    open: Vec<Pending>,
+    committed: std::collections::VecDeque<Vec<Pending>>,
+}
+
+struct Pending {
+    /// The whole group's A fragments (128 threads x 4 words).
+    a: Vec<u32>,
+    b: usize,
+    n: usize,
+}
+
+/// `wgmma.mma_async` (TF32, A from registers): the group's A fragments are exchanged
+/// now, the product computed at the `wait_group` that retires it.
+pub fn wgmma_mma_tf32(acc: &mut [f32], a: [u32; 4], b: usize, n: usize) {
+    assert_eq!(acc.len(), n / 2, "an m64n{n}k8 accumulator holds {} floats a thread", n / 2);
+    let a = super::warp::group_exchange(&a, 128);
+    with_thread(|t| t.wgmma.open.push(Pending { a, b, n }));
+}
+
+/// `wgmma.commit_group`.
+pub fn wgmma_commit() {
+    with_thread(|t| {
+        let open = core::mem::take(&mut t.wgmma.open);
+        t.wgmma.committed.push_back(open);
+    });
+}
+
+/// `wgmma.wait_group N`: computes every group but the newest `n` into `acc`.
+pub fn wgmma_wait(acc: &mut [f32], n: usize) {
+    let (retired, thread) = with_thread(|t| {
+        let keep = n.min(t.wgmma.committed.len());
+        let retire = t.wgmma.committed.len() - keep;
+        let retired: Vec<Pending> = t.wgmma.committed.drain(..retire).flatten().collect();
+        (retired, t.linear_thread % 128)
+    });
+    if super::addresses_only() {
+        return;
+    }
+    for p in retired {
+        // SAFETY: B's tile, in the block's shared memory (the descriptor's contract).
+        let b = |k: usize, col: usize| unsafe { (k_major_128b(p.b, k, col) as *const f32).read_unaligned() };
+        let tf32 = |x: f32| f32::from_bits(x.to_bits() & !0x1fff);
+        WarpgroupMma { a: &p.a, n: p.n }.accumulate(thread, acc, |k, col| tf32(b(k, col)));
+    }
+}
+
+/// This block's rank in its cluster: the emulator runs clusters of one block.
+pub fn cluster_rank() -> u32 {
+    0
+}
+
+/// `barrier.cluster`: a cluster of one block is its block.
+pub fn cluster_sync() {
+    super::sync_threads();
+}
