@@ -709,29 +709,25 @@ extern "C" __global__ void __launch_bounds__(256) sgemm_tf32_128x256x32(int M, i
 // 11. wgmma (sm_90a): the Hopper rungs, their bodies in sgemm_hopper.cuh.
 #include "sgemm_hopper.cuh"
 
-extern "C" __global__ void __launch_bounds__(256, 1)
-sgemm_wgmma(int m, int n, int k, const TensorMap* a, const TensorMap* b, float* c) {
+extern "C" __global__ void __launch_bounds__(256, 1) sgemm_wgmma(int m, int n, int k, const TensorMap* a, const TensorMap* b, float* c) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     wgmma_plain<256, 4>(m, n, k, a, b, c);
 #endif
 }
 
-extern "C" __global__ void __launch_bounds__(384, 1)
-sgemm_wgmma_ws(int m, int n, int k, const TensorMap* a, const TensorMap* b, float* c) {
+extern "C" __global__ void __launch_bounds__(384, 1) sgemm_wgmma_ws(int m, int n, int k, const TensorMap* a, const TensorMap* b, float* c) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     wgmma_ws<256, 4, false>(m, n, k, a, b, c);
 #endif
 }
 
-extern "C" __global__ void __launch_bounds__(384, 1)
-sgemm_wgmma_ws_192(int m, int n, int k, const TensorMap* a, const TensorMap* b, float* c) {
+extern "C" __global__ void __launch_bounds__(384, 1) sgemm_wgmma_ws_192(int m, int n, int k, const TensorMap* a, const TensorMap* b, float* c) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     wgmma_ws<192, 5, false>(m, n, k, a, b, c);
 #endif
 }
 
-extern "C" __global__ void __launch_bounds__(384, 1)
-sgemm_wgmma_cluster(int m, int n, int k, const TensorMap* a, const TensorMap* b, float* c) {
+extern "C" __global__ void __launch_bounds__(384, 1) sgemm_wgmma_cluster(int m, int n, int k, const TensorMap* a, const TensorMap* b, float* c) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     wgmma_ws<256, 4, true>(m, n, k, a, b, c);
 #endif

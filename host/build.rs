@@ -39,8 +39,11 @@ fn build_ptx(manifest: &Path, out: &Path) {
         .iter()
         .filter_map(|k| Some((k.name.clone(), k.launch_bounds?.threads, k.launch_bounds?.blocks)))
         .collect();
-    let clusters: Vec<(String, u32)> =
-        table.iter().filter(|k| k.cluster > 1).map(|k| (k.name.clone(), k.cluster)).collect();
+    let clusters: Vec<(String, u32)> = table
+        .iter()
+        .filter(|k| k.cluster > 1)
+        .map(|k| (k.name.clone(), k.cluster))
+        .collect();
     let mut bounded = Vec::new();
     let text = with_launch_bounds(
         compile_to_ptx(&kernels, "kernels", &target_dir, &arch, None),
@@ -77,7 +80,13 @@ fn build_ptx(manifest: &Path, out: &Path) {
     // instructions are not forward-compatible.
     let text = with_clusters(
         with_launch_bounds(
-            compile_to_ptx(&kernels, "kernels", &out.join("kernels-sm90a-target"), SM90A, Some("sm90a")),
+            compile_to_ptx(
+                &kernels,
+                "kernels",
+                &out.join("kernels-sm90a-target"),
+                SM90A,
+                Some("sm90a"),
+            ),
             &bounds,
             &mut bounded,
         ),
@@ -130,7 +139,9 @@ fn with_launch_bounds(mut ptx: String, bounds: &[(String, u32, u32)], found: &mu
 fn with_clusters(mut ptx: String, clusters: &[(String, u32)]) -> String {
     for (kernel, blocks) in clusters {
         let Some(start) = ptx.find(&format!(".entry {kernel}(")) else {
-            fail(&format!("#[cluster] of {kernel}: the sm_90a module has no such kernel"));
+            fail(&format!(
+                "#[cluster] of {kernel}: the sm_90a module has no such kernel"
+            ));
         };
         let Some(close) = ptx[start..].find(')').map(|i| start + i + 1) else {
             fail(&format!("the PTX entry {kernel} has no parameter list"));
@@ -231,7 +242,11 @@ fn compile_to_ptx(dir: &Path, lib: &str, target_dir: &Path, arch: &str, feature:
         .arg(format!(
             "target.{TARGET}.rustflags=[\"-C\", \"target-cpu={arch}\"{}]",
             // sm_90a's instructions need PTX ISA 8.0, above LLVM's default for it.
-            if arch == SM90A { ", \"-C\", \"target-feature=+ptx80\"" } else { "" }
+            if arch == SM90A {
+                ", \"-C\", \"target-feature=+ptx80\""
+            } else {
+                ""
+            }
         ));
     // The outer build's flags and wrappers target the host (coverage, sanitizers,
     // clippy-driver, a shared target dir whose lock the outer cargo holds): drop them.

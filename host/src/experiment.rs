@@ -751,12 +751,12 @@ mod tests {
             k: 1,
         };
         let e = crate::experiments::matmul::EXPERIMENT
-            .words(v, &p, &[0, 0, 0])
+            .words(v, &p, &[0, 0, 0], &mut |_| unreachable!("no maps"))
             .unwrap_err();
         assert!(e.to_string().contains("32-bit"), "{e}");
         let p = Problem::Product { m: 3, n: 4, k: 5 };
         let w = crate::experiments::matmul::EXPERIMENT
-            .words(v, &p, &[7, 8, 9])
+            .words(v, &p, &[7, 8, 9], &mut |_| unreachable!("no maps"))
             .unwrap();
         assert_eq!(w, [3, 4, 5, 7, 8, 9]);
     }

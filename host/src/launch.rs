@@ -152,7 +152,13 @@ impl Gpu {
     /// Enqueues `f` with argument words: a declared variant's ([`crate::prepared`]),
     /// run by its Rust kernel or by a function with the same parameters (its C++ twin),
     /// in clusters of `cluster` blocks where its kernel asks for them.
-    pub(crate) fn launch_words(&self, f: &Function<'_>, cfg: Launch, words: &[u64], cluster: u32) -> Result<()> {
+    pub(crate) fn launch_words(
+        &self,
+        f: &Function<'_>,
+        cfg: Launch,
+        words: &[u64],
+        cluster: u32,
+    ) -> Result<()> {
         self.usable()?;
         if cfg.shared_bytes > DEFAULT_DYNAMIC_SHARED {
             self.allow_shared(f, cfg.shared_bytes)?;
@@ -173,7 +179,13 @@ impl Gpu {
 
     /// `cuLaunchKernelEx` with the cluster-dimension attribute: blocks launched in
     /// clusters of `cluster` along x, as a `__cluster_dims__` kernel is in CUDA C++.
-    fn launch_clusters(&self, f: &Function<'_>, cfg: Launch, params: &[*mut c_void], cluster: u32) -> Result<()> {
+    fn launch_clusters(
+        &self,
+        f: &Function<'_>,
+        cfg: Launch,
+        params: &[*mut c_void],
+        cluster: u32,
+    ) -> Result<()> {
         let mut attribute = LaunchAttribute {
             id: CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
             pad: [0; 4],
@@ -191,13 +203,20 @@ impl Gpu {
         };
         // SAFETY: a valid function of this context and stream; `params` as for
         // cuLaunchKernel; the config and its one attribute outlive the call.
-        let status = unsafe { cuLaunchKernelEx(&config, f.to_raw().cast(), params.as_ptr().cast_mut(), std::ptr::null_mut()) };
+        let status = unsafe {
+            cuLaunchKernelEx(
+                &config,
+                f.to_raw().cast(),
+                params.as_ptr().cast_mut(),
+                std::ptr::null_mut(),
+            )
+        };
         if status == 0 {
             return Ok(());
         }
-        Err(self.cuda_error(format!("launching a kernel in clusters of {cluster} blocks"))(
-            cust::error::CudaError::UnknownError,
-        ))
+        Err(self.cuda_error(format!(
+            "launching a kernel in clusters of {cluster} blocks"
+        ))(cust::error::CudaError::UnknownError))
     }
 
     /// Opts `f` in to `bytes` of dynamic shared memory per block, as
@@ -298,5 +317,10 @@ const CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION: u32 = 4;
 // Not in cust's bindings (CUDA 12); resolved at run time like every driver entry
 // point (host/cuda-stub/symbols.txt).
 unsafe extern "C" {
-    fn cuLaunchKernelEx(config: *const LaunchConfig, f: *mut c_void, params: *mut *mut c_void, extra: *mut *mut c_void) -> u32;
+    fn cuLaunchKernelEx(
+        config: *const LaunchConfig,
+        f: *mut c_void,
+        params: *mut *mut c_void,
+        extra: *mut *mut c_void,
+    ) -> u32;
 }

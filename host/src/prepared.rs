@@ -51,7 +51,8 @@ impl Prepared {
             .collect::<Result<Vec<_>>>()?;
         let (mut launches, mut maps) = (Vec::new(), Vec::new());
         for v in experiment.variants {
-            let made = (v.launch)(&problem, &gpu.info).and_then(|l| Ok((l, device_maps(gpu, v, &problem, &memory)?)));
+            let made = (v.launch)(&problem, &gpu.info)
+                .and_then(|l| Ok((l, device_maps(gpu, v, &problem, &memory)?)));
             match made {
                 Ok((l, m)) => {
                     launches.push(Ok(l));
@@ -197,7 +198,12 @@ impl Prepared {
 
 /// Variant `v`'s tensor maps at `problem`, encoded by the driver and copied to the
 /// device, in argument order.
-fn device_maps(gpu: &Gpu, v: &Variant, problem: &Problem, memory: &[DeviceBuffer<f32>]) -> Result<Vec<DeviceBuffer<u64>>> {
+fn device_maps(
+    gpu: &Gpu,
+    v: &Variant,
+    problem: &Problem,
+    memory: &[DeviceBuffer<f32>],
+) -> Result<Vec<DeviceBuffer<u64>>> {
     v.args
         .iter()
         .filter_map(|a| match a {

@@ -46,7 +46,12 @@ impl MapSpec {
 
     /// A 2D map of a `rows` x `cols` matrix in boxes of `box_rows` x `box_cols`,
     /// landing as `swizzle` says.
-    pub const fn matrix(buffer: usize, (rows, cols): (Dim, Dim), [box_rows, box_cols]: [u32; 2], swizzle: Swizzle) -> MapSpec {
+    pub const fn matrix(
+        buffer: usize,
+        (rows, cols): (Dim, Dim),
+        [box_rows, box_cols]: [u32; 2],
+        swizzle: Swizzle,
+    ) -> MapSpec {
         MapSpec {
             buffer,
             shape: MapShape::Matrix { rows, cols },
@@ -130,7 +135,10 @@ impl MapSpec {
         };
         if status != 0 {
             return Err(Error::Unaddressable {
-                what: format!("a tensor map of {} x {} floats in boxes of {:?}", dims[1], dims[0], self.boxes),
+                what: format!(
+                    "a tensor map of {} x {} floats in boxes of {:?}",
+                    dims[1], dims[0], self.boxes
+                ),
                 why: format!("the driver refused it (cuTensorMapEncodeTiled: CUDA error {status})"),
             });
         }
@@ -180,9 +188,17 @@ mod tests {
     #[test]
     fn a_line_is_one_row_and_coordinates_are_32_bit() {
         let spec = MapSpec::line(1, Dim::Len, 256);
-        assert_eq!(spec.extents(&Problem::Elements { n: 1029 }).unwrap(), ([1029, 1], 4116));
+        assert_eq!(
+            spec.extents(&Problem::Elements { n: 1029 }).unwrap(),
+            ([1029, 1], 4116)
+        );
         let big = Problem::Elements { n: 1 << 31 };
-        assert!(spec.extents(&big).unwrap_err().to_string().contains("coordinates"));
+        assert!(
+            spec.extents(&big)
+                .unwrap_err()
+                .to_string()
+                .contains("coordinates")
+        );
     }
 
     #[test]

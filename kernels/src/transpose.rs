@@ -2,9 +2,9 @@
 //! follow NVIDIA's transpose sample, each one step from the last: a 32 x 32 tile per
 //! block of 32 x 8 threads, each thread handling 4 rows of the tile.
 
-use crate::gpu::thread::{block_idx_x, block_idx_y, sync_threads, thread_idx_x, thread_idx_y};
 use crate::gpu::barrier::fence_init;
 use crate::gpu::shared::dynamic_shared_array;
+use crate::gpu::thread::{block_idx_x, block_idx_y, sync_threads, thread_idx_x, thread_idx_y};
 use crate::gpu::tma::{self, TensorMap, swizzled_128};
 use crate::gpu::{Float4, Global, GlobalMut, SharedArray};
 

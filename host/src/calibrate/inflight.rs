@@ -73,7 +73,7 @@ mod tests {
             .unwrap();
         let per_thread: Vec<f64> = launches
             .iter()
-            .map(|l| bytes_in_flight_per_sm(4 * n as u64, threads(l), 132, 2048) / 2048.0)
+            .map(|l| bytes_in_flight_per_sm(4 * n as u64, threads(l.as_ref().unwrap()), 132, 2048) / 2048.0)
             .collect();
         assert_eq!(per_thread, [4.0, 8.0, 16.0, 32.0, 16.0, 32.0, 64.0, 128.0]);
         // A launch smaller than the GPU: its threads divided among the SMs.

@@ -70,14 +70,26 @@ pub fn options(arch: &str) -> Vec<String> {
 /// The headers twins include (`#include "hopper.cuh"`), embedded: NVRTC is given them
 /// by name, so a twin compiles from the binary alone.
 pub const HEADERS: [(&str, &str); 2] = [
-    ("hopper.cuh", include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../cuda/hopper.cuh"))),
-    ("sgemm_hopper.cuh", include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../cuda/sgemm_hopper.cuh"))),
+    (
+        "hopper.cuh",
+        include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../cuda/hopper.cuh")),
+    ),
+    (
+        "sgemm_hopper.cuh",
+        include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../cuda/sgemm_hopper.cuh")),
+    ),
 ];
 
 /// `nvrtcCreateProgram` with [`HEADERS`] (cudarc's wrapper passes none).
 fn create_with_headers(src: &CString, name: &CString) -> Result<sys::nvrtcProgram, NvrtcError> {
-    let texts: Vec<CString> = HEADERS.iter().map(|(_, t)| CString::new(*t).unwrap_or_default()).collect();
-    let names: Vec<CString> = HEADERS.iter().map(|(n, _)| CString::new(*n).unwrap_or_default()).collect();
+    let texts: Vec<CString> = HEADERS
+        .iter()
+        .map(|(_, t)| CString::new(*t).unwrap_or_default())
+        .collect();
+    let names: Vec<CString> = HEADERS
+        .iter()
+        .map(|(n, _)| CString::new(*n).unwrap_or_default())
+        .collect();
     let text_ptrs: Vec<*const c_char> = texts.iter().map(|t| t.as_ptr()).collect();
     let name_ptrs: Vec<*const c_char> = names.iter().map(|n| n.as_ptr()).collect();
     let mut prog = std::mem::MaybeUninit::uninit();

@@ -7,11 +7,11 @@ use std::path::Path;
 use super::cublas::{Cublas, Math};
 use super::twins::{Twins, Unusable};
 use super::{CompareReport, CompareRow, CublasRow};
-use crate::ptx::PtxModule;
 use crate::device::Gpu;
 use crate::error::{Error, Result};
 use crate::experiments::Selection;
 use crate::harness::{self, RunOptions};
+use crate::ptx::PtxModule;
 use crate::table::ExperimentBaseline;
 use crate::timing::time_launches;
 
@@ -46,7 +46,11 @@ fn dump_ptx(dir: &Path, twins: Option<&Twins>) -> Result<()> {
         write(&name, crate::ptx::text(m))?;
     }
     for (experiment, _, ptx, module) in twins.into_iter().flat_map(Twins::ptx) {
-        let dot = if module == PtxModule::Baseline { String::new() } else { format!(".{}", suffix(module)) };
+        let dot = if module == PtxModule::Baseline {
+            String::new()
+        } else {
+            format!(".{}", suffix(module))
+        };
         write(&format!("{experiment}{dot}.cpp.ptx"), ptx)?;
     }
     Ok(())

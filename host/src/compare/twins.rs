@@ -201,7 +201,12 @@ impl Twins {
         let newer: String = self
             .newer_archs
             .iter()
-            .map(|(m, a)| format!(" (the {} kernels' twins for {a})", m.requires().unwrap_or("baseline")))
+            .map(|(m, a)| {
+                format!(
+                    " (the {} kernels' twins for {a})",
+                    m.requires().unwrap_or("baseline")
+                )
+            })
             .collect();
         format!(
             "C++ twins: NVRTC {} ({}), PTX for {}{newer}, loaded into the Rust kernels' context",

@@ -136,8 +136,8 @@ mod tests {
     fn grids_cover_c() {
         let p = Problem::Product { m: 33, n: 65, k: 17 };
         let l = EXPERIMENT.launches(&p, &DeviceInfo::h100()).unwrap();
-        assert_eq!(l[0].grid, (3, 2, 1));
-        assert_eq!(l[2].block, (1024, 1, 1));
+        assert_eq!(l[0].unwrap().grid, (3, 2, 1));
+        assert_eq!(l[2].unwrap().block, (1024, 1, 1));
     }
 
     #[test]

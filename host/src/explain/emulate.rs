@@ -9,6 +9,7 @@
 use std::ops::Range;
 
 use kernels::gpu::emu::{self, Dim3, LaunchConfig};
+use kernels::gpu::tma::TensorMap;
 use kernels::handle::KernelInfo;
 
 use crate::buffers::POISON_BITS;
@@ -45,8 +46,11 @@ impl EmuLaunch {
     ) -> Result<EmuLaunch> {
         let launch = (variant.launch)(&problem, info)?;
         let buffers = experiment.buffers_at(&problem)?;
-        // The argument words exist at this problem (its u32 dimensions fit).
-        experiment.words(variant, &problem, &vec![0; buffers.len()])?;
+        // The argument words exist at this problem (its u32 dimensions fit, the copy
+        // engine can address its tensors).
+        experiment.words(variant, &problem, &vec![0; buffers.len()], &mut |spec| {
+            spec.extents(&problem).map(|_| 0)
+        })?;
         Ok(EmuLaunch {
             experiment,
             variant,
@@ -69,9 +73,16 @@ impl EmuLaunch {
     /// The words were checked when the launch was made ([`EmuLaunch::new`]).
     fn call(&self, addresses: &[usize]) {
         let addresses: Vec<u64> = addresses.iter().map(|&a| a as u64).collect();
+        // Each tensor map as the emulator reads it, alive until the kernel returns.
+        let mut maps: Vec<Box<TensorMap>> = Vec::new();
         let words = self
             .experiment
-            .words(self.variant, &self.problem, &addresses)
+            .words(self.variant, &self.problem, &addresses, &mut |spec| {
+                let map = Box::new(spec.for_emulator(&self.problem, addresses[spec.buffer])?);
+                let at = &*map as *const TensorMap as u64;
+                maps.push(map);
+                Ok(at)
+            })
             .expect("checked by EmuLaunch::new");
         // SAFETY: the words are the declared arguments, with every buffer either a
         // live host allocation of its declared length or (addresses only) a virtual

@@ -176,6 +176,7 @@ mod tests {
             epoch: 0,
             bytes: 4,
             async_copy: false,
+            bulk: false,
             copied_from: None,
         }
     }

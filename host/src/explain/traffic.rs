@@ -480,6 +480,7 @@ pub(super) mod tests {
             epoch: 0,
             bytes,
             async_copy: false,
+            bulk: false,
             copied_from: None,
         }
     }

@@ -371,6 +371,7 @@ $L__BB0_3:
             epoch,
             bytes: 4,
             async_copy: false,
+            bulk: false,
             copied_from: None,
         }
     }

@@ -187,6 +187,9 @@ pub fn fence_init() {
     #[cfg(target_arch = "nvptx64")]
     // SAFETY: a fence; no operands.
     unsafe {
-        core::arch::asm!("fence.mbarrier_init.release.cluster;", options(nostack, preserves_flags))
+        core::arch::asm!(
+            "fence.mbarrier_init.release.cluster;",
+            options(nostack, preserves_flags)
+        )
     };
 }

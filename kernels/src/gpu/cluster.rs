@@ -35,7 +35,8 @@ pub fn sync() {
     unsafe {
         core::arch::asm!(
             "barrier.cluster.arrive.release.aligned; barrier.cluster.wait.acquire.aligned;",
-            options(nostack, preserves_flags))
+            options(nostack, preserves_flags)
+        )
     };
     #[cfg(not(target_arch = "nvptx64"))]
     super::emu::cluster_sync();

@@ -37,13 +37,19 @@ use std::sync::atomic::AtomicUsize;
 use std::vec::Vec;
 
 pub mod async_copy;
+mod hopper;
 pub mod launch;
 pub mod record;
 mod run;
 pub mod schedule;
+mod tensor;
 mod warp;
 
 pub use async_copy::{commit_group, queue_async_copy, wait_group};
+pub use hopper::{
+    barrier_arrive, barrier_arrive_in, barrier_init, barrier_try_wait, cluster_rank, cluster_sync,
+    fence_proxy_async, tma_load, tma_store, wgmma_commit, wgmma_mma_tf32, wgmma_wait,
+};
 pub use launch::{Dim3, LaunchConfig, LaunchError, launch, try_launch, try_record, try_record_each};
 pub use record::{Access, Executions, Op, Recording, Space, record_async_copy, record_global, record_shared};
 pub use schedule::Schedule;
@@ -67,6 +73,7 @@ pub struct ThreadCtx<'a> {
     epoch: usize,
     log: Vec<Access>,
     copies: AsyncCopies,
+    wgmma: hopper::Groups,
 }
 
 struct BlockState {
@@ -75,8 +82,12 @@ struct BlockState {
     barrier: BlockBarrier,
     // Set under a serial schedule: it replaces the barrier.
     turns: Option<schedule::Turns>,
-    // Where the lanes of each warp meet for warp-collective instructions.
+    // Where the lanes of each warp meet for warp-collective instructions, and the
+    // threads of each warpgroup for warpgroup MMAs.
     warps: warp::Warps,
+    warpgroups: warp::Warps,
+    // Transaction barriers and their queued copies.
+    hopper: hopper::Barriers,
     // Static arrays by name; u128 backing keeps 16-byte alignment.
     statics: Mutex<HashMap<&'static str, Box<[u128]>>>,
     dynamic: Mutex<Box<[u128]>>,

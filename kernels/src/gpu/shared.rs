@@ -124,7 +124,11 @@ impl<T: SharedWord> SharedArray<T> {
     #[cfg(not(target_arch = "nvptx64"))]
     #[track_caller]
     pub(crate) fn element_ptr(self, i: usize) -> usize {
-        assert!(i <= self.len, "shared index {i} out of bounds (length {})", self.len);
+        assert!(
+            i <= self.len,
+            "shared index {i} out of bounds (length {})",
+            self.len
+        );
         self.ptr as usize + i * size_of::<T>()
     }
 

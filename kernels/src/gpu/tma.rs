@@ -132,7 +132,13 @@ pub unsafe fn load_1d(map: Global<TensorMap>, c0: i32, dst: SharedArray<f32>, i:
 /// As for [`load_1d`].
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-pub unsafe fn load_2d(map: Global<TensorMap>, [c0, c1]: [i32; 2], dst: SharedArray<f32>, i: usize, bar: Barrier) {
+pub unsafe fn load_2d(
+    map: Global<TensorMap>,
+    [c0, c1]: [i32; 2],
+    dst: SharedArray<f32>,
+    i: usize,
+    bar: Barrier,
+) {
     #[cfg(target_arch = "nvptx64")]
     // SAFETY: the caller's contract.
     unsafe {
@@ -253,7 +259,10 @@ pub fn fence_proxy_async() {
     #[cfg(target_arch = "nvptx64")]
     // SAFETY: a fence; no operands.
     unsafe {
-        core::arch::asm!("fence.proxy.async.shared::cta;", options(nostack, preserves_flags))
+        core::arch::asm!(
+            "fence.proxy.async.shared::cta;",
+            options(nostack, preserves_flags)
+        )
     };
     #[cfg(not(target_arch = "nvptx64"))]
     super::emu::fence_proxy_async();

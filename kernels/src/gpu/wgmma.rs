@@ -81,7 +81,10 @@ pub fn commit_group() {
     #[cfg(target_arch = "nvptx64")]
     // SAFETY: warpgroup-collective; no operands.
     unsafe {
-        core::arch::asm!("wgmma.commit_group.sync.aligned;", options(nostack, preserves_flags))
+        core::arch::asm!(
+            "wgmma.commit_group.sync.aligned;",
+            options(nostack, preserves_flags)
+        )
     };
     #[cfg(not(target_arch = "nvptx64"))]
     super::emu::wgmma_commit();

@@ -195,7 +195,13 @@ impl Lane {
 
     /// Stores this thread's accumulators: C[m0 + 8 j + 2 t + e][n of row g (+8)].
     #[inline(always)]
-    unsafe fn store<A: Accumulator>(self, acc: &mut A, c: GlobalMut<f32>, (m, n): (u32, u32), (m0, n0): (u32, u32)) {
+    unsafe fn store<A: Accumulator>(
+        self,
+        acc: &mut A,
+        c: GlobalMut<f32>,
+        (m, n): (u32, u32),
+        (m0, n0): (u32, u32),
+    ) {
         let acc = acc.as_mut_slice();
         let col = n0 as usize + 32 * self.box_ + self.nn;
         unroll!(j < A::N / 8; 32 => {
@@ -212,10 +218,15 @@ impl Lane {
     }
 }
 
-
 /// One k-tile's wgmmas from stage `s`: four `m64nBMk8`, one group.
 #[inline(always)]
-unsafe fn multiply<A: Accumulator>(acc: &mut A, frags: &[[Tf32; 4]; 4], tiles: SharedArray<f32>, t: WgmmaTiling, s: usize) {
+unsafe fn multiply<A: Accumulator>(
+    acc: &mut A,
+    frags: &[[Tf32; 4]; 4],
+    tiles: SharedArray<f32>,
+    t: WgmmaTiling,
+    s: usize,
+) {
     let a = s * t.stage_floats();
     // SAFETY: the stage has landed; the group is waited for before the stage is freed.
     unsafe {
@@ -332,7 +343,10 @@ unsafe fn warp_specialised<A: Accumulator>(
     // SAFETY: the host's launch (t.shared_bytes(), 384 threads) and maps of A and B.
     unsafe {
         let tiles = stages(t);
-        let (full, empty) = (|s: usize| barrier(tiles, t, s), |s: usize| barrier(tiles, t, t.stages + s));
+        let (full, empty) = (
+            |s: usize| barrier(tiles, t, s),
+            |s: usize| barrier(tiles, t, t.stages + s),
+        );
         let (m0, n0) = tile_of(block_idx_x(), m, n, t.bm as u32, BN as u32);
         let (ktiles, stages_) = (k.div_ceil(BK as u32), t.stages as u32);
         let tid = thread_idx_x() as usize;
@@ -383,7 +397,10 @@ unsafe fn clustered<A: Accumulator>(
     // maps A in boxes of BM / 2 rows.
     unsafe {
         let tiles = stages(t);
-        let (full, empty) = (|s: usize| barrier(tiles, t, s), |s: usize| barrier(tiles, t, t.stages + s));
+        let (full, empty) = (
+            |s: usize| barrier(tiles, t, s),
+            |s: usize| barrier(tiles, t, t.stages + s),
+        );
         let rank = cluster::rank();
         let (m0, pair) = tile_of(block_idx_x() / 2, m, n, t.bm as u32, 2 * BN as u32);
         let n0 = pair + rank * BN as u32;
@@ -411,10 +428,23 @@ unsafe fn clustered<A: Accumulator>(
                     let stage = s * t.stage_floats();
                     full(s).arrive_expect_tx(t.stage_bytes());
                     let rows = m0 + rank * (t.bm as u32 / 2);
-                    load_2d_multicast(a_half, [(i * BK as u32) as i32, rows as i32], tiles, stage + rank as usize * half, full(s), 0b11);
+                    load_2d_multicast(
+                        a_half,
+                        [(i * BK as u32) as i32, rows as i32],
+                        tiles,
+                        stage + rank as usize * half,
+                        full(s),
+                        0b11,
+                    );
                     for j in 0..BN / 32 {
                         let col = n0 + 32 * j as u32;
-                        load_2d(b, [col as i32, (i * BK as u32) as i32], tiles, stage + t.a_floats() + 1024 * j, full(s));
+                        load_2d(
+                            b,
+                            [col as i32, (i * BK as u32) as i32],
+                            tiles,
+                            stage + t.a_floats() + 1024 * j,
+                            full(s),
+                        );
                     }
                 }
             }

@@ -487,6 +487,7 @@ fn column_read(log: &mut Vec<Access>) {
         epoch: 0,
         bytes: 4,
         async_copy: false,
+        bulk: false,
         copied_from: None,
     }));
 }

@@ -16,9 +16,9 @@
 //! - A wait that cannot be answered yet lets the block's other threads run
 //!   ([`super::run::pause`]).
 
-use std::vec::Vec;
 use std::collections::HashMap;
 use std::sync::Mutex;
+use std::vec::Vec;
 
 use super::tensor::{WarpgroupMma, box_elements, box_rows, k_major_128b};
 use super::{BlockState, with_thread};
@@ -28,7 +28,14 @@ use crate::gpu::tma::{TensorMap, TileMap};
 #[derive(Default)]
 pub(super) struct Barriers {
     table: Mutex<HashMap<usize, TxBarrier>>,
+    /// When a barrier last changed (an arrival, a copy, a completed phase), to tell a
+    /// wait that can never end from a slow one.
+    last_change: Mutex<Option<std::time::Instant>>,
 }
+
+/// How long every wait of a block may go unanswered before the emulator calls it a
+/// deadlock, as the GPU would hang.
+const DEADLOCK: std::time::Duration = std::time::Duration::from_secs(20);
 
 #[derive(Debug)]
 struct TxBarrier {
@@ -62,12 +69,35 @@ impl TxBarrier {
 }
 
 impl Barriers {
+    /// A wait found its phase incomplete: a deadlock if nothing changed for a while.
+    fn stalled(&self) {
+        let mut last = self.last_change.lock().unwrap_or_else(|e| e.into_inner());
+        let since = *last.get_or_insert_with(std::time::Instant::now);
+        assert!(
+            since.elapsed() < DEADLOCK,
+            "deadlock: threads have waited on transaction barriers for {} s and no barrier changed \
+             (a phase that can never complete: an arrival or copy missing, or too few bytes)",
+            DEADLOCK.as_secs()
+        );
+    }
+
+    fn changed(&self) {
+        *self.last_change.lock().unwrap_or_else(|e| e.into_inner()) = Some(std::time::Instant::now());
+    }
+
     fn with<R>(&self, addr: usize, f: impl FnOnce(&mut TxBarrier) -> R) -> R {
         let mut table = self.table.lock().unwrap_or_else(|e| e.into_inner());
         let b = table
             .get_mut(&addr)
             .unwrap_or_else(|| panic!("a transaction barrier used before `init` (shared address {addr:#x})"));
-        f(b)
+        let before = (b.pending, b.tx, b.phase, b.queued.len());
+        let r = f(b);
+        let after = (b.pending, b.tx, b.phase, b.queued.len());
+        drop(table);
+        if before != after {
+            self.changed();
+        }
+        r
     }
 }
 
@@ -85,7 +115,13 @@ pub fn barrier_init(addr: usize, count: u32) {
         phase: 0,
         queued: Vec::new(),
     };
-    block().hopper.table.lock().unwrap_or_else(|e| e.into_inner()).insert(addr, b);
+    let hopper = &block().hopper;
+    hopper
+        .table
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(addr, b);
+    hopper.changed();
 }
 
 /// `mbarrier.arrive` (`tx` = 0) or `arrive.expect_tx`.
@@ -121,7 +157,9 @@ pub fn barrier_try_wait(addr: usize, parity: u32) -> bool {
         parity & 1 != b.phase & 1
     });
     if !done {
-        super::run::pause(block);
+        let rank = with_thread(|t| t.linear_thread);
+        block.hopper.stalled();
+        super::run::pause(block, rank);
     }
     done
 }
@@ -139,7 +177,7 @@ pub fn tma_load(map: *const TensorMap, coords: [i32; 2], dst: usize, bar: usize,
     for (start, bytes) in box_rows(&map, coords) {
         super::record::record_bulk(start, bytes, super::Op::Load);
     }
-    let faithful = !super::addresses_only();
+    let faithful = !with_thread(|t| t.config.addresses_only);
     let queued: Vec<(usize, u32)> = box_elements(&map, coords, dst)
         .into_iter()
         .map(|e| {
@@ -151,7 +189,7 @@ pub fn tma_load(map: *const TensorMap, coords: [i32; 2], dst: usize, bar: usize,
             (dst + e.shared, word)
         })
         .collect();
-    super::check_shared(dst, queued.len() * 4);
+    super::record::check_shared(dst, queued.len() * 4);
     block().hopper.with(bar, |b| b.queued.extend(queued));
 }
 
@@ -165,8 +203,8 @@ pub fn tma_store(map: *const TensorMap, coords: [i32; 2], src: usize) {
         super::record::record_bulk(start, bytes, super::Op::Store);
     }
     let elements = box_elements(&map, coords, src);
-    super::check_shared(src, elements.len() * 4);
-    if super::addresses_only() {
+    super::record::check_shared(src, elements.len() * 4);
+    if with_thread(|t| t.config.addresses_only) {
         return;
     }
     for e in elements {
@@ -198,8 +236,13 @@ struct Pending {
 /// `wgmma.mma_async` (TF32, A from registers): the group's A fragments are exchanged
 /// now, the product computed at the `wait_group` that retires it.
 pub fn wgmma_mma_tf32(acc: &mut [f32], a: [u32; 4], b: usize, n: usize) {
-    assert_eq!(acc.len(), n / 2, "an m64n{n}k8 accumulator holds {} floats a thread", n / 2);
-    let a = super::warp::group_exchange(&a, 128);
+    assert_eq!(
+        acc.len(),
+        n / 2,
+        "an m64n{n}k8 accumulator holds {} floats a thread",
+        n / 2
+    );
+    let a = super::warp::warpgroup_exchange(&a);
     with_thread(|t| t.wgmma.open.push(Pending { a, b, n }));
 }
 
@@ -219,7 +262,7 @@ pub fn wgmma_wait(acc: &mut [f32], n: usize) {
         let retired: Vec<Pending> = t.wgmma.committed.drain(..retire).flatten().collect();
         (retired, t.linear_thread % 128)
     });
-    if super::addresses_only() {
+    if with_thread(|t| t.config.addresses_only) {
         return;
     }
     for p in retired {

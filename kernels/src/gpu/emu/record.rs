@@ -56,6 +56,10 @@ pub struct Access {
     /// write. The GPU issues both as one `LDGSTS` instruction, not as a load and a
     /// store of its own.
     pub async_copy: bool,
+    /// A row of a box the copy engine (TMA) reads or writes: one request of the
+    /// issuing thread over the whole row, which the copy engine fetches as whole
+    /// sectors without a warp's addresses.
+    pub bulk: bool,
     /// The shared write of an asynchronous copy: the global address its bytes come
     /// from (None where the copy zero-fills, and for every other access). Where they
     /// land against where they came from is what its shared wavefronts depend on.
@@ -102,11 +106,14 @@ const MAX_ACCESS: usize = 16;
 struct Target {
     space: Space,
     array: (usize, &'static str),
+    /// A copy engine row: one access however many bytes.
+    bulk: bool,
 }
 
 const GLOBAL: Target = Target {
     space: Space::Global,
     array: (0, ""),
+    bulk: false,
 };
 
 /// One thread's count of one site's executions in one direction and space.
@@ -319,7 +326,11 @@ fn record_slow(
         // A value wider than one instruction can move (a 24-byte struct of f32s) is as
         // many accesses as the GPU makes: one per aligned piece, each piece a
         // warp-wide instruction of its own.
-        let piece = align.clamp(1, MAX_ACCESS).min(bytes.max(1));
+        let piece = if to.bulk {
+            bytes.max(1)
+        } else {
+            align.clamp(1, MAX_ACCESS).min(bytes.max(1))
+        };
         let epoch = t.epoch;
         let i = t.counters.find(site, op, space);
         let mut offset = 0;
@@ -361,6 +372,7 @@ fn record_slow(
                     epoch,
                     bytes: piece.min(bytes),
                     async_copy,
+                    bulk: to.bulk,
                     copied_from: copied_from.map(|from| from + offset),
                 });
             }
@@ -385,8 +397,36 @@ pub fn record_shared(array: usize, name: &'static str, offset: usize, bytes: usi
     let to = Target {
         space: Space::Shared,
         array: (array, name),
+        bulk: false,
     };
     record(to, offset, bytes, bytes, op, false, None);
+}
+
+/// Records one row of a box the copy engine reads (`Op::Load`) or writes: one access of
+/// the issuing thread over `bytes` consecutive bytes at `addr`.
+#[track_caller]
+pub(crate) fn record_bulk(addr: usize, bytes: usize, op: Op) -> bool {
+    let to = Target { bulk: true, ..GLOBAL };
+    record(to, addr, bytes, bytes, op, false, None)
+}
+
+/// Panics unless `addr..addr + bytes` lies in the current block's shared memory (its
+/// dynamic segment or one of its static arrays): a box must fit where it lands.
+#[track_caller]
+pub(crate) fn check_shared(addr: usize, bytes: usize) {
+    with_thread(|t| {
+        let inside = |start: usize, len: usize| start <= addr && addr + bytes <= start + len;
+        let dynamic = t.block.dynamic.lock().unwrap_or_else(|e| e.into_inner());
+        let statics = t.block.statics.lock().unwrap_or_else(|e| e.into_inner());
+        let ok = inside(dynamic.as_ptr() as usize, dynamic.len() * 16)
+            || statics
+                .values()
+                .any(|s| inside(s.as_ptr() as usize, s.len() * 16));
+        assert!(
+            ok,
+            "a box of {bytes} bytes at shared address {addr:#x} does not fit in the block's shared memory"
+        );
+    });
 }
 
 /// Called by [`crate::gpu::SharedArray`]'s asynchronous copies for the `bytes` they
@@ -408,6 +448,7 @@ pub fn record_async_copy(
     let to = Target {
         space: Space::Shared,
         array,
+        bulk: false,
     };
     record(to, offset, bytes, bytes, Op::Store, true, read);
     skip

@@ -121,6 +121,48 @@ impl BlockBarrier {
     fn aborted(&self) -> bool {
         self.lock().aborted
     }
+
+    /// A fiber's arrival, without waiting: the generation it must see pass.
+    fn arrive(&self) -> u64 {
+        let mut s = self.lock();
+        let generation = s.generation;
+        s.arrived += 1;
+        if s.arrived >= s.live {
+            s.arrived = 0;
+            s.generation += 1;
+        }
+        generation
+    }
+
+    fn passed(&self, generation: u64) -> bool {
+        self.lock().generation != generation
+    }
+}
+
+/// Suspends the running fiber until its scheduler resumes it, its context with it.
+fn suspend_fiber(block: &BlockState) {
+    let yielder = YIELDER.get();
+    let ctx = CURRENT.with(|c| c.borrow_mut().take());
+    // SAFETY: set by this fiber's body, whose yielder outlives its run.
+    unsafe { &*yielder }.suspend(());
+    YIELDER.set(yielder);
+    CURRENT.with(|c| *c.borrow_mut() = ctx);
+    if block.barrier.aborted() {
+        resume_unwind(Box::new(Aborted));
+    }
+}
+
+/// A thread of `block` waits for another's work (a transaction barrier's phase): the
+/// others run first. Threads run one after another cannot wait, which ends the try.
+pub(super) fn pause(block: &BlockState, rank: usize) {
+    match block.run {
+        Run::OneByOne => resume_unwind(Box::new(NeedsBarrier)),
+        Run::Fibers => suspend_fiber(block),
+        Run::Threads => match &block.turns {
+            Some(turns) => turns.exchange(rank),
+            None => std::thread::yield_now(),
+        },
+    }
 }
 
 std::thread_local! {
@@ -133,16 +175,12 @@ pub(super) fn barrier(block: &BlockState, rank: usize) {
     match block.run {
         Run::OneByOne => resume_unwind(Box::new(NeedsBarrier)),
         Run::Fibers => {
-            // Back to the scheduler until every live thread of the block is here. The
-            // context is this fiber's: it leaves and comes back with it.
-            let yielder = YIELDER.get();
-            let ctx = CURRENT.with(|c| c.borrow_mut().take());
-            // SAFETY: set by this fiber's body, whose yielder outlives its run.
-            unsafe { &*yielder }.suspend(());
-            YIELDER.set(yielder);
-            CURRENT.with(|c| *c.borrow_mut() = ctx);
-            if block.barrier.aborted() {
-                resume_unwind(Box::new(Aborted));
+            // Back to the scheduler until every live thread of the block is here (a
+            // fiber may also give way while it waits on a transaction barrier, so the
+            // arrivals are counted, not assumed from the order of turns).
+            let generation = block.barrier.arrive();
+            while !block.barrier.passed(generation) {
+                suspend_fiber(block);
             }
         }
         Run::Threads => match &block.turns {
@@ -223,7 +261,9 @@ pub(super) fn run_blocks(
         run,
         barrier: BlockBarrier::new(block.count()),
         turns: schedule::Turns::new(config.schedule, block.count()),
-        warps: warp::Warps::new(block.count()),
+        warps: warp::Warps::new(block.count(), 32),
+        warpgroups: warp::Warps::new(block.count(), 128),
+        hopper: super::hopper::Barriers::default(),
         statics: Mutex::new(HashMap::new()),
         dynamic: Mutex::new(std::vec![POISON; words_for(config.dynamic_shared_bytes)].into_boxed_slice()),
         logged: AtomicUsize::new(0),
@@ -457,6 +497,7 @@ fn run_thread(
         epoch: 0,
         log: log.spare(),
         copies: AsyncCopies::default(),
+        wgmma: super::hopper::Groups::default(),
     };
     // SAFETY: the context is removed below, before `state` and `config` go out of
     // scope; nothing else keeps it.
@@ -485,11 +526,13 @@ fn run_thread(
             }));
             state.barrier.abort();
             state.warps.abort();
+            state.warpgroups.abort();
         }
         _ => {}
     }
     state.barrier.leave();
     state.warps.leave(t);
+    state.warpgroups.leave(t);
     if let Some(ctx) = ctx {
         log.append(ctx.log, ctx.counters.into_executions(b, t));
     }

@@ -150,7 +150,10 @@ mod tests {
         assert_eq!(elems[0].global, Some(1000 + 160 + 32 * 4));
         assert_eq!(elems[8].global, None, "column 40 is past the tensor");
         assert!(elems[64..].iter().all(|e| e.global.is_none()), "row 3 is past it");
-        assert_eq!(box_rows(&map, [32, 1]), [(1000 + 160 + 128, 32), (1000 + 320 + 128, 32)]);
+        assert_eq!(
+            box_rows(&map, [32, 1]),
+            [(1000 + 160 + 128, 32), (1000 + 320 + 128, 32)]
+        );
         assert!(box_rows(&map, [40, 0]).is_empty());
     }
 
@@ -171,7 +174,11 @@ mod tests {
             let (w, g, t) = (thread / 32, thread % 32 / 4, thread % 4);
             for (i, &v) in acc.iter().enumerate() {
                 let (row, col) = (16 * w + g + 8 * ((i / 2) % 2), 8 * (i / 4) + 2 * t + i % 2);
-                assert_eq!(v, 0.5 + row as f32 + (col % 8) as f32 / 8.0, "thread {thread}, acc {i}");
+                assert_eq!(
+                    v,
+                    0.5 + row as f32 + (col % 8) as f32 / 8.0,
+                    "thread {thread}, acc {i}"
+                );
             }
         }
     }

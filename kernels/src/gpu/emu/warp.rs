@@ -25,6 +25,8 @@ use super::{BlockState, with_thread};
 /// The exchanges of one block: one per warp.
 pub(super) struct Warps {
     warps: Vec<Exchange>,
+    /// Lanes of a full group: 32 (a warp) or 128 (a warpgroup).
+    width: usize,
 }
 
 struct Exchange {
@@ -33,8 +35,10 @@ struct Exchange {
 }
 
 struct ExchangeState {
-    /// Lanes of the block in this warp (32 but in a partial last warp).
+    /// Lanes of the block in this group (its width but in a partial last one).
     lanes: usize,
+    /// Lanes of a full group.
+    width: usize,
     /// Completed exchanges.
     generation: u64,
     /// Lanes that deposited into the current one, and their words (lane-major).
@@ -56,11 +60,13 @@ pub(super) enum Stalled {
 }
 
 impl Warps {
-    pub(super) fn new(threads: usize) -> Warps {
-        let warps = (0..threads.div_ceil(32))
+    /// The exchanges of a block of `threads`, in groups of `width` lanes.
+    pub(super) fn new(threads: usize, width: usize) -> Warps {
+        let warps = (0..threads.div_ceil(width))
             .map(|w| Exchange {
                 state: Mutex::new(ExchangeState {
-                    lanes: (threads - 32 * w).min(32),
+                    lanes: (threads - width * w).min(width),
+                    width,
                     generation: 0,
                     arrived: 0,
                     deposits: Vec::new(),
@@ -71,7 +77,7 @@ impl Warps {
                 done: Condvar::new(),
             })
             .collect();
-        Warps { warps }
+        Warps { warps, width }
     }
 
     /// Lane `lane` of warp `warp` deposits `words`; returns the generation it joined
@@ -81,10 +87,11 @@ impl Warps {
         let mut s = x.lock();
         s.usable(warp)?;
         let n = words.len();
+        let width = self.width;
         if s.arrived == 0 {
             s.deposits.clear();
-            s.deposits.resize(32 * n, 0);
-        } else if s.deposits.len() != 32 * n {
+            s.deposits.resize(width * n, 0);
+        } else if s.deposits.len() != width * n {
             return Err(Stalled::Incomplete(std::format!(
                 "the lanes of warp {warp} passed different numbers of words to one warp-collective instruction"
             )));
@@ -92,7 +99,7 @@ impl Warps {
         s.deposits[lane * n..(lane + 1) * n].copy_from_slice(words);
         s.arrived += 1;
         let generation = s.generation;
-        let complete = s.arrived == 32;
+        let complete = s.arrived == width;
         if complete {
             s.result = core::mem::take(&mut s.deposits);
             s.arrived = 0;
@@ -132,8 +139,9 @@ impl Warps {
         if s.generation == generation {
             return Err(Stalled::Incomplete(std::format!(
                 "under a serial schedule every warp must make the same warp-collective calls between \
-                 barriers, but {} lane(s) of warp {warp} had not reached this one after a full round",
-                32 - s.arrived
+                 barriers, but {} lane(s) of {} {warp} had not reached this one after a full round",
+                self.width - s.arrived,
+                noun(self.width)
             )));
         }
         Ok(s.result.clone())
@@ -141,7 +149,7 @@ impl Warps {
 
     /// A thread returned from the kernel: lanes waiting for it stop waiting.
     pub(super) fn leave(&self, thread: usize) {
-        let x = &self.warps[thread / 32];
+        let x = &self.warps[thread / self.width];
         let mut s = x.lock();
         s.exited += 1;
         // Only lanes that deposited wait (a wake is a system call, and every emulated
@@ -170,9 +178,12 @@ impl ExchangeState {
         if self.aborted {
             return Err(Stalled::Aborted);
         }
-        if self.lanes < 32 {
+        if self.lanes < self.width {
             return Err(Stalled::Incomplete(std::format!(
-                "a warp-collective instruction needs 32 lanes, but warp {warp} of this block has {}",
+                "a {}-collective instruction needs {} lanes, but {} {warp} of this block has {}",
+                noun(self.width),
+                self.width,
+                noun(self.width),
                 self.lanes
             )));
         }
@@ -195,22 +206,32 @@ impl ExchangeState {
 /// In a warp of fewer than 32 threads, or when a lane of the warp returned from the
 /// kernel without making the call (the GPU would hang or fault).
 pub fn warp_exchange(words: &[u32]) -> Vec<u32> {
+    exchange(words, 32)
+}
+
+/// [`warp_exchange`] among the 128 threads of a warpgroup (`wgmma`).
+pub(super) fn warpgroup_exchange(words: &[u32]) -> Vec<u32> {
+    exchange(words, 128)
+}
+
+fn exchange(words: &[u32], width: usize) -> Vec<u32> {
     if with_thread(|t| t.config.addresses_only) {
-        return words.repeat(32);
+        return words.repeat(width);
     }
     // The block state outlives every thread in it (as in sync_threads).
     let (block, rank): (*const BlockState, usize) =
         with_thread(|t| (t.block as *const BlockState, t.linear_thread));
     // SAFETY: see above.
     let block = unsafe { &*block };
-    let (warp, lane) = (rank / 32, rank % 32);
-    let (generation, _) = block.warps.deposit(warp, lane, words).unwrap_or_else(stalled);
+    let groups = if width == 32 { &block.warps } else { &block.warpgroups };
+    let (group, lane) = (rank / width, rank % width);
+    let (generation, _) = groups.deposit(group, lane, words).unwrap_or_else(stalled);
     match &block.turns {
         Some(turns) => {
             turns.exchange(rank);
-            block.warps.collect(warp, generation)
+            groups.collect(group, generation)
         }
-        None => block.warps.wait(warp, generation),
+        None => groups.wait(group, generation),
     }
     .unwrap_or_else(stalled)
 }
@@ -222,4 +243,9 @@ fn stalled<T>(why: Stalled) -> T {
         Stalled::Aborted => resume_unwind(Box::new(Aborted)),
         Stalled::Incomplete(message) => panic!("{message}"),
     }
+}
+
+/// What a group of `width` lanes is called.
+fn noun(width: usize) -> &'static str {
+    if width == 32 { "warp" } else { "warpgroup" }
 }
