@@ -4,64 +4,65 @@
 // use it (NVRTC gets it as a header).
 #pragma once
 
-#if __CUDA_ARCH__ >= 900
-
-// A tensor map (CUtensorMap), made by the host and read from global memory.
+// A tensor map (CUtensorMap), made by the host and read from global memory. Declared
+// for every architecture, as the kernels' signatures name it.
 struct alignas(64) TensorMap {
     unsigned long long words[16];
 };
 
-__device__ __forceinline__ unsigned smem(const void* p) {
+#if __CUDA_ARCH__ >= 900
+
+__device__ __forceinline__ unsigned shared_addr(const void* p) {
     return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 
 // ---- transaction barriers (mbarrier)
 __device__ __forceinline__ void bar_init(unsigned long long* bar, unsigned count) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem(bar)), "r"(count) : "memory");
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(shared_addr(bar)), "r"(count) : "memory");
 }
 __device__ __forceinline__ void bar_fence_init() {
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 }
 __device__ __forceinline__ void bar_arrive(unsigned long long* bar) {
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem(bar)) : "memory");
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(shared_addr(bar)) : "memory");
 }
 __device__ __forceinline__ void bar_arrive_expect_tx(unsigned long long* bar, unsigned bytes) {
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem(bar)), "r"(bytes) : "memory");
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(shared_addr(bar)), "r"(bytes) : "memory");
 }
 __device__ __forceinline__ void bar_arrive_cluster(unsigned long long* bar, unsigned rank) {
     asm volatile("{ .reg .b32 r; mapa.shared::cluster.u32 r, %0, %1; mbarrier.arrive.shared::cluster.b64 _, [r]; }"
-                 ::"r"(smem(bar)), "r"(rank) : "memory");
+                 ::"r"(shared_addr(bar)), "r"(rank) : "memory");
 }
 __device__ __forceinline__ void bar_wait(unsigned long long* bar, unsigned parity) {
     unsigned done;
     do {
         asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
-                     : "=r"(done) : "r"(smem(bar)), "r"(parity) : "memory");
+                     : "=r"(done) : "r"(shared_addr(bar)), "r"(parity) : "memory");
     } while (!done);
 }
 
 // ---- the copy engine (TMA)
 __device__ __forceinline__ void tma_load_1d(void* dst, const TensorMap* map, unsigned long long* bar, int c0) {
     asm volatile("cp.async.bulk.tensor.1d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3}], [%2];"
-                 ::"r"(smem(dst)), "l"(map), "r"(smem(bar)), "r"(c0) : "memory");
+                 ::"r"(shared_addr(dst)), "l"(map), "r"(shared_addr(bar)), "r"(c0) : "memory");
 }
 __device__ __forceinline__ void tma_load_2d(void* dst, const TensorMap* map, unsigned long long* bar, int c0, int c1) {
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];"
-                 ::"r"(smem(dst)), "l"(map), "r"(smem(bar)), "r"(c0), "r"(c1) : "memory");
+                 ::"r"(shared_addr(dst)), "l"(map), "r"(shared_addr(bar)), "r"(c0), "r"(c1) : "memory");
 }
 __device__ __forceinline__ void tma_load_2d_multicast(void* dst, const TensorMap* map, unsigned long long* bar, int c0,
                                                       int c1, unsigned short ctas) {
     asm volatile(
         "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%3, %4}], [%2], %5;"
-        ::"r"(smem(dst)), "l"(map), "r"(smem(bar)), "r"(c0), "r"(c1), "h"(ctas) : "memory");
+        ::"r"(shared_addr(dst)), "l"(map), "r"(shared_addr(bar)), "r"(c0), "r"(c1), "h"(ctas) : "memory");
 }
 __device__ __forceinline__ void tma_store_1d(const TensorMap* map, const void* src, int c0) {
     asm volatile("cp.async.bulk.tensor.1d.global.shared::cta.bulk_group [%0, {%2}], [%1];"
-                 ::"l"(map), "r"(smem(src)), "r"(c0) : "memory");
+                 ::"l"(map), "r"(shared_addr(src)), "r"(c0) : "memory");
 }
 __device__ __forceinline__ void tma_store_2d(const TensorMap* map, const void* src, int c0, int c1) {
     asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];"
-                 ::"l"(map), "r"(smem(src)), "r"(c0), "r"(c1) : "memory");
+                 ::"l"(map), "r"(shared_addr(src)), "r"(c0), "r"(c1) : "memory");
 }
 __device__ __forceinline__ void tma_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
 __device__ __forceinline__ void tma_wait_read0() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }

@@ -16,7 +16,7 @@ template <unsigned R> __device__ __forceinline__ void shrink_registers() { asm v
 
 // K-major tile of 128-byte swizzled rows, 8-row groups 1024 bytes apart.
 __device__ __forceinline__ unsigned long long k_major_128b(const float* p) {
-    unsigned long long a = smem(p);
+    unsigned long long a = shared_addr(p);
     return ((a & 0x3ffff) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
 }
 
@@ -55,7 +55,7 @@ __device__ __forceinline__ void tile_of(int b, int m, int n, int bm, int bn, int
 // The stages from the 1024-byte boundary of the dynamic segment; barriers after them.
 __device__ __forceinline__ float* aligned_stages() {
     extern __shared__ __align__(1024) float smem_raw[];
-    return smem_raw + ((1024 - (smem(smem_raw) & 1023)) & 1023) / 4;
+    return smem_raw + ((1024 - (shared_addr(smem_raw) & 1023)) & 1023) / 4;
 }
 
 template <int BM, int STAGES>

@@ -180,7 +180,7 @@ extern "C" __global__ void __launch_bounds__(128) transpose_tma(size_t rows, con
 #if __CUDA_ARCH__ >= 900
     extern __shared__ __align__(1024) float smem_raw[];
     // The swizzle's 1024-byte boundary.
-    float* tiles = smem_raw + ((1024 - (smem(smem_raw) & 1023)) & 1023) / 4;
+    float* tiles = smem_raw + ((1024 - (shared_addr(smem_raw) & 1023)) & 1023) / 4;
     unsigned long long* bar = reinterpret_cast<unsigned long long*>(tiles + 2 * 64 * 64);
     size_t tile_rows = (rows + 63) / 64, t = blockIdx.x;
     int r0 = (int)(t % tile_rows * 64), c0 = (int)(t / tile_rows * 64);

@@ -156,3 +156,22 @@ fn a_thread_that_returns_early_does_not_stall_a_serial_block() {
     });
     assert_eq!(after.load(Ordering::Relaxed), 4);
 }
+
+#[test]
+fn a_copy_engine_wait_on_the_wrong_phase_fails_validation() {
+    for n in [1, 4100, 9000] {
+        let p = Problem::Elements { n };
+        let good = validation("copy", "tma", p, None, Schedule::Concurrent);
+        assert!(good.ok, "copy_tma n={n}: {}", good.detail);
+        let bad = validation(
+            "copy",
+            "tma",
+            p,
+            Some(broken::copy_tma_wrong_phase.info()),
+            Schedule::Concurrent,
+        );
+        assert!(!bad.ok, "waiting on the wrong phase passed at n={n}");
+        // The stores read shared memory as the emulator leaves it before a copy lands.
+        assert!(bad.detail.contains("got NaN"), "{}", bad.detail);
+    }
+}

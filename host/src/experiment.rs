@@ -283,11 +283,14 @@ impl Kind {
 
 /// Element counts that are not multiples of 4, 32 or a block.
 pub const AWKWARD_N: [usize; 7] = [1, 31, 33, 255, 1029, 4095, (1 << 20) + 7];
-/// Matrices that are neither square nor multiples of a tile.
-pub const AWKWARD_2D: [[usize; 2]; 4] = [[1, 1], [33, 65], [1000, 17], [17, 1000]];
+/// Matrices that are neither square nor multiples of a tile. The last has rows
+/// of whole 16-byte steps both ways, as the copy engine needs (its partial tiles are
+/// its zero fill and clipped stores).
+pub const AWKWARD_2D: [[usize; 2]; 5] = [[1, 1], [33, 65], [1000, 17], [17, 1000], [36, 1004]];
 /// Products likewise (m x n x k). The last has whole 128 x 128 blocks beside partial
 /// ones, with k and n multiples of 8 and 4: the interior rung's unguarded loop runs
-/// there, next to its guarded one.
+/// there, next to its guarded one; it is also one the copy engine can address (k
+/// and n multiples of 4), so the Hopper rungs run there.
 pub const AWKWARD_3D: [[usize; 3]; 5] = [
     [1, 1, 1],
     [33, 65, 17],

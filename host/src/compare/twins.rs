@@ -303,6 +303,11 @@ mod tests {
         for e in ALL {
             let ptx = compile(&nvrtc, e, "compute_80").unwrap_or_else(|u| panic!("{u}"));
             assert!(ptx.contains(".target sm_80"), "{}", e.twin.file);
+            // The Hopper twins' bodies compile only for sm_90a (as `compare` builds them there).
+            if e.variants.iter().any(|v| v.kernel.module == PtxModule::Sm90a) {
+                let ptx = compile(&nvrtc, e, "compute_90a").unwrap_or_else(|u| panic!("{u}"));
+                assert!(ptx.contains(".target sm_90a"), "{}", e.twin.file);
+            }
         }
         // A twin whose signature differs from the Rust kernel's is refused.
         let wrong = Experiment {

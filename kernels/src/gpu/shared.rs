@@ -154,6 +154,26 @@ impl<T: SharedWord> SharedArray<T> {
         }
     }
 
+    /// The same memory from element `i` on. Reads at constant offsets from such a
+    /// view keep the offsets as constants (`ld.shared [addr + 1024]`), where an index
+    /// whose parts have disjoint bits would be joined with `or` before it is scaled.
+    #[inline(always)]
+    #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+    pub fn offset(self, i: usize) -> Self {
+        #[cfg(not(target_arch = "nvptx64"))]
+        assert!(i <= self.len, "shared offset {i} past the end (length {})", self.len);
+        Self {
+            #[cfg(target_arch = "nvptx64")]
+            addr: self.addr + (i * size_of::<T>()) as u32,
+            #[cfg(not(target_arch = "nvptx64"))]
+            ptr: self.ptr.wrapping_add(i),
+            #[cfg(not(target_arch = "nvptx64"))]
+            name: self.name,
+            len: self.len.saturating_sub(i),
+            _elem: PhantomData,
+        }
+    }
+
     /// Number of elements.
     #[inline(always)]
     pub fn len(self) -> usize {

@@ -235,3 +235,78 @@ pub fn shrink_registers<const R: u32>() {
         core::arch::asm!("setmaxnreg.dec.sync.aligned.u32 {r};", r = const R, options(nostack, preserves_flags))
     };
 }
+
+#[cfg(all(test, not(target_arch = "nvptx64")))]
+mod tests {
+    use super::*;
+    use crate::gpu::emu::{Dim3, LaunchConfig, Schedule, launch};
+    use crate::gpu::mma::to_tf32;
+    use crate::gpu::shared::dynamic_shared_array;
+    use crate::gpu::thread::{sync_threads, thread_rank_in_block};
+    use crate::gpu::tma::swizzled_128;
+    use std::sync::Mutex;
+    use std::vec::Vec;
+
+    /// A warpgroup multiplies a 64 x 8 A (fragments in registers) by a B tile that
+    /// the threads wrote into shared memory in the copy engine's 128-byte swizzle
+    /// (K-major: row `col` holds B[k][col] at k), one `m64n64k8` step at k offset 8 of
+    /// the row. The accumulators are unchanged until `wait_group` retires the
+    /// group, and then hold A B in the layout the module docs give; a kernel that
+    /// reads them without waiting sees the old values.
+    #[test]
+    fn a_warpgroup_mma_lands_at_its_wait_in_the_documented_layout() {
+        let a = |r: usize, k: usize| ((r * 8 + k) % 7) as f32 - 3.0;
+        let b = |k: usize, col: usize| ((k * 64 + col) % 5) as f32 - 2.0;
+        for schedule in [Schedule::Concurrent, Schedule::Reverse] {
+            let cfg = LaunchConfig {
+                grid: Dim3::from(1),
+                block: Dim3::from(128),
+                dynamic_shared_bytes: 64 * 32 * 4 + 1024,
+                schedule,
+                ..Default::default()
+            };
+            let out = Mutex::new(Vec::new());
+            launch(&cfg, || {
+                let tid = thread_rank_in_block();
+                // SAFETY: the launch's dynamic shared memory holds the aligned tile.
+                unsafe {
+                    let tile = dynamic_shared_array::<f32>(64 * 32 + 256).aligned(1024);
+                    if tid < 64 {
+                        for k in 0..32 {
+                            // Only k 8..16 is the step's; the rest must not be read.
+                            let v = if (8..16).contains(&k) { b(k - 8, tid) } else { f32::NAN };
+                            tile.write(swizzled_128(tid, k), v);
+                        }
+                    }
+                    sync_threads();
+                    let (w, lane) = (tid / 32, tid % 32);
+                    let (g, t) = (16 * w + lane / 4, lane % 4);
+                    let frag = [a(g, t), a(g + 8, t), a(g, t + 4), a(g + 8, t + 4)].map(to_tf32);
+                    let mut acc = [1.0f32; 32];
+                    fence();
+                    mma_tf32(&mut acc, frag, Descriptor::k_major_128b(tile, 8));
+                    commit_group();
+                    let early = acc;
+                    wait_group::<0, _>(&mut acc);
+                    out.lock().unwrap().push((tid, early, acc));
+                }
+            });
+            let out = out.into_inner().unwrap();
+            assert_eq!(out.len(), 128);
+            for (tid, early, acc) in out {
+                assert_eq!(early, [1.0; 32], "thread {tid} saw the product before its wait");
+                let (w, lane) = (tid / 32, tid % 32);
+                let (g, t) = (16 * w + lane / 4, lane % 4);
+                for j in 0..8 {
+                    for h in 0..2 {
+                        for e in 0..2 {
+                            let (row, col) = (g + 8 * h, 8 * j + 2 * t + e);
+                            let want = 1.0 + (0..8).map(|k| a(row, k) * b(k, col)).sum::<f32>();
+                            assert_eq!(acc[4 * j + 2 * h + e], want, "thread {tid}: D[{row}][{col}] ({schedule:?})");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -185,10 +185,15 @@ impl Lane {
     #[inline(always)]
     unsafe fn fragments(self, tiles: SharedArray<f32>, t: WgmmaTiling, s: usize) -> [[Tf32; 4]; 4] {
         let b = s * t.stage_floats() + t.a_floats() + 1024 * self.box_;
+        // The swizzle depends on the row only modulo 8, so k step kk's element is the
+        // first step's plus 8 rows (256 floats): four addresses a stage, and the
+        // steps are constant offsets from them.
+        let first: [[SharedArray<f32>; 2]; 2] = core::array::from_fn(|h| {
+            core::array::from_fn(|r| tiles.offset(b + swizzled_128(self.t + 4 * h, self.nn + 8 * r)))
+        });
         let at = |kk: usize, h: usize, r: usize| {
-            let k = 8 * kk + self.t + 4 * h;
             // SAFETY: inside the stage's box; the stage has landed (the caller waited).
-            to_tf32(unsafe { tiles.read(b + swizzled_128(k, self.nn + 8 * r)) })
+            to_tf32(unsafe { first[h][r].read(256 * kk) })
         };
         core::array::from_fn(|kk| [at(kk, 0, 0), at(kk, 0, 1), at(kk, 1, 0), at(kk, 1, 1)])
     }
