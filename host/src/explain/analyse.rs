@@ -77,6 +77,9 @@ pub struct SiteStats {
     /// The site is an asynchronous copy (`cp.async`): its global read (a global load
     /// site) or its shared write (a shared store site), both one `LDGSTS` on the GPU.
     pub async_copy: bool,
+    /// The site is the copy engine's (TMA): each request is one row of a box, issued
+    /// by one thread, with no warp's addresses to coalesce.
+    pub bulk: bool,
     /// Warp requests (warp-wide executions of the site) recorded: each thread's first
     /// executions only, so every per-request figure below is over these.
     pub requests: u64,
@@ -303,6 +306,7 @@ impl<'b> Sites<'b> {
                         Memory::Shared => None,
                     },
                     async_copy: first.async_copy,
+                    bulk: first.bulk,
                     requests: 0,
                     executions: 0,
                     lanes: 0,

@@ -44,6 +44,18 @@ impl EmuLaunch {
         problem: Problem,
         info: &DeviceInfo,
     ) -> Result<EmuLaunch> {
+        if variant.kernel.cluster > 1 {
+            // Its blocks write each other's shared memory (multicast copies, remote
+            // barrier arrivals), and the emulator runs a grid's blocks one at a time.
+            return Err(Error::NotEmulated {
+                kernel: variant.kernel.name.into(),
+                why: format!(
+                    "it runs in clusters of {} blocks that share shared memory, and the emulator runs blocks \
+                     one at a time (it is validated on the GPU)",
+                    variant.kernel.cluster
+                ),
+            });
+        }
         let launch = (variant.launch)(&problem, info)?;
         let buffers = experiment.buffers_at(&problem)?;
         // The argument words exist at this problem (its u32 dimensions fit, the copy

@@ -221,6 +221,9 @@ pub struct ExplainReport {
     pub calibration: String,
     pub max_occurrences: usize,
     pub kernels: Vec<KernelReport>,
+    /// Variants not explained, each with the reason (a cluster kernel, a shape the
+    /// copy engine cannot address).
+    pub skipped: Vec<String>,
 }
 
 /// The GPU `coalesce explain` sizes problems and grid-stride grids for when the user
@@ -487,11 +490,18 @@ pub fn explain(
     mut progress: impl FnMut(Step),
 ) -> Result<ExplainReport> {
     let mut jobs = Vec::new();
+    let mut skipped = Vec::new();
     for s in selection {
         let exp = s.experiment;
         let problem = problem(exp, opts)?;
         for variant in exp.variants.iter().filter(|v| s.includes(v.name)) {
-            jobs.push((exp, variant, problem));
+            match EmuLaunch::new(exp, variant, problem, &sizing_gpu(opts)) {
+                Ok(_) => jobs.push((exp, variant, problem)),
+                Err(e @ (Error::NotEmulated { .. } | Error::Unaddressable { .. })) => {
+                    skipped.push(format!("{}/{}: {e}", exp.name, variant.name));
+                }
+                Err(e) => return Err(e),
+            }
         }
     }
     let kernels = explain_all(&jobs, opts, &mut progress)?;
@@ -523,6 +533,7 @@ pub fn explain(
         },
         max_occurrences: MAX_OCCURRENCES,
         kernels,
+        skipped,
     })
 }
 

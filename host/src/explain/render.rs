@@ -117,10 +117,12 @@ fn site_rows(k: &KernelReport, model: Model) -> Vec<Vec<String>> {
     ];
     for (s, name) in k.sites.iter().zip(site_names(&k.sites)) {
         // Both halves of an asynchronous copy are one LDGSTS instruction.
-        let op = match (s.async_copy, s.op) {
-            (true, _) => "cp.async",
-            (false, Direction::Load) => "load",
-            (false, Direction::Store) => "store",
+        let op = match (s.bulk, s.async_copy, s.op) {
+            (true, _, Direction::Load) => "tma load",
+            (true, _, Direction::Store) => "tma store",
+            (false, true, _) => "cp.async",
+            (false, false, Direction::Load) => "load",
+            (false, false, Direction::Store) => "store",
         };
         let useful = s.useful_bytes as f64 / s.requests.max(1) as f64;
         let row = match s.space {
@@ -308,12 +310,22 @@ pub fn render(report: &ExplainReport) -> String {
                 rule: false,
             },
         ));
+        if k.sites.iter().any(|s| s.bulk) {
+            let _ = writeln!(
+                out,
+                "  tma: the copy engine's; a request is one row of a box, fetched as whole sectors (no warp's addresses)"
+            );
+        }
         if !k.vectorized.widths.is_empty() {
             let _ = writeln!(out, "{}", vectorized_line(k));
         }
         if let Some(p) = &k.prediction {
             let _ = writeln!(out, "{}", prediction_line(p));
         }
+    }
+    for line in &report.skipped {
+        let _ = writeln!(out);
+        let _ = writeln!(out, "{line}");
     }
     out
 }

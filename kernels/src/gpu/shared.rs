@@ -161,7 +161,11 @@ impl<T: SharedWord> SharedArray<T> {
     #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
     pub fn offset(self, i: usize) -> Self {
         #[cfg(not(target_arch = "nvptx64"))]
-        assert!(i <= self.len, "shared offset {i} past the end (length {})", self.len);
+        assert!(
+            i <= self.len,
+            "shared offset {i} past the end (length {})",
+            self.len
+        );
         Self {
             #[cfg(target_arch = "nvptx64")]
             addr: self.addr + (i * size_of::<T>()) as u32,

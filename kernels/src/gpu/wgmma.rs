@@ -274,7 +274,11 @@ mod tests {
                     if tid < 64 {
                         for k in 0..32 {
                             // Only k 8..16 is the step's; the rest must not be read.
-                            let v = if (8..16).contains(&k) { b(k - 8, tid) } else { f32::NAN };
+                            let v = if (8..16).contains(&k) {
+                                b(k - 8, tid)
+                            } else {
+                                f32::NAN
+                            };
                             tile.write(swizzled_128(tid, k), v);
                         }
                     }
@@ -302,7 +306,11 @@ mod tests {
                         for e in 0..2 {
                             let (row, col) = (g + 8 * h, 8 * j + 2 * t + e);
                             let want = 1.0 + (0..8).map(|k| a(row, k) * b(k, col)).sum::<f32>();
-                            assert_eq!(acc[4 * j + 2 * h + e], want, "thread {tid}: D[{row}][{col}] ({schedule:?})");
+                            assert_eq!(
+                                acc[4 * j + 2 * h + e],
+                                want,
+                                "thread {tid}: D[{row}][{col}] ({schedule:?})"
+                            );
                         }
                     }
                 }

@@ -223,7 +223,11 @@ fn exchange(words: &[u32], width: usize) -> Vec<u32> {
         with_thread(|t| (t.block as *const BlockState, t.linear_thread));
     // SAFETY: see above.
     let block = unsafe { &*block };
-    let groups = if width == 32 { &block.warps } else { &block.warpgroups };
+    let groups = if width == 32 {
+        &block.warps
+    } else {
+        &block.warpgroups
+    };
     let (group, lane) = (rank / width, rank % width);
     let (generation, _) = groups.deposit(group, lane, words).unwrap_or_else(stalled);
     match &block.turns {
