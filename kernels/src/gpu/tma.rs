@@ -122,7 +122,10 @@ pub unsafe fn load_1d(map: Global<TensorMap>, c0: i32, dst: SharedArray<f32>, i:
             b = in(reg32) bar.shared_addr(), c0 = in(reg32) c0, options(nostack, preserves_flags));
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    super::emu::tma_load(map.as_ptr(), [c0, 0], dst.element_ptr(i), bar.host_addr(), 0);
+    // SAFETY: the caller's contract (a map the host made for this launch).
+    unsafe {
+        super::emu::tma_load(map.as_ptr(), [c0, 0], dst.element_ptr(i), bar.host_addr(), 0)
+    };
 }
 
 /// Loads the box at (`c0`, `c1`) (column, row) of a 2D map into `dst` from element
@@ -148,7 +151,10 @@ pub unsafe fn load_2d(
             b = in(reg32) bar.shared_addr(), c0 = in(reg32) c0, c1 = in(reg32) c1, options(nostack, preserves_flags));
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    super::emu::tma_load(map.as_ptr(), [c0, c1], dst.element_ptr(i), bar.host_addr(), 0);
+    // SAFETY: the caller's contract (a map the host made for this launch).
+    unsafe {
+        super::emu::tma_load(map.as_ptr(), [c0, c1], dst.element_ptr(i), bar.host_addr(), 0)
+    };
 }
 
 /// [`load_2d`] into the same place of every block of the cluster in `ctas` (a mask of
@@ -176,7 +182,10 @@ pub unsafe fn load_2d_multicast(
             options(nostack, preserves_flags));
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    super::emu::tma_load(map.as_ptr(), [c0, c1], dst.element_ptr(i), bar.host_addr(), ctas);
+    // SAFETY: the caller's contract (a map the host made for this launch).
+    unsafe {
+        super::emu::tma_load(map.as_ptr(), [c0, c1], dst.element_ptr(i), bar.host_addr(), ctas)
+    };
 }
 
 /// Stores the box at element `c0` of a 1D map from `src` at element `i`; the part
@@ -198,7 +207,10 @@ pub unsafe fn store_1d(map: Global<TensorMap>, c0: i32, src: SharedArray<f32>, i
             options(nostack, preserves_flags));
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    super::emu::tma_store(map.as_ptr(), [c0, 0], src.element_ptr(i));
+    // SAFETY: the caller's contract (a map the host made for this launch).
+    unsafe {
+        super::emu::tma_store(map.as_ptr(), [c0, 0], src.element_ptr(i))
+    };
 }
 
 /// Stores the box at (`c0`, `c1`) of a 2D map from `src` at element `i`, as [`store_1d`].
@@ -217,7 +229,10 @@ pub unsafe fn store_2d(map: Global<TensorMap>, [c0, c1]: [i32; 2], src: SharedAr
             c0 = in(reg32) c0, c1 = in(reg32) c1, options(nostack, preserves_flags));
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    super::emu::tma_store(map.as_ptr(), [c0, c1], src.element_ptr(i));
+    // SAFETY: the caller's contract (a map the host made for this launch).
+    unsafe {
+        super::emu::tma_store(map.as_ptr(), [c0, c1], src.element_ptr(i))
+    };
 }
 
 /// `cp.async.bulk.commit_group`: this thread's stores since the last commit become a group.

@@ -166,8 +166,11 @@ pub fn barrier_try_wait(addr: usize, parity: u32) -> bool {
 
 /// A copy engine load of the box at `coords` of `*map` into shared memory at `dst`,
 /// owed to the barrier at `bar`.
+///
+/// # Safety
+/// `map` points to a tensor map the host made for this launch.
 #[track_caller]
-pub fn tma_load(map: *const TensorMap, coords: [i32; 2], dst: usize, bar: usize, ctas: u16) {
+pub unsafe fn tma_load(map: *const TensorMap, coords: [i32; 2], dst: usize, bar: usize, ctas: u16) {
     assert!(
         ctas == 0 || ctas == 1 << cluster_rank(),
         "a multicast copy to other blocks of a cluster: the emulator runs blocks one at a time"
@@ -195,8 +198,11 @@ pub fn tma_load(map: *const TensorMap, coords: [i32; 2], dst: usize, bar: usize,
 
 /// A copy engine store of the box at `coords` of `*map` from shared memory at `src`:
 /// read and written now (the part outside the tensor is dropped).
+///
+/// # Safety
+/// As for [`tma_load`].
 #[track_caller]
-pub fn tma_store(map: *const TensorMap, coords: [i32; 2], src: usize) {
+pub unsafe fn tma_store(map: *const TensorMap, coords: [i32; 2], src: usize) {
     // SAFETY: as for `tma_load`.
     let map = TileMap::decode(unsafe { &*map });
     for (start, bytes) in box_rows(&map, coords) {

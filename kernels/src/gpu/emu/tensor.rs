@@ -46,7 +46,7 @@ pub fn box_elements(map: &TileMap, [c0, c1]: [i32; 2], dst: usize) -> Vec<BoxEle
 /// The global byte ranges of a box's rows inside the tensor: what the copy engine
 /// reads (or writes), one line-aligned run per row.
 pub fn box_rows(map: &TileMap, [c0, c1]: [i32; 2]) -> Vec<(usize, usize)> {
-    let [bx, by] = map.boxes.map(|b| i64::from(b));
+    let [bx, by] = map.boxes.map(i64::from);
     let x0 = i64::from(c0).max(0);
     let x1 = (i64::from(c0) + bx).min(map.dims[0] as i64);
     (0..by)
