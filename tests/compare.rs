@@ -36,6 +36,10 @@ fn every_twin_validates_at_awkward_sizes() {
         for problem in exp.kind.awkward() {
             let mut p = Prepared::new(&gpu, exp, problem, 0xc0ffee).unwrap();
             for (i, v) in exp.variants.iter().enumerate() {
+                if p.applicable(i).is_err() {
+                    // A shape the copy engine cannot address: skipped, as for the Rust kernel.
+                    continue;
+                }
                 let f = twins.function(v.twin).unwrap();
                 let check = p
                     .check_with(&gpu, i, v.twin, 0.0, |p| p.launch(&gpu, i, &f))

@@ -23,13 +23,20 @@ fn every_kernel_validates_at_awkward_sizes() {
                 .iter()
                 .filter(|r| r.experiment == exp.name && r.variant == v.name)
                 .count();
-            assert_eq!(
-                n,
-                exp.kind.awkward().len(),
-                "{}/{} checked {n} times",
+            // The copy engine's kernels are skipped where it cannot address the shape.
+            let addressable = exp
+                .kind
+                .awkward()
+                .iter()
+                .filter(|p| exp.addressable(v, p).is_ok())
+                .count();
+            assert!(
+                addressable > 0,
+                "{}/{} runs at no awkward shape",
                 exp.name,
                 v.name
             );
+            assert_eq!(n, addressable, "{}/{} checked {n} times", exp.name, v.name);
         }
     }
 }
@@ -115,6 +122,8 @@ fn report_writes_markdown_json_and_plots_from_a_real_run() {
     use clap::Parser;
     use coalesce::cli::{Cli, Outcome, execute};
     let dir = temp_path("gpu-report");
+    // `report --out` wants the folder's parent to exist.
+    std::fs::create_dir_all(dir.parent().unwrap()).unwrap();
     let out = dir.to_str().unwrap();
     let cli = Cli::parse_from([
         "coalesce", "report", "copy", "stride", "--size", "8M", "--reps", "3", "--quiet", "--out", out,

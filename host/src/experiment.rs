@@ -601,6 +601,15 @@ impl Experiment {
             .collect()
     }
 
+    /// Whether `v` can run at `p`: its argument words exist (dimensions fit their
+    /// types, the copy engine can address its tensors). `Error::Unaddressable` where
+    /// the copy engine cannot: the variant is skipped there.
+    pub fn addressable(&self, v: &Variant, p: &Problem) -> Result<()> {
+        let buffers = self.buffers_at(p)?.len();
+        self.words(v, p, &vec![0; buffers], &mut |spec| spec.extents(p).map(|_| 0))
+            .map(|_| ())
+    }
+
     /// A variant's arguments as 64-bit words (what the driver and the emulator read),
     /// with buffer i at `addresses[i]` and each tensor map where `map` put it (the
     /// backend encodes it for the GPU or the emulator). A dimension or parameter the

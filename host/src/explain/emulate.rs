@@ -60,9 +60,7 @@ impl EmuLaunch {
         let buffers = experiment.buffers_at(&problem)?;
         // The argument words exist at this problem (its u32 dimensions fit, the copy
         // engine can address its tensors).
-        experiment.words(variant, &problem, &vec![0; buffers.len()], &mut |spec| {
-            spec.extents(&problem).map(|_| 0)
-        })?;
+        experiment.addressable(variant, &problem)?;
         Ok(EmuLaunch {
             experiment,
             variant,

@@ -121,11 +121,11 @@ impl KernelReport {
 
     /// Sectors per request over every global site of one direction (what Nsight
     /// Compute's `l1tex__t_sectors_pipe_lsu_mem_global_op_*` over `..._requests_...`
-    /// measure: its loads include the global reads of `cp.async`), or `None` if the
-    /// kernel has none.
+    /// measure: its loads include the global reads of `cp.async`, not the copy
+    /// engine's, which bypass the LSU pipe), or `None` if the kernel has none.
     pub fn sectors_per_request(&self, op: analyse::Direction) -> Option<f64> {
         self.over_executions(
-            |s| s.space == Memory::Global && s.op == op,
+            |s| s.space == Memory::Global && s.op == op && !s.bulk,
             SiteStats::sectors_per_request,
         )
     }
@@ -147,7 +147,7 @@ impl KernelReport {
                 .flatten();
             write.unwrap_or(s).sectors_per_request()
         };
-        self.over_executions(|s| s.space == Memory::Global && s.op == op, sectors)
+        self.over_executions(|s| s.space == Memory::Global && s.op == op && !s.bulk, sectors)
     }
 
     /// Wavefronts per shared load or store request (Nsight Compute: shared wavefronts
