@@ -330,6 +330,11 @@ fn info_one(device: u32, open: Opener) -> Result<Outcome> {
         ptx::PTX_SM80.len(),
         ptx::entry_points(ptx::PTX_SM80).join(", ")
     );
+    println!(
+        "sm_90a kernels (the copy engine, wgmma, clusters; loaded on sm_90 GPUs only): PTX ({} bytes): {}",
+        ptx::PTX_SM90A.len(),
+        ptx::entry_points(ptx::PTX_SM90A).join(", ")
+    );
     for line in crate::compare::toolkit::toolkit_lines() {
         println!("{line}");
     }
