@@ -21,6 +21,9 @@ use crate::launch::Launch;
 use crate::tensor_map::MapSpec;
 use crate::validate::Tolerance;
 
+// `Experiment::requested_problem`: what `--size` and `--shape` ask of an experiment.
+mod requested;
+
 /// An experiment: a family of kernels doing the same work with different access
 /// patterns, declared once.
 pub struct Experiment {
@@ -515,28 +518,6 @@ impl Experiment {
     /// How many numbers `--shape` takes (0: none).
     pub fn shape_rank(&self) -> usize {
         self.kind.shape_rank()
-    }
-
-    /// The problem `--size` and `--shape` ask of this experiment, as `run` and
-    /// `explain` both read them: `shape` where it has this experiment's rank (every
-    /// dimension above zero), else `size` bytes per array, else the experiment's
-    /// default size on `gpu`; and whether the user chose it (`run` may shrink a
-    /// default to fit the GPU's memory).
-    pub fn requested_problem(
-        &self,
-        size: Option<u64>,
-        shape: Option<&[usize]>,
-        gpu: &DeviceInfo,
-    ) -> Result<(Problem, bool)> {
-        let shape = shape.filter(|s| s.len() == self.shape_rank());
-        if shape.is_some_and(|dims| dims.contains(&0)) {
-            return Err(Error::Zero {
-                what: "every --shape dimension",
-            });
-        }
-        let bytes = size.unwrap_or_else(|| self.default_size.bytes(gpu));
-        let problem = self.kind.problem(bytes, shape)?;
-        Ok((problem, size.is_some() || shape.is_some()))
     }
 
     /// The variant called `name`.
