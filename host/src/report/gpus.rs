@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use super::Results;
-use super::markdown::table;
+use super::markdown_table::table;
 use super::plots::Plot;
 use crate::compare::CompareReport;
 use crate::error::{Error, Result};

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use super::Results;
-use super::markdown::table;
+use super::markdown_table::table;
 use crate::compare::cublas::Math;
 use crate::experiment::Arithmetic;
 

@@ -5,30 +5,12 @@
 use std::fmt::Write as _;
 
 use super::Results;
+use super::markdown_table::table;
 use super::plots::Plot;
 use super::{claims, ladder, predicted, versus};
 use crate::harness::Row;
 use crate::table::device_line;
 use crate::units::{format_bytes, format_ms};
-
-/// Escapes the characters that would break a Markdown table cell.
-fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
-}
-
-/// A Markdown table: the header, its rule, one line per row (every section's tables).
-pub(super) fn table(out: &mut String, header: &[&str], rows: impl IntoIterator<Item = Vec<String>>) {
-    let _ = writeln!(out, "| {} |", header.join(" | "));
-    let _ = writeln!(
-        out,
-        "|{}|",
-        header.iter().map(|_| "---").collect::<Vec<_>>().join("|")
-    );
-    for r in rows {
-        let cells: Vec<String> = r.iter().map(|c| cell(c)).collect();
-        let _ = writeln!(out, "| {} |", cells.join(" | "));
-    }
-}
 
 /// The cells of one result row, in [`RESULT_HEADER`] order.
 pub fn result_cells(r: &Row) -> Vec<String> {

@@ -6,6 +6,7 @@ pub mod claims;
 pub mod gpus;
 pub mod ladder;
 pub mod markdown;
+pub mod markdown_table;
 pub mod named;
 pub mod plots;
 pub mod predicted;

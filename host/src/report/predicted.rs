@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use super::Results;
-use super::markdown::table;
+use super::markdown_table::table;
 use crate::error::Result;
 use crate::experiment::Kind;
 use crate::experiments::{Selection, named};

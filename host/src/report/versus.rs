@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::markdown::table;
+use super::markdown_table::table;
 use crate::compare::render::rate;
 use crate::compare::{CompareReport, CompareRow};
 

@@ -14,6 +14,7 @@ pub mod mma;
 pub mod param;
 #[macro_use]
 pub mod shared;
+pub mod tensor_map;
 pub mod thread;
 pub mod tma;
 pub mod vec;

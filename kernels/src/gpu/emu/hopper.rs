@@ -22,7 +22,7 @@ use std::vec::Vec;
 
 use super::tensor::{WarpgroupMma, box_elements, box_rows, k_major_128b};
 use super::{BlockState, with_thread};
-use crate::gpu::tma::{TensorMap, TileMap};
+use crate::gpu::tensor_map::{TensorMap, TileMap};
 
 /// One block's transaction barriers, by address.
 #[derive(Default)]

@@ -5,7 +5,7 @@
 
 use std::vec::Vec;
 
-use crate::gpu::tma::{Swizzle, TileMap};
+use crate::gpu::tensor_map::{Swizzle, TileMap};
 
 /// The 128-byte swizzle of an address in a 1024-byte-aligned group: the 16-byte chunk
 /// index (bits 4..7) XOR the row index within the group (bits 7..10). Its own inverse.
@@ -131,7 +131,11 @@ mod tests {
         for r in 0..32 {
             for c in 0..32 {
                 let e = elems[r * 32 + c];
-                assert_eq!(e.shared, 4 * crate::gpu::tma::swizzled_128(r, c), "({r}, {c})");
+                assert_eq!(
+                    e.shared,
+                    4 * crate::gpu::tensor_map::swizzled_128(r, c),
+                    "({r}, {c})"
+                );
                 assert_eq!(e.global, Some(r * 256 + c * 4));
             }
         }
