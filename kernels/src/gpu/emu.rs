@@ -37,6 +37,7 @@ use std::sync::atomic::AtomicUsize;
 use std::vec::Vec;
 
 pub mod async_copy;
+pub mod config;
 mod hopper;
 pub mod launch;
 pub mod record;
@@ -46,11 +47,12 @@ mod tensor;
 mod warp;
 
 pub use async_copy::{commit_group, queue_async_copy, wait_group};
+pub use config::{Dim3, LaunchConfig, LaunchError};
 pub use hopper::{
     barrier_arrive, barrier_arrive_in, barrier_init, barrier_try_wait, cluster_rank, cluster_sync,
     fence_proxy_async, tma_load, tma_store, wgmma_commit, wgmma_mma_tf32, wgmma_wait,
 };
-pub use launch::{Dim3, LaunchConfig, LaunchError, launch, try_launch, try_record, try_record_each};
+pub use launch::{launch, try_launch, try_record, try_record_each};
 pub use record::{Access, Executions, Op, Recording, Space, record_async_copy, record_global, record_shared};
 pub use schedule::Schedule;
 pub use warp::warp_exchange;
@@ -178,4 +180,24 @@ pub fn dynamic_shared_storage(bytes: usize) -> *mut u8 {
         );
         dynamic.as_mut_ptr().cast()
     })
+}
+
+/// The unwind payload of a thread released from an aborted barrier.
+struct Aborted;
+
+/// The unwind payload of a thread whose access would take its block's log past
+/// [`LaunchConfig::log_limit`].
+struct LogFull;
+
+/// A thread of `block` waits for another's work (a transaction barrier's phase): the
+/// others run first. Threads run one after another cannot wait, which ends the try.
+fn pause(block: &BlockState, rank: usize) {
+    match block.run {
+        Run::OneByOne => std::panic::resume_unwind(Box::new(run::NeedsBarrier)),
+        Run::Fibers => run::suspend_fiber(block),
+        Run::Threads => match &block.turns {
+            Some(turns) => turns.exchange(rank),
+            None => std::thread::yield_now(),
+        },
+    }
 }

@@ -14,7 +14,7 @@
 //!   thread's share; the thread's `wait_group` computes it then, reading B from shared
 //!   memory as it is at that moment.
 //! - A wait that cannot be answered yet lets the block's other threads run
-//!   ([`super::run::pause`]).
+//!   ([`super::pause`]).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -159,7 +159,7 @@ pub fn barrier_try_wait(addr: usize, parity: u32) -> bool {
     if !done {
         let rank = with_thread(|t| t.linear_thread);
         block.hopper.stalled();
-        super::run::pause(block, rank);
+        super::pause(block, rank);
     }
     done
 }

@@ -9,7 +9,7 @@ use std::boxed::Box;
 use std::panic::resume_unwind;
 use std::vec::Vec;
 
-use super::run::LogFull;
+use super::LogFull;
 
 use super::{SLOT, ThreadCtx, with_thread};
 

@@ -16,9 +16,11 @@ use corosensei::stack::DefaultStack;
 use corosensei::{Coroutine, CoroutineResult, Yielder};
 
 use super::async_copy::AsyncCopies;
-use super::launch::{LaunchConfig, LaunchError, panic_message, unflatten};
+use super::config::{LaunchConfig, LaunchError, panic_message, unflatten};
 use super::record::{Access, Executions, Recording};
-use super::{ADDRESSES_ONLY, BlockState, CURRENT, POISON, SLOT, ThreadCtx, schedule, warp, words_for};
+use super::{
+    ADDRESSES_ONLY, Aborted, BlockState, CURRENT, LogFull, POISON, SLOT, ThreadCtx, schedule, warp, words_for,
+};
 
 /// `__syncthreads()` for one emulated block.
 ///
@@ -51,16 +53,9 @@ pub(super) enum Run {
     Threads,
 }
 
-/// The unwind payload of a thread released from an aborted barrier.
-pub(super) struct Aborted;
-
 /// The unwind payload of a thread that reached a barrier while its block's threads ran
 /// one after another: the launch must run them so that they can meet there.
-struct NeedsBarrier;
-
-/// The unwind payload of a thread whose access would take its block's log past
-/// [`LaunchConfig::log_limit`].
-pub(super) struct LogFull;
+pub(super) struct NeedsBarrier;
 
 impl BlockBarrier {
     pub(super) fn new(threads: usize) -> Self {
@@ -140,7 +135,7 @@ impl BlockBarrier {
 }
 
 /// Suspends the running fiber until its scheduler resumes it, its context with it.
-fn suspend_fiber(block: &BlockState) {
+pub(super) fn suspend_fiber(block: &BlockState) {
     let yielder = YIELDER.get();
     let ctx = CURRENT.with(|c| c.borrow_mut().take());
     // SAFETY: set by this fiber's body, whose yielder outlives its run.
@@ -149,19 +144,6 @@ fn suspend_fiber(block: &BlockState) {
     CURRENT.with(|c| *c.borrow_mut() = ctx);
     if block.barrier.aborted() {
         resume_unwind(Box::new(Aborted));
-    }
-}
-
-/// A thread of `block` waits for another's work (a transaction barrier's phase): the
-/// others run first. Threads run one after another cannot wait, which ends the try.
-pub(super) fn pause(block: &BlockState, rank: usize) {
-    match block.run {
-        Run::OneByOne => resume_unwind(Box::new(NeedsBarrier)),
-        Run::Fibers => suspend_fiber(block),
-        Run::Threads => match &block.turns {
-            Some(turns) => turns.exchange(rank),
-            None => std::thread::yield_now(),
-        },
     }
 }
 
@@ -263,7 +245,7 @@ pub(super) fn run_blocks(
         turns: schedule::Turns::new(config.schedule, block.count()),
         warps: warp::Warps::new(block.count(), 32),
         warpgroups: warp::Warps::new(block.count(), 128),
-        hopper: super::hopper::Barriers::default(),
+        hopper: Default::default(),
         statics: Mutex::new(HashMap::new()),
         dynamic: Mutex::new(std::vec![POISON; words_for(config.dynamic_shared_bytes)].into_boxed_slice()),
         logged: AtomicUsize::new(0),
@@ -497,7 +479,7 @@ fn run_thread(
         epoch: 0,
         log: log.spare(),
         copies: AsyncCopies::default(),
-        wgmma: super::hopper::Groups::default(),
+        wgmma: Default::default(),
     };
     // SAFETY: the context is removed below, before `state` and `config` go out of
     // scope; nothing else keeps it.

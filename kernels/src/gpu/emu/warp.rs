@@ -19,7 +19,7 @@ use std::panic::resume_unwind;
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::vec::Vec;
 
-use super::run::Aborted;
+use super::Aborted;
 use super::{BlockState, with_thread};
 
 /// The exchanges of one block: one per warp.
