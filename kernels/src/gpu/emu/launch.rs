@@ -95,9 +95,10 @@ mod tests {
     use std::vec::Vec;
 
     use super::*;
-    use crate::gpu::emu::{Op, Space};
+    use crate::gpu::emu::{Dim3, Op, Space};
     use crate::gpu::thread::{block_idx_x, thread_idx_x};
     use crate::gpu::{Global, GlobalMut};
+    use std::string::ToString;
 
     /// 64 threads a block, each loading `loads` floats a grid of threads apart and
     /// storing one, at virtual addresses (addresses only).
