@@ -9,7 +9,7 @@ use common::fresh_dir;
 use std::process::Command;
 
 use coalesce::experiments::ALL;
-use coalesce::ptx::{PTX, PTX_SM80, entry_points, text};
+use coalesce::ptx::{PTX, PTX_SM80, PTX_SM90A, entry_points, text};
 
 /// The body of the `.entry` of the kernel called `name`, in the module its handle names.
 fn body(name: &str) -> &'static str {
@@ -32,6 +32,7 @@ fn count(text: &str, needle: &str) -> usize {
 fn every_experiment_kernel_is_an_entry_point() {
     let mut entries = entry_points(PTX);
     entries.extend(entry_points(PTX_SM80));
+    entries.extend(entry_points(PTX_SM90A));
     for e in ALL {
         for k in e.kernels() {
             assert!(
@@ -591,4 +592,50 @@ fn ptxas_merges_the_shared_accesses_explain_assumes() {
     std::fs::remove_dir_all(&dir).unwrap();
     // The scalar sgemm rungs are where it matters (docs/explain.md).
     assert_eq!(merged, ["sgemm_smem", "sgemm_tile_1d", "sgemm_tile_2d"]);
+}
+
+/// The Hopper kernels are in their own module, for sm_90a, and use the machinery they
+/// teach: the copy engine for every tile, warpgroup MMAs, and register reallocation
+/// where warp-specialised.
+#[test]
+fn hopper_kernels_are_sm90a_and_use_the_copy_engine_and_wgmma() {
+    assert!(
+        PTX_SM90A.contains(".target sm_90a"),
+        "{}",
+        &PTX_SM90A[..300.min(PTX_SM90A.len())]
+    );
+    let entries = entry_points(PTX_SM90A);
+    for k in [
+        "copy_tma",
+        "transpose_tma",
+        "sgemm_wgmma",
+        "sgemm_wgmma_ws",
+        "sgemm_wgmma_cluster",
+    ] {
+        assert!(
+            entries.contains(&k),
+            "{k} missing from the sm_90a module: {entries:?}"
+        );
+        assert!(!entry_points(PTX).contains(&k), "{k} in the baseline module");
+    }
+    let body = |k: &str| {
+        let start = PTX_SM90A.find(&format!(".entry {k}(")).unwrap();
+        let end = PTX_SM90A[start + 1..]
+            .find(".entry ")
+            .map_or(PTX_SM90A.len(), |e| start + 1 + e);
+        &PTX_SM90A[start..end]
+    };
+    assert!(body("copy_tma").contains("cp.async.bulk.tensor.1d"));
+    assert!(body("transpose_tma").contains("cp.async.bulk.tensor.2d"));
+    let ws = body("sgemm_wgmma_ws");
+    for op in [
+        "wgmma.mma_async",
+        "setmaxnreg.inc",
+        "setmaxnreg.dec",
+        "mbarrier.try_wait.parity",
+        "cp.async.bulk.tensor.2d",
+    ] {
+        assert!(ws.contains(op), "sgemm_wgmma_ws lacks {op}");
+    }
+    assert!(body("sgemm_wgmma_cluster").contains(".multicast::cluster"));
 }
