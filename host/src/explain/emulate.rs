@@ -2,8 +2,9 @@
 //!
 //! - [`validate`]: with real host buffers (inputs random, outputs poisoned), the whole
 //!   grid, then every buffer compared with the CPU reference: the kernel-body tests.
-//! - [`record`]: addresses only, over virtual buffers laid out like device
-//!   allocations, on a sample of blocks: what `coalesce explain` analyses. Nothing is
+//! - [`record_each`]: addresses only, over virtual buffers laid out like device
+//!   allocations ([`regions`]), on a sample of blocks, each block's recording handed
+//!   on as it ends: what `coalesce explain` analyses. Nothing is
 //!   allocated per element, so any size the GPU could run can be explained.
 
 use std::ops::Range;

@@ -154,7 +154,7 @@ struct Group {
 
 /// A window's traffic counted as its blocks run: each block's log is added whole
 /// ([`Counter::add`]) and dropped, and what the window moved is kept as counts and
-/// the sectors touched ([`Coverage`]), so memory grows with the bytes the window
+/// the sectors touched (`coverage.rs`), so memory grows with the bytes the window
 /// touches, not with its accesses.
 #[derive(Default)]
 pub struct Counter {
