@@ -4,6 +4,7 @@
 //! ([`resources`]). ptxas is NVIDIA's PTX assembler; `explain` runs `ptxas -v` on the
 //! embedded PTX, offline, once per architecture, and reads its report.
 
+use kernels::handle::PtxModule;
 use std::collections::HashMap;
 use std::process::Command;
 use std::sync::{Arc, Mutex};
@@ -70,16 +71,34 @@ pub fn assemble(ptx: &str, arch: &str) -> Assembled {
     Ok(Arc::new(parse_ptxas_log(&log)))
 }
 
-/// The embedded PTX assembled once per architecture in this process.
-fn assembled(arch: &str) -> Assembled {
-    static CACHE: Mutex<Vec<(String, Assembled)>> = Mutex::new(Vec::new());
+/// An embedded PTX module assembled once per architecture in this process.
+fn assembled(module: PtxModule, arch: &str) -> Assembled {
+    static CACHE: Mutex<Vec<(PtxModule, String, Assembled)>> = Mutex::new(Vec::new());
     let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((_, a)) = cache.iter().find(|(a, _)| a == arch) {
+    if let Some((_, _, a)) = cache.iter().find(|(m, a, _)| *m == module && a == arch) {
         return a.clone();
     }
-    let a = assemble(crate::ptx::PTX, arch);
-    cache.push((arch.to_string(), a.clone()));
+    let ptx = match module {
+        PtxModule::Baseline => crate::ptx::PTX,
+        PtxModule::Sm80 => crate::ptx::PTX_SM80,
+        PtxModule::Sm90a => crate::ptx::PTX_SM90A,
+    };
+    let a = assemble(ptx, arch);
+    cache.push((module, arch.to_string(), a.clone()));
     a
+}
+
+/// The module that holds `kernel`, and the architecture ptxas assembles it for on a
+/// GPU of compute capability `sm` (sm_90a's own instructions need `sm_90a`).
+fn module_of(kernel: &str, sm: &str) -> (PtxModule, String) {
+    let module = kernels::entry::ALL
+        .iter()
+        .find(|k| k.name == kernel)
+        .map_or(PtxModule::Baseline, |k| k.module);
+    match module {
+        PtxModule::Sm90a => (module, crate::ptx::SM90A_ARCH.to_string()),
+        _ => (module, sm.to_string()),
+    }
 }
 
 /// Assembles the embedded PTX for the profile's GPU now (where it has SM limits), so
@@ -87,7 +106,7 @@ fn assembled(arch: &str) -> Assembled {
 pub fn prefetch(profile: &Profile) {
     if let Some(sm) = &profile.sm {
         let [major, minor] = sm.compute_capability;
-        let _ = assembled(&format!("sm_{major}{minor}"));
+        let _ = assembled(PtxModule::Baseline, &format!("sm_{major}{minor}"));
     }
 }
 
@@ -100,8 +119,8 @@ pub fn resources(kernel: &str, profile: &Profile) -> Result<Resources, String> {
         ));
     };
     let [major, minor] = sm.compute_capability;
-    let arch = format!("sm_{major}{minor}");
-    let all = assembled(&arch)?;
+    let (module, arch) = module_of(kernel, &format!("sm_{major}{minor}"));
+    let all = assembled(module, &arch)?;
     all.get(kernel)
         .copied()
         .ok_or_else(|| format!("ptxas reported nothing for {kernel} on {arch}"))

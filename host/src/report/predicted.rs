@@ -76,8 +76,25 @@ fn predicted_experiments(
 pub fn steps(results: &Results) -> u64 {
     predicted_experiments(results)
         .iter()
-        .map(|(e, _)| e.variants.len() as u64)
+        .map(|(e, _)| measured(results, e).count() as u64)
         .sum()
+}
+
+/// The variants of `exp` that `results` measured (a results file from before a
+/// variant existed has no row for it, and gets no prediction for it).
+fn measured(results: &Results, exp: &'static crate::experiment::Experiment) -> Selection {
+    Selection {
+        experiment: exp,
+        variants: Some(
+            results
+                .run
+                .rows
+                .iter()
+                .filter(|r| r.experiment == exp.name)
+                .map(|r| r.variant.clone())
+                .collect(),
+        ),
+    }
 }
 
 /// Predicts every bandwidth kernel of `results` at the sizes it ran at, with a
@@ -108,7 +125,7 @@ pub fn predict(
             profile: Some(profile.clone()),
             memory_limit: explain::EMULATION_BYTES,
         };
-        let report = explain::explain(&[Selection::all(exp)], &opts, |step| {
+        let report = explain::explain(&[measured(results, exp)], &opts, |step| {
             if let explain::Step::Explained(variant) = step {
                 progress(variant)
             }
