@@ -27,6 +27,7 @@ pub mod inflight;
 pub mod matmul;
 pub mod offset;
 pub mod particles;
+pub mod pipes;
 pub mod pitch;
 pub mod saxpy;
 pub mod sgemm;

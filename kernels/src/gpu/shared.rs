@@ -7,6 +7,7 @@
 
 use core::marker::PhantomData;
 
+mod chase;
 mod matrix;
 
 /// A block-wide array in shared memory.

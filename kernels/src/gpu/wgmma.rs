@@ -103,6 +103,9 @@ pub trait Accumulator {
     unsafe fn mma_tf32(&mut self, a: [u32; 4], b: u64);
     #[doc(hidden)]
     #[cfg(target_arch = "nvptx64")]
+    unsafe fn mma_tf32_ss(&mut self, a: u64, b: u64);
+    #[doc(hidden)]
+    #[cfg(target_arch = "nvptx64")]
     fn fence_operands(&mut self);
 }
 
@@ -132,6 +135,18 @@ macro_rules! accumulator {
                         inout(reg32) self[$first], $(inout(reg32) self[$i],)*
                         a0 = in(reg32) a[0], a1 = in(reg32) a[1], a2 = in(reg32) a[2], a3 = in(reg32) a[3],
                         b = in(reg64) b, options(nostack, preserves_flags));
+                }
+            }
+            #[inline(always)]
+            unsafe fn mma_tf32_ss(&mut self, a: u64, b: u64) {
+                // SAFETY: as above, with both tiles described.
+                unsafe {
+                    core::arch::asm!(
+                        concat!("wgmma.mma_async.sync.aligned.m64n", $n, "k8.f32.tf32.tf32 {{",
+                            "{", stringify!($first), "}", $(", {", stringify!($i), "}",)*
+                            "}}, {a}, {b}, 1, 1, 1;"),
+                        inout(reg32) self[$first], $(inout(reg32) self[$i],)*
+                        a = in(reg64) a, b = in(reg64) b, options(nostack, preserves_flags));
                 }
             }
             #[inline(always)]
@@ -195,6 +210,25 @@ pub unsafe fn mma_tf32<A: Accumulator>(acc: &mut A, a: [Tf32; 4], b: Descriptor)
     };
     #[cfg(not(target_arch = "nvptx64"))]
     super::emu::wgmma_mma_tf32(acc.as_mut_slice(), a.map(Tf32::bits), b.0 as usize, A::N);
+}
+
+/// `wgmma.mma_async.sync.aligned.m64nNk8.f32.tf32.tf32` with both operands from
+/// shared memory: `acc += A B`, A's 64 x 8 tile described by `a` (K-major, as B's),
+/// warpgroup-wide, asynchronously. No register holds an operand, so the instruction
+/// runs at the tensor cores' own rate.
+///
+/// # Safety
+/// As for [`mma_tf32`], with `a` an initialised tile too.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub unsafe fn mma_tf32_ss<A: Accumulator>(acc: &mut A, a: Descriptor, b: Descriptor) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: the caller's contract.
+    unsafe {
+        acc.mma_tf32_ss(a.0, b.0)
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    super::emu::wgmma_mma_tf32_ss(acc.as_mut_slice(), a.0 as usize, b.0 as usize, A::N);
 }
 
 /// `wgmma.wait_group N`: waits until at most `N` of this warpgroup's groups are

@@ -233,8 +233,10 @@ pub(super) struct Groups {
 }
 
 struct Pending {
-    /// The whole group's A fragments (128 threads x 4 words).
+    /// The whole group's A fragments (128 threads x 4 words), or, where A is a tile in
+    /// shared memory, empty until the wait reads them from `a_tile`.
     a: Vec<u32>,
+    a_tile: Option<usize>,
     b: usize,
     n: usize,
 }
@@ -249,7 +251,49 @@ pub fn wgmma_mma_tf32(acc: &mut [f32], a: [u32; 4], b: usize, n: usize) {
         n / 2
     );
     let a = super::warp::warpgroup_exchange(&a);
-    with_thread(|t| t.wgmma.open.push(Pending { a, b, n }));
+    with_thread(|t| {
+        t.wgmma.open.push(Pending {
+            a,
+            a_tile: None,
+            b,
+            n,
+        })
+    });
+}
+
+/// `wgmma.mma_async` (TF32, A and B from shared memory): both tiles are read at the
+/// `wait_group` that retires it.
+pub fn wgmma_mma_tf32_ss(acc: &mut [f32], a: usize, b: usize, n: usize) {
+    assert_eq!(
+        acc.len(),
+        n / 2,
+        "an m64n{n}k8 accumulator holds {} floats a thread",
+        n / 2
+    );
+    with_thread(|t| {
+        t.wgmma.open.push(Pending {
+            a: Vec::new(),
+            a_tile: Some(a),
+            b,
+            n,
+        })
+    });
+}
+
+/// The A fragments of the whole warpgroup (as [`wgmma_mma_tf32`] exchanges them) of a
+/// K-major 64 x 8 tile at `start`: A[row][k] is word (row % 16) / 8 + 2 (k / 4) of
+/// thread 32 (row / 16) + 4 (row % 8) + k % 4.
+fn fragments_of(start: usize) -> Vec<u32> {
+    let mut a = std::vec![0u32; 512];
+    for row in 0..64 {
+        for k in 0..8 {
+            let thread = 32 * (row / 16) + 4 * (row % 8) + k % 4;
+            // SAFETY: A's tile, in the block's shared memory (the descriptor's contract).
+            a[4 * thread + (row % 16) / 8 + 2 * (k / 4)] =
+                unsafe { (k_major_128b(start, k, row) as *const u32).read_unaligned() };
+        }
+    }
+    a
 }
 
 /// `wgmma.commit_group`.
@@ -271,7 +315,10 @@ pub fn wgmma_wait(acc: &mut [f32], n: usize) {
     if with_thread(|t| t.config.addresses_only) {
         return;
     }
-    for p in retired {
+    for mut p in retired {
+        if let Some(start) = p.a_tile {
+            p.a = fragments_of(start);
+        }
         // SAFETY: B's tile, in the block's shared memory (the descriptor's contract).
         let b = |k: usize, col: usize| unsafe { (k_major_128b(p.b, k, col) as *const f32).read_unaligned() };
         let tf32 = |x: f32| f32::from_bits(x.to_bits() & !0x1fff);
