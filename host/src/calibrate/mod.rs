@@ -10,7 +10,8 @@
 //! [`occupancy`]: the SM's residency limits (device attributes, and the register
 //! allocation unit that agrees with the driver's occupancy calculator on every
 //! kernel); [`on_chip`]: the on-chip rates (lines of global loads and stores,
-//! shared-memory wavefronts); [`pitch`]: a scatter, an update and a gather down
+//! shared-memory wavefronts); [`compute`]: the compute rates (FFMAs, instructions
+//! issued, tensor-core MMAs, L2 reads, an FFMA's and a shared load's latency); [`pitch`]: a scatter, an update and a gather down
 //! columns at pitches and spans (the rates of scattered requests); [`spread`]: copies
 //! whose waves spread over many pages; the copy again (the faster copy is kept, as
 //! the harness does, so a slow first copy cannot inflate the fits). [`summary`] prints
@@ -20,6 +21,7 @@ use std::path::PathBuf;
 use std::time::SystemTime;
 
 pub mod chase;
+pub mod compute;
 pub mod fit;
 pub mod inflight;
 pub mod occupancy;
@@ -30,6 +32,7 @@ pub mod spread;
 pub mod stride;
 pub mod summary;
 
+pub use compute::{COMPUTE, ComputeRun, compute_units};
 pub use fit::{
     BELOW_CEILING, CHASE_SPACING, GRANULARITY_STRIDES, Granularity, LatencyFit, bytes_in_flight_per_sm,
     chase_buffer, follow, latency_points, loaded_latency, per_sm_rate, read_granularity,
@@ -107,7 +110,8 @@ impl Effort {
     }
 
     /// Progress steps of [`measure`]: two copies, each sweep's setup and points, the
-    /// chase, the residency limits, the three on-chip rates, the pitch sweep's setup and
+    /// chase, the residency limits, the three on-chip rates, the compute kernels (each
+    /// one, run or skipped), the pitch sweep's setup and
     /// points (each at every iteration count), the spread sweep's setup and points.
     pub fn steps(self) -> u64 {
         (2 + 1
@@ -117,6 +121,7 @@ impl Effort {
             + 1
             + 1
             + ON_CHIP.len()
+            + COMPUTE.len()
             + 1
             + pitch_grid(self.quick).len() * pitch::ITERATIONS.len()
             + 1
@@ -146,6 +151,8 @@ pub struct Notes {
     /// Blocks and rounds of the on-chip microbenchmarks.
     pub on_chip_blocks: u32,
     pub on_chip_rounds: usize,
+    /// How each compute rate was measured, in [`COMPUTE`]'s order.
+    pub compute_runs: Vec<ComputeRun>,
 }
 
 /// A calibration: the profile, how it was measured, and the kernels that failed
@@ -195,6 +202,7 @@ pub fn measure(gpu: &Gpu, effort: Effort, mut progress: impl FnMut(&str)) -> Res
     let (idle_ns, chase_bytes, chase_steps, chase_failure) = chase::idle_latency(gpu, effort, &mut progress)?;
     let (sm, occupancy_samples, occupancy_agreeing) = occupancy::sm_limits(gpu, &mut progress)?;
     let (rates, on_chip_blocks) = on_chip::on_chip_rates(gpu, effort, &mut progress)?;
+    let (compute, compute_runs, compute_failures) = compute::compute_rates(gpu, effort, &mut progress)?;
     let wave = u64::from(info.sm_count) * u64::from(info.max_threads_per_sm);
     let (pitch_points, pitch_failures) =
         pitch::pitch_sweep(gpu, effort.quick, effort.reps(), wave, &mut progress)?;
@@ -232,12 +240,14 @@ pub fn measure(gpu: &Gpu, effort: Effort, mut progress: impl FnMut(&str)) -> Res
         shared_wavefronts_per_ns_per_sm: Some(rates[2]),
         pitch_sweep: Some(pitch_points),
         spread_sweep: Some(spread_points),
+        compute: Some(compute),
         stride_sweep: strided.points,
         inflight_sweep: inflight.points,
     };
     let mut failures = strided.failures;
     failures.extend(inflight.failures);
     failures.extend(chase_failure);
+    failures.extend(compute_failures);
     failures.extend(pitch_failures);
     failures.extend(spread_failures);
     Ok(Calibration {
@@ -255,6 +265,7 @@ pub fn measure(gpu: &Gpu, effort: Effort, mut progress: impl FnMut(&str)) -> Res
             occupancy_agreeing,
             on_chip_blocks,
             on_chip_rounds: effort.rounds(),
+            compute_runs,
         },
         failures,
     })
@@ -287,7 +298,7 @@ mod tests {
         // distances of 2 kernels.
         assert_eq!(
             full.steps(),
-            2 + 1 + 64 + 1 + 8 + 1 + 1 + 3 + 1 + 31 * 3 + 1 + 8 * 2
+            2 + 1 + 64 + 1 + 8 + 1 + 1 + 3 + 7 + 1 + 31 * 3 + 1 + 8 * 2
         );
         assert!(quick.rounds() < full.rounds());
     }

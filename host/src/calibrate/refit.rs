@@ -42,6 +42,14 @@ mod tests {
     }
 
     #[test]
+    fn refit_keeps_the_compute_rates() {
+        let mut p = sample();
+        refit(&mut p);
+        assert_eq!(p.compute, sample().compute);
+        assert!(p.compute.is_some());
+    }
+
+    #[test]
     fn a_schema_1_profile_is_refitted_from_its_sweep() {
         let mut v1 = serde_json::to_value(schema_2()).unwrap();
         let obj = v1.as_object_mut().unwrap();

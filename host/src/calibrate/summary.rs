@@ -4,8 +4,8 @@
 use super::on_chip::store_windows;
 use super::pitch::pitch_table;
 use super::spread::spread_table;
-use super::{BELOW_CEILING, Notes};
-use crate::profile::{Profile, SweepPoint};
+use super::{BELOW_CEILING, ComputeRun, Notes};
+use crate::profile::{ComputeRates, Profile, SweepPoint};
 use crate::units::format_bytes;
 
 /// The human summary: each parameter on one line, with what it was measured from.
@@ -144,6 +144,9 @@ pub fn summary(p: &Profile, n: &Notes) -> String {
             lines.push((name, format!("{rate:.3}"), from));
         }
     }
+    if let Some(c) = &p.compute {
+        lines.extend(compute_lines(c, n));
+    }
     let mut text: String = lines
         .iter()
         .map(|(name, value, from)| format!("{name:<31} {value:>11}  {from}\n"))
@@ -157,6 +160,46 @@ pub fn summary(p: &Profile, n: &Notes) -> String {
         p.copy_gb_per_s,
     ));
     text
+}
+
+/// One line per compute rate: its value with its unit, and its kernel's launch (or why
+/// it was skipped on this GPU).
+fn compute_lines(c: &ComputeRates, n: &Notes) -> Vec<(&'static str, String, String)> {
+    let units = [
+        "warp FFMA/ns/SM",
+        "warp instr/ns/SM",
+        "warp mma/ns/SM",
+        "FLOP/ns/SM",
+        "GB/s",
+        "ns",
+        "ns",
+    ];
+    let what = [
+        "8 independent FFMA chains a thread, full residency; FFMAs / time / SMs",
+        "2 FFMA : 1 LOP3, independent chains, full residency; instructions / time / SMs",
+        "mma.sync.m16n8k8 TF32, 4 independent accumulators a warp, full residency; MMAs / time / SMs",
+        "wgmma m64n256k8 TF32, both operands in shared memory, as many warpgroups as fit; FLOPs / time / SMs",
+        "float4 loads from a quarter of the L2, each round at another offset (L1 misses); bytes / time",
+        "one warp, one dependent FFMA chain; time / FFMAs",
+        "one warp, a dependent chain of shared loads; time / loads",
+    ];
+    let mut out = Vec::new();
+    for (i, (name, rate)) in c.named().into_iter().enumerate() {
+        let run = n.compute_runs.get(i);
+        let how = match run {
+            Some(ComputeRun {
+                skipped: Some(why), ..
+            }) => format!("{}: skipped, {why}", run.map_or("", |r| r.kernel)),
+            Some(r) => format!(
+                "{}: {}; {} blocks of {} threads, {} rounds, median of {}",
+                r.kernel, what[i], r.blocks, r.threads, r.rounds, n.reps.timed
+            ),
+            None => what[i].to_string(),
+        };
+        let value = rate.map_or("null".to_string(), |v| format!("{v:.3} {}", units[i]));
+        out.push((name, value, how));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -197,11 +240,22 @@ mod tests {
             occupancy_agreeing: 118,
             on_chip_blocks: 1056,
             on_chip_rounds: 2048,
+            compute_runs: crate::calibrate::COMPUTE
+                .iter()
+                .map(|k| ComputeRun {
+                    kernel: k.name,
+                    blocks: 1056,
+                    threads: 256,
+                    rounds: 2048,
+                    skipped: (k.name == "wgmma_tf32_throughput")
+                        .then(|| "needs sm_90a (this GPU is 8.0)".into()),
+                })
+                .collect(),
         };
         let text = summary(&p, &notes);
-        // 16 parameters, then each sweep: a blank line, its title, its header and one
+        // 16 parameters and 7 compute rates, then each sweep: a blank line, its title, its header and one
         // line per point.
-        assert_eq!(text.lines().count(), 16 + 3 + 1 + 3 + 1, "{text}");
+        assert_eq!(text.lines().count(), 16 + 7 + 3 + 1 + 3 + 1, "{text}");
         assert!(text.contains("\npitch sweep (32 lanes one pitch apart"), "{text}");
         assert!(text.contains("\nspread sweep (a copy"), "{text}");
         for field in [
@@ -221,10 +275,26 @@ mod tests {
             "load_lines_per_ns_per_sm",
             "store_lines_per_ns_per_sm",
             "shared_wavefronts_per_ns_per_sm",
+            "fma_per_ns_per_sm",
+            "issue_per_ns_per_sm",
+            "mma_tf32_per_ns_per_sm",
+            "wgmma_tf32_flops_per_ns_per_sm",
+            "l2_read_gb_per_s",
+            "fma_latency_ns",
+            "shared_latency_ns",
         ] {
             assert!(text.lines().any(|l| l.starts_with(field)), "{field}: {text}");
         }
         assert!(text.contains("70.2 B per read at stride 16"), "{text}");
+        assert!(
+            text.contains("7.000 warp FFMA/ns/SM  fma_throughput: 8 independent"),
+            "{text}"
+        );
+        assert!(
+            text.contains("wgmma_tf32_throughput: skipped, needs sm_90a"),
+            "{text}"
+        );
+        assert!(text.contains("17.000 ns  shared_chase: one warp"), "{text}");
         assert!(text.contains("for 118 of 120 kernel x block sizes"), "{text}");
         // A schema-2 profile has none of schema 3's lines.
         let old = summary(&crate::profile::tests::schema_2(), &notes);

@@ -10,9 +10,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 
+pub mod compute;
 pub mod schema;
 pub mod sweeps;
 
+pub use compute::ComputeRates;
 pub use schema::{PROFILE_SCHEMA, SCHEMA_3_FIELDS};
 pub use sweeps::{
     PAGE_BYTES, PitchPoint, RequestKind, SpreadPoint, Stream, SweepPoint, pages_filled, spread,
@@ -110,6 +112,10 @@ pub struct Profile {
     /// chunks spread over 4 MiB to 256 MiB: the rate of a stream so spread.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spread_sweep: Option<Vec<SpreadPoint>>,
+    /// The compute rates (schema 6; `None` before): FMAs, issue, tensor-core MMAs, L2
+    /// reads and two latencies, each measured by a microbenchmark of our own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compute: Option<ComputeRates>,
     /// The measurements behind the fits, for the record.
     pub stride_sweep: Vec<SweepPoint>,
     pub inflight_sweep: Vec<SweepPoint>,
@@ -233,8 +239,18 @@ pub(crate) mod tests {
                 write_spread: 22.0,
                 gb_per_s: 2800.0,
             }]),
+            compute: Some(compute::tests::sample()),
             stride_sweep: Vec::new(),
             inflight_sweep: Vec::new(),
+        }
+    }
+
+    /// [`sample`] as a schema-5 file would give it: no compute rates.
+    pub(crate) fn schema_5() -> Profile {
+        Profile {
+            schema: 5,
+            compute: None,
+            ..sample()
         }
     }
 
@@ -243,6 +259,7 @@ pub(crate) mod tests {
         Profile {
             schema: 4,
             spread_sweep: None,
+            compute: None,
             ..sample()
         }
     }
@@ -253,6 +270,7 @@ pub(crate) mod tests {
             schema: 3,
             pitch_sweep: None,
             spread_sweep: None,
+            compute: None,
             ..sample()
         }
     }
@@ -263,6 +281,7 @@ pub(crate) mod tests {
             schema: 2,
             pitch_sweep: None,
             spread_sweep: None,
+            compute: None,
             sm: None,
             load_lines_per_ns_per_sm: None,
             store_lines_per_ns_per_sm: None,

@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 /// The profile format's version: a newer file is refused in one line, an older one is
 /// read as it is (docs/model.md says what each schema added, and what an older file's
 /// predictions lack).
-pub const PROFILE_SCHEMA: u32 = 5;
+pub const PROFILE_SCHEMA: u32 = 6;
 
 /// The fields schema 3 added: required in a schema-3 file, absent before.
 pub const SCHEMA_3_FIELDS: [&str; 4] = [
@@ -78,6 +78,15 @@ impl Profile {
         if schema < 5 && has_spread {
             return Err(bad(format!(
                 "not a coalesce profile: schema {schema} has no field `spread_sweep`"
+            )));
+        }
+        let has_compute = value.get("compute").is_some_and(|v| !v.is_null());
+        if schema >= 6 && !has_compute {
+            return Err(bad("not a coalesce profile: missing field `compute`".into()));
+        }
+        if schema < 6 && value.get("compute").is_some() {
+            return Err(bad(format!(
+                "not a coalesce profile: schema {schema} has no field `compute`"
             )));
         }
         let points = value.get("pitch_sweep").and_then(|v| v.as_array());
@@ -167,6 +176,9 @@ impl Profile {
                 p.apart
             ));
         }
+        if let Some(c) = &self.compute {
+            c.check()?;
+        }
         if self.sm_count == 0 || self.max_threads_per_sm == 0 {
             return Err("sm_count and max_threads_per_sm must be positive".into());
         }
@@ -184,7 +196,7 @@ impl Profile {
 mod tests {
     use super::*;
     use crate::profile::SweepPoint;
-    use crate::profile::tests::{sample, schema_2, schema_3, schema_4};
+    use crate::profile::tests::{sample, schema_2, schema_3, schema_4, schema_5};
 
     #[test]
     fn round_trips_and_refuses_what_is_not_a_profile() {
@@ -202,7 +214,7 @@ mod tests {
                 "{e}"
             );
         }
-        let newer = text.replace("\"schema\":5", "\"schema\":7");
+        let newer = text.replace("\"schema\":6", "\"schema\":7");
         let e = Profile::parse(&newer, "p.json").unwrap_err().to_string();
         assert!(e.contains("newer coalesce (profile schema 7"), "{e}");
         let missing = text.replace("\"loaded_latency_ns\"", "\"renamed\"");
@@ -292,7 +304,8 @@ mod tests {
         assert_eq!((p.schema, p.pitch_sweep.unwrap()[0].iterations), (4, 1));
         let mut v = serde_json::to_value(&two).unwrap();
         v.as_object_mut().unwrap().remove("spread_sweep");
-        let odd = v.to_string().replace("\"schema\":5", "\"schema\":4");
+        v.as_object_mut().unwrap().remove("compute");
+        let odd = v.to_string().replace("\"schema\":6", "\"schema\":4");
         let e = Profile::parse(&odd, "p.json").unwrap_err().to_string();
         assert_eq!(
             e,
@@ -312,13 +325,61 @@ mod tests {
         let old = serde_json::to_string(&schema_4()).unwrap();
         assert!(!old.contains("spread_sweep"), "{old}");
         let text = serde_json::to_string(&sample()).unwrap();
-        let odd = text.replace("\"schema\":5", "\"schema\":4");
+        let odd = serde_json::to_string(&schema_5())
+            .unwrap()
+            .replace("\"schema\":5", "\"schema\":4");
         let e = Profile::parse(&odd, "p.json").unwrap_err().to_string();
         assert!(e.contains("schema 4 has no field `spread_sweep`"), "{e}");
         let zero = text.replace("\"gb_per_s\":2800.0", "\"gb_per_s\":0.0");
         let e = Profile::parse(&zero, "p.json").unwrap_err().to_string();
         assert!(e.contains("spread_sweep: the point 32 apart"), "{e}");
         assert!(text.contains("\"stream\":\"writes\""), "{text}");
+    }
+
+    #[test]
+    fn schema_6_needs_its_compute_rates_and_schema_5_loads_without_them() {
+        let mut v = serde_json::to_value(sample()).unwrap();
+        v.as_object_mut().unwrap().remove("compute");
+        let e = Profile::parse(&v.to_string(), "p.json").unwrap_err().to_string();
+        assert_eq!(e, "p.json: not a coalesce profile: missing field `compute`");
+        let null = v
+            .to_string()
+            .replace("\"schema\":6", "\"schema\":6,\"compute\":null");
+        let e = Profile::parse(&null, "p.json").unwrap_err().to_string();
+        assert_eq!(e, "p.json: not a coalesce profile: missing field `compute`");
+        // A schema-5 file: loads, with no compute rates.
+        let old = serde_json::to_string(&schema_5()).unwrap();
+        assert!(!old.contains("compute\""), "{old}");
+        let p = Profile::parse(&old, "p.json").unwrap();
+        assert_eq!((p.schema, p.compute), (5, None));
+        // ... and cannot carry them, even null.
+        let text = serde_json::to_string(&sample()).unwrap();
+        let odd = text.replace("\"schema\":6", "\"schema\":5");
+        let e = Profile::parse(&odd, "p.json").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "p.json: not a coalesce profile: schema 5 has no field `compute`"
+        );
+        let odd = old.replace("\"schema\":5", "\"schema\":5,\"compute\":null");
+        assert!(Profile::parse(&odd, "p.json").is_err());
+        // Rates below sm_80 or off sm_90 are null; a measured one must be positive.
+        let mut v = serde_json::to_value(sample()).unwrap();
+        v["compute"]["wgmma_tf32_flops_per_ns_per_sm"] = serde_json::Value::Null;
+        v["compute"]["mma_tf32_per_ns_per_sm"] = serde_json::Value::Null;
+        let p = Profile::parse(&v.to_string(), "p.json").unwrap();
+        let c = p.compute.unwrap();
+        assert_eq!(
+            (c.mma_tf32_per_ns_per_sm, c.wgmma_tf32_flops_per_ns_per_sm),
+            (None, None)
+        );
+        v["compute"]["l2_read_gb_per_s"] = (-1.0).into();
+        let e = Profile::parse(&v.to_string(), "p.json").unwrap_err().to_string();
+        assert_eq!(e, "p.json: compute.l2_read_gb_per_s is -1, not a positive number");
+        // A rate missing from the section is refused by name.
+        let mut v = serde_json::to_value(sample()).unwrap();
+        v["compute"].as_object_mut().unwrap().remove("fma_latency_ns");
+        let e = Profile::parse(&v.to_string(), "p.json").unwrap_err().to_string();
+        assert!(e.contains("missing field `fma_latency_ns`"), "{e}");
     }
 
     fn point(x: f64, gb_per_s: f64) -> SweepPoint {

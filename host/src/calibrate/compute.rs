@@ -1,0 +1,502 @@
+//! The compute rates (kernels/src/pipes.rs): FFMAs, instructions issued, tensor-core
+//! MMAs, L2 reads, and the latencies of a dependent FFMA and a dependent shared load.
+//! Each rate is one declared count of work per launch ([`compute_units`]) over the
+//! median launch (and the SMs, where per SM); each kernel's output is checked against
+//! a CPU computation of the same arithmetic before its time is used.
+
+use cust::function::BlockSize;
+use cust::memory::CopyDestination;
+use kernels::entry;
+use kernels::handle::KernelInfo;
+use kernels::pipes::{
+    BLOCK, CHAINS, CHASE_RING, CHASE_THREADS, FMA_PER_ROUND, ISSUE_FMA_PER_ROUND, ISSUE_LOP3_PER_ROUND,
+    ISSUE_STEPS, LATENCY_STEPS, MMA_CHAINS, MMA_PER_ROUND, WGMMA_N, WGMMA_PER_ROUND, WGMMA_SHARED_BYTES,
+    WGMMA_THREADS,
+};
+
+use super::{Effort, per_sm_rate};
+use crate::device::Gpu;
+use crate::error::{Error, Result};
+use crate::launch::{DeviceArg, Launch};
+use crate::profile::ComputeRates;
+use crate::timing::time_launches;
+
+/// The compute microbenchmarks, in the order of [`ComputeRates::named`].
+pub static COMPUTE: [&KernelInfo; 7] = [
+    entry::fma_throughput.info(),
+    entry::issue_mix.info(),
+    entry::mma_tf32_throughput.info(),
+    entry::wgmma_tf32_throughput.info(),
+    entry::l2_read.info(),
+    entry::fma_latency.info(),
+    entry::shared_chase.info(),
+];
+
+/// The FMA chains' parameters: `f = f A + B` tends to B / (1 - A) = 512, so the
+/// values stay normal floats however long the chain.
+pub const FMA_A: f32 = 1.0 - 1.0 / 1024.0;
+pub const FMA_B: f32 = 0.5;
+/// [`kernels::pipes::issue_mix`]'s mask.
+pub const ISSUE_K: u32 = 0x5bd1_e995;
+/// The MMAs' operands: every product a power of two, so every sum the tensor cores
+/// make is exact, whatever their order of additions (an m16n8k8 adds 36 A B or 72 A B
+/// to each element; an m64n256k8 adds 8 A B = 1).
+pub const MMA_A: f32 = 1.0;
+pub const MMA_B: f32 = 1.0 / 128.0;
+pub const WGMMA_B: f32 = 1.0 / 8.0;
+
+/// Threads per block of a compute kernel.
+pub fn block_threads(kernel: &KernelInfo) -> u32 {
+    if kernel == entry::wgmma_tf32_throughput.info() {
+        WGMMA_THREADS
+    } else if [entry::fma_latency.info(), entry::shared_chase.info()].contains(&kernel) {
+        CHASE_THREADS
+    } else {
+        BLOCK
+    }
+}
+
+/// Rounds of each kernel's loop: about 2 ms a launch on an H100 (at 4 FFMA or 4
+/// instructions a clock per SM, about one m16n8k8 or 1/128 of an m64n256k8 a clock
+/// per SM, 4 clocks an FFMA and some 30 a shared load), an eighth of it when quick.
+/// [`l2_rounds`] sizes `l2_read`'s.
+pub fn compute_rounds(kernel: &KernelInfo, quick: bool) -> usize {
+    let full = match kernel.name {
+        "fma_throughput" | "mma_tf32_throughput" | "shared_chase" => 2048,
+        "issue_mix" | "wgmma_tf32_throughput" => 1024,
+        "fma_latency" => 16384,
+        _ => 0,
+    };
+    if quick { full / 8 } else { full }
+}
+
+/// Units each of [`COMPUTE`]'s kernels does in a launch of `blocks` blocks of
+/// [`block_threads`] threads and `rounds` rounds (`l2_read` reads `layers` float4s a
+/// thread a round; the others take 1): warp FFMAs (`fma_throughput`), warp FFMAs and
+/// LOP3s (`issue_mix`), warp `mma.sync`s, wgmma FLOPs, bytes read from L2, dependent
+/// FFMAs and dependent shared loads (one warp: the chain's length). The loops' own
+/// instructions are not counted.
+pub fn compute_units(kernel: &KernelInfo, blocks: u32, rounds: usize, layers: usize) -> u64 {
+    let threads = u64::from(blocks) * u64::from(block_threads(kernel));
+    let (warps, rounds) = (threads / 32, rounds as u64);
+    match kernel.name {
+        "fma_throughput" => warps * rounds * FMA_PER_ROUND as u64,
+        "issue_mix" => warps * rounds * (ISSUE_FMA_PER_ROUND + ISSUE_LOP3_PER_ROUND) as u64,
+        "mma_tf32_throughput" => warps * rounds * MMA_PER_ROUND as u64,
+        "wgmma_tf32_throughput" => {
+            let flops = 2 * 64 * WGMMA_N as u64 * 8;
+            (threads / u64::from(WGMMA_THREADS)) * rounds * WGMMA_PER_ROUND as u64 * flops
+        }
+        "l2_read" => threads * rounds * layers as u64 * 16,
+        "fma_latency" | "shared_chase" => rounds * LATENCY_STEPS as u64,
+        _ => 0,
+    }
+}
+
+/// `l2_read`'s buffer for a grid of `threads` threads on an L2 of `l2_bytes`: layers of
+/// one float4 a thread, as many as make about a quarter of the L2 (at least one), and
+/// the shift between rounds, in threads: about 0.382 of the grid's blocks (the golden
+/// section, so that an SM's blocks meet their own lines of a few rounds before only
+/// rarely), a whole number of blocks so each warp's reads stay whole lines.
+pub fn l2_shape(threads: u64, l2_bytes: u64) -> (usize, usize) {
+    let layer = threads * 16;
+    let layers = ((l2_bytes / 4 + layer / 2) / layer.max(1)).max(1);
+    let blocks = threads / u64::from(BLOCK);
+    let shift = ((blocks as f64 * 0.382).round() as u64).clamp(1, blocks.saturating_sub(1).max(1));
+    (layers as usize, (shift * u64::from(BLOCK)) as usize)
+}
+
+/// `l2_read`'s rounds: 8 GB read a launch (about 2 ms at 4 TB/s), an eighth when quick.
+pub fn l2_rounds(threads: u64, layers: usize, quick: bool) -> usize {
+    let bytes: u64 = if quick { 1 << 30 } else { 8 << 30 };
+    (bytes / (threads * layers as u64 * 16).max(1)).max(1) as usize
+}
+
+/// The value `l2_read` reads at float `i` of its buffer (small integers: every sum a
+/// thread makes is exact).
+pub fn l2_value(i: usize) -> u32 {
+    (i % 7) as u32
+}
+
+/// What each of `threads` threads of `l2_read` stores: the sum of the float4s at its
+/// place `at` (g, then + shift mod threads each round) in every layer.
+pub fn l2_sums(threads: usize, layers: usize, shift: usize, rounds: usize) -> Vec<u32> {
+    use rayon::prelude::*;
+    // The sum of the `layers` float4s at each place.
+    let at: Vec<u32> = (0..threads)
+        .into_par_iter()
+        .map(|p| {
+            (0..layers)
+                .flat_map(|l| (0..4).map(move |c| l2_value(4 * (p + l * threads) + c)))
+                .sum()
+        })
+        .collect();
+    (0..threads)
+        .into_par_iter()
+        .map(|g| {
+            let (mut p, mut sum) = (g, 0u32);
+            for _ in 0..rounds {
+                sum += at[p];
+                p = (p + shift) % threads;
+            }
+            sum
+        })
+        .collect()
+}
+
+/// What every thread of `fma_throughput` stores: its 8 chains' sum.
+pub fn fma_chains(rounds: usize, a: f32, b: f32) -> f32 {
+    let mut f: [f32; CHAINS] = core::array::from_fn(|j| b + j as f32);
+    for _ in 0..rounds * (FMA_PER_ROUND / CHAINS) {
+        for x in f.iter_mut() {
+            *x = x.mul_add(a, b);
+        }
+    }
+    f.iter().sum()
+}
+
+/// What every thread of `issue_mix` stores.
+pub fn issue_chains(rounds: usize, a: f32, b: f32, k: u32) -> u32 {
+    let mut f: [f32; CHAINS] = core::array::from_fn(|j| b + j as f32);
+    let mut x: [u32; CHAINS] = core::array::from_fn(|j| k ^ j as u32);
+    for _ in 0..rounds * ISSUE_STEPS {
+        for j in 0..CHAINS {
+            f[j] = f[j].mul_add(a, b).mul_add(a, b);
+            x[j] = (x[j] ^ f[j].to_bits()) & k;
+        }
+    }
+    x.iter()
+        .fold(f.iter().sum::<f32>().to_bits(), |s, v| s.wrapping_add(*v))
+}
+
+/// What every thread of `mma_tf32_throughput` stores: each m16n8k8 adds 36 a b to its
+/// accumulators of row g and 72 a b to those of row g + 8 (A's fragments a, 2a, 4a, 8a
+/// times B's b, 2b, over k 0..4 and 4..8).
+pub fn mma_sum(rounds: usize, a: f32, b: f32) -> f32 {
+    let mut acc: [[f32; 4]; MMA_CHAINS] = core::array::from_fn(|j| [j as f32; 4]);
+    let add = [36.0 * a * b, 36.0 * a * b, 72.0 * a * b, 72.0 * a * b];
+    for _ in 0..rounds * (MMA_PER_ROUND / MMA_CHAINS) {
+        for c in acc.iter_mut() {
+            for (v, d) in c.iter_mut().zip(add) {
+                *v += d;
+            }
+        }
+    }
+    acc.iter().flatten().sum()
+}
+
+/// What every thread of `wgmma_tf32_throughput` stores: each of its 128 accumulators
+/// gains 8 a b per wgmma.
+pub fn wgmma_sum(rounds: usize, a: f32, b: f32) -> f32 {
+    let mut one = 0.0f32;
+    for _ in 0..rounds * WGMMA_PER_ROUND {
+        one += 8.0 * a * b;
+    }
+    [one; WGMMA_N / 2].iter().sum()
+}
+
+/// What every thread of `fma_latency` stores.
+pub fn fma_chain(rounds: usize, a: f32, b: f32) -> f32 {
+    (0..rounds * LATENCY_STEPS).fold(b, |x, _| x.mul_add(a, b))
+}
+
+/// Where lane `lane` of `shared_chase` ends after `rounds` rounds: its ring's word
+/// (hops mod the ring's length) on.
+pub fn chase_end(lane: usize, rounds: usize) -> u32 {
+    (lane + 32 * (rounds * LATENCY_STEPS % CHASE_RING)) as u32
+}
+
+/// How each rate was measured, for the summary.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ComputeRun {
+    pub kernel: &'static str,
+    pub blocks: u32,
+    pub threads: u32,
+    pub rounds: usize,
+    /// Why the kernel did not run on this GPU (its rate is null).
+    pub skipped: Option<String>,
+}
+
+/// A first failure among a kernel's stored values, or None.
+fn check<T: PartialEq + std::fmt::Debug>(
+    kernel: &str,
+    got: &[T],
+    want: impl Fn(usize) -> T,
+) -> Option<String> {
+    got.iter()
+        .enumerate()
+        .find(|(i, v)| **v != want(*i))
+        .map(|(i, v)| format!("{kernel}: thread {i} stored {v:?} instead of {:?}", want(i)))
+}
+
+/// Runs and times the compute kernels: each at full residency (as many blocks as the
+/// driver says fit, on every SM), the latency ones as one warp. Returns the rates, how
+/// each was run and the validation failures.
+pub(super) fn compute_rates(
+    gpu: &Gpu,
+    effort: Effort,
+    progress: &mut impl FnMut(&str),
+) -> Result<(ComputeRates, Vec<ComputeRun>, Vec<String>)> {
+    let (info, reps, quick) = (&gpu.info, effort.reps(), effort.quick);
+    let mut runs = Vec::new();
+    let mut failures = Vec::new();
+    let mut rates: [Option<f64>; 7] = [None; 7];
+    for (i, &kernel) in COMPUTE.iter().enumerate() {
+        progress(kernel.name);
+        if !kernel.module.loads_on(info.compute_capability) {
+            let (major, minor) = info.compute_capability;
+            runs.push(ComputeRun {
+                kernel: kernel.name,
+                blocks: 0,
+                threads: 0,
+                rounds: 0,
+                skipped: Some(format!(
+                    "needs {} (this GPU is {major}.{minor})",
+                    kernel.module.requires().unwrap_or("?")
+                )),
+            });
+            continue;
+        }
+        let threads = block_threads(kernel);
+        let shared = if kernel == entry::wgmma_tf32_throughput.info() {
+            WGMMA_SHARED_BYTES as u32
+        } else {
+            0
+        };
+        let blocks = if threads == CHASE_THREADS {
+            1
+        } else {
+            let per_sm = gpu
+                .function(kernel)?
+                .max_active_blocks_per_multiprocessor(BlockSize::x(threads), shared as usize)
+                .map_err(gpu.cuda_error("asking the driver's occupancy calculator"))?;
+            info.sm_count.max(1) * per_sm.max(1)
+        };
+        let cfg = Launch {
+            grid: (blocks, 1, 1),
+            block: (threads, 1, 1),
+            shared_bytes: shared,
+        };
+        let n = (blocks * threads) as usize;
+        let (mut rounds, mut layers) = (compute_rounds(kernel, quick), 1);
+        let (time, failure) = match kernel.name {
+            "l2_read" => {
+                let shift;
+                (layers, shift) = l2_shape(n as u64, info.l2_bytes);
+                rounds = l2_rounds(n as u64, layers, quick);
+                let host: Vec<f32> = (0..4 * n * layers).map(|i| l2_value(i) as f32).collect();
+                let src = gpu.upload(&host)?;
+                let out = gpu.alloc::<f32>(n)?;
+                let k = gpu.load(&entry::l2_read)?;
+                let args = (rounds as u32, layers, shift, src.global_as(), out.global_mut());
+                let t = time_launches(gpu, reps, || k.launch(cfg, args))?;
+                let got = read(gpu, &out)?;
+                let want = l2_sums(n, layers, shift, rounds);
+                (t, check(kernel.name, &got, |i| want[i] as f32))
+            }
+            "issue_mix" => {
+                let out = gpu.alloc::<u32>(n)?;
+                let k = gpu.load(&entry::issue_mix)?;
+                let args = (rounds as u32, FMA_A, FMA_B, ISSUE_K, out.global_mut());
+                let t = time_launches(gpu, reps, || k.launch(cfg, args))?;
+                let want = issue_chains(rounds, FMA_A, FMA_B, ISSUE_K);
+                (t, check(kernel.name, &read(gpu, &out)?, |_| want))
+            }
+            "shared_chase" => {
+                let out = gpu.alloc::<u32>(n)?;
+                let k = gpu.load(&entry::shared_chase)?;
+                let t = time_launches(gpu, reps, || k.launch(cfg, (rounds as u32, out.global_mut())))?;
+                (t, check(kernel.name, &read(gpu, &out)?, |i| chase_end(i, rounds)))
+            }
+            _ => {
+                // The kernels of (rounds, a, b, out) whose every thread stores one float.
+                let out = gpu.alloc::<f32>(n)?;
+                let (handle, a, b, want) = match kernel.name {
+                    "fma_throughput" => (
+                        &entry::fma_throughput,
+                        FMA_A,
+                        FMA_B,
+                        fma_chains(rounds, FMA_A, FMA_B),
+                    ),
+                    "mma_tf32_throughput" => (
+                        &entry::mma_tf32_throughput,
+                        MMA_A,
+                        MMA_B,
+                        mma_sum(rounds, MMA_A, MMA_B),
+                    ),
+                    "wgmma_tf32_throughput" => (
+                        &entry::wgmma_tf32_throughput,
+                        MMA_A,
+                        WGMMA_B,
+                        wgmma_sum(rounds, MMA_A, WGMMA_B),
+                    ),
+                    _ => (&entry::fma_latency, FMA_A, FMA_B, fma_chain(rounds, FMA_A, FMA_B)),
+                };
+                let k = gpu.load(handle)?;
+                let t = time_launches(gpu, reps, || {
+                    k.launch(cfg, (rounds as u32, a, b, out.global_mut()))
+                })?;
+                (t, check(kernel.name, &read(gpu, &out)?, |_| want))
+            }
+        };
+        failures.extend(failure);
+        let units = compute_units(kernel, blocks, rounds, layers);
+        let ns = time.median_ms * 1e6;
+        rates[i] = match kernel.name {
+            "l2_read" => Some(units as f64 / ns),
+            "fma_latency" | "shared_chase" => Some(ns / units as f64),
+            _ => per_sm_rate(units, time.median_ms, info.sm_count),
+        }
+        .filter(|r| r.is_finite() && *r > 0.0);
+        if rates[i].is_none() {
+            return Err(Error::BadProfile {
+                path: "calibrate".into(),
+                why: format!("{} took {} ms: no rate", kernel.name, time.median_ms),
+            });
+        }
+        runs.push(ComputeRun {
+            kernel: kernel.name,
+            blocks,
+            threads,
+            rounds,
+            skipped: None,
+        });
+    }
+    let [fma, issue, mma, wgmma, l2, fma_latency, shared_latency] = rates;
+    let rates = ComputeRates {
+        fma_per_ns_per_sm: fma.unwrap_or_default(),
+        issue_per_ns_per_sm: issue.unwrap_or_default(),
+        mma_tf32_per_ns_per_sm: mma,
+        wgmma_tf32_flops_per_ns_per_sm: wgmma,
+        l2_read_gb_per_s: l2.unwrap_or_default(),
+        fma_latency_ns: fma_latency.unwrap_or_default(),
+        shared_latency_ns: shared_latency.unwrap_or_default(),
+    };
+    Ok((rates, runs, failures))
+}
+
+/// A kernel's output, back on the host.
+fn read<T: cust::memory::DeviceCopy + Default + Clone>(
+    gpu: &Gpu,
+    buf: &cust::memory::DeviceBuffer<T>,
+) -> Result<Vec<T>> {
+    gpu.sync("running a compute microbenchmark")?;
+    let mut host = vec![T::default(); buf.len()];
+    buf.copy_to(&mut host[..])
+        .map_err(gpu.cuda_error("reading a compute microbenchmark's output"))?;
+    Ok(host)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compute_units_count_what_each_launch_does() {
+        // 1056 blocks of 256 threads (8 warps), 2048 rounds.
+        let warps = 1056 * 8 * 2048;
+        assert_eq!(compute_units(&entry::fma_throughput, 1056, 2048, 1), warps * 128);
+        assert_eq!(
+            compute_units(&entry::issue_mix, 1056, 2048, 1),
+            warps * (128 + 64)
+        );
+        assert_eq!(
+            compute_units(&entry::mma_tf32_throughput, 1056, 2048, 1),
+            warps * 16
+        );
+        // 396 warpgroups, 1024 rounds of 8 m64n256k8: 2 x 64 x 256 x 8 FLOPs each.
+        assert_eq!(
+            compute_units(&entry::wgmma_tf32_throughput, 396, 1024, 1),
+            396 * 1024 * 8 * 262_144
+        );
+        // A float4 a layer a thread a round.
+        assert_eq!(
+            compute_units(&entry::l2_read, 1056, 600, 3),
+            1056 * 256 * 600 * 3 * 16
+        );
+        // One warp's chain.
+        assert_eq!(compute_units(&entry::fma_latency, 1, 16384, 1), 16384 * 64);
+        assert_eq!(compute_units(&entry::shared_chase, 1, 2048, 1), 2048 * 64);
+        assert_eq!(compute_units(&entry::copy_f32, 1056, 2048, 1), 0);
+        // Every kernel has its rounds, but l2_read, whose rounds come from its bytes.
+        for k in COMPUTE {
+            let full = compute_rounds(k, false);
+            assert_eq!(full == 0, k.name == "l2_read", "{}", k.name);
+            assert_eq!(compute_rounds(k, true), full / 8);
+        }
+    }
+
+    #[test]
+    fn the_l2_buffer_is_a_quarter_of_the_l2_and_each_round_moves_on() {
+        // An H100: 1056 blocks of 256 threads, 50 MiB of L2: 3 layers of 4.1 MiB.
+        let threads = 1056 * 256;
+        let (layers, shift) = l2_shape(threads, 50 << 20);
+        assert_eq!(layers, 3);
+        assert_eq!(shift, 403 * 256);
+        assert_eq!(shift % 256, 0);
+        let rounds = l2_rounds(threads, layers, false);
+        assert_eq!(rounds, 661);
+        assert!(l2_rounds(threads, layers, true) < rounds);
+        // A small grid on a large L2 takes more layers; a huge one at least one.
+        assert_eq!(l2_shape(1024, 1 << 20), (16, 2 * 256));
+        assert_eq!(l2_shape(1 << 24, 1 << 20).0, 1);
+        // Sums: thread g reads place g, then g + shift, each place's layers.
+        let sums = l2_sums(8, 2, 3, 2);
+        let place = |p: usize| -> u32 {
+            (0..2)
+                .flat_map(|l| (0..4).map(move |c| l2_value(4 * (p + 8 * l) + c)))
+                .sum()
+        };
+        assert_eq!(sums[0], place(0) + place(3));
+        assert_eq!(sums[6], place(6) + place(1));
+    }
+
+    #[test]
+    fn the_references_compute_each_kernels_arithmetic() {
+        // Two FMA steps of one chain by hand.
+        let (a, b) = (FMA_A, FMA_B);
+        assert_eq!(fma_chain(0, a, b), b);
+        let two = b.mul_add(a, b).mul_add(a, b);
+        assert_eq!((0..2).fold(b, |x, _| x.mul_add(a, b)), two);
+        // The chains tend to b / (1 - a) and stay finite.
+        let long = fma_chain(16384, a, b);
+        assert!((long - 512.0).abs() < 1.0, "{long}");
+        assert!(fma_chains(2048, a, b).is_finite());
+        assert_ne!(issue_chains(3, a, b, ISSUE_K), issue_chains(4, a, b, ISSUE_K));
+        // m16n8k8: 4 chains of [j; 4], each + (36, 36, 72, 72) a b per mma, 16 per round.
+        let per_thread = |rounds: f32| 4.0 * 4.0 * 1.5 + 4.0 * rounds * 4.0 * 216.0 / 128.0;
+        assert_eq!(mma_sum(1, MMA_A, MMA_B), per_thread(1.0));
+        assert_eq!(mma_sum(2048, MMA_A, MMA_B), per_thread(2048.0));
+        // wgmma: 128 accumulators, each + 1 per wgmma, 8 per round.
+        assert_eq!(wgmma_sum(1024, MMA_A, WGMMA_B), 128.0 * 8.0 * 1024.0);
+        // The chase ends elsewhere than it started at the full and quick rounds.
+        for quick in [false, true] {
+            let rounds = compute_rounds(&entry::shared_chase, quick);
+            assert_ne!(chase_end(5, rounds), 5);
+            assert_eq!(chase_end(5, rounds) % 32, 5, "in the lane's own bank");
+        }
+        assert_eq!(chase_end(3, 1), 3 + 32 * 2);
+    }
+
+    #[test]
+    fn the_kernels_run_one_warp_or_full_blocks() {
+        assert_eq!(block_threads(&entry::shared_chase), 32);
+        assert_eq!(block_threads(&entry::fma_latency), 32);
+        assert_eq!(block_threads(&entry::wgmma_tf32_throughput), 128);
+        assert_eq!(block_threads(&entry::issue_mix), 256);
+        assert_eq!(
+            COMPUTE.map(|k| k.name),
+            crate::profile::compute::tests::sample()
+                .named()
+                .map(|(name, _)| match name {
+                    "fma_per_ns_per_sm" => "fma_throughput",
+                    "issue_per_ns_per_sm" => "issue_mix",
+                    "mma_tf32_per_ns_per_sm" => "mma_tf32_throughput",
+                    "wgmma_tf32_flops_per_ns_per_sm" => "wgmma_tf32_throughput",
+                    "l2_read_gb_per_s" => "l2_read",
+                    "fma_latency_ns" => "fma_latency",
+                    _ => "shared_chase",
+                })
+        );
+    }
+}
