@@ -12,6 +12,7 @@ mod coverage;
 pub mod emulate;
 mod hash;
 pub mod measured;
+pub mod mix;
 pub mod model;
 pub mod ncu;
 pub mod predict;

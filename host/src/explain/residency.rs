@@ -14,7 +14,7 @@ use serde::Serialize;
 use crate::profile::{Profile, SmLimits};
 
 /// The ptxas to run: `$PTXAS`, else `ptxas` on the PATH.
-fn ptxas() -> String {
+pub(super) fn ptxas() -> String {
     std::env::var("PTXAS").unwrap_or_else(|_| "ptxas".into())
 }
 
@@ -90,7 +90,7 @@ fn assembled(module: PtxModule, arch: &str) -> Assembled {
 
 /// The module that holds `kernel`, and the architecture ptxas assembles it for on a
 /// GPU of compute capability `sm` (sm_90a's own instructions need `sm_90a`).
-fn module_of(kernel: &str, sm: &str) -> (PtxModule, String) {
+pub(super) fn module_of(kernel: &str, sm: &str) -> (PtxModule, String) {
     let module = kernels::entry::ALL
         .iter()
         .find(|k| k.name == kernel)

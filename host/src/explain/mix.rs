@@ -1,0 +1,293 @@
+//! A kernel's instruction mix per iteration of its hot loop, read offline from its
+//! code: what a model of a matrix multiply's time needs beside the GPU's rates
+//! (instructions issued, FP32 and tensor-core FLOPs, shared and global accesses,
+//! barriers, per step of the k loop).
+//!
+//! **Which code.** [`instruction_mix`] reads the SASS where it can: ptxas assembles
+//! the kernel's own embedded module for the profile's architecture (`sm_90a` for the
+//! sm_90a module's kernels, as [`super::residency`] does), nvdisasm disassembles it
+//! (`$NVDISASM`, else beside `$PTXAS`, else on the PATH), once per module and
+//! architecture in a process. Without them it reads the embedded PTX, which is always
+//! there; [`InstructionMix::source`] says which, [`InstructionMix::fallback`] why.
+//! PTX counts are a rougher guide: ptxas unrolls, merges scalar shared accesses into
+//! vector ones ([`super::vectorize`]) and adds or removes address arithmetic.
+//!
+//! **Which loop.** The loops are the natural loops of the control-flow graph
+//! (`mix/cfg.rs` says why not "a backward branch and its target"). A loop's *direct*
+//! math is its math instructions (FP32, `mma.sync`, `wgmma`) outside the loops nested
+//! in it. The **hot loop** is the loop with the most direct math (the first by
+//! position of equals: `sgemm_interior`'s two copies of one loop are alike). Its mix
+//! is every instruction of its body once, nested loops included once, i.e. one trip
+//! of each: an mbarrier wait's spin loop counts its instructions once, as where the
+//! data has arrived; the TMA issue loops ptxas wraps around each `UTMALDG`
+//! (`BRA.U.ANY`, one trip where the warp's operands are uniform) the same. A kernel
+//! with no loop that holds math gets the mix of its whole body, each instruction
+//! once. Only instructions the entry reaches count (not the traps ptxas leaves after
+//! the end). [`InstructionMix::hot_loop`] says where the loop lies and
+//! [`InstructionMix::math_share`] how much of the kernel's static math it holds.
+//!
+//! **What counts**, per warp (one instruction = one warp instruction):
+//! - `total`: every instruction, but SASS `NOP`s (padding) and PTX directives;
+//! - `fp32`: `FFMA`, `FADD`, `FMUL` (PTX: `fma`/`mad`/`add`/`sub`/`mul` `.f32`);
+//! - `mma_sync`: `HMMA` (`mma.sync`); `wgmma`: `HGMMA` (`wgmma.mma_async`);
+//! - `shared_loads`: `LDS*`, `LDSM` (`ld.shared*`, `ldmatrix`); `shared_stores`:
+//!   `STS*`, `STSM`;
+//! - `global_loads`: `LDG*`, `LDGSTS` (`ld.global*`, `cp.async.ca/cg`);
+//!   `global_stores`: `STG*`;
+//! - `bulk_copies`: `UTMALDG`, `UTMASTG`, `UTMAREDG`, `UTMAPF`, `UBLK*`
+//!   (`cp.async.bulk*` but its commit and wait);
+//! - `barriers`: `BAR.*` and the mbarrier waits `SYNCS.PHASECHK.*` (`bar.*`,
+//!   `barrier.*`, `mbarrier.try_wait`/`test_wait`); not `DEPBAR` (cp.async's wait),
+//!   not `mbarrier.arrive`;
+//! - `branches`: `BRA`, `BRX`, `JMP`, `JMX` (`bra`, `brx`), predicated or not;
+//! - `flops`: `FFMA` 64 (32 lanes x 2), `FADD`/`FMUL` 32; `HMMA` mMnNkK 2 M N K
+//!   (`HMMA.1688` 2048); `HGMMA` 64xNxK 2 x 64 N K / 4: the warpgroup's product
+//!   shared by the 4 warps that each issue it (in PTX every thread of the warpgroup
+//!   executes the `wgmma`, so it too counts once per warp).
+//!
+//! Each SASS instruction is one warp instruction whatever its predicate: a predicated-
+//! off one still issues. Counts are static, per trip: how often the hot loop runs is
+//! the caller's (k / its step).
+
+use serde::Serialize;
+
+use crate::profile::Profile;
+use kernels::handle::PtxModule;
+
+mod cfg;
+mod ptx;
+mod sass;
+#[cfg(test)]
+mod tests;
+
+/// Which code the counts were read from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MixSource {
+    Sass,
+    Ptx,
+}
+
+/// Where the hot loop lies: the offsets of its first and last instructions (SASS:
+/// bytes, as nvdisasm prints them; PTX: the instruction's index in the body, labels
+/// and directives not counted). Its body need not be that whole range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct HotLoop {
+    pub first: u32,
+    pub last: u32,
+    /// Loops nested in it, counted one trip each.
+    pub nested: u32,
+}
+
+/// A kernel's warp instructions per iteration of its hot loop (the module docs say
+/// which loop and what each count holds).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct InstructionMix {
+    pub source: MixSource,
+    /// The architecture the SASS was assembled for, or the PTX's target.
+    pub arch: String,
+    /// Why the SASS was not read, where `source` is PTX.
+    pub fallback: Option<String>,
+    pub total: u32,
+    pub fp32: u32,
+    pub mma_sync: u32,
+    pub wgmma: u32,
+    pub shared_loads: u32,
+    pub shared_stores: u32,
+    pub global_loads: u32,
+    pub global_stores: u32,
+    pub bulk_copies: u32,
+    pub barriers: u32,
+    pub branches: u32,
+    /// FLOPs one warp's iteration does.
+    pub flops: f64,
+    /// `None`: no loop holds math, and the counts are the whole kernel's.
+    pub hot_loop: Option<HotLoop>,
+    /// Math instructions in the whole kernel, each once (static).
+    pub kernel_math: u32,
+}
+
+impl InstructionMix {
+    /// Math instructions of the mix: FP32, `mma.sync` and `wgmma`.
+    pub fn math(&self) -> u32 {
+        self.fp32 + self.mma_sync + self.wgmma
+    }
+
+    /// The share of the kernel's static math instructions that the hot loop holds.
+    pub fn math_share(&self) -> f64 {
+        if self.kernel_math == 0 {
+            0.0
+        } else {
+            f64::from(self.math()) / f64::from(self.kernel_math)
+        }
+    }
+
+    /// Instructions issued per 1000 FLOPs (infinite without math).
+    pub fn per_kflop(&self) -> f64 {
+        1000.0 * f64::from(self.total) / self.flops
+    }
+}
+
+/// What one instruction is, for the counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Fp32,
+    MmaSync,
+    Wgmma,
+    SharedLoad,
+    SharedStore,
+    GlobalLoad,
+    GlobalStore,
+    Bulk,
+    Barrier,
+    Branch,
+    Other,
+}
+
+impl Kind {
+    fn is_math(self) -> bool {
+        matches!(self, Kind::Fp32 | Kind::MmaSync | Kind::Wgmma)
+    }
+}
+
+/// One instruction: its offset, kind, FLOPs per warp, and control flow (the target
+/// as the index of an instruction of the same function).
+#[derive(Clone, Debug, PartialEq)]
+struct Inst {
+    offset: u32,
+    kind: Kind,
+    flops: f64,
+    target: Option<usize>,
+    falls_through: bool,
+}
+
+/// `kernel`'s mix on the profile's GPU: from the SASS for its compute capability
+/// where ptxas and nvdisasm run, else from the PTX (saying why).
+pub fn instruction_mix(kernel: &str, profile: &Profile) -> Result<InstructionMix, String> {
+    let sass = match &profile.sm {
+        Some(sm) => {
+            let [major, minor] = sm.compute_capability;
+            sass_mix(kernel, &format!("sm_{major}{minor}"))
+        }
+        None => Err(format!(
+            "the profile (schema {}) names no compute capability",
+            profile.schema
+        )),
+    };
+    sass.or_else(|why| {
+        let mut mix = ptx_mix(kernel)?;
+        mix.fallback = Some(why);
+        Ok(mix)
+    })
+}
+
+/// `kernel`'s mix from the SASS of its module assembled for `sm` (`sm_90`; its own
+/// architecture for sm_90a kernels).
+pub fn sass_mix(kernel: &str, sm: &str) -> Result<InstructionMix, String> {
+    let (module, arch) = super::residency::module_of(kernel, sm);
+    let listing = sass::module_listing(module, &arch)?;
+    let function = listing
+        .get(kernel)
+        .ok_or_else(|| format!("nvdisasm printed no {kernel} for {arch}"))?;
+    Ok(from_sass(function, &arch))
+}
+
+/// `kernel`'s mix from the embedded PTX of its module.
+pub fn ptx_mix(kernel: &str) -> Result<InstructionMix, String> {
+    let module = kernels::entry::ALL
+        .iter()
+        .find(|k| k.name == kernel)
+        .map(|k| k.module)
+        .ok_or_else(|| format!("no kernel {kernel}"))?;
+    let arch = match module {
+        PtxModule::Baseline => crate::ptx::ARCH,
+        PtxModule::Sm80 => crate::ptx::SM80_ARCH,
+        PtxModule::Sm90a => crate::ptx::SM90A_ARCH,
+    };
+    from_ptx(crate::ptx::text(module), kernel, arch).ok_or_else(|| format!("the PTX has no {kernel}"))
+}
+
+/// The mix of one function's SASS as `nvdisasm -c` prints it (the lines after its
+/// `.text.NAME:`).
+pub fn from_sass(function: &str, arch: &str) -> InstructionMix {
+    count(&sass::parse(function), MixSource::Sass, arch)
+}
+
+/// The mix of `kernel`'s body in `ptx`, or `None` if `ptx` does not define it.
+pub fn from_ptx(ptx: &str, kernel: &str, arch: &str) -> Option<InstructionMix> {
+    Some(count(&ptx::parse(ptx, kernel)?, MixSource::Ptx, arch))
+}
+
+/// The hot loop's counts (the module docs).
+fn count(insts: &[Inst], source: MixSource, arch: &str) -> InstructionMix {
+    let nodes: Vec<cfg::Node> = insts
+        .iter()
+        .map(|i| cfg::Node {
+            target: i.target,
+            falls_through: i.falls_through,
+        })
+        .collect();
+    let flow = cfg::flow(&nodes);
+    let nested = |outer: &cfg::Loop| -> Vec<&cfg::Loop> {
+        flow.loops
+            .iter()
+            .filter(|l| l.header != outer.header && outer.contains(l.header))
+            .collect()
+    };
+    let mut hot: Option<(&cfg::Loop, usize)> = None;
+    for l in &flow.loops {
+        let inner = nested(l);
+        let direct = l
+            .body
+            .iter()
+            .filter(|&&i| insts[i].kind.is_math() && !inner.iter().any(|o| o.contains(i)))
+            .count();
+        if direct > 0 && hot.is_none_or(|(_, d)| direct > d) {
+            hot = Some((l, direct));
+        }
+    }
+    let reachable: Vec<usize> = (0..insts.len()).filter(|&i| flow.reachable[i]).collect();
+    let chosen = hot.map_or(&reachable, |(l, _)| &l.body);
+    let mut mix = InstructionMix {
+        source,
+        arch: arch.to_string(),
+        fallback: None,
+        total: 0,
+        fp32: 0,
+        mma_sync: 0,
+        wgmma: 0,
+        shared_loads: 0,
+        shared_stores: 0,
+        global_loads: 0,
+        global_stores: 0,
+        bulk_copies: 0,
+        barriers: 0,
+        branches: 0,
+        flops: 0.0,
+        hot_loop: hot.map(|(l, _)| HotLoop {
+            first: l.body.iter().map(|&i| insts[i].offset).min().unwrap_or(0),
+            last: l.body.iter().map(|&i| insts[i].offset).max().unwrap_or(0),
+            nested: nested(l).len() as u32,
+        }),
+        kernel_math: reachable.iter().filter(|&&i| insts[i].kind.is_math()).count() as u32,
+    };
+    for inst in chosen.iter().map(|&i| &insts[i]) {
+        mix.total += 1;
+        mix.flops += inst.flops;
+        let field = match inst.kind {
+            Kind::Fp32 => &mut mix.fp32,
+            Kind::MmaSync => &mut mix.mma_sync,
+            Kind::Wgmma => &mut mix.wgmma,
+            Kind::SharedLoad => &mut mix.shared_loads,
+            Kind::SharedStore => &mut mix.shared_stores,
+            Kind::GlobalLoad => &mut mix.global_loads,
+            Kind::GlobalStore => &mut mix.global_stores,
+            Kind::Bulk => &mut mix.bulk_copies,
+            Kind::Barrier => &mut mix.barriers,
+            Kind::Branch => &mut mix.branches,
+            Kind::Other => continue,
+        };
+        *field += 1;
+    }
+    mix
+}

@@ -1,0 +1,133 @@
+//! Reading a kernel's PTX: its body's instructions in order (an instruction's offset
+//! is its index), `$L__BB0_3:` labels and `@%p bra $L__BB0_3;` targets.
+
+use std::collections::HashMap;
+
+use super::{Inst, Kind};
+
+/// The text between the braces of `kernel`'s `.entry`, or `None` if `ptx` has none.
+fn body_text<'a>(ptx: &'a str, kernel: &str) -> Option<&'a str> {
+    let start = ptx.find(&format!(".entry {kernel}("))?;
+    let after = &ptx[start..];
+    let params = after.find(')')?;
+    let open = params + after[params..].find('{')?;
+    let mut depth = 0usize;
+    for (i, c) in after[open..].char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(&after[open + 1..open + i]);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// `kernel`'s instructions, or `None` if `ptx` does not define it. Inline assembly
+/// (`{ .reg .pred p; mbarrier.try_wait... ; selp... }`) counts instruction by
+/// instruction; directives count as none. Labels are the function's (our inline
+/// assembly declares none of its own).
+pub(super) fn parse(ptx: &str, kernel: &str) -> Option<Vec<Inst>> {
+    let text = body_text(ptx, kernel)?;
+    let mut labels: HashMap<&str, usize> = HashMap::new();
+    let mut parsed: Vec<(Inst, Option<&str>)> = Vec::new();
+    for line in text.lines() {
+        let line = line.split("//").next().unwrap_or("");
+        for piece in line.split(';') {
+            let piece = piece.trim().trim_start_matches(['{', '}', ' ', '\t']).trim();
+            if piece.is_empty() || piece.starts_with('.') {
+                continue;
+            }
+            if let Some(label) = piece.strip_suffix(':')
+                && !label.contains(char::is_whitespace)
+            {
+                labels.insert(label, parsed.len());
+                continue;
+            }
+            let (predicated, piece) = match piece.strip_prefix('@') {
+                Some(p) => (
+                    true,
+                    p.split_once(char::is_whitespace).map_or("", |(_, r)| r.trim()),
+                ),
+                None => (false, piece),
+            };
+            let (opcode, operands) = piece.split_once(char::is_whitespace).unwrap_or((piece, ""));
+            let (kind, flops) = classify(opcode);
+            let base = opcode.split('.').next().unwrap_or("");
+            let label = (base == "bra").then(|| operands.trim());
+            let ends = matches!(base, "bra" | "brx" | "ret" | "exit" | "trap");
+            let inst = Inst {
+                offset: parsed.len() as u32,
+                kind,
+                flops,
+                target: None,
+                falls_through: predicated || !ends,
+            };
+            parsed.push((inst, label));
+        }
+    }
+    Some(
+        parsed
+            .into_iter()
+            .map(|(mut inst, label)| {
+                inst.target = label.and_then(|l| labels.get(l).copied());
+                inst
+            })
+            .collect(),
+    )
+}
+
+/// `m16n8k8` (or `m64n256k8`) in an opcode's parts: m, n, k.
+fn shape<'a>(mut parts: impl Iterator<Item = &'a str>) -> Option<(f64, f64, f64)> {
+    parts.find_map(|p| {
+        let rest = p.strip_prefix('m')?;
+        let (m, rest) = rest.split_once('n')?;
+        let (n, k) = rest.split_once('k')?;
+        Some((m.parse().ok()?, n.parse().ok()?, k.parse().ok()?))
+    })
+}
+
+/// What a PTX opcode is, and the FLOPs one warp's instruction does (32 threads).
+pub(super) fn classify(opcode: &str) -> (Kind, f64) {
+    let parts: Vec<&str> = opcode.split('.').collect();
+    let base = parts[0];
+    let f32 = opcode.ends_with(".f32");
+    let space = |s: &str| parts[1..].iter().any(|p| p.starts_with(s));
+    match base {
+        "fma" | "mad" if f32 => (Kind::Fp32, 64.0),
+        "add" | "sub" | "mul" if f32 => (Kind::Fp32, 32.0),
+        "mma" if opcode.starts_with("mma.sync") => {
+            let (m, n, k) = shape(parts.iter().copied()).unwrap_or_default();
+            (Kind::MmaSync, 2.0 * m * n * k)
+        }
+        // One instruction per thread of the warpgroup: each of its 4 warps issues it.
+        "wgmma" if opcode.starts_with("wgmma.mma_async") => {
+            let (m, n, k) = shape(parts.iter().copied()).unwrap_or_default();
+            (Kind::Wgmma, 2.0 * m * n * k / 4.0)
+        }
+        "ldmatrix" => (Kind::SharedLoad, 0.0),
+        "stmatrix" => (Kind::SharedStore, 0.0),
+        "ld" if space("shared") => (Kind::SharedLoad, 0.0),
+        "st" if space("shared") => (Kind::SharedStore, 0.0),
+        "ld" if space("global") => (Kind::GlobalLoad, 0.0),
+        "st" if space("global") => (Kind::GlobalStore, 0.0),
+        // cp.async.bulk..., cp.reduce.async.bulk...: the copy engine.
+        "cp" if opcode.contains(".bulk") => {
+            if opcode.ends_with("commit_group") || opcode.contains("wait_group") {
+                (Kind::Other, 0.0)
+            } else {
+                (Kind::Bulk, 0.0)
+            }
+        }
+        // cp.async.ca / .cg: LDGSTS.
+        "cp" if matches!(parts.get(1..3), Some(["async", "ca" | "cg"])) => (Kind::GlobalLoad, 0.0),
+        "bar" | "barrier" => (Kind::Barrier, 0.0),
+        "mbarrier" if space("try_wait") || space("test_wait") => (Kind::Barrier, 0.0),
+        "bra" | "brx" => (Kind::Branch, 0.0),
+        _ => (Kind::Other, 0.0),
+    }
+}

@@ -1,0 +1,388 @@
+use super::*;
+use crate::experiments::{matmul, sgemm};
+
+/// The shape of sgemm_wgmma's main loop on sm_90a: the mbarrier wait inline, its
+/// spin loop out of line after `EXIT` with a `BRA` back into the loop (backward, but
+/// no loop of its own), a panic's call that does not return laid out just before
+/// it, then traps and padding.
+const SASS_SPIN: &str = "\
+/*0000*/                   LDC R1, c[0x0][0x28] ;
+/*0010*/               @P2 BRA `(.L_x_8) ;
+.L_x_1:
+/*0020*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR11], R13 ;
+/*0030*/              @!P0 BRA `(.L_x_9) ;
+.L_x_2:
+/*0040*/                   HGMMA.64x256x8.F32.TF32 R24, R156, gdesc[UR24], R24 ;
+/*0050*/                   HGMMA.64x256x8.F32.TF32 R24, R152, gdesc[UR24], R24, gsb0 ;
+/*0060*/                   LDS.128 R4, [R2] ;
+/*0070*/                   ISETP.NE.AND P1, PT, R3, RZ, PT ;
+/*0080*/               @P1 BRA `(.L_x_1) ;
+/*0090*/                   STG.E desc[UR4][R2.64], R24 ;
+/*00a0*/                   EXIT ;
+.L_x_8:
+/*00b0*/                   CALL.REL.NOINC `($k$panic) ;
+.L_x_9:
+/*00c0*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR11], R13 ;
+/*00d0*/              @!P0 BRA `(.L_x_9) ;
+/*00e0*/                   BRA `(.L_x_2) ;
+.L_x_3:
+/*00f0*/                   BRA `(.L_x_3);
+/*0100*/                   NOP;
+/*0110*/                   NOP;
+";
+
+#[test]
+fn a_spin_loop_in_the_main_loop_counts_once() {
+    let m = from_sass(SASS_SPIN, "sm_90a");
+    assert_eq!(m.source, MixSource::Sass);
+    // The loop from 0x20 (not from the backward BRA's target 0x40) to 0xe0, the
+    // spin loop at 0xc0 once; not the EXIT path, the panic, the trap or the NOPs.
+    assert_eq!(
+        m.hot_loop,
+        Some(HotLoop {
+            first: 0x20,
+            last: 0xe0,
+            nested: 1
+        })
+    );
+    assert_eq!(m.total, 10, "{m:?}");
+    assert_eq!((m.wgmma, m.fp32, m.mma_sync), (2, 0, 0));
+    assert_eq!((m.barriers, m.branches, m.shared_loads), (2, 4, 1));
+    assert_eq!(m.global_stores, 0);
+    assert_eq!(m.flops, 2.0 * (2.0 * 64.0 * 256.0 * 8.0 / 4.0));
+    assert_eq!((m.kernel_math, m.math_share()), (2, 1.0));
+}
+
+#[test]
+fn the_loop_with_the_most_math_is_hot() {
+    let sass = "\
+/*0000*/                   MOV R0, RZ ;
+.L_x_1:
+/*0010*/                   FFMA R4, R5, R6, R4 ;
+/*0020*/                   LDG.E R5, desc[UR4][R2.64] ;
+/*0030*/               @P0 BRA `(.L_x_1) ;
+.L_x_2:
+/*0040*/                   FFMA R4, R5, R6, R4 ;
+/*0050*/                   FMUL R7, R5, R6 ;
+/*0060*/                   FADD R8, R5, R6 ;
+/*0070*/                   LDS R5, [R9] ;
+/*0080*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;
+/*0090*/              @!P1 BRA `(.L_x_2) ;
+/*00a0*/                   FFMA R4, R5, R6, R4 ;
+/*00b0*/                   EXIT ;
+";
+    let m = from_sass(sass, "sm_90");
+    assert_eq!(
+        m.hot_loop,
+        Some(HotLoop {
+            first: 0x40,
+            last: 0x90,
+            nested: 0
+        })
+    );
+    assert_eq!(
+        (m.total, m.fp32, m.shared_loads, m.barriers, m.branches),
+        (6, 3, 1, 1, 1)
+    );
+    assert_eq!(m.global_loads, 0);
+    assert_eq!(m.flops, 64.0 + 32.0 + 32.0);
+    assert_eq!(m.kernel_math, 5);
+}
+
+#[test]
+fn without_a_loop_the_whole_kernel_counts_once() {
+    let sass = "\
+/*0000*/                   S2R R0, SR_TID.X ;
+/*0010*/                   ISETP.GE.AND P0, PT, R0, 0x20, PT ;
+/*0020*/               @P0 EXIT ;
+/*0030*/                   LDG.E.128 R4, desc[UR4][R2.64] ;
+/*0040*/                   HMMA.1688.F32.TF32 R8, R4, R6, R8 ;
+/*0050*/                   STG.E.128 desc[UR4][R2.64], R8 ;
+/*0060*/                   EXIT ;
+.L_x_0:
+/*0070*/                   BRA `(.L_x_0);
+/*0080*/                   NOP;
+";
+    let m = from_sass(sass, "sm_90");
+    assert_eq!(m.hot_loop, None);
+    assert_eq!(
+        (m.total, m.mma_sync, m.global_loads, m.global_stores),
+        (7, 1, 1, 1)
+    );
+    assert_eq!((m.branches, m.flops), (0, 2048.0));
+}
+
+#[test]
+fn a_predicated_back_edge_closes_a_loop_an_unconditional_one_ends_a_block() {
+    // A rotated loop: the back edge is predicated, the exit the fall-through.
+    let rotated = "\
+/*0000*/                   MOV R0, RZ ;
+.L_x_4:
+/*0010*/                   FFMA R4, R5, R6, R4 ;
+/*0020*/                   IADD3 R0, R0, 0x1, RZ ;
+/*0030*/               @P0 BRA `(.L_x_4) ;
+/*0040*/                   EXIT ;
+";
+    let m = from_sass(rotated, "sm_90");
+    assert_eq!((m.total, m.fp32, m.branches), (3, 1, 1));
+    // A loop left by a predicated forward branch, closed by an unconditional one:
+    // what follows the BRA (dead here) is no part of it.
+    let guarded = "\
+/*0000*/                   MOV R0, RZ ;
+.L_x_5:
+/*0010*/               @P0 BRA `(.L_x_6) ;
+/*0020*/                   FFMA R4, R5, R6, R4 ;
+/*0030*/                   BRA `(.L_x_5) ;
+/*0040*/                   FFMA R4, R5, R6, R4 ;
+.L_x_6:
+/*0050*/                   EXIT ;
+";
+    let m = from_sass(guarded, "sm_90");
+    assert_eq!(
+        m.hot_loop,
+        Some(HotLoop {
+            first: 0x10,
+            last: 0x30,
+            nested: 0
+        })
+    );
+    assert_eq!((m.total, m.fp32, m.branches, m.kernel_math), (3, 1, 2, 1));
+}
+
+/// LLVM's shape of a loop with a wait: entered in its middle (`bra.uni` to the
+/// header, the latch laid out before it), a spin loop on `mbarrier.try_wait` (in
+/// inline assembly) nested in it.
+const PTX_SPIN: &str = "
+.visible .entry k(
+	.param .u32 k_param_0
+)
+{
+	.reg .pred 	%p<3>;
+	ld.param.u32 	%r1, [k_param_0];
+	bra.uni 	$L__BB0_2;
+$L__BB0_1:                              // in Loop
+	@%p1 bra 	$L__BB0_4;
+$L__BB0_2:                              // =>This Loop Header: Depth=1
+	add.s32 	%r2, %r2, 1;
+$L__BB0_3:
+	{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%r56], %r57; selp.u32 %r55, 1, 0, p; }
+	setp.eq.s32 	%p2, %r55, 0;
+	@%p2 bra 	$L__BB0_3;
+	mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%f1, %f2, %f3, %f4}, {%r1, %r2, %r3, %r4}, {%r5, %r6}, {%f1, %f2, %f3, %f4};
+	mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%f1, %f2, %f3, %f4}, {%r1, %r2, %r3, %r4}, {%r5, %r6}, {%f1, %f2, %f3, %f4};
+	ld.shared.v4.f32 	{%f1, %f2, %f3, %f4}, [%r3];
+	cp.async.cg.shared.global [%r1], [%rd1], 16;
+	bar.sync 	0;
+	bra.uni 	$L__BB0_1;
+$L__BB0_4:
+	st.global.f32 	[%rd2], %f1;
+	ret;
+}
+";
+
+#[test]
+fn ptx_loops_entered_in_the_middle_with_a_nested_spin() {
+    let m = from_ptx(PTX_SPIN, "k", "sm_80").unwrap();
+    assert_eq!(m.source, MixSource::Ptx);
+    // Instructions 2 (the latch) to 13 (bra.uni), the spin loop 4-7 once.
+    assert_eq!(
+        m.hot_loop,
+        Some(HotLoop {
+            first: 2,
+            last: 13,
+            nested: 1
+        })
+    );
+    assert_eq!((m.total, m.mma_sync, m.flops), (12, 2, 2.0 * 2048.0), "{m:?}");
+    assert_eq!((m.barriers, m.branches), (2, 3));
+    assert_eq!((m.shared_loads, m.global_loads, m.global_stores), (1, 1, 0));
+    assert!(from_ptx(PTX_SPIN, "other", "sm_80").is_none());
+}
+
+#[test]
+fn ptx_opcodes_are_classified() {
+    let cases: &[(&str, Kind, f64)] = &[
+        ("fma.rn.f32", Kind::Fp32, 64.0),
+        ("mul.rn.f32", Kind::Fp32, 32.0),
+        ("add.f32", Kind::Fp32, 32.0),
+        ("add.s32", Kind::Other, 0.0),
+        ("mul.wide.u32", Kind::Other, 0.0),
+        ("cvt.rn.f32.u32", Kind::Other, 0.0),
+        (
+            "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32",
+            Kind::Wgmma,
+            65536.0,
+        ),
+        ("wgmma.fence.sync.aligned", Kind::Other, 0.0),
+        ("ldmatrix.sync.aligned.m8n8.x4.shared.b16", Kind::SharedLoad, 0.0),
+        ("ld.shared::cta.v4.f32", Kind::SharedLoad, 0.0),
+        ("ld.global.nc.v4.f32", Kind::GlobalLoad, 0.0),
+        ("ld.param.u64", Kind::Other, 0.0),
+        ("st.global.v4.f32", Kind::GlobalStore, 0.0),
+        ("cp.async.ca.shared.global", Kind::GlobalLoad, 0.0),
+        ("cp.async.commit_group", Kind::Other, 0.0),
+        ("cp.async.wait_group", Kind::Other, 0.0),
+        (
+            "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes",
+            Kind::Bulk,
+            0.0,
+        ),
+        ("cp.async.bulk.commit_group", Kind::Other, 0.0),
+        ("mbarrier.arrive.expect_tx.shared::cta.b64", Kind::Other, 0.0),
+        ("barrier.sync.aligned", Kind::Barrier, 0.0),
+        ("bra.uni", Kind::Branch, 0.0),
+    ];
+    for &(op, kind, flops) in cases {
+        assert_eq!(ptx::classify(op), (kind, flops), "{op}");
+    }
+    for (op, kind, flops) in [
+        ("HMMA.16816.F32.BF16", Kind::MmaSync, 4096.0),
+        ("LDSM.16.M88.4", Kind::SharedLoad, 0.0),
+        ("LDGSTS.E.BYPASS.128", Kind::GlobalLoad, 0.0),
+        ("LDGDEPBAR", Kind::Other, 0.0),
+        ("UTMALDG.2D", Kind::Bulk, 0.0),
+        ("SYNCS.ARRIVE.TRANS64", Kind::Other, 0.0),
+        ("STS.128", Kind::SharedStore, 0.0),
+        ("BRA.U.ANY", Kind::Branch, 0.0),
+    ] {
+        assert_eq!(sass::classify(op), (kind, flops), "{op}");
+    }
+}
+
+/// The ladder's kernels, each once, in suite order.
+fn ladder() -> Vec<&'static str> {
+    let mut k: Vec<&str> = matmul::EXPERIMENT.kernels().iter().map(|k| k.name).collect();
+    k.extend(sgemm::EXPERIMENT.kernels().iter().map(|k| k.name));
+    k
+}
+
+#[test]
+fn the_ladder_hot_loops_in_the_ptx() {
+    for name in ladder() {
+        let m = ptx_mix(name).unwrap();
+        assert!(m.hot_loop.is_some() && m.flops > 0.0, "{name}: {m:?}");
+        assert!(m.math_share() > 0.0, "{name}: {m:?}");
+    }
+    let naive = ptx_mix("matmul_naive").unwrap();
+    assert!(naive.fp32 >= 1 && naive.global_loads >= 2, "{naive:?}");
+    // Every thread of the interior rung does its (bm x bn / threads) outputs' FMAs
+    // for each of the tile's bk steps per trip (its bk loop unrolled whole).
+    use kernels::sgemm::pipeline::PIPE_128X128X8_4X8 as T;
+    let interior = ptx_mix("sgemm_interior").unwrap();
+    let fmas = (T.bm * T.bn / T.threads * T.bk) as u32;
+    assert_eq!(interior.fp32, fmas, "{interior:?}");
+    assert_eq!(interior.flops, 64.0 * f64::from(fmas), "{interior:?}");
+    let tf32 = ptx_mix("sgemm_tf32_128x128x32").unwrap();
+    assert!(tf32.mma_sync > 0 && tf32.fp32 <= tf32.mma_sync / 8, "{tf32:?}");
+    let wgmma = ptx_mix("sgemm_wgmma").unwrap();
+    assert!(
+        wgmma.wgmma > 0 && wgmma.bulk_copies > 0 && wgmma.barriers > 0,
+        "{wgmma:?}"
+    );
+    assert_eq!(
+        wgmma.flops,
+        f64::from(wgmma.wgmma) * 2.0 * 64.0 * 256.0 * 8.0 / 4.0
+    );
+}
+
+fn tools_or_skip() -> bool {
+    let found = sass::tools().is_ok();
+    if !found {
+        assert!(
+            std::env::var_os("COALESCE_REQUIRE_NVDISASM").is_none()
+                && std::env::var_os("COALESCE_REQUIRE_PTXAS").is_none(),
+            "COALESCE_REQUIRE_PTXAS or _NVDISASM is set but ptxas or nvdisasm was not found"
+        );
+        eprintln!("ptxas or nvdisasm not found (set PTXAS and NVDISASM): skipped");
+    }
+    found
+}
+
+#[test]
+fn sass_and_ptx_find_the_same_loop() {
+    if !tools_or_skip() {
+        return;
+    }
+    for name in ladder() {
+        let (s, p) = (sass_mix(name, "sm_90").unwrap(), ptx_mix(name).unwrap());
+        assert_eq!(s.source, MixSource::Sass);
+        // The same math in the loop: ptxas may unroll a rolled loop further, so
+        // the FLOPs per trip are the PTX's times a power of two.
+        let kinds = |m: &InstructionMix| (m.fp32 > 0, m.mma_sync > 0, m.wgmma > 0);
+        assert_eq!(kinds(&s), kinds(&p), "{name}:\n{s:?}\n{p:?}");
+        let ratio = s.flops / p.flops;
+        assert!(
+            (0.125..=8.0).contains(&ratio) && ratio.log2().fract() == 0.0,
+            "{name}: {ratio}\n{s:?}\n{p:?}"
+        );
+        assert!(s.math_share() > 0.0, "{name}: {s:?}");
+    }
+    use kernels::sgemm::pipeline::PIPE_128X128X8_4X8 as T;
+    let interior = sass_mix("sgemm_interior", "sm_90").unwrap();
+    assert_eq!(
+        interior.fp32 as usize,
+        T.bm * T.bn / T.threads * T.bk,
+        "{interior:?}"
+    );
+    let wgmma = sass_mix("sgemm_wgmma", "sm_90").unwrap();
+    assert_eq!(wgmma.arch, "sm_90a");
+    assert!(wgmma.hot_loop.is_some_and(|l| l.nested >= 1), "{wgmma:?}");
+}
+
+#[test]
+fn a_profile_without_tools_falls_back_to_the_ptx() {
+    let m = instruction_mix("matmul_naive", &crate::profile::tests::schema_2()).unwrap();
+    assert_eq!(m.source, MixSource::Ptx);
+    assert!(
+        m.fallback
+            .as_deref()
+            .is_some_and(|w| w.contains("compute capability")),
+        "{m:?}"
+    );
+    assert!(ptx_mix("no_such_kernel").is_err());
+}
+
+/// The ladder's mixes from the SASS for sm_90 (sm_90a for its module), for the
+/// model's author: `cargo test -p coalesce --lib mix::tests::table -- --ignored
+/// --nocapture`.
+#[test]
+#[ignore]
+fn table() {
+    println!(
+        "{:<30} {:>11} {:>6} {:>5} {:>4} {:>5} {:>4} {:>4} {:>4} {:>4} {:>4} {:>9} {:>8} {:>6}",
+        "kernel",
+        "source",
+        "total",
+        "fp32",
+        "mma",
+        "wgmma",
+        "lds",
+        "sts",
+        "ldg",
+        "tma",
+        "bar",
+        "flops",
+        "ins/kFLOP",
+        "share"
+    );
+    for name in ladder() {
+        let m = sass_mix(name, "sm_90").or_else(|_| ptx_mix(name)).unwrap();
+        println!(
+            "{:<30} {:>11} {:>6} {:>5} {:>4} {:>5} {:>4} {:>4} {:>4} {:>4} {:>4} {:>9} {:>8.2} {:>5.0}%",
+            name,
+            format!("{:?} {}", m.source, m.arch).to_lowercase(),
+            m.total,
+            m.fp32,
+            m.mma_sync,
+            m.wgmma,
+            m.shared_loads,
+            m.shared_stores,
+            m.global_loads,
+            m.bulk_copies,
+            m.barriers,
+            m.flops,
+            m.per_kflop(),
+            100.0 * m.math_share()
+        );
+    }
+}
