@@ -367,6 +367,12 @@ fn sass_and_ptx_find_the_same_loop() {
         T.bm * T.bn / T.threads * T.bk,
         "{interior:?}"
     );
+    let profile = crate::profile::tests::sample();
+    let m = instruction_mix("sgemm_interior", &profile).unwrap();
+    assert_eq!(
+        (m.source, m.fallback, m.arch.as_str()),
+        (MixSource::Sass, None, "sm_90")
+    );
     let wgmma = sass_mix("sgemm_wgmma", "sm_90").unwrap();
     assert_eq!(wgmma.arch, "sm_90a");
     assert!(wgmma.hot_loop.is_some_and(|l| l.nested >= 1), "{wgmma:?}");
