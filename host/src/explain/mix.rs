@@ -22,7 +22,9 @@
 //! data has arrived; the TMA issue loops ptxas wraps around each `UTMALDG`
 //! (`BRA.U.ANY`, one trip where the warp's operands are uniform) the same. A kernel
 //! with no loop that holds math gets the mix of its whole body, each instruction
-//! once. Only instructions the entry reaches count (not the traps ptxas leaves after
+//! once. Where the hot loop is nested (a tile's k steps in the loop over k tiles),
+//! [`InstructionMix::outer`] counts what a trip of the loop around it adds. Only
+//! instructions the entry reaches count (not the traps ptxas leaves after
 //! the end). [`InstructionMix::hot_loop`] says where the loop lies and
 //! [`InstructionMix::math_share`] how much of the kernel's static math it holds.
 //!
@@ -103,6 +105,12 @@ pub struct InstructionMix {
     pub flops: f64,
     /// `None`: no loop holds math, and the counts are the whole kernel's.
     pub hot_loop: Option<HotLoop>,
+    /// The innermost loop around the hot loop, one trip, the hot loop's own
+    /// instructions left out: what each trip of it adds to its trips of the hot loop
+    /// (where the hot loop is a k tile's steps, the tile's global loads, shared
+    /// stores and barriers). Its `hot_loop` is where that loop lies; its own `outer`
+    /// is `None`.
+    pub outer: Option<Box<InstructionMix>>,
     /// Math instructions in the whole kernel, each once (static).
     pub kernel_math: u32,
 }
@@ -247,47 +255,66 @@ fn count(insts: &[Inst], source: MixSource, arch: &str) -> InstructionMix {
         }
     }
     let reachable: Vec<usize> = (0..insts.len()).filter(|&i| flow.reachable[i]).collect();
-    let chosen = hot.map_or(&reachable, |(l, _)| &l.body);
-    let mut mix = InstructionMix {
-        source,
-        arch: arch.to_string(),
-        fallback: None,
-        total: 0,
-        fp32: 0,
-        mma_sync: 0,
-        wgmma: 0,
-        shared_loads: 0,
-        shared_stores: 0,
-        global_loads: 0,
-        global_stores: 0,
-        bulk_copies: 0,
-        barriers: 0,
-        branches: 0,
-        flops: 0.0,
-        hot_loop: hot.map(|(l, _)| HotLoop {
-            first: l.body.iter().map(|&i| insts[i].offset).min().unwrap_or(0),
-            last: l.body.iter().map(|&i| insts[i].offset).max().unwrap_or(0),
-            nested: nested(l).len() as u32,
-        }),
-        kernel_math: reachable.iter().filter(|&&i| insts[i].kind.is_math()).count() as u32,
+    let kernel_math = reachable.iter().filter(|&&i| insts[i].kind.is_math()).count() as u32;
+    let span = |l: &cfg::Loop| HotLoop {
+        first: l.body.iter().map(|&i| insts[i].offset).min().unwrap_or(0),
+        last: l.body.iter().map(|&i| insts[i].offset).max().unwrap_or(0),
+        nested: nested(l).len() as u32,
     };
-    for inst in chosen.iter().map(|&i| &insts[i]) {
-        mix.total += 1;
-        mix.flops += inst.flops;
-        let field = match inst.kind {
-            Kind::Fp32 => &mut mix.fp32,
-            Kind::MmaSync => &mut mix.mma_sync,
-            Kind::Wgmma => &mut mix.wgmma,
-            Kind::SharedLoad => &mut mix.shared_loads,
-            Kind::SharedStore => &mut mix.shared_stores,
-            Kind::GlobalLoad => &mut mix.global_loads,
-            Kind::GlobalStore => &mut mix.global_stores,
-            Kind::Bulk => &mut mix.bulk_copies,
-            Kind::Barrier => &mut mix.barriers,
-            Kind::Branch => &mut mix.branches,
-            Kind::Other => continue,
+    let tally = |chosen: &mut dyn Iterator<Item = usize>, hot_loop: Option<HotLoop>| {
+        let mut mix = InstructionMix {
+            source,
+            arch: arch.to_string(),
+            fallback: None,
+            total: 0,
+            fp32: 0,
+            mma_sync: 0,
+            wgmma: 0,
+            shared_loads: 0,
+            shared_stores: 0,
+            global_loads: 0,
+            global_stores: 0,
+            bulk_copies: 0,
+            barriers: 0,
+            branches: 0,
+            flops: 0.0,
+            hot_loop,
+            outer: None,
+            kernel_math,
         };
-        *field += 1;
-    }
+        for inst in chosen.map(|i| &insts[i]) {
+            mix.total += 1;
+            mix.flops += inst.flops;
+            let field = match inst.kind {
+                Kind::Fp32 => &mut mix.fp32,
+                Kind::MmaSync => &mut mix.mma_sync,
+                Kind::Wgmma => &mut mix.wgmma,
+                Kind::SharedLoad => &mut mix.shared_loads,
+                Kind::SharedStore => &mut mix.shared_stores,
+                Kind::GlobalLoad => &mut mix.global_loads,
+                Kind::GlobalStore => &mut mix.global_stores,
+                Kind::Bulk => &mut mix.bulk_copies,
+                Kind::Barrier => &mut mix.barriers,
+                Kind::Branch => &mut mix.branches,
+                Kind::Other => continue,
+            };
+            *field += 1;
+        }
+        mix
+    };
+    let Some((hot, _)) = hot else {
+        return tally(&mut reachable.iter().copied(), None);
+    };
+    let mut mix = tally(&mut hot.body.iter().copied(), Some(span(hot)));
+    // The innermost loop around the hot loop, less the hot loop's instructions.
+    let parent = flow
+        .loops
+        .iter()
+        .filter(|l| l.header != hot.header && l.contains(hot.header))
+        .min_by_key(|l| l.body.len());
+    mix.outer = parent.map(|p| {
+        let rest = &mut p.body.iter().copied().filter(|&i| !hot.contains(i));
+        Box::new(tally(rest, Some(span(p))))
+    });
     mix
 }

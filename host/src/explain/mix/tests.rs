@@ -86,7 +86,50 @@ fn the_loop_with_the_most_math_is_hot() {
     );
     assert_eq!(m.global_loads, 0);
     assert_eq!(m.flops, 64.0 + 32.0 + 32.0);
-    assert_eq!(m.kernel_math, 5);
+    assert_eq!((m.kernel_math, m.outer.is_none()), (5, true));
+}
+
+#[test]
+fn the_loop_around_the_hot_loop_adds_its_own_instructions() {
+    // A k-tile loop (global load, shared store, barriers) around its k steps.
+    let sass = "\
+/*0000*/                   MOV R0, RZ ;
+.L_x_1:
+/*0010*/                   LDG.E R5, desc[UR4][R2.64] ;
+/*0020*/                   STS [R9], R5 ;
+/*0030*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;
+.L_x_2:
+/*0040*/                   LDS R6, [R9] ;
+/*0050*/                   FFMA R4, R5, R6, R4 ;
+/*0060*/                   FFMA R7, R5, R6, R7 ;
+/*0070*/               @P0 BRA `(.L_x_2) ;
+/*0080*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;
+/*0090*/               @P1 BRA `(.L_x_1) ;
+/*00a0*/                   EXIT ;
+";
+    let m = from_sass(sass, "sm_90");
+    assert_eq!((m.total, m.fp32, m.shared_loads, m.branches), (4, 2, 1, 1));
+    assert_eq!((m.global_loads, m.barriers), (0, 0));
+    let outer = m.outer.expect("the k-tile loop");
+    assert_eq!(
+        outer.hot_loop,
+        Some(HotLoop {
+            first: 0x10,
+            last: 0x90,
+            nested: 1
+        })
+    );
+    assert_eq!(
+        (
+            outer.total,
+            outer.global_loads,
+            outer.shared_stores,
+            outer.barriers,
+            outer.branches
+        ),
+        (5, 1, 1, 2, 1)
+    );
+    assert_eq!((outer.fp32, outer.flops, outer.outer.is_none()), (0, 0.0, true));
 }
 
 #[test]
@@ -324,6 +367,12 @@ fn sass_and_ptx_find_the_same_loop() {
         T.bm * T.bn / T.threads * T.bk,
         "{interior:?}"
     );
+    let profile = crate::profile::tests::sample();
+    let m = instruction_mix("sgemm_interior", &profile).unwrap();
+    assert_eq!(
+        (m.source, m.fallback, m.arch.as_str()),
+        (MixSource::Sass, None, "sm_90")
+    );
     let wgmma = sass_mix("sgemm_wgmma", "sm_90").unwrap();
     assert_eq!(wgmma.arch, "sm_90a");
     assert!(wgmma.hot_loop.is_some_and(|l| l.nested >= 1), "{wgmma:?}");
@@ -349,7 +398,7 @@ fn a_profile_without_tools_falls_back_to_the_ptx() {
 #[ignore]
 fn table() {
     println!(
-        "{:<30} {:>11} {:>6} {:>5} {:>4} {:>5} {:>4} {:>4} {:>4} {:>4} {:>4} {:>9} {:>8} {:>6}",
+        "{:<30} {:>11} {:>6} {:>5} {:>4} {:>5} {:>4} {:>4} {:>4} {:>4} {:>4} {:>9} {:>8} {:>6}  outer: total ldg sts tma bar",
         "kernel",
         "source",
         "total",
@@ -368,7 +417,7 @@ fn table() {
     for name in ladder() {
         let m = sass_mix(name, "sm_90").or_else(|_| ptx_mix(name)).unwrap();
         println!(
-            "{:<30} {:>11} {:>6} {:>5} {:>4} {:>5} {:>4} {:>4} {:>4} {:>4} {:>4} {:>9} {:>8.2} {:>5.0}%",
+            "{:<30} {:>11} {:>6} {:>5} {:>4} {:>5} {:>4} {:>4} {:>4} {:>4} {:>4} {:>9} {:>8.2} {:>5.0}%  {}",
             name,
             format!("{:?} {}", m.source, m.arch).to_lowercase(),
             m.total,
@@ -382,7 +431,11 @@ fn table() {
             m.barriers,
             m.flops,
             m.per_kflop(),
-            100.0 * m.math_share()
+            100.0 * m.math_share(),
+            m.outer.as_ref().map_or("-".to_string(), |o| format!(
+                "{:>5} {:>3} {:>3} {:>3} {:>3}",
+                o.total, o.global_loads, o.shared_stores, o.bulk_copies, o.barriers
+            ))
         );
     }
 }
