@@ -7,7 +7,9 @@
 # many files (report, bench, ncu) pack them into one archive each.
 #   predict: with a profile from the calibrate stage ($out/profile-*.json, or the
 #        file PROFILE names), each bandwidth kernel's predicted % of copy against a run
-#        of the suite: the report stage's when it ran before it in the same call.
+#        of the suite: the report stage's when it ran before it in the same call; then
+#        each matmul and sgemm rung's predicted GFLOP/s against a run at PREDICT_SHAPE
+#        (default 4096x4096x4096).
 #   predict-dram: with the same profile, each bandwidth kernel's predicted DRAM bytes
 #        against ncu's at the default sizes (PREDICT_ONLY: regex). Its own stage, as
 #        42 ncu processes at those sizes take minutes: a call can hold it alone.
@@ -223,13 +225,21 @@ for stage in "${stages[@]}"; do
         else
           "$bundle/coalesce" run --quiet --json "$out/predict-run.json" >"$out/predict-run.txt" 2>&1 || status=1
         fi
-        # The bandwidth kernels only (a product's time is its arithmetic's), so the
-        # emulator does not spend minutes on the products it would not predict.
+        # The bandwidth kernels at their default sizes (the products below, at theirs).
         # shellcheck disable=SC2046
         "$bundle/coalesce" explain --quiet --profile "$profile" --against-run "$out/predict-run.json" \
           --json "$out/predict-copy.json" $("$bundle/coalesce" list --names | grep -vE '^(matmul|sgemm)/') \
           >"$out/predict-copy.txt" 2>&1 || status=1
         cat "$out/predict-copy.txt"
+        # The products at 4096^3 (PREDICT_SHAPE), measured by a run of their own: each
+        # rung's predicted GFLOP/s against its measured.
+        shape=${PREDICT_SHAPE:-4096x4096x4096}
+        "$bundle/coalesce" run matmul sgemm --shape "$shape" --quiet --json "$out/predict-products-run.json" \
+          >"$out/predict-products-run.txt" 2>&1 || status=1
+        "$bundle/coalesce" explain matmul sgemm --shape "$shape" --quiet --profile "$profile" \
+          --against-run "$out/predict-products-run.json" --json "$out/predict-products.json" \
+          >"$out/predict-products.txt" 2>&1 || status=1
+        cat "$out/predict-products.txt"
         continue
       fi
       dir="$out/dram"

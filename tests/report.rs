@@ -815,6 +815,7 @@ fn what_predictions_leave_out_is_said_under_their_table() {
             bound: "DRAM bytes at the copy ceiling".into(),
             gb_per_s: Some(0.9 * r.gb_per_s),
             ceiling_gb_per_s: Some(3000.0),
+            gflop_per_s: None,
             not_modelled: vec![CAVEAT.into()],
         })
         .collect();

@@ -106,9 +106,21 @@ pub fn explain_command(args: ExplainArgs) -> Result<Outcome> {
     let report = emulate(&selection, &opts, args.quiet)?;
     if let Some((run, origin)) = run {
         let rows = explain::measured::against(&report, &run, &origin)?;
-        print!("{}", explain::measured::render(&rows, &run.device.name));
+        let products = explain::measured::against_products(&report, &run);
+        if !rows.is_empty() || products.is_empty() {
+            print!("{}", explain::measured::render(&rows, &run.device.name));
+        }
+        if !products.is_empty() {
+            print!(
+                "{}",
+                explain::measured::render_products(&products, &run.device.name)
+            );
+        }
         if let Some(path) = &args.json {
-            table::write_json(path, &rows)?;
+            table::write_json(
+                path,
+                &serde_json::json!({ "bandwidth": rows, "products": products }),
+            )?;
         }
         return Ok(Outcome::Ok);
     }
@@ -128,8 +140,11 @@ fn with_predictions(all: &mut [Results], profiles: Vec<(Profile, String)>, quiet
     let applies = |r: &Results, p: &Profile| !several || r.run.device.name == p.device;
     let steps = profiles
         .iter()
-        .flat_map(|(p, _)| all.iter().filter(move |r| applies(r, p)))
-        .map(report::predicted::steps)
+        .flat_map(|(p, _)| {
+            all.iter()
+                .filter(move |r| applies(r, p))
+                .map(move |r| report::predicted::steps(r, p))
+        })
         .sum();
     let mut progress = Progress::new(steps, quiet);
     for (profile, origin) in profiles {

@@ -11,12 +11,17 @@ use serde::Serialize;
 
 use super::ExplainReport;
 use super::predict::Bound;
+use super::product::ProductBound;
 use crate::columns::{Layout, columns};
 use crate::error::{Error, Result};
 use crate::table::Report;
 
 /// A predicted rate within this fraction of the measured one counts as a match.
 pub const RATE_TOLERANCE: f64 = 0.10;
+
+/// A product's predicted GFLOP/s within this fraction of the measured counts as a
+/// match: its model (docs/model.md, "Products") is coarser than the bandwidth one.
+pub const PRODUCT_TOLERANCE: f64 = 0.15;
 
 /// A predicted and a measured rate as `--against-run`, the predict stage and the
 /// report compare them: GB/s against GB/s, both stated as % of the profile's copy
@@ -52,11 +57,12 @@ impl Versus {
 /// Pairs every predicted kernel with the run's row of the same variant; the run must
 /// come from the GPU the profile describes.
 pub fn against(report: &ExplainReport, run: &Report, origin: &str) -> Result<Vec<Versus>> {
-    let profiled = report
-        .kernels
-        .iter()
-        .find_map(|k| k.prediction.as_ref())
-        .map(|p| p.device.as_str());
+    let profiled = report.kernels.iter().find_map(|k| {
+        k.prediction
+            .as_ref()
+            .map(|p| p.device.as_str())
+            .or(k.product.as_ref().map(|p| p.device.as_str()))
+    });
     if let Some(device) = profiled.filter(|d| *d != run.device.name) {
         return Err(Error::BadResults {
             path: origin.to_string(),
@@ -134,6 +140,111 @@ pub fn render(rows: &[Versus], device: &str) -> String {
         "{matched} of {} within {:.0}% (relative)\n",
         rows.len(),
         100.0 * RATE_TOLERANCE
+    ));
+    out
+}
+
+/// One product kernel, predicted and measured, GFLOP/s.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ProductVersus {
+    pub variant: String,
+    pub kernel: String,
+    pub predicted_gflop_per_s: f64,
+    pub measured_gflop_per_s: f64,
+    pub bound: ProductBound,
+    /// The busiest unit's share of the time busy, as the model has it.
+    pub busiest: f64,
+    /// "SASS" or "PTX": the code the instruction mix was read from.
+    pub mix_source: String,
+}
+
+impl ProductVersus {
+    /// (predicted - measured) / measured.
+    pub fn deviation(&self) -> f64 {
+        (self.predicted_gflop_per_s - self.measured_gflop_per_s) / self.measured_gflop_per_s
+    }
+}
+
+/// Pairs every predicted product with the run's validated row of the same variant
+/// (the run's GPU was checked by [`against`]).
+pub fn against_products(report: &ExplainReport, run: &Report) -> Vec<ProductVersus> {
+    report
+        .kernels
+        .iter()
+        .filter_map(|k| {
+            let p = k.product.as_ref()?;
+            let r = run
+                .rows
+                .iter()
+                .find(|r| r.experiment == k.experiment && r.variant == k.variant && r.validated)?;
+            Some(ProductVersus {
+                variant: format!("{}/{}", k.experiment, k.variant),
+                kernel: k.kernel.clone(),
+                predicted_gflop_per_s: p.gflop_per_s,
+                measured_gflop_per_s: r.gflop_per_s?,
+                bound: p.bound,
+                busiest: p.units.first().map_or(0.0, |u| u.busy),
+                mix_source: p.mix_source.clone(),
+            })
+        })
+        .collect()
+}
+
+/// The products' table, with a verdict per line and a count.
+pub fn render_products(rows: &[ProductVersus], device: &str) -> String {
+    let mut cells = vec![
+        [
+            "experiment/variant",
+            "kernel",
+            "predicted GFLOP/s",
+            "measured GFLOP/s",
+            "deviation",
+            "bound",
+            "busiest unit busy",
+            "mix from",
+            "",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    for r in rows {
+        let d = r.deviation();
+        cells.push(vec![
+            r.variant.clone(),
+            r.kernel.clone(),
+            format!("{:.0}", r.predicted_gflop_per_s),
+            format!("{:.0}", r.measured_gflop_per_s),
+            format!("{:+.1}%", 100.0 * d),
+            r.bound.describe(),
+            format!("{:.0}%", 100.0 * r.busiest),
+            r.mix_source.clone(),
+            if d.abs() <= PRODUCT_TOLERANCE {
+                "ok"
+            } else {
+                "MISS"
+            }
+            .into(),
+        ]);
+    }
+    let matched = rows
+        .iter()
+        .filter(|r| r.deviation().abs() <= PRODUCT_TOLERANCE)
+        .count();
+    let mut out = format!(
+        "products: predicted (coalesce explain --profile) against measured (coalesce run) on {device}, GFLOP/s\n"
+    );
+    out.push_str(&columns(
+        &cells,
+        Layout {
+            right: &[false, false, true, true, true, false, true, false, false],
+            rule: true,
+            ..Layout::default()
+        },
+    ));
+    out.push_str(&format!(
+        "{matched} of {} within {:.0}% (relative)\n",
+        rows.len(),
+        100.0 * PRODUCT_TOLERANCE
     ));
     out
 }

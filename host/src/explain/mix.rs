@@ -101,8 +101,9 @@ pub struct InstructionMix {
     pub bulk_copies: u32,
     pub barriers: u32,
     pub branches: u32,
-    /// FLOPs one warp's iteration does.
+    /// FLOPs one warp's iteration does, and of them its `wgmma`s'.
     pub flops: f64,
+    pub wgmma_flops: f64,
     /// `None`: no loop holds math, and the counts are the whole kernel's.
     pub hot_loop: Option<HotLoop>,
     /// The innermost loop around the hot loop, one trip, the hot loop's own
@@ -127,6 +128,18 @@ impl InstructionMix {
             0.0
         } else {
             f64::from(self.math()) / f64::from(self.kernel_math)
+        }
+    }
+
+    /// What the product model ([`super::product`]) takes of the mix.
+    pub fn issued(&self) -> super::product::Issued {
+        super::product::Issued {
+            flops: self.flops,
+            instructions: f64::from(self.total),
+            fp32: f64::from(self.fp32),
+            mma_sync: f64::from(self.mma_sync),
+            wgmma_flops: self.wgmma_flops,
+            barriers: f64::from(self.barriers),
         }
     }
 
@@ -278,6 +291,7 @@ fn count(insts: &[Inst], source: MixSource, arch: &str) -> InstructionMix {
             barriers: 0,
             branches: 0,
             flops: 0.0,
+            wgmma_flops: 0.0,
             hot_loop,
             outer: None,
             kernel_math,
@@ -285,6 +299,9 @@ fn count(insts: &[Inst], source: MixSource, arch: &str) -> InstructionMix {
         for inst in chosen.map(|i| &insts[i]) {
             mix.total += 1;
             mix.flops += inst.flops;
+            if inst.kind == Kind::Wgmma {
+                mix.wgmma_flops += inst.flops;
+            }
             let field = match inst.kind {
                 Kind::Fp32 => &mut mix.fp32,
                 Kind::MmaSync => &mut mix.mma_sync,

@@ -16,6 +16,8 @@ pub mod mix;
 pub mod model;
 pub mod ncu;
 pub mod predict;
+pub mod product;
+pub mod queue;
 pub mod render;
 pub mod requests;
 pub mod residency;
@@ -98,6 +100,11 @@ pub struct KernelReport {
     pub folded: usize,
     /// Time and bandwidth on the profile's GPU (bandwidth-bound kernels, with a profile).
     pub prediction: Option<predict::Prediction>,
+    /// Time and GFLOP/s on the profile's GPU (products, with a profile).
+    pub product: Option<product::ProductPrediction>,
+    /// Why a product with a profile has no prediction.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub product_unpredicted: Option<String>,
 }
 
 impl KernelReport {
@@ -336,6 +343,17 @@ pub fn explain_variant(
         }
         _ => None,
     };
+    let (product, product_unpredicted) = match ((experiment.work)(&problem), &opts.profile) {
+        (Work::Flops { flops, bytes }, Some(p)) => {
+            let emulated = sample.as_ref().map_or(total, Vec::len);
+            let window_flops = flops as f64 * emulated as f64 / total.max(1) as f64;
+            match predict_product(launch.kernel.name, flops, bytes, window_flops, &traffic, size, p) {
+                Ok(prediction) => (Some(prediction), None),
+                Err(why) => (None, Some(why)),
+            }
+        }
+        _ => (None, None),
+    };
     Ok(KernelReport {
         experiment: experiment.name.to_string(),
         variant: variant.name.to_string(),
@@ -352,7 +370,47 @@ pub fn explain_variant(
         vectorized,
         folded: counted.folded,
         prediction,
+        product,
+        product_unpredicted,
     })
+}
+
+/// A product's prediction ([`product`]): its hot loop's instruction mix ([`mix`]), the
+/// emulated window's traffic per FLOP, its residency, on the profile's GPU.
+fn predict_product(
+    kernel: &str,
+    flops: u64,
+    bytes: u64,
+    window_flops: f64,
+    traffic: &traffic::Traffic,
+    size: residency::LaunchSize,
+    profile: &crate::profile::Profile,
+) -> std::result::Result<product::ProductPrediction, String> {
+    let mix = mix::instruction_mix(kernel, profile)?;
+    let mut issued = mix.issued();
+    // Where the hot loop is the inner k loop, the loop around it (the k tile's loads,
+    // stores and barriers) runs once per some of its iterations: as many times as the
+    // window's requests of a kind over the loop's instructions of that kind.
+    if let Some(outer) = &mix.outer {
+        let trips = if outer.shared_stores > 0 {
+            traffic.shared_requests[1] as f64 / f64::from(outer.shared_stores)
+        } else if outer.global_loads > 0 {
+            traffic.global_requests[0] as f64 / f64::from(outer.global_loads)
+        } else {
+            0.0
+        };
+        let iterations = window_flops / mix.flops;
+        if trips > 0.0 && iterations > 0.0 {
+            issued.add_outer(&outer.issued(), trips / iterations);
+        }
+    }
+    let step = product::Step::of(issued, traffic, window_flops, bytes as f64, flops as f64);
+    let resources = residency::resources(kernel, profile).ok();
+    let source = match mix.source {
+        mix::MixSource::Sass => "SASS",
+        mix::MixSource::Ptx => "PTX",
+    };
+    product::predict(flops as f64, step, source, size, profile, resources)
 }
 
 /// One variant to explain, at its problem.

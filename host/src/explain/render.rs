@@ -174,6 +174,53 @@ fn site_rows(k: &KernelReport, model: Model) -> Vec<Vec<String>> {
 
 /// `  predicted on GPU: DRAM 400.0 MiB read (1.00x) + ...; bound: ...; 0.283 ms, 2960 GB/s, 98.7% of copy`,
 /// then the residency and every bound's time.
+/// `  predicted on ...`: a product's time, rate and bound, and what each unit carries.
+pub fn product_line(p: &super::product::ProductPrediction) -> String {
+    let resources = match p.resources {
+        Some(r) => format!(
+            "{} registers, {} B shared per block (ptxas)",
+            r.registers, r.shared_bytes
+        ),
+        None => "threads only".into(),
+    };
+    let units: Vec<String> = p
+        .units
+        .iter()
+        .map(|u| format!("{} {:.0}%", u.unit.describe(), 100.0 * u.busy))
+        .collect();
+    let s = &p.step;
+    let mut line = format!(
+        "  predicted on {}: {}, {:.0} GFLOP/s; bound: {}\n  \
+         {:.2} warps per scheduler ({} blocks per SM, limited by {}; {resources}); {} blocks on the busiest SM in {:.2} rounds\n  \
+         a warp's iteration of the hot loop ({}): {:.0} FLOPs, {:.0} instructions ({:.0} FP32, {:.0} mma.sync, {:.0} barriers), \
+         {:.1} shared wavefronts, {:.2} load lines, {:.0} L2 bytes; delay {:.0} ns\n  busy: {}",
+        p.device,
+        crate::units::format_ms(p.time_ms),
+        p.gflop_per_s,
+        p.bound.describe(),
+        p.warps_per_scheduler,
+        p.residency.blocks,
+        p.residency.limit.describe(),
+        p.blocks_per_busiest_sm,
+        p.rounds,
+        p.mix_source,
+        s.flops,
+        s.instructions,
+        s.fp32,
+        s.mma_sync,
+        s.barriers,
+        s.shared_wavefronts,
+        s.load_lines,
+        s.l2_bytes,
+        p.delay_ns,
+        units.join(", ")
+    );
+    for n in &p.not_modelled {
+        line.push_str(&format!("\n  not modelled: {n}"));
+    }
+    line
+}
+
 pub fn prediction_line(p: &super::predict::Prediction) -> String {
     let resources = match p.resources {
         Some(r) => format!(
@@ -321,6 +368,12 @@ pub fn render(report: &ExplainReport) -> String {
         }
         if let Some(p) = &k.prediction {
             let _ = writeln!(out, "{}", prediction_line(p));
+        }
+        if let Some(p) = &k.product {
+            let _ = writeln!(out, "{}", product_line(p));
+        }
+        if let Some(why) = &k.product_unpredicted {
+            let _ = writeln!(out, "  not predicted: {why}");
         }
     }
     for line in &report.skipped {

@@ -177,20 +177,30 @@ pub fn render(out: &mut String, results: &Results) {
             ""
         }
     };
+    // `explain --profile`'s prediction of each rung, where the report has them.
+    let predicted = |r: &Rung| {
+        super::predicted::of(results, &r.experiment, &r.variant)
+            .and_then(|p| p.gflop_per_s.map(|g| (g, p.bound.clone())))
+    };
+    let with_predictions = l.rungs.iter().any(|r| predicted(r).is_some());
+    let mut header = vec![
+        "rung",
+        "kernel",
+        "Rust GFLOP/s",
+        "C++ GFLOP/s",
+        "Rust / C++",
+        "Rust % of cuBLAS",
+        "C++ % of cuBLAS",
+        "valid",
+    ];
+    if with_predictions {
+        header.extend(["predicted GFLOP/s", "deviation", "bound (predicted)"]);
+    }
     table(
         out,
-        &[
-            "rung",
-            "kernel",
-            "Rust GFLOP/s",
-            "C++ GFLOP/s",
-            "Rust / C++",
-            "Rust % of cuBLAS",
-            "C++ % of cuBLAS",
-            "valid",
-        ],
+        &header,
         l.rungs.iter().map(|r| {
-            vec![
+            let mut cells = vec![
                 format!("{}/{}{}", r.experiment, r.variant, tf32(r)),
                 format!("`{}`", r.kernel),
                 format!("{:.0}", r.rust_gflop_per_s),
@@ -206,9 +216,37 @@ pub fn render(out: &mut String, results: &Results) {
                 } else {
                     "**NO**".into()
                 },
-            ]
+            ];
+            if with_predictions {
+                match predicted(r) {
+                    Some((g, bound)) => cells.extend([
+                        format!("{g:.0}"),
+                        format!("{:+.1}%", 100.0 * (g - r.rust_gflop_per_s) / r.rust_gflop_per_s),
+                        bound,
+                    ]),
+                    None => cells.extend([dash(), dash(), dash()]),
+                }
+            }
+            cells
         }),
     );
+    if with_predictions {
+        let pairs: Vec<f64> = l
+            .rungs
+            .iter()
+            .filter_map(|r| predicted(r).map(|(g, _)| (g - r.rust_gflop_per_s) / r.rust_gflop_per_s))
+            .collect();
+        let within = pairs
+            .iter()
+            .filter(|d| d.abs() <= crate::explain::measured::PRODUCT_TOLERANCE)
+            .count();
+        let _ = writeln!(
+            out,
+            "\nPredicted: `coalesce explain --profile` for this GPU (docs/model.md, \"Products\"),              from each kernel's instruction mix, emulated shared-memory and global traffic and              residency, and the GPU's calibrated rates; the bound is the unit the model finds              busiest. {within} of {} rungs within {:.0}% of measured.",
+            pairs.len(),
+            100.0 * crate::explain::measured::PRODUCT_TOLERANCE
+        );
+    }
     if let Some(b) = l.best() {
         let share = l
             .pct(b.rust_gflop_per_s)

@@ -28,6 +28,9 @@ pub struct Predicted {
     pub gb_per_s: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ceiling_gb_per_s: Option<f64>,
+    /// A product's predicted GFLOP/s (its `pct_of_copy` and GB/s mean nothing then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gflop_per_s: Option<f64>,
     /// What the prediction does not count, one line each (`explain`'s "not modelled"
     /// lines: residency from threads only where ptxas was not found, ...).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -55,17 +58,20 @@ impl Predicted {
     }
 }
 
-/// The experiments [`predict`] emulates for `results`: each bandwidth experiment
-/// that ran, once, with the row that says its size.
-fn predicted_experiments(
-    results: &Results,
-) -> Vec<(&'static crate::experiment::Experiment, &crate::harness::Row)> {
+/// The experiments [`predict`] emulates for `results` with `profile`: each
+/// experiment that ran, once, with the row that says its size; products only where
+/// the profile has compute rates to predict them with.
+fn predicted_experiments<'a>(
+    results: &'a Results,
+    profile: &Profile,
+) -> Vec<(&'static crate::experiment::Experiment, &'a crate::harness::Row)> {
     let mut out: Vec<(&'static crate::experiment::Experiment, &crate::harness::Row)> = Vec::new();
     for row in &results.run.rows {
         let Some(exp) = named(&row.experiment) else {
             continue;
         };
-        if row.flops.is_none() && !out.iter().any(|(e, _)| e.name == exp.name) {
+        let predictable = row.flops.is_none() || profile.compute.is_some();
+        if predictable && !out.iter().any(|(e, _)| e.name == exp.name) {
             out.push((exp, row));
         }
     }
@@ -73,8 +79,8 @@ fn predicted_experiments(
 }
 
 /// The kernels [`predict`] emulates for `results`: the steps its progress hears of.
-pub fn steps(results: &Results) -> u64 {
-    predicted_experiments(results)
+pub fn steps(results: &Results, profile: &Profile) -> u64 {
+    predicted_experiments(results, profile)
         .iter()
         .map(|(e, _)| measured(results, e).count() as u64)
         .sum()
@@ -108,7 +114,7 @@ pub fn predict(
 ) -> Result<Vec<Predicted>> {
     let profile = profile.for_device(&results.run.device.name, origin)?;
     let mut out = Vec::new();
-    for (exp, row) in predicted_experiments(results) {
+    for (exp, row) in predicted_experiments(results, &profile) {
         // The size the row ran at: bytes per array, or its matrix's shape.
         let shape = match exp.kind {
             Kind::Elements => None,
@@ -131,6 +137,18 @@ pub fn predict(
             }
         })?;
         out.extend(report.kernels.into_iter().filter_map(|k| {
+            if let Some(p) = k.product {
+                return Some(Predicted {
+                    experiment: k.experiment,
+                    variant: k.variant,
+                    pct_of_copy: 0.0,
+                    bound: p.bound.describe(),
+                    gb_per_s: None,
+                    ceiling_gb_per_s: None,
+                    gflop_per_s: Some(p.gflop_per_s),
+                    not_modelled: p.not_modelled,
+                });
+            }
             let p = k.prediction?;
             Some(Predicted {
                 experiment: k.experiment,
@@ -139,6 +157,7 @@ pub fn predict(
                 bound: p.bound.describe().to_string(),
                 gb_per_s: Some(p.gb_per_s),
                 ceiling_gb_per_s: Some(p.ceiling_gb_per_s()),
+                gflop_per_s: None,
                 not_modelled: p.not_modelled,
             })
         }));
@@ -158,7 +177,13 @@ pub fn of<'a>(results: &'a Results, experiment: &str, variant: &str) -> Option<&
 /// profile's copy ceiling (GB/s against GB/s, as `explain --against-run` and the
 /// predict stage compare them), with the run's own % of copy beside.
 pub fn render(out: &mut String, results: &Results) {
-    if results.predicted.is_empty() {
+    // Products' predictions are in the ladder's table (`super::ladder`).
+    let bandwidth: Vec<&Predicted> = results
+        .predicted
+        .iter()
+        .filter(|p| p.gflop_per_s.is_none())
+        .collect();
+    if bandwidth.is_empty() {
         return;
     }
     let _ = writeln!(out, "\n## Predicted beside measured\n");
@@ -170,8 +195,7 @@ pub fn render(out: &mut String, results: &Results) {
          % of copy, over the copy it timed at the experiment's size, beside.\n"
     );
     let mut stale = 0;
-    let rows: Vec<Vec<String>> = results
-        .predicted
+    let rows: Vec<Vec<String>> = bandwidth
         .iter()
         .filter_map(|p| {
             let r = results
@@ -209,7 +233,7 @@ pub fn render(out: &mut String, results: &Results) {
     );
     // Each caveat once, with the kernels it holds for.
     let mut caveats: Vec<(&str, Vec<String>)> = Vec::new();
-    for p in &results.predicted {
+    for p in &bandwidth {
         for c in &p.not_modelled {
             let kernel = format!("{}/{}", p.experiment, p.variant);
             match caveats.iter_mut().find(|(x, _)| x == c) {
@@ -221,7 +245,7 @@ pub fn render(out: &mut String, results: &Results) {
     if !caveats.is_empty() {
         let _ = writeln!(out, "\nNot counted in these predictions:\n");
         for (c, kernels) in caveats {
-            let which = if kernels.len() == results.predicted.len() {
+            let which = if kernels.len() == bandwidth.len() {
                 "every kernel".to_string()
             } else {
                 kernels.join(", ")
@@ -302,8 +326,19 @@ mod tests {
         // not in them, as in a results file from before it existed).
         let copy = 2;
         assert!(named("copy").unwrap().variants.len() > copy);
-        assert_eq!(steps(&results), copy as u64);
-        let profile = Profile::shipped("NVIDIA H100 80GB HBM3").unwrap().unwrap();
+        let shipped = Profile::shipped("NVIDIA H100 80GB HBM3").unwrap().unwrap();
+        // A profile without compute rates predicts no product, so emulates none; one
+        // with them emulates the product too.
+        let profile = Profile {
+            compute: None,
+            ..shipped.clone()
+        };
+        assert_eq!(steps(&results, &profile), copy as u64);
+        let with_rates = Profile {
+            compute: crate::profile::tests::sample().compute,
+            ..shipped
+        };
+        assert_eq!(steps(&results, &with_rates), copy as u64 + 1);
         let mut heard = Vec::new();
         let predicted = predict(&results, profile, "test", |k| heard.push(k.to_string())).unwrap();
         assert_eq!(heard.len(), copy, "{heard:?}");
@@ -323,6 +358,7 @@ mod tests {
             bound: "DRAM bytes at the copy ceiling".into(),
             gb_per_s: Some(2700.0),
             ceiling_gb_per_s: Some(3000.0),
+            gflop_per_s: None,
             not_modelled: Vec::new(),
         };
         // Both over the profile's ceiling: 90.0 against 96.3, not against the run's 100.

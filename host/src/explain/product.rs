@@ -1,0 +1,361 @@
+//! How fast a matrix product will run, and what bounds it: the hot loop's instruction
+//! mix ([`super::mix`]: read from the kernel's SASS, or its PTX), the emulated window's
+//! shared wavefronts, lines and sectors ([`super::traffic`]), the warps an SM holds
+//! ([`super::residency`]) and a GPU's calibrated rates ([`Profile`]). docs/model.md
+//! ("Products") states the same model in the same words.
+//!
+//! - **Demands**: one warp's iteration of the hot loop asks each unit of its
+//!   scheduler's quarter of the SM for time: the issue slots its instructions take,
+//!   the FP32 pipe its FFMAs, the tensor pipe its `mma.sync`s or its `wgmma` FLOPs, the
+//!   L1 its shared wavefronts and global lines (served one after another, as for the
+//!   bandwidth kernels), the L2 its sectors and the DRAM its share of the bytes the
+//!   product must move once. Each is the count over the calibrated rate.
+//! - **Delay**: after each barrier of the iteration, a warp's first shared load waits
+//!   its whole latency with nothing of its own to overlap.
+//! - **Warps hide latency**: the warps each scheduler holds take turns: a warp issues
+//!   a request, then waits for the unit to serve it while the others issue theirs. The
+//!   units work in parallel, so each unit with the issue slots is a closed queueing
+//!   network of its own, solved by mean value analysis ([`super::queue`]); the slowest
+//!   of them sets the iterations per ns. Few warps leave a unit idle while each waits;
+//!   many run at that unit's own pace.
+//! - **Waves**: the busiest SM runs its ceil(blocks / SMs) blocks, as many at once as
+//!   residency allows, the last round with fewer warps.
+//!
+//! The bound is the unit whose network is slowest, or the warps ("latency") when they
+//! keep that unit busy less than [`BUSY_ENOUGH`] of the time.
+
+use serde::Serialize;
+
+use super::queue;
+use super::residency::{LaunchSize, Residency, Resources, blocks_per_sm};
+use super::traffic::Traffic;
+use crate::profile::Profile;
+
+/// Warp schedulers (SM sub-partitions) per SM: four on every GPU from sm_70 to sm_90.
+/// Each issues for its own warps and has a quarter of the SM's pipes.
+pub const SCHEDULERS_PER_SM: f64 = 4.0;
+
+/// Below this share of the time busy, the busiest unit is not what bounds a kernel:
+/// its warps are too few to keep it fed.
+pub const BUSY_ENOUGH: f64 = 0.8;
+
+/// What one warp's iteration of the hot loop does and asks for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Step {
+    /// FLOPs of the product the iteration computes.
+    pub flops: f64,
+    /// Warp instructions issued, and of them: FP32 pipe (FFMA, FADD, FMUL),
+    /// `mma.sync` (m16n8k8 TF32) and barriers.
+    pub instructions: f64,
+    pub fp32: f64,
+    pub mma_sync: f64,
+    pub barriers: f64,
+    /// FLOPs of the `wgmma`s the warp issues (its quarter of its warpgroup's).
+    pub wgmma_flops: f64,
+    /// Shared-memory wavefronts, 128-byte lines of global loads and of global stores.
+    pub shared_wavefronts: f64,
+    pub load_lines: f64,
+    pub store_lines: f64,
+    /// Bytes the L2 serves (distinct sectors each block reads) and the DRAM moves.
+    pub l2_bytes: f64,
+    pub dram_bytes: f64,
+}
+
+/// What one warp's iteration of the hot loop issues, as read from the kernel's code.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Issued {
+    pub flops: f64,
+    pub instructions: f64,
+    pub fp32: f64,
+    pub mma_sync: f64,
+    pub wgmma_flops: f64,
+    pub barriers: f64,
+}
+
+impl Issued {
+    /// Adds `share` of one trip of the loop around the hot loop (`outer`): its
+    /// instructions, not its FLOPs (the hot loop's iteration keeps its own).
+    pub fn add_outer(&mut self, outer: &Issued, share: f64) {
+        self.instructions += share * outer.instructions;
+        self.fp32 += share * outer.fp32;
+        self.mma_sync += share * outer.mma_sync;
+        self.wgmma_flops += share * outer.wgmma_flops;
+        self.barriers += share * outer.barriers;
+    }
+}
+
+impl Step {
+    /// The step of a warp that issues `issued` per iteration in a launch whose emulated
+    /// window (blocks doing `window_flops` of the product) made `traffic`, and that
+    /// moves `dram_bytes` in all for `flops`: the window's counts per FLOP, times the
+    /// iteration's FLOPs. The L2 serves each block the distinct sectors it reads (the
+    /// L1 keeps what a block re-reads while it is used: the sampled blocks lie far
+    /// apart, so the window's distinct sectors are their sum).
+    pub fn of(issued: Issued, traffic: &Traffic, window_flops: f64, dram_bytes: f64, flops: f64) -> Step {
+        let per_flop = |count: u64| {
+            if window_flops > 0.0 {
+                count as f64 / window_flops
+            } else {
+                0.0
+            }
+        };
+        let f = issued.flops;
+        Step {
+            flops: f,
+            instructions: issued.instructions,
+            fp32: issued.fp32,
+            mma_sync: issued.mma_sync,
+            barriers: issued.barriers,
+            wgmma_flops: issued.wgmma_flops,
+            shared_wavefronts: f * per_flop(traffic.shared_wavefronts[0] + traffic.shared_wavefronts[1]),
+            load_lines: f * per_flop(traffic.global_lines[0]),
+            store_lines: f * per_flop(traffic.global_lines[1]),
+            l2_bytes: f * per_flop(traffic.read_segments[0] * 32),
+            dram_bytes: if flops > 0.0 { f * dram_bytes / flops } else { 0.0 },
+        }
+    }
+}
+
+/// A unit of the SM that an iteration waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Unit {
+    IssueSlots,
+    Fp32Pipe,
+    TensorMma,
+    TensorWgmma,
+    /// Shared wavefronts and global lines, one after another.
+    L1,
+    L2,
+    Dram,
+}
+
+impl Unit {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Unit::IssueSlots => "issue slots",
+            Unit::Fp32Pipe => "the FP32 pipe (FFMA)",
+            Unit::TensorMma => "the tensor pipe (mma.sync)",
+            Unit::TensorWgmma => "the tensor pipe (wgmma)",
+            Unit::L1 => "the L1: shared wavefronts and global lines",
+            Unit::L2 => "L2 bytes",
+            Unit::Dram => "DRAM bytes",
+        }
+    }
+}
+
+/// What sets a product's time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProductBound {
+    Unit(Unit),
+    /// Too few warps to keep the busiest unit busy.
+    Latency,
+}
+
+impl ProductBound {
+    pub fn describe(self) -> String {
+        match self {
+            ProductBound::Unit(u) => u.describe().to_string(),
+            ProductBound::Latency => "latency: too few warps to keep any unit busy".to_string(),
+        }
+    }
+}
+
+/// One unit's demand per warp iteration and how busy the full rounds keep it.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct UnitLoad {
+    pub unit: Unit,
+    pub demand_ns: f64,
+    pub busy: f64,
+}
+
+/// A product's predicted time and rate on one GPU.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ProductPrediction {
+    pub device: String,
+    /// Which code the instruction mix was read from: "SASS" or "PTX".
+    pub mix_source: String,
+    pub step: Step,
+    pub resources: Option<Resources>,
+    pub residency: Residency,
+    /// Warps per scheduler in the full rounds.
+    pub warps_per_scheduler: f64,
+    /// Blocks the busiest SM runs, and the rounds it runs them in.
+    pub blocks_per_busiest_sm: u64,
+    pub rounds: f64,
+    pub delay_ns: f64,
+    /// Every unit the iteration asks for, busiest first.
+    pub units: Vec<UnitLoad>,
+    pub time_ms: f64,
+    pub gflop_per_s: f64,
+    pub bound: ProductBound,
+    /// What the time does not count, one line each.
+    pub not_modelled: Vec<String>,
+}
+
+/// Predicts a launch of `flops` FLOPs whose warps' iterations are `step`, or says why
+/// it cannot (a profile without compute rates).
+pub fn predict(
+    flops: f64,
+    step: Step,
+    mix_source: &str,
+    launch: LaunchSize,
+    profile: &Profile,
+    resources: Option<Resources>,
+) -> Result<ProductPrediction, String> {
+    let rates = profile.compute.as_ref().ok_or_else(|| {
+        format!(
+            "the profile of {} has no compute rates (written before schema 6): run `coalesce calibrate` again to predict products",
+            profile.device
+        )
+    })?;
+    if !(flops > 0.0 && step.flops > 0.0) {
+        return Err("the hot loop does no arithmetic the model counts".into());
+    }
+    let sms = f64::from(profile.sm_count.max(1));
+    let quarter = |per_sm: f64| per_sm / SCHEDULERS_PER_SM;
+    let mut not_modelled = Vec::new();
+    let mut units = vec![
+        (
+            Unit::IssueSlots,
+            step.instructions / quarter(rates.issue_per_ns_per_sm),
+        ),
+        (Unit::Fp32Pipe, step.fp32 / quarter(rates.fma_per_ns_per_sm)),
+    ];
+    for (unit, count, rate, why) in [
+        (
+            Unit::TensorMma,
+            step.mma_sync,
+            rates.mma_tf32_per_ns_per_sm,
+            "mma.sync: the profile has no TF32 mma rate (a GPU before sm_80)",
+        ),
+        (
+            Unit::TensorWgmma,
+            step.wgmma_flops,
+            rates.wgmma_tf32_flops_per_ns_per_sm,
+            "wgmma: the profile has no wgmma rate (a GPU before sm_90)",
+        ),
+    ] {
+        match rate {
+            Some(r) => units.push((unit, count / quarter(r))),
+            None if count > 0.0 => not_modelled.push(why.into()),
+            None => {}
+        }
+    }
+    let mut l1 = 0.0;
+    for (count, rate, what) in [
+        (
+            step.shared_wavefronts,
+            profile.shared_wavefronts_per_ns_per_sm,
+            "shared wavefronts",
+        ),
+        (
+            step.load_lines,
+            profile.load_lines_per_ns_per_sm,
+            "lines of global loads",
+        ),
+        (
+            step.store_lines,
+            profile.store_lines_per_ns_per_sm,
+            "lines of global stores",
+        ),
+    ] {
+        match rate {
+            Some(r) => l1 += count / quarter(r),
+            None if count > 0.0 => not_modelled.push(format!("{what}: not calibrated")),
+            None => {}
+        }
+    }
+    units.push((Unit::L1, l1));
+    // The L2 and the DRAM serve the whole GPU: each scheduler's share of their rate.
+    units.push((Unit::L2, step.l2_bytes / quarter(rates.l2_read_gb_per_s / sms)));
+    units.push((Unit::Dram, step.dram_bytes / quarter(profile.copy_gb_per_s / sms)));
+    units.retain(|(_, d)| *d > 0.0);
+    let delay_ns = step.barriers * rates.shared_latency_ns;
+
+    let known = resources.filter(|_| profile.sm.is_some());
+    let residency = blocks_per_sm(launch, profile, known);
+    let blocks = launch.blocks.max(1);
+    let warps_per_block = f64::from(launch.threads_per_block.div_ceil(32).max(1));
+    let per_block_iterations = flops / step.flops / blocks as f64;
+    let busiest = blocks.div_ceil(profile.sm_count.max(1) as u64);
+    let per_sm = u64::from(residency.blocks.max(1));
+    let (full, rest) = (busiest / per_sm, busiest % per_sm);
+    // One round of `n` blocks on an SM: each scheduler runs its quarter of their warps'
+    // iterations at the rate its quarter of their warps sustains.
+    let round_ns = |n: u64| {
+        let warps = n as f64 * warps_per_block / SCHEDULERS_PER_SM;
+        let (x, _) = pace(&units, delay_ns, warps);
+        n as f64 * per_block_iterations / SCHEDULERS_PER_SM / x
+    };
+    let time_ns = full as f64 * round_ns(per_sm) + if rest > 0 { round_ns(rest) } else { 0.0 };
+    let rounds = full as f64 + rest as f64 / per_sm as f64;
+    let warps_per_scheduler = per_sm.min(busiest) as f64 * warps_per_block / SCHEDULERS_PER_SM;
+    let (x, pacing) = pace(&units, delay_ns, warps_per_scheduler);
+    let mut loads: Vec<UnitLoad> = units
+        .iter()
+        .map(|&(unit, demand_ns)| UnitLoad {
+            unit,
+            demand_ns,
+            busy: queue::utilisation(demand_ns, x),
+        })
+        .collect();
+    loads.sort_by(|a, b| b.busy.total_cmp(&a.busy));
+    let busy = units
+        .iter()
+        .find(|u| u.0 == pacing)
+        .map_or(0.0, |u| queue::utilisation(u.1, x));
+    let bound = if busy >= BUSY_ENOUGH {
+        ProductBound::Unit(pacing)
+    } else {
+        ProductBound::Latency
+    };
+    if known.is_none() {
+        not_modelled.push("registers and shared memory: residency counts threads only".into());
+    }
+    Ok(ProductPrediction {
+        device: profile.device.clone(),
+        mix_source: mix_source.to_string(),
+        step,
+        resources: known,
+        residency,
+        warps_per_scheduler,
+        blocks_per_busiest_sm: busiest,
+        rounds,
+        delay_ns,
+        units: loads,
+        time_ms: time_ns * 1e-6,
+        gflop_per_s: flops / time_ns,
+        bound,
+        not_modelled,
+    })
+}
+
+/// Iterations per ns one scheduler's `warps` complete, and the unit that sets it.
+///
+/// The units work in parallel, each on other warps' requests, and a warp waits on
+/// one of them at a time after issuing its request: so each unit with the issue slots
+/// is a closed network of its own ([`queue::throughput`]), and the slowest network
+/// sets the pace.
+fn pace(units: &[(Unit, f64)], delay_ns: f64, warps: f64) -> (f64, Unit) {
+    let issue = units
+        .iter()
+        .find(|u| u.0 == Unit::IssueSlots)
+        .map_or(0.0, |u| u.1);
+    units
+        .iter()
+        .map(|&(unit, demand)| {
+            let x = if unit == Unit::IssueSlots {
+                queue::throughput(&[issue], delay_ns, warps)
+            } else {
+                queue::throughput(&[issue, demand], delay_ns, warps)
+            };
+            (x, unit)
+        })
+        .min_by(|a, b| a.0.total_cmp(&b.0))
+        .unwrap_or((0.0, Unit::IssueSlots))
+}
+
+#[cfg(test)]
+mod tests;

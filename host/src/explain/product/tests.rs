@@ -1,0 +1,138 @@
+use super::*;
+use crate::profile::tests::{sample, schema_5};
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * b.abs().max(1e-30)
+}
+
+/// One warp's iteration: 64 FFMAs (4096 FLOPs), 72 instructions in all.
+fn simt() -> Step {
+    Step {
+        flops: 4096.0,
+        instructions: 72.0,
+        fp32: 64.0,
+        shared_wavefronts: 4.0,
+        ..Step::default()
+    }
+}
+
+fn launch(blocks: u64, threads: u32) -> LaunchSize {
+    LaunchSize {
+        blocks,
+        threads_per_block: threads,
+        dynamic_shared_bytes: 0,
+    }
+}
+
+/// Demand of `count` at a per-SM rate, on one scheduler.
+fn demand(count: f64, per_sm: f64) -> f64 {
+    count / (per_sm / SCHEDULERS_PER_SM)
+}
+
+#[test]
+fn one_warp_waits_for_the_issue_slots_and_its_slowest_unit_in_turn() {
+    let p = sample();
+    let rates = p.compute.clone().unwrap();
+    // One block of one warp on one SM: a scheduler with a single warp.
+    let step = simt();
+    let got = predict(step.flops * 10.0, step, "SASS", launch(1, 32), &p, None).unwrap();
+    let issue = demand(72.0, rates.issue_per_ns_per_sm);
+    let fp32 = demand(64.0, rates.fma_per_ns_per_sm);
+    let l1 = demand(4.0, p.shared_wavefronts_per_ns_per_sm.unwrap());
+    // Ten iterations, each the issue slots' time and the slower unit's.
+    let per_iteration = issue + fp32.max(l1);
+    assert!(close(got.time_ms, 10.0 * per_iteration * 1e-6), "{got:?}");
+    assert_eq!(got.blocks_per_busiest_sm, 1);
+}
+
+#[test]
+fn many_warps_run_at_the_busiest_units_pace_and_name_it() {
+    let p = sample();
+    let rates = p.compute.clone().unwrap();
+    // Far more blocks than SMs, each of 1024 threads: 8 warps per scheduler per block.
+    let step = Step {
+        shared_wavefronts: 60.0,
+        ..simt()
+    };
+    let blocks = 132 * 64;
+    let got = predict(step.flops * 1e6, step, "SASS", launch(blocks, 1024), &p, None).unwrap();
+    let l1 = demand(60.0, p.shared_wavefronts_per_ns_per_sm.unwrap());
+    assert!(l1 > demand(72.0, rates.issue_per_ns_per_sm));
+    assert_eq!(got.bound, ProductBound::Unit(Unit::L1));
+    // At most the L1's pace: iterations per scheduler x its demand.
+    let per_scheduler = 1e6 / (132.0 * SCHEDULERS_PER_SM);
+    assert!(got.time_ms * 1e6 >= per_scheduler * l1 * (1.0 - 1e-9));
+    assert!(got.time_ms * 1e6 <= per_scheduler * l1 * 1.1, "{got:?}");
+}
+
+#[test]
+fn a_last_partial_round_runs_with_fewer_warps() {
+    let p = sample();
+    let step = simt();
+    let blocks_of = |n: u64| predict(step.flops * n as f64, step, "SASS", launch(n, 256), &p, None).unwrap();
+    // 256 threads without resources: 8 blocks per SM by threads (2048 / 256).
+    let full = blocks_of(132 * 8);
+    let one_more = blocks_of(132 * 8 + 132);
+    assert_eq!(full.rounds, 1.0);
+    assert!(close(one_more.rounds, 1.125));
+    // The extra round of one block per SM holds 2 warps per scheduler, not 16: slower
+    // per iteration than the full round.
+    assert!(
+        one_more.time_ms > full.time_ms * 1.125,
+        "{} {}",
+        one_more.time_ms,
+        full.time_ms
+    );
+}
+
+#[test]
+fn too_few_warps_are_named_as_the_bound() {
+    let p = sample();
+    let got = predict(simt().flops * 132.0, simt(), "PTX", launch(132, 32), &p, None).unwrap();
+    assert_eq!(got.bound, ProductBound::Latency);
+    assert!(got.units.iter().all(|u| u.busy < BUSY_ENOUGH));
+}
+
+#[test]
+fn barriers_delay_every_iteration_by_a_shared_load() {
+    let p = sample();
+    let step = Step {
+        barriers: 2.0,
+        ..simt()
+    };
+    let with = predict(step.flops, step, "SASS", launch(1, 32), &p, None).unwrap();
+    let without = predict(simt().flops, simt(), "SASS", launch(1, 32), &p, None).unwrap();
+    let latency = p.compute.as_ref().unwrap().shared_latency_ns;
+    assert!(close(with.delay_ns, 2.0 * latency));
+    assert!(close((with.time_ms - without.time_ms) * 1e6, 2.0 * latency));
+}
+
+#[test]
+fn a_profile_without_compute_rates_says_to_calibrate_again() {
+    let err = predict(1e9, simt(), "SASS", launch(1, 32), &schema_5(), None).unwrap_err();
+    assert!(err.contains("calibrate"), "{err}");
+}
+
+#[test]
+fn a_step_takes_the_windows_counts_per_flop() {
+    let traffic = Traffic {
+        shared_wavefronts: [300, 100],
+        global_lines: [40, 8],
+        read_segments: [50, 30, 20],
+        ..Traffic::default()
+    };
+    let issued = Issued {
+        flops: 1000.0,
+        instructions: 20.0,
+        fp32: 15.0,
+        ..Issued::default()
+    };
+    // The window did 1e5 FLOPs; the launch does 1e6 and moves 4e4 bytes.
+    let step = Step::of(issued, &traffic, 1e5, 4e4, 1e6);
+    assert!(close(step.shared_wavefronts, 4.0));
+    assert!(close(step.load_lines, 0.4));
+    assert!(close(step.store_lines, 0.08));
+    assert!(close(step.l2_bytes, 50.0 * 32.0 / 100.0));
+    assert!(close(step.dram_bytes, 40.0));
+    assert_eq!(step.instructions, 20.0);
+}
