@@ -114,9 +114,65 @@ fn a_quick_calibration_is_plausible() {
         spread.iter().all(|q| q.spread() >= 1.0 && q.gb_per_s > 1.0),
         "{text}"
     );
+    assert!(p.compute.is_some(), "{text}");
     let json = serde_json::to_string(p).unwrap();
     let back = coalesce::profile::Profile::parse(&json, "test").unwrap();
     assert_eq!(&back, p);
+    println!("{text}");
+}
+
+/// The compute rates (kernels/src/pipes.rs), measured as a quick calibration does:
+/// every kernel validated, and each rate within what the device can do at its highest
+/// clock (device attribute CLOCK_RATE), per SM per clock: at most 4 warp FFMAs (128
+/// FP32 lanes), 4 warp instructions issued (4 schedulers), one m16n8k8 TF32 MMA and
+/// 2048 wgmma TF32 FLOPs (an H100 SXM's dense peak), each x 1.05; and at least a
+/// quarter of that (the MMA: a tenth, as an A100 does half an H100's per clock).
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn the_compute_rates_are_plausible_for_this_gpu() {
+    use coalesce::calibrate::{Effort, compute};
+    use cust::device::{Device, DeviceAttribute};
+    let gpu = common::gpu();
+    let clock_khz = Device::get_device(gpu.info.ordinal)
+        .unwrap()
+        .get_attribute(DeviceAttribute::ClockRate)
+        .unwrap();
+    let ghz = f64::from(clock_khz) / 1e6;
+    let mut steps = Vec::new();
+    let (c, runs, failures) = compute::compute_rates(&gpu, Effort { quick: true }, &mut |s: &str| {
+        steps.push(s.to_string())
+    })
+    .unwrap();
+    assert!(failures.is_empty(), "{failures:?}");
+    assert_eq!(steps.len(), compute::COMPUTE.len());
+    let text = format!("{c:?}\n{runs:?}\nclock {ghz} GHz");
+    let per_clock = |rate: f64, most: f64, least: f64| {
+        let r = rate / ghz;
+        assert!(
+            r <= 1.05 * most && r >= least * most,
+            "{r} per clock, not in {least} x {most}..1.05 x {most}: {text}"
+        );
+    };
+    per_clock(c.fma_per_ns_per_sm, 4.0, 0.25);
+    per_clock(c.issue_per_ns_per_sm, 4.0, 0.25);
+    let (major, _) = gpu.info.compute_capability;
+    match c.mma_tf32_per_ns_per_sm {
+        Some(mma) => per_clock(mma, 1.0, 0.1),
+        None => assert!(major < 8, "{text}"),
+    }
+    match c.wgmma_tf32_flops_per_ns_per_sm {
+        Some(wgmma) => per_clock(wgmma, 2048.0, 0.25),
+        None => assert_ne!(gpu.info.compute_capability, (9, 0), "{text}"),
+    }
+    // The L2 serves reads faster than half the DRAM's peak, and at most 128 bytes per
+    // clock per SM.
+    let dram = gpu.info.peak_gb_per_s().unwrap_or(500.0);
+    let l2_per_clock = c.l2_read_gb_per_s / f64::from(gpu.info.sm_count) / ghz;
+    assert!(c.l2_read_gb_per_s > 0.5 * dram && l2_per_clock <= 128.0, "{text}");
+    // An FFMA waits 2 to 16 clocks for the one before; a shared load 15 to 100.
+    let clocks = |ns: f64| ns * ghz;
+    assert!((2.0..=16.0).contains(&clocks(c.fma_latency_ns)), "{text}");
+    assert!((15.0..=100.0).contains(&clocks(c.shared_latency_ns)), "{text}");
     println!("{text}");
 }
 
@@ -137,6 +193,7 @@ fn calibrate_quick_writes_a_profile_of_this_gpu() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(stdout.contains("dram_read_granularity"), "{stdout}");
+    assert!(stdout.contains("fma_per_ns_per_sm"), "{stdout}");
     let name = coalesce::device::Gpu::open(0).unwrap().info.name;
     let profile = coalesce::profile::Profile::load(&file).unwrap();
     profile.for_device(&name, "profile.json").unwrap();

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::fresh_dir;
+use common::{fresh_dir, nvdisasm, ptxas, sass_functions};
 
 use std::process::Command;
 
@@ -160,16 +160,6 @@ fn accessors_add_no_instructions_on_the_gpu() {
             "the sm_80 PTX contains {forbidden}"
         );
     }
-}
-
-fn ptxas() -> Option<String> {
-    let exe = std::env::var("PTXAS").unwrap_or_else(|_| "ptxas".into());
-    Command::new(&exe)
-        .arg("--version")
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|_| exe)
 }
 
 #[test]
@@ -482,50 +472,6 @@ fn sgemm_tf32_rungs_multiply_on_tensor_cores() {
     for forbidden in ["mma.sync", "ldmatrix"] {
         assert_eq!(count(PTX, forbidden), 0, "the sm_70 baseline has {forbidden}");
     }
-}
-
-/// nvdisasm, to read the SASS ptxas makes: `$NVDISASM`, else next to `$PTXAS`, else on
-/// the PATH.
-fn nvdisasm() -> Option<String> {
-    let beside_ptxas = std::env::var("PTXAS").ok().and_then(|p| {
-        let dir = std::path::Path::new(&p).parent()?;
-        Some(dir.join("nvdisasm").to_string_lossy().into_owned())
-    });
-    [
-        std::env::var("NVDISASM").ok(),
-        beside_ptxas,
-        Some("nvdisasm".into()),
-    ]
-    .into_iter()
-    .flatten()
-    .find(|exe| {
-        Command::new(exe)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-    })
-}
-
-/// Each function's SASS in `nvdisasm -c` output, by name.
-fn sass_functions(listing: &str) -> std::collections::HashMap<&str, String> {
-    let mut out = std::collections::HashMap::new();
-    let mut current: Option<(&str, String)> = None;
-    for line in listing.lines() {
-        let t = line.trim();
-        if let Some(name) = t.strip_prefix(".text.").and_then(|n| n.strip_suffix(':')) {
-            if let Some((n, text)) = current.take() {
-                out.insert(n, text);
-            }
-            current = Some((name, String::new()));
-        } else if let Some((_, text)) = current.as_mut() {
-            text.push_str(t);
-            text.push('\n');
-        }
-    }
-    if let Some((n, text)) = current {
-        out.insert(n, text);
-    }
-    out
 }
 
 /// What `explain` assumes ptxas does with scalar shared accesses (explain::vectorize:

@@ -94,3 +94,58 @@ pub fn nvrtc() -> Option<coalesce::compare::nvrtc::Nvrtc> {
         }
     }
 }
+
+/// ptxas: `$PTXAS`, else on the PATH; None where neither runs.
+pub fn ptxas() -> Option<String> {
+    let exe = std::env::var("PTXAS").unwrap_or_else(|_| "ptxas".into());
+    std::process::Command::new(&exe)
+        .arg("--version")
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|_| exe)
+}
+
+/// nvdisasm, to read the SASS ptxas makes: `$NVDISASM`, else next to `$PTXAS`, else on
+/// the PATH.
+pub fn nvdisasm() -> Option<String> {
+    let beside_ptxas = std::env::var("PTXAS").ok().and_then(|p| {
+        let dir = std::path::Path::new(&p).parent()?;
+        Some(dir.join("nvdisasm").to_string_lossy().into_owned())
+    });
+    [
+        std::env::var("NVDISASM").ok(),
+        beside_ptxas,
+        Some("nvdisasm".into()),
+    ]
+    .into_iter()
+    .flatten()
+    .find(|exe| {
+        std::process::Command::new(exe)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    })
+}
+
+/// Each function's SASS in `nvdisasm -c` output, by name.
+pub fn sass_functions(listing: &str) -> std::collections::HashMap<&str, String> {
+    let mut out = std::collections::HashMap::new();
+    let mut current: Option<(&str, String)> = None;
+    for line in listing.lines() {
+        let t = line.trim();
+        if let Some(name) = t.strip_prefix(".text.").and_then(|n| n.strip_suffix(':')) {
+            if let Some((n, text)) = current.take() {
+                out.insert(n, text);
+            }
+            current = Some((name, String::new()));
+        } else if let Some((_, text)) = current.as_mut() {
+            text.push_str(t);
+            text.push('\n');
+        }
+    }
+    if let Some((n, text)) = current {
+        out.insert(n, text);
+    }
+    out
+}

@@ -232,7 +232,7 @@ fn check<T: PartialEq + std::fmt::Debug>(
 /// Runs and times the compute kernels: each at full residency (as many blocks as the
 /// driver says fit, on every SM), the latency ones as one warp. Returns the rates, how
 /// each was run and the validation failures.
-pub(super) fn compute_rates(
+pub fn compute_rates(
     gpu: &Gpu,
     effort: Effort,
     progress: &mut impl FnMut(&str),

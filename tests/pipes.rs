@@ -1,0 +1,250 @@
+//! `coalesce calibrate`'s compute microbenchmarks (kernels/src/pipes.rs): on the CPU
+//! emulator each stores what calibrate's CPU reference of its arithmetic says; and
+//! where ptxas and nvdisasm are found, the loop of each holds, in SASS, the
+//! instructions its declared count says a round does, and next to nothing else.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+use coalesce::calibrate::compute::{
+    FMA_A, FMA_B, ISSUE_K, MMA_A, MMA_B, WGMMA_B, chase_end, fma_chain, fma_chains, issue_chains, l2_shape,
+    l2_sums, l2_value, mma_sum, wgmma_sum,
+};
+use coalesce::ptx::{PTX, PTX_SM80, PTX_SM90A};
+use common::{fresh_dir, nvdisasm, ptxas, sass_functions};
+use kernels::entry;
+use kernels::gpu::emu::{Dim3, LaunchConfig, launch};
+use kernels::gpu::{Float4, Global, GlobalMut};
+use kernels::pipes::{
+    BLOCK, CHASE_THREADS, FMA_PER_ROUND, ISSUE_FMA_PER_ROUND, ISSUE_LOP3_PER_ROUND, LATENCY_STEPS,
+    MMA_PER_ROUND, WGMMA_PER_ROUND, WGMMA_SHARED_BYTES, WGMMA_THREADS,
+};
+
+fn run(grid: u32, block: u32, shared: usize, kernel: impl Fn() + Sync) {
+    let cfg = LaunchConfig {
+        grid: Dim3::from(grid),
+        block: Dim3::from(block),
+        dynamic_shared_bytes: shared,
+        ..Default::default()
+    };
+    launch(&cfg, kernel);
+}
+
+#[test]
+fn each_kernel_stores_what_its_reference_computes() {
+    let rounds = 3;
+    let mut out = vec![0f32; 2 * BLOCK as usize];
+    let o = GlobalMut::from_ptr(out.as_mut_ptr());
+    // SAFETY (each): out holds a value per thread of the launch.
+    run(2, BLOCK, 0, unsafe {
+        entry::fma_throughput.bind((rounds, FMA_A, FMA_B, o))
+    });
+    assert!(
+        out.iter().all(|v| *v == fma_chains(3, FMA_A, FMA_B)),
+        "{:?}",
+        &out[..4]
+    );
+    run(1, 32, 0, unsafe {
+        entry::fma_latency.bind((rounds, FMA_A, FMA_B, o))
+    });
+    assert!(out[..32].iter().all(|v| *v == fma_chain(3, FMA_A, FMA_B)));
+    run(1, BLOCK, 0, unsafe {
+        entry::mma_tf32_throughput.bind((rounds, MMA_A, MMA_B, o))
+    });
+    assert!(
+        out[..256].iter().all(|v| *v == mma_sum(3, MMA_A, MMA_B)),
+        "{:?}",
+        &out[..4]
+    );
+    let wg = WGMMA_THREADS as usize;
+    run(2, WGMMA_THREADS, WGMMA_SHARED_BYTES, unsafe {
+        entry::wgmma_tf32_throughput.bind((rounds, MMA_A, WGMMA_B, o))
+    });
+    assert!(
+        out[..2 * wg].iter().all(|v| *v == wgmma_sum(3, MMA_A, WGMMA_B)),
+        "{:?}",
+        &out[..4]
+    );
+    let mut words = vec![0u32; BLOCK as usize];
+    let w = GlobalMut::from_ptr(words.as_mut_ptr());
+    run(1, BLOCK, 0, unsafe {
+        entry::issue_mix.bind((rounds, FMA_A, FMA_B, ISSUE_K, w))
+    });
+    assert!(words.iter().all(|v| *v == issue_chains(3, FMA_A, FMA_B, ISSUE_K)));
+    run(1, CHASE_THREADS, 0, unsafe {
+        entry::shared_chase.bind((rounds, w))
+    });
+    let ends: Vec<u32> = (0..32).map(|l| chase_end(l, 3)).collect();
+    assert_eq!(&words[..32], &ends[..]);
+    // l2_read over 4 blocks: 2 layers of 1024 float4s, one block's shift a round.
+    let threads = 4 * BLOCK as usize;
+    let (layers, shift) = l2_shape(threads as u64, (threads * 16 * 2 * 4) as u64);
+    assert_eq!((layers, shift), (2, 2 * BLOCK as usize));
+    let src: Vec<Float4> = (0..threads * layers)
+        .map(|p| {
+            let v = |c: usize| l2_value(4 * p + c) as f32;
+            Float4::new(v(0), v(1), v(2), v(3))
+        })
+        .collect();
+    let mut sums = vec![0f32; threads];
+    let args = (
+        5,
+        layers,
+        shift,
+        Global::from_ptr(src.as_ptr()),
+        GlobalMut::from_ptr(sums.as_mut_ptr()),
+    );
+    run(4, BLOCK, 0, unsafe { entry::l2_read.bind(args) });
+    let want: Vec<f32> = l2_sums(threads, layers, shift, 5)
+        .into_iter()
+        .map(|s| s as f32)
+        .collect();
+    assert_eq!(sums, want);
+}
+
+/// The opcode of each instruction of a SASS listing's loops: for each backward branch
+/// to a label, the instructions from the label to the branch.
+fn loops(sass: &str) -> Vec<Vec<String>> {
+    let (mut labels, mut ins) = (BTreeMap::new(), Vec::new());
+    let mut out = Vec::new();
+    for line in sass.lines() {
+        let t = line.trim();
+        if let Some(label) = t.strip_suffix(':').filter(|l| l.starts_with(".L_x_")) {
+            labels.insert(label.to_string(), ins.len());
+            continue;
+        }
+        let Some(rest) = t
+            .strip_prefix("/*")
+            .and_then(|r| r.split_once("*/"))
+            .map(|(_, r)| r.trim())
+        else {
+            continue;
+        };
+        let text = rest.trim_end_matches(';').trim();
+        let op = text
+            .split_whitespace()
+            .find(|w| !w.starts_with('@'))
+            .unwrap_or("")
+            .to_string();
+        if op.is_empty() {
+            continue;
+        }
+        ins.push(op.clone());
+        if op == "BRA"
+            && let Some(target) = text.split(['(', ')']).nth(1)
+            && let Some(&start) = labels.get(target)
+        {
+            out.push(ins[start..].to_vec());
+        }
+    }
+    out
+}
+
+#[test]
+fn the_loop_reader_finds_a_backward_branch() {
+    let sass = ".L_x_3:\n /*0d10*/ FFMA R1, R1, R2, R3 ;\n /*0d20*/ ISETP.NE.U32.AND P0, PT, R4, R5, PT ;\n /*0d30*/ @P0 BRA `(.L_x_3) ;\n /*0d40*/ EXIT ;";
+    assert_eq!(loops(sass), [["FFMA", "ISETP.NE.U32.AND", "BRA"]]);
+}
+
+/// Where ptxas and nvdisasm are found: each microbenchmark's loops (ptxas may unroll
+/// one more time, or keep a remainder loop) hold a whole number of rounds of the
+/// instructions it declares, no other floating-point or memory instruction, and at
+/// most the loop's 3 (the wgmma one: and its fence and wait; NOPs aside).
+#[test]
+fn each_microbenchmark_loop_holds_its_declared_instructions() {
+    let (Some(ptxas), Some(nvdisasm)) = (ptxas(), nvdisasm()) else {
+        assert!(
+            std::env::var_os("COALESCE_REQUIRE_NVDISASM").is_none()
+                && std::env::var_os("COALESCE_REQUIRE_PTXAS").is_none(),
+            "COALESCE_REQUIRE_PTXAS or COALESCE_REQUIRE_NVDISASM is set but ptxas or nvdisasm was not found"
+        );
+        eprintln!("ptxas or nvdisasm not found (set PTXAS and NVDISASM): skipped");
+        return;
+    };
+    let dir = fresh_dir("pipes-sass");
+    let mut sass = BTreeMap::new();
+    for (name, ptx, arch) in [
+        ("kernels", PTX, "sm_90"),
+        ("sm80", PTX_SM80, "sm_90"),
+        ("sm90a", PTX_SM90A, "sm_90a"),
+    ] {
+        let (src, cubin) = (dir.join(format!("{name}.ptx")), dir.join(format!("{name}.cubin")));
+        std::fs::write(&src, ptx).unwrap();
+        let out = Command::new(&ptxas)
+            .args(["-arch", arch, "-o"])
+            .arg(&cubin)
+            .arg(&src)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let out = Command::new(&nvdisasm).arg("-c").arg(&cubin).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let listing = String::from_utf8_lossy(&out.stdout).into_owned();
+        for (k, code) in sass_functions(&listing) {
+            sass.insert(k.to_string(), code);
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+    // (kernel, the declared instruction, per round, others allowed besides the loop's 3)
+    let declared = [
+        ("fma_throughput", "FFMA", FMA_PER_ROUND, 0),
+        ("issue_mix", "FFMA", ISSUE_FMA_PER_ROUND, ISSUE_LOP3_PER_ROUND),
+        ("mma_tf32_throughput", "HMMA.1688.F32.TF32", MMA_PER_ROUND, 0),
+        (
+            "wgmma_tf32_throughput",
+            "HGMMA.64x256x8.F32.TF32",
+            WGMMA_PER_ROUND,
+            2,
+        ),
+        ("fma_latency", "FFMA", LATENCY_STEPS, 0),
+        ("shared_chase", "LDS", LATENCY_STEPS, 0),
+    ];
+    for (kernel, op, per_round, extra) in declared {
+        let code = sass.get(kernel).unwrap_or_else(|| panic!("no SASS for {kernel}"));
+        let bodies: Vec<Vec<String>> = loops(code)
+            .into_iter()
+            .filter(|b| b.iter().any(|o| o == op))
+            .collect();
+        assert!(!bodies.is_empty(), "{kernel}: no loop with {op}\n{code}");
+        for body in bodies {
+            let n = body.iter().filter(|o| *o == op).count();
+            assert_eq!(
+                n % per_round,
+                0,
+                "{kernel}: {n} {op} in a loop, not whole rounds of {per_round}: {body:?}"
+            );
+            let rounds = n / per_round;
+            let fp_or_memory = |o: &&String| {
+                *o != op
+                    && (o.starts_with('F') || o.starts_with("LD") || o.starts_with("ST") || o.contains("MMA"))
+            };
+            assert_eq!(body.iter().filter(fp_or_memory).count(), 0, "{kernel}: {body:?}");
+            let others = body.iter().filter(|o| *o != op && *o != "NOP").count();
+            if kernel == "issue_mix" {
+                let lop3 = body.iter().filter(|o| *o == "LOP3.LUT").count();
+                assert_eq!(lop3, rounds * extra, "{kernel}: {body:?}");
+                assert!(others - lop3 <= 3, "{kernel}: {body:?}");
+            } else {
+                assert!(
+                    others <= 3 + extra,
+                    "{kernel}: {others} other instructions: {body:?}"
+                );
+            }
+        }
+    }
+    // l2_read: each 16-byte load is summed (4 FADD), and nothing else computes.
+    for body in loops(&sass["l2_read"])
+        .into_iter()
+        .filter(|b| b.iter().any(|o| o.starts_with("LDG")))
+    {
+        let loads = body.iter().filter(|o| *o == "LDG.E.128.CONSTANT").count();
+        let adds = body.iter().filter(|o| *o == "FADD").count();
+        assert_eq!(adds, 4 * loads, "{body:?}");
+        assert!(
+            !body.iter().any(|o| o == "FFMA" || o.starts_with("ST")),
+            "{body:?}"
+        );
+    }
+}
