@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use std::process::Command;
 
 use coalesce::calibrate::compute::{
-    FMA_A, FMA_B, ISSUE_K, MMA_A, MMA_B, WGMMA_B, chase_end, fma_chain, fma_chains, issue_chains, l2_shape,
-    l2_sums, l2_value, mma_sum, wgmma_sum,
+    FMA_A, FMA_B, ISSUE_K, MMA_A, MMA_B, WGMMA_B, chase_end, check_wgmma_blocks, fma_chain, fma_chains,
+    issue_chains, l2_shape, l2_sums, l2_value, line_sum, line_value, mma_sum,
 };
 use coalesce::ptx::{PTX, PTX_SM80, PTX_SM90A};
 use common::{fresh_dir, nvdisasm, ptxas, sass_functions};
@@ -19,7 +19,7 @@ use kernels::gpu::emu::{Dim3, LaunchConfig, launch};
 use kernels::gpu::{Float4, Global, GlobalMut};
 use kernels::pipes::{
     BLOCK, CHASE_THREADS, FMA_PER_ROUND, ISSUE_FMA_PER_ROUND, ISSUE_LOP3_PER_ROUND, LATENCY_STEPS,
-    MMA_PER_ROUND, WGMMA_PER_ROUND, WGMMA_SHARED_BYTES, WGMMA_THREADS,
+    MMA_PER_ROUND, REQUEST_WINDOW, REQUESTS_PER_ROUND, WGMMA_PER_ROUND, WGMMA_SHARED_BYTES, WGMMA_THREADS,
 };
 
 fn run(grid: u32, block: u32, shared: usize, kernel: impl Fn() + Sync) {
@@ -62,11 +62,15 @@ fn each_kernel_stores_what_its_reference_computes() {
     run(2, WGMMA_THREADS, WGMMA_SHARED_BYTES, unsafe {
         entry::wgmma_tf32_throughput.bind((rounds, MMA_A, WGMMA_B, o))
     });
-    assert!(
-        out[..2 * wg].iter().all(|v| *v == wgmma_sum(3, MMA_A, WGMMA_B)),
-        "{:?}",
-        &out[..4]
-    );
+    assert_eq!(check_wgmma_blocks(&out[..2 * wg], 3, MMA_A, WGMMA_B), None);
+    let lines: Vec<f32> = (0..2 * REQUEST_WINDOW).map(line_value).collect();
+    run(2, BLOCK, 0, unsafe {
+        entry::line_requests.bind((rounds, Global::from_ptr(lines.as_ptr()), o))
+    });
+    for (i, v) in out.iter().enumerate() {
+        let (b, t) = (i / BLOCK as usize, i % BLOCK as usize);
+        assert_eq!(*v, line_sum(b, t, 3), "line_requests: thread {t} of block {b}");
+    }
     let mut words = vec![0u32; BLOCK as usize];
     let w = GlobalMut::from_ptr(words.as_mut_ptr());
     run(1, BLOCK, 0, unsafe {
@@ -201,6 +205,19 @@ fn each_microbenchmark_loop_holds_its_declared_instructions() {
         ("fma_latency", "FFMA", LATENCY_STEPS, 0),
         ("shared_chase", "LDS", LATENCY_STEPS, 0),
     ];
+    // line_requests: 16 one-line loads a round, each added into the sum.
+    let requests: Vec<Vec<String>> = loops(&sass["line_requests"])
+        .into_iter()
+        .filter(|b| b.iter().any(|o| o.starts_with("LDG")))
+        .collect();
+    assert!(!requests.is_empty(), "line_requests: no loop with a load");
+    for body in requests {
+        let loads = body.iter().filter(|o| o.starts_with("LDG.E")).count();
+        let adds = body.iter().filter(|o| *o == "FADD").count();
+        assert!(loads > 0 && loads % REQUESTS_PER_ROUND == 0, "{body:?}");
+        assert_eq!(adds, loads, "{body:?}");
+        assert!(body.len() <= 2 * loads + 3 + loads / 4, "line_requests: {body:?}");
+    }
     for (kernel, op, per_round, extra) in declared {
         let code = sass.get(kernel).unwrap_or_else(|| panic!("no SASS for {kernel}"));
         let bodies: Vec<Vec<String>> = loops(code)

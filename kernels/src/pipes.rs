@@ -1,6 +1,7 @@
 //! pipes: `coalesce calibrate`'s microbenchmarks of the rates at which an SM computes:
 //! FP32 FMAs, instructions issued when no one pipe is full, tensor-core MMAs
-//! (`mma.sync`, sm_80; `wgmma`, sm_90a), loads the L2 serves, and two latencies (a
+//! (`mma.sync`, sm_80; `wgmma`, sm_90a), loads the L2 serves, one-line requests the
+//! L1 takes, and two latencies (a
 //! dependent FMA, a dependent shared load). Their data is a few parameters and
 //! registers (the L2 kernel's a buffer the L2 holds), so DRAM never sets the time.
 //!
@@ -118,25 +119,38 @@ const WGMMA_A_FLOATS: usize = 64 * 32;
 const WGMMA_B_FLOATS: usize = WGMMA_N * 32;
 /// Dynamic shared memory of a block: both tiles, and room to align them to 1024 bytes.
 pub const WGMMA_SHARED_BYTES: usize = (WGMMA_A_FLOATS + WGMMA_B_FLOATS) * 4 + 1024;
+/// Floats of [`wgmma_tf32_throughput`]'s A tile; its B tile follows.
+pub const WGMMA_A_TILE: usize = WGMMA_A_FLOATS;
+/// Floats of the B tile.
+pub const WGMMA_B_TILE: usize = WGMMA_B_FLOATS;
+
+/// The value at float `i` of [`wgmma_tf32_throughput`]'s tiles (before a or b): 1 plus
+/// a hashed 10-bit fraction, so exact in TF32, in [1, 2).
+pub fn wgmma_tile_value(i: usize) -> f32 {
+    let h = (i as u32).wrapping_mul(0x9e37_79b1) >> 22;
+    1.0 + h as f32 / 1024.0
+}
 
 kernel! {
     #[requires(sm_90a)]
-    /// One warpgroup multiplies a 64 x 8 A tile (every value a) by an 8 x 256 B tile
-    /// (every value b), both read by the tensor cores from shared memory, into one
-    /// accumulator (128 floats a thread): 8 `wgmma.m64n256k8` per round, then a commit
-    /// and a wait for the round before (so one round is always queued), with the
-    /// round's fence: 8 HGMMA, the fence's and the wait's instruction, the loop's 3,
-    /// and the NOPs ptxas puts between HGMMAs. Each element of the
-    /// accumulator gains 8 a b per wgmma; each thread stores the sum of its 128.
+    /// One warpgroup multiplies a 64 x 32 A tile by a 256 x 32 B tile (K-major, 128-byte
+    /// swizzle), both read by the tensor cores from shared memory, into one accumulator
+    /// (128 floats a thread): 8 `wgmma.m64n256k8` per round (each k step of the tiles
+    /// twice), then a commit and a wait for the round before (so one round is always
+    /// queued), with the round's fence: 8 HGMMA, the fence's and the wait's
+    /// instruction, the loop's 3, and the NOPs ptxas puts between HGMMAs. The tiles hold
+    /// a and b times [`wgmma_tile_value`]: values whose mantissas vary as a product's
+    /// data do, since the tensor cores draw more power, and the GPU clocks them lower,
+    /// on such data than on constants. Each thread stores the sum of its 128.
     pub fn wgmma_tf32_throughput(rounds: u32, a: f32, b: f32, out: GlobalMut<f32>) {
         // SAFETY: the host launches with WGMMA_SHARED_BYTES of dynamic shared memory.
         let tiles = unsafe { dynamic_shared_array::<f32>(WGMMA_SHARED_BYTES / 4).aligned(1024) };
         let t = thread_idx_x() as usize;
         let mut i = t;
         while i < WGMMA_A_FLOATS + WGMMA_B_FLOATS {
-            // SAFETY: inside the aligned tiles; every value of a tile is the same, so
-            // the swizzle needs no care.
-            unsafe { tiles.write(i, if i < WGMMA_A_FLOATS { a } else { b }) };
+            let scale = if i < WGMMA_A_FLOATS { a } else { b };
+            // SAFETY: inside the aligned tiles.
+            unsafe { tiles.write(i, scale * wgmma_tile_value(i)) };
             i += WGMMA_THREADS as usize;
         }
         // The tensor cores read shared memory through the async proxy.
@@ -178,6 +192,44 @@ kernel! {
         wgmma::wait_group::<0, _>(&mut acc);
         // SAFETY: out holds one value per thread of the grid.
         unsafe { out.write(thread::index_1d(), acc.iter().sum()) };
+    }
+}
+
+/// Floats of one block's window for [`line_requests`]: the 32 lines of 128 bytes its
+/// warps load again and again (4 KiB).
+pub const REQUEST_WINDOW: usize = 32 * 32;
+/// Loads per thread per round of [`line_requests`].
+pub const REQUESTS_PER_ROUND: usize = 16;
+
+kernel! {
+    #[launch_bounds(256, 8)]
+    /// In round r, lane l of every warp loads float l of lines 16 (r mod 2) to 16 (r
+    /// mod 2) + 15 of its block's window, one after another: 32 consecutive floats, one
+    /// line per request, as a coalesced warp load of a tile or of a matrix row is;
+    /// after the first rounds every one an L1 hit. Each round: 16 loads at constant
+    /// offsets from the round's half, 16 FADDs into the sum, the half's and the loop's
+    /// few (about 2 instructions a request, so the issue slots, at 4 a clock, leave the
+    /// L1 the limit): the rate at which the L1 takes requests of one line each
+    /// (`lines_load` times requests of 32). The half changes each round, so no load can
+    /// be hoisted out of the loop. Each thread stores its sum.
+    pub fn line_requests(rounds: u32, src: Global<f32>, out: GlobalMut<f32>) {
+        let lane = thread_idx_x() as usize % 32;
+        let base = crate::gpu::thread::block_idx_x() as usize * REQUEST_WINDOW + lane;
+        let mut sum = 0.0f32;
+        let mut r = 0u32;
+        while r < rounds {
+            let half = base + 32 * REQUESTS_PER_ROUND * (r as usize & 1);
+            let mut j = 0;
+            while j < REQUESTS_PER_ROUND {
+                // SAFETY: the host gives each block REQUEST_WINDOW floats; half + 32 j
+                // is inside them.
+                sum += unsafe { src.read(half + 32 * j) };
+                j += 1;
+            }
+            r += 1;
+        }
+        // SAFETY: out holds one value per thread of the grid.
+        unsafe { out.write(thread::index_1d(), sum) };
     }
 }
 

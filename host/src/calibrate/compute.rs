@@ -10,8 +10,8 @@ use kernels::entry;
 use kernels::handle::KernelInfo;
 use kernels::pipes::{
     BLOCK, CHAINS, CHASE_RING, CHASE_THREADS, FMA_PER_ROUND, ISSUE_FMA_PER_ROUND, ISSUE_LOP3_PER_ROUND,
-    ISSUE_STEPS, LATENCY_STEPS, MMA_CHAINS, MMA_PER_ROUND, WGMMA_N, WGMMA_PER_ROUND, WGMMA_SHARED_BYTES,
-    WGMMA_THREADS,
+    ISSUE_STEPS, LATENCY_STEPS, MMA_CHAINS, MMA_PER_ROUND, REQUEST_WINDOW, REQUESTS_PER_ROUND, WGMMA_N,
+    WGMMA_PER_ROUND, WGMMA_SHARED_BYTES, WGMMA_THREADS,
 };
 
 use super::{Effort, per_sm_rate};
@@ -22,7 +22,7 @@ use crate::profile::ComputeRates;
 use crate::timing::time_launches;
 
 /// The compute microbenchmarks, in the order of [`ComputeRates::named`].
-pub static COMPUTE: [&KernelInfo; 7] = [
+pub static COMPUTE: [&KernelInfo; 8] = [
     entry::fma_throughput.info(),
     entry::issue_mix.info(),
     entry::mma_tf32_throughput.info(),
@@ -30,6 +30,7 @@ pub static COMPUTE: [&KernelInfo; 7] = [
     entry::l2_read.info(),
     entry::fma_latency.info(),
     entry::shared_chase.info(),
+    entry::line_requests.info(),
 ];
 
 /// The FMA chains' parameters: `f = f A + B` tends to B / (1 - A) = 512, so the
@@ -62,7 +63,7 @@ pub fn block_threads(kernel: &KernelInfo) -> u32 {
 /// [`l2_rounds`] sizes `l2_read`'s.
 pub fn compute_rounds(kernel: &KernelInfo, quick: bool) -> usize {
     let full = match kernel.name {
-        "fma_throughput" | "mma_tf32_throughput" | "shared_chase" => 2048,
+        "fma_throughput" | "mma_tf32_throughput" | "shared_chase" | "line_requests" => 2048,
         "issue_mix" | "wgmma_tf32_throughput" => 1024,
         "fma_latency" => 16384,
         _ => 0,
@@ -89,6 +90,7 @@ pub fn compute_units(kernel: &KernelInfo, blocks: u32, rounds: usize, layers: us
         }
         "l2_read" => threads * rounds * layers as u64 * 16,
         "fma_latency" | "shared_chase" => rounds * LATENCY_STEPS as u64,
+        "line_requests" => warps * rounds * REQUESTS_PER_ROUND as u64,
         _ => 0,
     }
 }
@@ -144,6 +146,26 @@ pub fn l2_sums(threads: usize, layers: usize, shift: usize, rounds: usize) -> Ve
         .collect()
 }
 
+/// The value `line_requests` reads at float `i` of its buffer (small integers: every
+/// sum a thread makes is exact).
+pub fn line_value(i: usize) -> f32 {
+    (i % 5) as f32
+}
+
+/// What thread `t` of block `block` of `line_requests` stores after `rounds` rounds:
+/// the 16 floats of its lane in the round's half of the window, each round.
+pub fn line_sum(block: usize, t: usize, rounds: usize) -> f32 {
+    let base = block * REQUEST_WINDOW + t % 32;
+    let mut sum = 0.0f32;
+    for r in 0..rounds {
+        let half = base + 32 * REQUESTS_PER_ROUND * (r & 1);
+        for j in 0..REQUESTS_PER_ROUND {
+            sum += line_value(half + 32 * j);
+        }
+    }
+    sum
+}
+
 /// What every thread of `fma_throughput` stores: its 8 chains' sum.
 pub fn fma_chains(rounds: usize, a: f32, b: f32) -> f32 {
     let mut f: [f32; CHAINS] = core::array::from_fn(|j| b + j as f32);
@@ -185,14 +207,37 @@ pub fn mma_sum(rounds: usize, a: f32, b: f32) -> f32 {
     acc.iter().flatten().sum()
 }
 
-/// What every thread of `wgmma_tf32_throughput` stores: each of its 128 accumulators
-/// gains 8 a b per wgmma.
-pub fn wgmma_sum(rounds: usize, a: f32, b: f32) -> f32 {
-    let mut one = 0.0f32;
-    for _ in 0..rounds * WGMMA_PER_ROUND {
-        one += 8.0 * a * b;
-    }
-    [one; WGMMA_N / 2].iter().sum()
+/// What the 128 threads of one `wgmma_tf32_throughput` block store in all: each round
+/// uses every k of the 32 twice, so rounds x 2 x sum over k of (A's column k summed)
+/// (B's column k summed), with each float's (row, k) read through the 128-byte
+/// swizzle (16-byte chunk c of row r holds the row's chunk c xor r mod 8).
+pub fn wgmma_block_total(rounds: usize, a: f32, b: f32) -> f64 {
+    use kernels::pipes::{WGMMA_A_TILE, WGMMA_B_TILE, wgmma_tile_value};
+    // Column k of a tile starting at float `base` of `rows` rows, summed.
+    let column = |base: usize, rows: usize, k: usize| -> f64 {
+        (0..rows)
+            .map(|r| {
+                let at = r * 32 + (((k / 4) ^ (r % 8)) * 4) + k % 4;
+                f64::from(wgmma_tile_value(base + at))
+            })
+            .sum()
+    };
+    let per_round: f64 = (0..32)
+        .map(|k| column(0, WGMMA_A_TILE / 32, k) * column(WGMMA_A_TILE, WGMMA_B_TILE / 32, k))
+        .sum();
+    rounds as f64 * 2.0 * f64::from(a) * f64::from(b) * per_round
+}
+
+/// The first block of `wgmma_tf32_throughput` whose threads' sum is not within 1% of
+/// [`wgmma_block_total`] (a wgmma of the 8 left out is 12.5%; float sums of this many
+/// terms stay well inside 1%), or None.
+pub fn check_wgmma_blocks(got: &[f32], rounds: usize, a: f32, b: f32) -> Option<String> {
+    let want = wgmma_block_total(rounds, a, b);
+    got.chunks(WGMMA_THREADS as usize)
+        .map(|block| block.iter().map(|v| f64::from(*v)).sum::<f64>())
+        .enumerate()
+        .find(|(_, sum)| !((sum - want).abs() <= 0.01 * want))
+        .map(|(i, sum)| format!("wgmma_tf32_throughput: block {i} stored {sum} in all instead of {want}"))
 }
 
 /// What every thread of `fma_latency` stores.
@@ -240,7 +285,7 @@ pub fn compute_rates(
     let (info, reps, quick) = (&gpu.info, effort.reps(), effort.quick);
     let mut runs = Vec::new();
     let mut failures = Vec::new();
-    let mut rates: [Option<f64>; 7] = [None; 7];
+    let mut rates: [Option<f64>; 8] = [None; 8];
     for (i, &kernel) in COMPUTE.iter().enumerate() {
         progress(kernel.name);
         if !kernel.module.loads_on(info.compute_capability) {
@@ -302,6 +347,21 @@ pub fn compute_rates(
                 let want = issue_chains(rounds, FMA_A, FMA_B, ISSUE_K);
                 (t, check(kernel.name, &read(gpu, &out)?, |_| want))
             }
+            "line_requests" => {
+                let host: Vec<f32> = (0..blocks as usize * REQUEST_WINDOW).map(line_value).collect();
+                let src = gpu.upload(&host)?;
+                let out = gpu.alloc::<f32>(n)?;
+                let k = gpu.load(&entry::line_requests)?;
+                let args = (rounds as u32, src.global_as(), out.global_mut());
+                let t = time_launches(gpu, reps, || k.launch(cfg, args))?;
+                let per = threads as usize;
+                (
+                    t,
+                    check(kernel.name, &read(gpu, &out)?, |i| {
+                        line_sum(i / per, i % per, rounds)
+                    }),
+                )
+            }
             "shared_chase" => {
                 let out = gpu.alloc::<u32>(n)?;
                 let k = gpu.load(&entry::shared_chase)?;
@@ -324,19 +384,20 @@ pub fn compute_rates(
                         MMA_B,
                         mma_sum(rounds, MMA_A, MMA_B),
                     ),
-                    "wgmma_tf32_throughput" => (
-                        &entry::wgmma_tf32_throughput,
-                        MMA_A,
-                        WGMMA_B,
-                        wgmma_sum(rounds, MMA_A, WGMMA_B),
-                    ),
+                    "wgmma_tf32_throughput" => (&entry::wgmma_tf32_throughput, MMA_A, WGMMA_B, f32::NAN),
                     _ => (&entry::fma_latency, FMA_A, FMA_B, fma_chain(rounds, FMA_A, FMA_B)),
                 };
                 let k = gpu.load(handle)?;
                 let t = time_launches(gpu, reps, || {
                     k.launch(cfg, (rounds as u32, a, b, out.global_mut()))
                 })?;
-                (t, check(kernel.name, &read(gpu, &out)?, |_| want))
+                let got = read(gpu, &out)?;
+                let failure = if handle.info() == entry::wgmma_tf32_throughput.info() {
+                    check_wgmma_blocks(&got, rounds, a, b)
+                } else {
+                    check(kernel.name, &got, |_| want)
+                };
+                (t, failure)
             }
         };
         failures.extend(failure);
@@ -362,7 +423,7 @@ pub fn compute_rates(
             skipped: None,
         });
     }
-    let [fma, issue, mma, wgmma, l2, fma_latency, shared_latency] = rates;
+    let [fma, issue, mma, wgmma, l2, fma_latency, shared_latency, requests] = rates;
     let rates = ComputeRates {
         fma_per_ns_per_sm: fma.unwrap_or_default(),
         issue_per_ns_per_sm: issue.unwrap_or_default(),
@@ -371,6 +432,7 @@ pub fn compute_rates(
         l2_read_gb_per_s: l2.unwrap_or_default(),
         fma_latency_ns: fma_latency.unwrap_or_default(),
         shared_latency_ns: shared_latency.unwrap_or_default(),
+        l1_requests_per_ns_per_sm: requests.unwrap_or_default(),
     };
     Ok((rates, runs, failures))
 }
@@ -467,8 +529,20 @@ mod tests {
         let per_thread = |rounds: f32| 4.0 * 4.0 * 1.5 + 4.0 * rounds * 4.0 * 216.0 / 128.0;
         assert_eq!(mma_sum(1, MMA_A, MMA_B), per_thread(1.0));
         assert_eq!(mma_sum(2048, MMA_A, MMA_B), per_thread(2048.0));
-        // wgmma: 128 accumulators, each + 1 per wgmma, 8 per round.
-        assert_eq!(wgmma_sum(1024, MMA_A, WGMMA_B), 128.0 * 8.0 * 1024.0);
+        // wgmma: 64 x 256 accumulators, each + a b (8 products of values in [1, 2))
+        // per wgmma, 8 per round: between 1 and 4 times the constants' 64 a b.
+        let ones = 1024.0 * 8.0 * 64.0 * 256.0 * 8.0 * f64::from(MMA_A * WGMMA_B);
+        let total = wgmma_block_total(1024, MMA_A, WGMMA_B);
+        assert!(total > ones && total < 4.0 * ones, "{total} against {ones}");
+        assert_eq!(
+            wgmma_block_total(2, 1.0, 1.0),
+            2.0 * wgmma_block_total(1, 1.0, 1.0)
+        );
+        // A block whose threads store the total passes; one a wgmma short, not.
+        let share = (total / 128.0) as f32;
+        assert_eq!(check_wgmma_blocks(&[share; 256], 1024, MMA_A, WGMMA_B), None);
+        let short = [share * 7.0 / 8.0; 128];
+        assert!(check_wgmma_blocks(&short, 1024, MMA_A, WGMMA_B).is_some());
         // The chase ends elsewhere than it started at the full and quick rounds.
         for quick in [false, true] {
             let rounds = compute_rounds(&entry::shared_chase, quick);
@@ -495,7 +569,8 @@ mod tests {
                     "wgmma_tf32_flops_per_ns_per_sm" => "wgmma_tf32_throughput",
                     "l2_read_gb_per_s" => "l2_read",
                     "fma_latency_ns" => "fma_latency",
-                    _ => "shared_chase",
+                    "shared_latency_ns" => "shared_chase",
+                    _ => "line_requests",
                 })
         );
     }

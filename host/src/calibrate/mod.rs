@@ -298,7 +298,7 @@ mod tests {
         // distances of 2 kernels.
         assert_eq!(
             full.steps(),
-            2 + 1 + 64 + 1 + 8 + 1 + 1 + 3 + 7 + 1 + 31 * 3 + 1 + 8 * 2
+            2 + 1 + 64 + 1 + 8 + 1 + 1 + 3 + 8 + 1 + 31 * 3 + 1 + 8 * 2
         );
         assert!(quick.rounds() < full.rounds());
     }

@@ -173,6 +173,7 @@ fn compute_lines(c: &ComputeRates, n: &Notes) -> Vec<(&'static str, String, Stri
         "GB/s",
         "ns",
         "ns",
+        "warp requests/ns/SM",
     ];
     let what = [
         "8 independent FFMA chains a thread, full residency; FFMAs / time / SMs",
@@ -182,6 +183,7 @@ fn compute_lines(c: &ComputeRates, n: &Notes) -> Vec<(&'static str, String, Stri
         "float4 loads from a quarter of the L2, each round at another offset (L1 misses); bytes / time",
         "one warp, one dependent FFMA chain; time / FFMAs",
         "one warp, a dependent chain of shared loads; time / loads",
+        "warp loads of one line each, all L1 hits, full residency; requests / time / SMs",
     ];
     let mut out = Vec::new();
     for (i, (name, rate)) in c.named().into_iter().enumerate() {
@@ -253,9 +255,9 @@ mod tests {
                 .collect(),
         };
         let text = summary(&p, &notes);
-        // 16 parameters and 7 compute rates, then each sweep: a blank line, its title, its header and one
+        // 16 parameters and 8 compute rates, then each sweep: a blank line, its title, its header and one
         // line per point.
-        assert_eq!(text.lines().count(), 16 + 7 + 3 + 1 + 3 + 1, "{text}");
+        assert_eq!(text.lines().count(), 16 + 8 + 3 + 1 + 3 + 1, "{text}");
         assert!(text.contains("\npitch sweep (32 lanes one pitch apart"), "{text}");
         assert!(text.contains("\nspread sweep (a copy"), "{text}");
         for field in [
@@ -282,6 +284,7 @@ mod tests {
             "l2_read_gb_per_s",
             "fma_latency_ns",
             "shared_latency_ns",
+            "l1_requests_per_ns_per_sm",
         ] {
             assert!(text.lines().any(|l| l.starts_with(field)), "{field}: {text}");
         }

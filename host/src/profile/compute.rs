@@ -31,11 +31,15 @@ pub struct ComputeRates {
     /// ns per load of one dependent chain of shared loads: `shared_chase` (one warp,
     /// each load's address the value the one before returned), time / loads.
     pub shared_latency_ns: f64,
+    /// Warp loads of one 128-byte line each that the L1 takes per ns per SM, all hits:
+    /// `line_requests` (16 a round, full residency), requests / time / SMs. A request
+    /// of many lines takes `load_lines_per_ns_per_sm`'s time per line.
+    pub l1_requests_per_ns_per_sm: f64,
 }
 
 impl ComputeRates {
     /// Each rate by name, None where not measured on this GPU.
-    pub fn named(&self) -> [(&'static str, Option<f64>); 7] {
+    pub fn named(&self) -> [(&'static str, Option<f64>); 8] {
         [
             ("fma_per_ns_per_sm", Some(self.fma_per_ns_per_sm)),
             ("issue_per_ns_per_sm", Some(self.issue_per_ns_per_sm)),
@@ -47,6 +51,7 @@ impl ComputeRates {
             ("l2_read_gb_per_s", Some(self.l2_read_gb_per_s)),
             ("fma_latency_ns", Some(self.fma_latency_ns)),
             ("shared_latency_ns", Some(self.shared_latency_ns)),
+            ("l1_requests_per_ns_per_sm", Some(self.l1_requests_per_ns_per_sm)),
         ]
     }
 
@@ -77,6 +82,7 @@ pub(crate) mod tests {
             l2_read_gb_per_s: 5000.0,
             fma_latency_ns: 2.3,
             shared_latency_ns: 17.0,
+            l1_requests_per_ns_per_sm: 1.6,
         }
     }
 
