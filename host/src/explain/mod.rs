@@ -347,7 +347,17 @@ pub fn explain_variant(
         (Work::Flops { flops, bytes }, Some(p)) => {
             let emulated = sample.as_ref().map_or(total, Vec::len);
             let window_flops = flops as f64 * emulated as f64 / total.max(1) as f64;
-            match predict_product(launch.kernel.name, flops, bytes, window_flops, &traffic, size, p) {
+            let sites = counted.sites.as_deref().unwrap_or_default();
+            match predict_product(
+                launch.kernel.name,
+                flops,
+                bytes,
+                window_flops,
+                sites,
+                &traffic,
+                size,
+                p,
+            ) {
                 Ok(prediction) => (Some(prediction), None),
                 Err(why) => (None, Some(why)),
             }
@@ -382,6 +392,7 @@ fn predict_product(
     flops: u64,
     bytes: u64,
     window_flops: f64,
+    sites: &[SiteStats],
     traffic: &traffic::Traffic,
     size: residency::LaunchSize,
     profile: &crate::profile::Profile,
@@ -392,10 +403,17 @@ fn predict_product(
     // stores and barriers) runs once per some of its iterations: as many times as the
     // window's requests of a kind over the loop's instructions of that kind.
     if let Some(outer) = &mix.outer {
+        let executions = |space: Memory, op: analyse::Direction| {
+            sites
+                .iter()
+                .filter(|s| s.space == space && s.op == op && !s.bulk)
+                .map(|s| s.executions as f64)
+                .sum::<f64>()
+        };
         let trips = if outer.shared_stores > 0 {
-            traffic.shared_requests[1] as f64 / f64::from(outer.shared_stores)
+            executions(Memory::Shared, analyse::Direction::Store) / f64::from(outer.shared_stores)
         } else if outer.global_loads > 0 {
-            traffic.global_requests[0] as f64 / f64::from(outer.global_loads)
+            executions(Memory::Global, analyse::Direction::Load) / f64::from(outer.global_loads)
         } else {
             0.0
         };
@@ -404,7 +422,7 @@ fn predict_product(
             issued.add_outer(&outer.issued(), trips / iterations);
         }
     }
-    let step = product::Step::of(issued, traffic, window_flops, bytes as f64, flops as f64);
+    let step = product::Step::of(issued, sites, traffic, window_flops, bytes as f64, flops as f64);
     let resources = residency::resources(kernel, profile).ok();
     let source = match mix.source {
         mix::MixSource::Sass => "SASS",

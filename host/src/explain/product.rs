@@ -26,6 +26,7 @@
 
 use serde::Serialize;
 
+use super::analyse::{Direction, Memory, SiteStats};
 use super::queue;
 use super::residency::{LaunchSize, Residency, Resources, blocks_per_sm};
 use super::traffic::Traffic;
@@ -52,8 +53,10 @@ pub struct Step {
     pub barriers: f64,
     /// FLOPs of the `wgmma`s the warp issues (its quarter of its warpgroup's).
     pub wgmma_flops: f64,
-    /// Shared-memory wavefronts, 128-byte lines of global loads and of global stores.
+    /// Shared-memory wavefronts, warp requests of global loads and their 128-byte lines,
+    /// and lines of global stores.
     pub shared_wavefronts: f64,
+    pub load_requests: f64,
     pub load_lines: f64,
     pub store_lines: f64,
     /// Bytes the L2 serves (distinct sectors each block reads) and the DRAM moves.
@@ -86,20 +89,50 @@ impl Issued {
 
 impl Step {
     /// The step of a warp that issues `issued` per iteration in a launch whose emulated
-    /// window (blocks doing `window_flops` of the product) made `traffic`, and that
-    /// moves `dram_bytes` in all for `flops`: the window's counts per FLOP, times the
-    /// iteration's FLOPs. The L2 serves each block the distinct sectors it reads (the
-    /// L1 keeps what a block re-reads while it is used: the sampled blocks lie far
-    /// apart, so the window's distinct sectors are their sum).
-    pub fn of(issued: Issued, traffic: &Traffic, window_flops: f64, dram_bytes: f64, flops: f64) -> Step {
-        let per_flop = |count: u64| {
+    /// window (blocks doing `window_flops` of the product) made the requests of
+    /// `sites` and recorded `traffic`, and that moves `dram_bytes` in all for `flops`:
+    /// the window's counts per FLOP, times the iteration's FLOPs.
+    ///
+    /// Each site's requests in all are its executions, each with the mean lines,
+    /// sectors and wavefronts of its recorded requests. The L2 serves the sectors the
+    /// L1 does not keep: of the recorded requests' sectors, the share that are
+    /// distinct (a block's re-reads of what it read in the same loop hit the L1).
+    pub fn of(
+        issued: Issued,
+        sites: &[SiteStats],
+        traffic: &Traffic,
+        window_flops: f64,
+        dram_bytes: f64,
+        flops: f64,
+    ) -> Step {
+        let f = issued.flops;
+        let per_iteration = |count: f64| {
             if window_flops > 0.0 {
-                count as f64 / window_flops
+                f * count / window_flops
             } else {
                 0.0
             }
         };
-        let f = issued.flops;
+        // Over every execution of the sites `which` picks: `per` of a recorded request.
+        let executed = |which: &dyn Fn(&SiteStats) -> bool, per: &dyn Fn(&SiteStats) -> u64| {
+            sites
+                .iter()
+                .filter(|s| which(s) && s.requests > 0)
+                .map(|s| s.executions as f64 * per(s) as f64 / s.requests as f64)
+                .fold(0.0, |sum, x| sum + x)
+        };
+        let global = |op: Direction| move |s: &SiteStats| s.space == Memory::Global && s.op == op;
+        let lsu = |op: Direction| move |s: &SiteStats| global(op)(s) && !s.bulk;
+        let shared_wavefronts = executed(&|s| s.space == Memory::Shared, &|s| s.wavefronts);
+        let load_lines = executed(&lsu(Direction::Load), &|s| s.lines);
+        let load_requests = executed(&lsu(Direction::Load), &|s| s.requests);
+        let store_lines = executed(&lsu(Direction::Store), &|s| s.lines);
+        let load_sectors = executed(&global(Direction::Load), &|s| s.sectors);
+        let distinct = if traffic.global_sectors[0] > 0 {
+            (traffic.read_segments[0] as f64 / traffic.global_sectors[0] as f64).min(1.0)
+        } else {
+            1.0
+        };
         Step {
             flops: f,
             instructions: issued.instructions,
@@ -107,10 +140,11 @@ impl Step {
             mma_sync: issued.mma_sync,
             barriers: issued.barriers,
             wgmma_flops: issued.wgmma_flops,
-            shared_wavefronts: f * per_flop(traffic.shared_wavefronts[0] + traffic.shared_wavefronts[1]),
-            load_lines: f * per_flop(traffic.global_lines[0]),
-            store_lines: f * per_flop(traffic.global_lines[1]),
-            l2_bytes: f * per_flop(traffic.read_segments[0] * 32),
+            shared_wavefronts: per_iteration(shared_wavefronts),
+            load_requests: per_iteration(load_requests),
+            load_lines: per_iteration(load_lines),
+            store_lines: per_iteration(store_lines),
+            l2_bytes: per_iteration(load_sectors * distinct * 32.0),
             dram_bytes: if flops > 0.0 { f * dram_bytes / flops } else { 0.0 },
         }
     }
@@ -267,6 +301,13 @@ pub fn predict(
             None => {}
         }
     }
+    // A load takes the L1 at least one request's time: loads of one line each run at
+    // the request rate, not the (faster) line rate of many-line requests.
+    if let Some(lines) = profile.load_lines_per_ns_per_sm {
+        let by_lines = step.load_lines / quarter(lines);
+        let by_requests = step.load_requests / quarter(rates.l1_requests_per_ns_per_sm);
+        l1 += (by_requests - by_lines).max(0.0);
+    }
     units.push((Unit::L1, l1));
     // The L2 and the DRAM serve the whole GPU: each scheduler's share of their rate.
     units.push((Unit::L2, step.l2_bytes / quarter(rates.l2_read_gb_per_s / sms)));
@@ -302,12 +343,14 @@ pub fn predict(
         })
         .collect();
     loads.sort_by(|a, b| b.busy.total_cmp(&a.busy));
-    let busy = units
+    // The slowest network's busier member: the unit, or the issue slots it shares.
+    let (unit, busy) = units
         .iter()
-        .find(|u| u.0 == pacing)
-        .map_or(0.0, |u| queue::utilisation(u.1, x));
+        .filter(|u| u.0 == pacing || u.0 == Unit::IssueSlots)
+        .max_by(|a, b| a.1.total_cmp(&b.1))
+        .map_or((pacing, 0.0), |u| (u.0, queue::utilisation(u.1, x)));
     let bound = if busy >= BUSY_ENOUGH {
-        ProductBound::Unit(pacing)
+        ProductBound::Unit(unit)
     } else {
         ProductBound::Latency
     };

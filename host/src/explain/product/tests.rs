@@ -1,4 +1,5 @@
 use super::*;
+use crate::explain::analyse::{Direction, Memory, SiteStats};
 use crate::profile::tests::{sample, schema_5};
 
 fn close(a: f64, b: f64) -> bool {
@@ -113,12 +114,48 @@ fn a_profile_without_compute_rates_says_to_calibrate_again() {
     assert!(err.contains("calibrate"), "{err}");
 }
 
+/// A site of `requests` recorded of `executions` in all, with `per` lines, sectors or
+/// wavefronts per recorded request.
+fn site(space: Memory, op: Direction, requests: u64, executions: u64, per: u64) -> SiteStats {
+    SiteStats {
+        file: "k.rs".into(),
+        line: 1,
+        column: 1,
+        op,
+        space,
+        buffer: None,
+        async_copy: false,
+        bulk: false,
+        requests,
+        executions,
+        lanes: 32 * requests,
+        lane_bytes: 4,
+        sectors: 4 * per * requests,
+        lines: per * requests,
+        transactions: 4 * per * requests,
+        fetched_bytes: 128 * per * requests,
+        useful_bytes: 128 * requests,
+        bank_ways: requests,
+        wavefronts: per * requests,
+        bank_ways_max: 1,
+        line_rows: 0,
+        pattern: crate::explain::analyse::Pattern::Coalesced,
+        pattern_share: 1.0,
+    }
+}
+
 #[test]
-fn a_step_takes_the_windows_counts_per_flop() {
+fn a_step_takes_every_execution_of_the_windows_sites_per_flop() {
+    // Recorded: 10 of each site's 1000 requests (a long loop's first iterations).
+    let sites = [
+        site(Memory::Global, Direction::Load, 10, 1000, 2),
+        site(Memory::Global, Direction::Store, 10, 100, 1),
+        site(Memory::Shared, Direction::Load, 10, 1000, 4),
+    ];
+    // Of the recorded loads' 80 sectors, 20 distinct: the L1 keeps the re-reads.
     let traffic = Traffic {
-        shared_wavefronts: [300, 100],
-        global_lines: [40, 8],
-        read_segments: [50, 30, 20],
+        global_sectors: [80, 40],
+        read_segments: [20, 10, 5],
         ..Traffic::default()
     };
     let issued = Issued {
@@ -128,11 +165,41 @@ fn a_step_takes_the_windows_counts_per_flop() {
         ..Issued::default()
     };
     // The window did 1e5 FLOPs; the launch does 1e6 and moves 4e4 bytes.
-    let step = Step::of(issued, &traffic, 1e5, 4e4, 1e6);
-    assert!(close(step.shared_wavefronts, 4.0));
-    assert!(close(step.load_lines, 0.4));
-    assert!(close(step.store_lines, 0.08));
-    assert!(close(step.l2_bytes, 50.0 * 32.0 / 100.0));
+    let step = Step::of(issued, &sites, &traffic, 1e5, 4e4, 1e6);
+    let per = 1000.0 / 1e5;
+    assert!(close(step.load_requests, 1000.0 * per));
+    assert!(close(step.load_lines, 2000.0 * per));
+    assert!(close(step.store_lines, 100.0 * per));
+    assert!(close(step.shared_wavefronts, 4000.0 * per));
+    assert!(close(step.l2_bytes, 8000.0 * 0.25 * 32.0 * per));
     assert!(close(step.dram_bytes, 40.0));
     assert_eq!(step.instructions, 20.0);
+}
+
+#[test]
+fn one_line_loads_take_the_l1_at_the_request_rate() {
+    let p = sample();
+    let rates = p.compute.clone().unwrap();
+    let lines = p.load_lines_per_ns_per_sm.unwrap();
+    assert!(rates.l1_requests_per_ns_per_sm < lines);
+    let at = |requests: f64, lines_each: f64| {
+        let step = Step {
+            instructions: 1.0,
+            load_requests: requests,
+            load_lines: requests * lines_each,
+            ..simt()
+        };
+        let got = predict(step.flops, step, "SASS", launch(1, 32), &p, None).unwrap();
+        got.units.iter().find(|u| u.unit == Unit::L1).unwrap().demand_ns
+    };
+    // One line each: the request rate; 32 each: the line rate.
+    assert!(close(
+        at(8.0, 1.0),
+        demand(8.0, rates.l1_requests_per_ns_per_sm)
+            + demand(4.0, p.shared_wavefronts_per_ns_per_sm.unwrap())
+    ));
+    assert!(close(
+        at(1.0, 32.0),
+        demand(32.0, lines) + demand(4.0, p.shared_wavefronts_per_ns_per_sm.unwrap())
+    ));
 }
