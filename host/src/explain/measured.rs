@@ -248,3 +248,31 @@ pub fn render_products(rows: &[ProductVersus], device: &str) -> String {
     ));
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::explain::product::Unit;
+
+    #[test]
+    fn products_are_matched_within_their_own_tolerance() {
+        let versus = |predicted: f64, bound| ProductVersus {
+            variant: "sgemm/interior".into(),
+            kernel: "sgemm_interior".into(),
+            predicted_gflop_per_s: predicted,
+            measured_gflop_per_s: 40_000.0,
+            bound,
+            busiest: 0.86,
+            mix_source: "SASS".into(),
+        };
+        let rows = [
+            versus(45_000.0, ProductBound::Unit(Unit::IssueSlots)),
+            versus(30_000.0, ProductBound::Latency),
+        ];
+        assert!((rows[0].deviation() - 0.125).abs() < 1e-12);
+        let text = render_products(&rows, "Test GPU");
+        assert!(text.contains("+12.5%") && text.contains("issue slots"), "{text}");
+        assert!(text.contains("-25.0%") && text.contains("MISS"), "{text}");
+        assert!(text.ends_with("1 of 2 within 15% (relative)\n"), "{text}");
+    }
+}

@@ -194,7 +194,7 @@ pub fn render(out: &mut String, results: &Results) {
         "valid",
     ];
     if with_predictions {
-        header.extend(["predicted GFLOP/s", "deviation", "bound (predicted)"]);
+        header.extend(["predicted GFLOP/s", "predicted vs measured", "bound (predicted)"]);
     }
     table(
         out,
@@ -242,7 +242,11 @@ pub fn render(out: &mut String, results: &Results) {
             .count();
         let _ = writeln!(
             out,
-            "\nPredicted: `coalesce explain --profile` for this GPU (docs/model.md, \"Products\"),              from each kernel's instruction mix, emulated shared-memory and global traffic and              residency, and the GPU's calibrated rates; the bound is the unit the model finds              busiest. {within} of {} rungs within {:.0}% of measured.",
+            "\nPredicted: `coalesce explain --profile` for this GPU (docs/model.md, \"Products\"), \
+             from each kernel's instruction mix, its emulated shared-memory and global traffic, \
+             its residency and the GPU's calibrated rates; the bound is the unit that sets the \
+             time in the model (\"latency\": too few warps to keep it busy). {within} of {} \
+             rungs within {:.0}% of measured.",
             pairs.len(),
             100.0 * crate::explain::measured::PRODUCT_TOLERANCE
         );
@@ -309,5 +313,64 @@ mod tests {
             l.best_of(Arithmetic::Tf32).map(|r| r.variant.as_str()),
             Some("tf32-128x256x32")
         );
+    }
+
+    /// With predictions, each rung's predicted GFLOP/s, its deviation and its bound sit
+    /// beside it, and the section counts the rungs within the tolerance.
+    #[test]
+    fn predictions_sit_beside_their_rungs() {
+        use crate::report::predicted::Predicted;
+        let row = |variant: &str, g: f64| crate::harness::Row {
+            experiment: "sgemm".into(),
+            variant: variant.into(),
+            kernel: format!("sgemm_{variant}"),
+            size_bytes: 64 << 20,
+            size_label: Some("4096x4096x4096".into()),
+            useful_bytes: 0,
+            flops: Some(1 << 37),
+            timing: crate::timing::Timing::from_samples(vec![1.0]),
+            gb_per_s: 0.0,
+            gflop_per_s: Some(g),
+            pct_of_copy: 0.0,
+            pct_of_peak: None,
+            speedup_over_slowest: 1.0,
+            validated: true,
+            check: String::new(),
+        };
+        let predicted = |variant: &str, g: f64| Predicted {
+            experiment: "sgemm".into(),
+            variant: variant.into(),
+            pct_of_copy: 0.0,
+            bound: "issue slots".into(),
+            gb_per_s: None,
+            ceiling_gb_per_s: None,
+            gflop_per_s: Some(g),
+            not_modelled: Vec::new(),
+        };
+        let results = Results {
+            elapsed_s: 0.0,
+            run: crate::table::Report {
+                schema: crate::table::SCHEMA,
+                coalesce_version: "test".into(),
+                date: None,
+                device: crate::device::DeviceInfo::h100(),
+                ptx_arch: "sm_70".into(),
+                peak_gb_per_s: None,
+                baselines: Vec::new(),
+                rows: vec![row("interior", 40_000.0), row("banks", 30_000.0)],
+            },
+            compare: None,
+            // interior within 15% (+5%), banks not (+20%).
+            predicted: vec![predicted("interior", 42_000.0), predicted("banks", 36_000.0)],
+        };
+        let mut out = String::new();
+        render(&mut out, &results);
+        assert!(
+            out.contains("| predicted GFLOP/s | predicted vs measured | bound (predicted) |"),
+            "{out}"
+        );
+        assert!(out.contains("| 42000 | +5.0% | issue slots |"), "{out}");
+        assert!(out.contains("| 36000 | +20.0% | issue slots |"), "{out}");
+        assert!(out.contains("1 of 2 rungs within 15% of measured"), "{out}");
     }
 }
