@@ -178,13 +178,21 @@ impl Unit {
     }
 }
 
-/// What sets a product's time.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
+/// What sets a product's time (in JSON: the unit's name, as [`Unit`]'s, or "latency").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ProductBound {
     Unit(Unit),
     /// Too few warps to keep the busiest unit busy.
     Latency,
+}
+
+impl Serialize for ProductBound {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            ProductBound::Unit(u) => u.serialize(serializer),
+            ProductBound::Latency => serializer.serialize_str("latency"),
+        }
+    }
 }
 
 impl ProductBound {

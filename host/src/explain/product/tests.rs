@@ -203,3 +203,10 @@ fn one_line_loads_take_the_l1_at_the_request_rate() {
         demand(32.0, lines) + demand(4.0, p.shared_wavefronts_per_ns_per_sm.unwrap())
     ));
 }
+
+#[test]
+fn a_bound_is_one_word_in_json() {
+    let json = |b: ProductBound| serde_json::to_string(&b).unwrap();
+    assert_eq!(json(ProductBound::Unit(Unit::IssueSlots)), "\"issue-slots\"");
+    assert_eq!(json(ProductBound::Latency), "\"latency\"");
+}
