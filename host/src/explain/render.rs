@@ -193,7 +193,7 @@ pub fn product_line(p: &super::product::ProductPrediction) -> String {
         "  predicted on {}: {}, {:.0} GFLOP/s; bound: {}\n  \
          {:.2} warps per scheduler ({} blocks per SM, limited by {}; {resources}); {} blocks on the busiest SM in {:.2} rounds\n  \
          a warp's iteration of the hot loop ({}): {:.0} FLOPs, {:.0} instructions ({:.0} FP32, {:.0} mma.sync, {:.0} barriers), \
-         {:.1} shared wavefronts, {:.2} load requests of {:.2} lines, {:.0} L2 bytes; delay {:.0} ns\n  busy: {}",
+         {:.1} shared wavefronts, {:.2} load requests ({:.2} lines), {:.0} L2 bytes; delay {:.0} ns\n  busy: {}",
         p.device,
         crate::units::format_ms(p.time_ms),
         p.gflop_per_s,
