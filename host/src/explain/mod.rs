@@ -347,17 +347,12 @@ pub fn explain_variant(
         (Work::Flops { flops, bytes }, Some(p)) => {
             let emulated = sample.as_ref().map_or(total, Vec::len);
             let window_flops = flops as f64 * emulated as f64 / total.max(1) as f64;
-            let sites = counted.sites.as_deref().unwrap_or_default();
-            match predict_product(
-                launch.kernel.name,
-                flops,
-                bytes,
-                window_flops,
-                sites,
-                &traffic,
-                size,
-                p,
-            ) {
+            let window = product::Window {
+                flops: window_flops,
+                sites: counted.sites.as_deref().unwrap_or_default(),
+                traffic: &traffic,
+            };
+            match product::of_kernel(launch.kernel.name, flops, bytes, &window, size, p) {
                 Ok(prediction) => (Some(prediction), None),
                 Err(why) => (None, Some(why)),
             }
@@ -383,52 +378,6 @@ pub fn explain_variant(
         product,
         product_unpredicted,
     })
-}
-
-/// A product's prediction ([`product`]): its hot loop's instruction mix ([`mix`]), the
-/// emulated window's traffic per FLOP, its residency, on the profile's GPU.
-fn predict_product(
-    kernel: &str,
-    flops: u64,
-    bytes: u64,
-    window_flops: f64,
-    sites: &[SiteStats],
-    traffic: &traffic::Traffic,
-    size: residency::LaunchSize,
-    profile: &crate::profile::Profile,
-) -> std::result::Result<product::ProductPrediction, String> {
-    let mix = mix::instruction_mix(kernel, profile)?;
-    let mut issued = mix.issued();
-    // Where the hot loop is the inner k loop, the loop around it (the k tile's loads,
-    // stores and barriers) runs once per some of its iterations: as many times as the
-    // window's requests of a kind over the loop's instructions of that kind.
-    if let Some(outer) = &mix.outer {
-        let executions = |space: Memory, op: analyse::Direction| {
-            sites
-                .iter()
-                .filter(|s| s.space == space && s.op == op && !s.bulk)
-                .map(|s| s.executions as f64)
-                .sum::<f64>()
-        };
-        let trips = if outer.shared_stores > 0 {
-            executions(Memory::Shared, analyse::Direction::Store) / f64::from(outer.shared_stores)
-        } else if outer.global_loads > 0 {
-            executions(Memory::Global, analyse::Direction::Load) / f64::from(outer.global_loads)
-        } else {
-            0.0
-        };
-        let iterations = window_flops / mix.flops;
-        if trips > 0.0 && iterations > 0.0 {
-            issued.add_outer(&outer.issued(), trips / iterations);
-        }
-    }
-    let step = product::Step::of(issued, sites, traffic, window_flops, bytes as f64, flops as f64);
-    let resources = residency::resources(kernel, profile).ok();
-    let source = match mix.source {
-        mix::MixSource::Sass => "SASS",
-        mix::MixSource::Ptx => "PTX",
-    };
-    product::predict(flops as f64, step, source, size, profile, resources)
 }
 
 /// One variant to explain, at its problem.

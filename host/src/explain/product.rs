@@ -75,6 +75,60 @@ pub struct Issued {
     pub barriers: f64,
 }
 
+/// What the emulated window did: the FLOPs of the product its blocks compute, its
+/// sites' requests and its recorded traffic.
+#[derive(Clone, Copy, Debug)]
+pub struct Window<'a> {
+    pub flops: f64,
+    pub sites: &'a [SiteStats],
+    pub traffic: &'a Traffic,
+}
+
+/// `kernel`'s prediction for a launch of `flops` FLOPs that must move `bytes`: its hot
+/// loop's instruction mix ([`super::mix`]), the emulated `window`'s traffic per FLOP,
+/// its residency ([`super::residency`]), on the profile's GPU.
+pub fn of_kernel(
+    kernel: &str,
+    flops: u64,
+    bytes: u64,
+    window: &Window,
+    size: LaunchSize,
+    profile: &Profile,
+) -> Result<ProductPrediction, String> {
+    let mix = super::mix::instruction_mix(kernel, profile)?;
+    let mut issued = mix.issued();
+    // Where the hot loop is the inner k loop, the loop around it (the k tile's loads,
+    // stores and barriers) runs once per some of its iterations: as many times as the
+    // window's requests of a kind over the loop's instructions of that kind.
+    if let Some(outer) = &mix.outer {
+        let executions = |space: Memory, op: Direction| {
+            window
+                .sites
+                .iter()
+                .filter(|s| s.space == space && s.op == op && !s.bulk)
+                .fold(0.0, |sum, s| sum + s.executions as f64)
+        };
+        let trips = if outer.shared_stores > 0 {
+            executions(Memory::Shared, Direction::Store) / f64::from(outer.shared_stores)
+        } else if outer.global_loads > 0 {
+            executions(Memory::Global, Direction::Load) / f64::from(outer.global_loads)
+        } else {
+            0.0
+        };
+        let iterations = window.flops / mix.flops;
+        if trips > 0.0 && iterations > 0.0 {
+            issued.add_outer(&outer.issued(), trips / iterations);
+        }
+    }
+    let step = Step::of(issued, window, bytes as f64, flops as f64);
+    let resources = super::residency::resources(kernel, profile).ok();
+    let source = match mix.source {
+        super::mix::MixSource::Sass => "SASS",
+        super::mix::MixSource::Ptx => "PTX",
+    };
+    predict(flops as f64, step, source, size, profile, resources)
+}
+
 impl Issued {
     /// Adds `share` of one trip of the loop around the hot loop (`outer`): its
     /// instructions, not its FLOPs (the hot loop's iteration keeps its own).
@@ -89,22 +143,15 @@ impl Issued {
 
 impl Step {
     /// The step of a warp that issues `issued` per iteration in a launch whose emulated
-    /// window (blocks doing `window_flops` of the product) made the requests of
-    /// `sites` and recorded `traffic`, and that moves `dram_bytes` in all for `flops`:
-    /// the window's counts per FLOP, times the iteration's FLOPs.
+    /// `window` made its sites' requests, and that moves `dram_bytes` in all for
+    /// `flops`: the window's counts per FLOP, times the iteration's FLOPs.
     ///
     /// Each site's requests in all are its executions, each with the mean lines,
     /// sectors and wavefronts of its recorded requests. The L2 serves the sectors the
     /// L1 does not keep: of the recorded requests' sectors, the share that are
     /// distinct (a block's re-reads of what it read in the same loop hit the L1).
-    pub fn of(
-        issued: Issued,
-        sites: &[SiteStats],
-        traffic: &Traffic,
-        window_flops: f64,
-        dram_bytes: f64,
-        flops: f64,
-    ) -> Step {
+    pub fn of(issued: Issued, window: &Window, dram_bytes: f64, flops: f64) -> Step {
+        let (sites, traffic, window_flops) = (window.sites, window.traffic, window.flops);
         let f = issued.flops;
         let per_iteration = |count: f64| {
             if window_flops > 0.0 {

@@ -165,7 +165,12 @@ fn a_step_takes_every_execution_of_the_windows_sites_per_flop() {
         ..Issued::default()
     };
     // The window did 1e5 FLOPs; the launch does 1e6 and moves 4e4 bytes.
-    let step = Step::of(issued, &sites, &traffic, 1e5, 4e4, 1e6);
+    let window = Window {
+        flops: 1e5,
+        sites: &sites,
+        traffic: &traffic,
+    };
+    let step = Step::of(issued, &window, 4e4, 1e6);
     let per = 1000.0 / 1e5;
     assert!(close(step.load_requests, 1000.0 * per));
     assert!(close(step.load_lines, 2000.0 * per));
