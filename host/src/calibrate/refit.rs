@@ -86,10 +86,11 @@ mod tests {
         for (name, text) in SHIPPED {
             let p = Profile::parse(text, name).unwrap();
             assert_eq!(p.device, *name);
-            // Measured by `calibrate` on each GPU at schema 5: residency limits, on-chip
-            // rates, the pitch sweep at every iteration count, and the spread sweep
-            // (both streams at every distance).
-            assert_eq!(p.schema, 5, "{name}");
+            // Measured by `calibrate` on each GPU at schema 5 or later: residency limits,
+            // on-chip rates, the pitch sweep at every iteration count, and the spread
+            // sweep (both streams at every distance); at schema 6 the compute rates.
+            assert!(p.schema >= 5, "{name}");
+            assert_eq!(p.compute.is_some(), p.schema >= 6, "{name}");
             assert!(p.sm.is_some() && p.load_lines_per_ns_per_sm.is_some(), "{name}");
             let sweep = p.pitch_sweep.as_ref().map(Vec::len);
             assert_eq!(sweep, Some(31 * ITERATIONS.len()), "{name}");
