@@ -368,7 +368,12 @@ fn refit_rewrites_profiles_from_their_sweeps_or_none() {
     ] {
         v.as_object_mut().unwrap().remove(field);
     }
-    for field in ["shared_wavefronts_per_ns_per_sm", "pitch_sweep", "spread_sweep"] {
+    for field in [
+        "shared_wavefronts_per_ns_per_sm",
+        "pitch_sweep",
+        "spread_sweep",
+        "compute",
+    ] {
         v.as_object_mut().unwrap().remove(field);
     }
     v["schema"] = 1.into();
@@ -724,11 +729,11 @@ fn explain_predicts_with_a_profile_and_refuses_a_bad_one() {
         &newer,
         std::fs::read_to_string(&good)
             .unwrap()
-            .replace("\"schema\":1", "\"schema\":6"),
+            .replace("\"schema\":1", "\"schema\":7"),
     )
     .unwrap();
     let err = fails(&["explain", "copy", "--profile", newer.to_str().unwrap()], 2);
-    assert!(err.contains("newer coalesce (profile schema 6"), "{err}");
+    assert!(err.contains("newer coalesce (profile schema 7"), "{err}");
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     // Schema 3 needs its residency limits and on-chip rates.
     let partial = dir.join("partial.json");

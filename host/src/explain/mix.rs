@@ -131,18 +131,6 @@ impl InstructionMix {
         }
     }
 
-    /// What the product model ([`super::product`]) takes of the mix.
-    pub fn issued(&self) -> super::product::Issued {
-        super::product::Issued {
-            flops: self.flops,
-            instructions: f64::from(self.total),
-            fp32: f64::from(self.fp32),
-            mma_sync: f64::from(self.mma_sync),
-            wgmma_flops: self.wgmma_flops,
-            barriers: f64::from(self.barriers),
-        }
-    }
-
     /// Instructions issued per 1000 FLOPs (infinite without math).
     pub fn per_kflop(&self) -> f64 {
         1000.0 * f64::from(self.total) / self.flops

@@ -27,6 +27,7 @@
 use serde::Serialize;
 
 use super::analyse::{Direction, Memory, SiteStats};
+use super::mix::{InstructionMix, MixSource, instruction_mix};
 use super::queue;
 use super::residency::{LaunchSize, Residency, Resources, blocks_per_sm};
 use super::traffic::Traffic;
@@ -95,8 +96,8 @@ pub fn of_kernel(
     size: LaunchSize,
     profile: &Profile,
 ) -> Result<ProductPrediction, String> {
-    let mix = super::mix::instruction_mix(kernel, profile)?;
-    let mut issued = mix.issued();
+    let mix = instruction_mix(kernel, profile)?;
+    let mut issued = Issued::of(&mix);
     // Where the hot loop is the inner k loop, the loop around it (the k tile's loads,
     // stores and barriers) runs once per some of its iterations: as many times as the
     // window's requests of a kind over the loop's instructions of that kind.
@@ -117,19 +118,31 @@ pub fn of_kernel(
         };
         let iterations = window.flops / mix.flops;
         if trips > 0.0 && iterations > 0.0 {
-            issued.add_outer(&outer.issued(), trips / iterations);
+            issued.add_outer(&Issued::of(outer), trips / iterations);
         }
     }
     let step = Step::of(issued, window, bytes as f64, flops as f64);
     let resources = super::residency::resources(kernel, profile).ok();
     let source = match mix.source {
-        super::mix::MixSource::Sass => "SASS",
-        super::mix::MixSource::Ptx => "PTX",
+        MixSource::Sass => "SASS",
+        MixSource::Ptx => "PTX",
     };
     predict(flops as f64, step, source, size, profile, resources)
 }
 
 impl Issued {
+    /// What the model takes of a kernel's instruction mix.
+    pub fn of(mix: &InstructionMix) -> Issued {
+        Issued {
+            flops: mix.flops,
+            instructions: f64::from(mix.total),
+            fp32: f64::from(mix.fp32),
+            mma_sync: f64::from(mix.mma_sync),
+            wgmma_flops: mix.wgmma_flops,
+            barriers: f64::from(mix.barriers),
+        }
+    }
+
     /// Adds `share` of one trip of the loop around the hot loop (`outer`): its
     /// instructions, not its FLOPs (the hot loop's iteration keeps its own).
     pub fn add_outer(&mut self, outer: &Issued, share: f64) {
