@@ -127,6 +127,55 @@ unsafe fn barrier(tiles: SharedArray<f32>, t: WgmmaTiling, j: usize) -> Barrier 
     unsafe { tiles.barrier(t.stages * t.stage_floats() + 2 * j) }
 }
 
+/// A block's stages and the barriers that hand them over: `full(s)` completes when
+/// stage `s` has landed, `empty(s)` when its consumers have freed it.
+#[derive(Clone, Copy)]
+struct Pipeline {
+    tiles: SharedArray<f32>,
+    t: WgmmaTiling,
+}
+
+impl Pipeline {
+    /// The tiling's stages in the dynamic segment.
+    #[inline(always)]
+    unsafe fn new(t: WgmmaTiling) -> Pipeline {
+        // SAFETY: the caller's launch has t.shared_bytes() of dynamic shared memory.
+        Pipeline {
+            tiles: unsafe { stages(t) },
+            t,
+        }
+    }
+
+    #[inline(always)]
+    fn full(self, s: usize) -> Barrier {
+        // SAFETY: barrier s follows the stages, inside the segment.
+        unsafe { barrier(self.tiles, self.t, s) }
+    }
+
+    #[inline(always)]
+    fn empty(self, s: usize) -> Barrier {
+        // SAFETY: barrier stages + s follows the stages, inside the segment.
+        unsafe { barrier(self.tiles, self.t, self.t.stages + s) }
+    }
+
+    /// One thread sets up every stage's barriers: `full` for the one arrival that
+    /// brings the copy's bytes, and, where consumers free the stages, `empty` for
+    /// `consumers` arrivals; then makes them visible to the copy engine.
+    #[inline(always)]
+    unsafe fn init(self, consumers: Option<u32>) {
+        // SAFETY: one thread, before any arrival or copy (the caller's).
+        unsafe {
+            for s in 0..self.t.stages {
+                self.full(s).init(1);
+                if let Some(c) = consumers {
+                    self.empty(s).init(c);
+                }
+            }
+        }
+        fence_init();
+    }
+}
+
 /// Issues the copies of k-tile `i` into stage `s` (one thread): A's BM x 32 box, B's
 /// four 32 x 32 boxes, all completing on `full`.
 #[inline(always)]
@@ -261,16 +310,13 @@ unsafe fn plain<A: Accumulator>(
 ) {
     // SAFETY: the host's launch (t.shared_bytes(), t.threads()) and maps of A and B.
     unsafe {
-        let tiles = stages(t);
-        let full = |s: usize| barrier(tiles, t, s);
+        let p = Pipeline::new(t);
+        let (tiles, full) = (p.tiles, |s: usize| p.full(s));
         let (m0, n0) = tile_of(block_idx_x(), m, n, t.bm as u32, BN as u32);
         let (ktiles, stages_) = (k.div_ceil(BK as u32), t.stages as u32);
         let tid = thread_idx_x() as usize;
         if tid == 0 {
-            for s in 0..t.stages {
-                full(s).init(1);
-            }
-            fence_init();
+            p.init(None);
             for i in 0..(stages_ - 1).min(ktiles) {
                 load_stage(t, tiles, i as usize, full(i as usize), maps, (m0, n0, i));
             }
@@ -347,21 +393,14 @@ unsafe fn warp_specialised<A: Accumulator>(
 ) {
     // SAFETY: the host's launch (t.shared_bytes(), 384 threads) and maps of A and B.
     unsafe {
-        let tiles = stages(t);
-        let (full, empty) = (
-            |s: usize| barrier(tiles, t, s),
-            |s: usize| barrier(tiles, t, t.stages + s),
-        );
+        let p = Pipeline::new(t);
+        let (tiles, full, empty) = (p.tiles, |s: usize| p.full(s), |s: usize| p.empty(s));
         let (m0, n0) = tile_of(block_idx_x(), m, n, t.bm as u32, BN as u32);
         let (ktiles, stages_) = (k.div_ceil(BK as u32), t.stages as u32);
         let tid = thread_idx_x() as usize;
         if tid == 0 {
-            for s in 0..t.stages {
-                full(s).init(1);
-                // One arrival from each consumer warp.
-                empty(s).init(8);
-            }
-            fence_init();
+            // One arrival from each consumer warp.
+            p.init(Some(8));
         }
         sync_threads();
         if tid < 128 {
@@ -401,23 +440,16 @@ unsafe fn clustered<A: Accumulator>(
     // SAFETY: the host's launch (clusters of 2, t.shared_bytes(), 384 threads); a_half
     // maps A in boxes of BM / 2 rows.
     unsafe {
-        let tiles = stages(t);
-        let (full, empty) = (
-            |s: usize| barrier(tiles, t, s),
-            |s: usize| barrier(tiles, t, t.stages + s),
-        );
+        let p = Pipeline::new(t);
+        let (tiles, full, empty) = (p.tiles, |s: usize| p.full(s), |s: usize| p.empty(s));
         let rank = cluster::rank();
         let (m0, pair) = tile_of(block_idx_x() / 2, m, n, t.bm as u32, 2 * BN as u32);
         let n0 = pair + rank * BN as u32;
         let (ktiles, stages_) = (k.div_ceil(BK as u32), t.stages as u32);
         let tid = thread_idx_x() as usize;
         if tid == 0 {
-            for s in 0..t.stages {
-                full(s).init(1);
-                // One arrival from each consumer warp of both blocks.
-                empty(s).init(16);
-            }
-            fence_init();
+            // One arrival from each consumer warp of both blocks.
+            p.init(Some(16));
         }
         // The partner's barriers exist before any copy or arrival reaches them.
         cluster::sync();
