@@ -106,26 +106,10 @@ pub fn ptxas() -> Option<String> {
         .map(|_| exe)
 }
 
-/// nvdisasm, to read the SASS ptxas makes: `$NVDISASM`, else next to `$PTXAS`, else on
-/// the PATH.
+/// nvdisasm, to read the SASS ptxas makes: where `explain` finds it (`$NVDISASM`, else
+/// next to `$PTXAS`, else on the PATH).
 pub fn nvdisasm() -> Option<String> {
-    let beside_ptxas = std::env::var("PTXAS").ok().and_then(|p| {
-        let dir = std::path::Path::new(&p).parent()?;
-        Some(dir.join("nvdisasm").to_string_lossy().into_owned())
-    });
-    [
-        std::env::var("NVDISASM").ok(),
-        beside_ptxas,
-        Some("nvdisasm".into()),
-    ]
-    .into_iter()
-    .flatten()
-    .find(|exe| {
-        std::process::Command::new(exe)
-            .arg("--version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-    })
+    coalesce::explain::mix::nvdisasm().ok()
 }
 
 /// Each function's SASS in `nvdisasm -c` output, by name.

@@ -93,8 +93,28 @@ pub fn against(report: &ExplainReport, run: &Report, origin: &str) -> Result<Vec
 
 /// The table, with a verdict per line and a count.
 pub fn render(rows: &[Versus], device: &str) -> String {
-    let mut cells = vec![
-        [
+    let cells = rows
+        .iter()
+        .map(|r| {
+            let d = r.deviation();
+            let row = vec![
+                r.variant.clone(),
+                r.kernel.clone(),
+                format!("{:.1}", r.predicted_pct_of_copy),
+                format!("{:.1}", r.measured_pct_of_copy),
+                format!("{:.1}", r.run_pct_of_copy),
+                format!("{:+.1}%", 100.0 * d),
+                r.bound.describe().into(),
+            ];
+            (row, d)
+        })
+        .collect();
+    verdicts(
+        &format!(
+            "predicted (coalesce explain --profile) against measured (coalesce run) on {device}; \
+             % of the profile's copy ceiling (GB/s against GB/s; the run's own % of copy beside)"
+        ),
+        &[
             "experiment/variant",
             "kernel",
             "predicted % copy",
@@ -102,44 +122,46 @@ pub fn render(rows: &[Versus], device: &str) -> String {
             "run's % copy",
             "deviation",
             "bound",
-            "",
-        ]
-        .map(String::from)
-        .to_vec(),
-    ];
-    for r in rows {
-        let d = r.deviation();
-        cells.push(vec![
-            r.variant.clone(),
-            r.kernel.clone(),
-            format!("{:.1}", r.predicted_pct_of_copy),
-            format!("{:.1}", r.measured_pct_of_copy),
-            format!("{:.1}", r.run_pct_of_copy),
-            format!("{:+.1}%", 100.0 * d),
-            r.bound.describe().into(),
-            if d.abs() <= RATE_TOLERANCE { "ok" } else { "MISS" }.into(),
-        ]);
+        ],
+        &[false, false, true, true, true, true, false],
+        cells,
+        RATE_TOLERANCE,
+    )
+}
+
+/// A table of predictions against measurements: `title`, the header, one row of cells
+/// per kernel with its deviation (a verdict appended: ok within `tolerance`, else
+/// MISS), and the count within it. `right`: which of the header's columns align right.
+fn verdicts(
+    title: &str,
+    header: &[&str],
+    right: &[bool],
+    rows: Vec<(Vec<String>, f64)>,
+    tolerance: f64,
+) -> String {
+    let mut head: Vec<String> = header.iter().map(|h| h.to_string()).collect();
+    head.push(String::new());
+    let mut cells = vec![head];
+    let mut aligned = right.to_vec();
+    aligned.push(false);
+    let matched = rows.iter().filter(|(_, d)| d.abs() <= tolerance).count();
+    let total = rows.len();
+    for (mut row, d) in rows {
+        row.push(if d.abs() <= tolerance { "ok" } else { "MISS" }.into());
+        cells.push(row);
     }
-    let matched = rows
-        .iter()
-        .filter(|r| r.deviation().abs() <= RATE_TOLERANCE)
-        .count();
-    let mut out = format!(
-        "predicted (coalesce explain --profile) against measured (coalesce run) on {device}; \
-         % of the profile's copy ceiling (GB/s against GB/s; the run's own % of copy beside)\n"
-    );
+    let mut out = format!("{title}\n");
     out.push_str(&columns(
         &cells,
         Layout {
-            right: &[false, false, true, true, true, true, false, false],
+            right: &aligned,
             rule: true,
             ..Layout::default()
         },
     ));
     out.push_str(&format!(
-        "{matched} of {} within {:.0}% (relative)\n",
-        rows.len(),
-        100.0 * RATE_TOLERANCE
+        "{matched} of {total} within {:.0}% (relative)\n",
+        100.0 * tolerance
     ));
     out
 }
@@ -192,8 +214,28 @@ pub fn against_products(report: &ExplainReport, run: &Report) -> Vec<ProductVers
 
 /// The products' table, with a verdict per line and a count.
 pub fn render_products(rows: &[ProductVersus], device: &str) -> String {
-    let mut cells = vec![
-        [
+    let cells = rows
+        .iter()
+        .map(|r| {
+            let d = r.deviation();
+            let row = vec![
+                r.variant.clone(),
+                r.kernel.clone(),
+                format!("{:.0}", r.predicted_gflop_per_s),
+                format!("{:.0}", r.measured_gflop_per_s),
+                format!("{:+.1}%", 100.0 * d),
+                r.bound.describe(),
+                format!("{:.0}%", 100.0 * r.busiest),
+                r.mix_source.clone(),
+            ];
+            (row, d)
+        })
+        .collect();
+    verdicts(
+        &format!(
+            "products: predicted (coalesce explain --profile) against measured (coalesce run) on {device}, GFLOP/s"
+        ),
+        &[
             "experiment/variant",
             "kernel",
             "predicted GFLOP/s",
@@ -202,51 +244,11 @@ pub fn render_products(rows: &[ProductVersus], device: &str) -> String {
             "bound",
             "busiest unit busy",
             "mix from",
-            "",
-        ]
-        .map(String::from)
-        .to_vec(),
-    ];
-    for r in rows {
-        let d = r.deviation();
-        cells.push(vec![
-            r.variant.clone(),
-            r.kernel.clone(),
-            format!("{:.0}", r.predicted_gflop_per_s),
-            format!("{:.0}", r.measured_gflop_per_s),
-            format!("{:+.1}%", 100.0 * d),
-            r.bound.describe(),
-            format!("{:.0}%", 100.0 * r.busiest),
-            r.mix_source.clone(),
-            if d.abs() <= PRODUCT_TOLERANCE {
-                "ok"
-            } else {
-                "MISS"
-            }
-            .into(),
-        ]);
-    }
-    let matched = rows
-        .iter()
-        .filter(|r| r.deviation().abs() <= PRODUCT_TOLERANCE)
-        .count();
-    let mut out = format!(
-        "products: predicted (coalesce explain --profile) against measured (coalesce run) on {device}, GFLOP/s\n"
-    );
-    out.push_str(&columns(
-        &cells,
-        Layout {
-            right: &[false, false, true, true, true, false, true, false, false],
-            rule: true,
-            ..Layout::default()
-        },
-    ));
-    out.push_str(&format!(
-        "{matched} of {} within {:.0}% (relative)\n",
-        rows.len(),
-        100.0 * PRODUCT_TOLERANCE
-    ));
-    out
+        ],
+        &[false, false, true, true, true, false, true, false],
+        cells,
+        PRODUCT_TOLERANCE,
+    )
 }
 
 #[cfg(test)]

@@ -59,6 +59,7 @@ use kernels::handle::PtxModule;
 mod cfg;
 mod ptx;
 mod sass;
+pub use sass::nvdisasm;
 #[cfg(test)]
 mod tests;
 

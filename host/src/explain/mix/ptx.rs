@@ -5,34 +5,12 @@ use std::collections::HashMap;
 
 use super::{Inst, Kind};
 
-/// The text between the braces of `kernel`'s `.entry`, or `None` if `ptx` has none.
-fn body_text<'a>(ptx: &'a str, kernel: &str) -> Option<&'a str> {
-    let start = ptx.find(&format!(".entry {kernel}("))?;
-    let after = &ptx[start..];
-    let params = after.find(')')?;
-    let open = params + after[params..].find('{')?;
-    let mut depth = 0usize;
-    for (i, c) in after[open..].char_indices() {
-        match c {
-            '{' => depth += 1,
-            '}' => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(&after[open + 1..open + i]);
-                }
-            }
-            _ => {}
-        }
-    }
-    None
-}
-
 /// `kernel`'s instructions, or `None` if `ptx` does not define it. Inline assembly
 /// (`{ .reg .pred p; mbarrier.try_wait... ; selp... }`) counts instruction by
 /// instruction; directives count as none. Labels are the function's (our inline
 /// assembly declares none of its own).
 pub(super) fn parse(ptx: &str, kernel: &str) -> Option<Vec<Inst>> {
-    let text = body_text(ptx, kernel)?;
+    let text = crate::ptx::entry_body(ptx, kernel)?;
     let mut labels: HashMap<&str, usize> = HashMap::new();
     let mut parsed: Vec<(Inst, Option<&str>)> = Vec::new();
     for line in text.lines() {

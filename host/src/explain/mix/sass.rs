@@ -9,9 +9,9 @@ use kernels::handle::PtxModule;
 
 use super::{Inst, Kind};
 
-/// nvdisasm: `$NVDISASM`, else next to `$PTXAS`, else on the PATH (as tests/ptx.rs
-/// finds it); the first that runs.
-fn nvdisasm() -> Result<String, String> {
+/// nvdisasm: `$NVDISASM`, else next to `$PTXAS`, else on the PATH; the first that
+/// runs (the tests find it so too).
+pub fn nvdisasm() -> Result<String, String> {
     let beside_ptxas = std::env::var("PTXAS").ok().and_then(|p| {
         let dir = std::path::Path::new(&p).parent()?;
         Some(dir.join("nvdisasm").to_string_lossy().into_owned())

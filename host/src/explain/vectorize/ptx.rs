@@ -15,26 +15,7 @@ pub(super) struct Statement<'a> {
 /// The statements of `kernel`'s body and the labels between them (`None` marks a
 /// label), or `None` if `ptx` does not define it.
 pub(super) fn body<'a>(ptx: &'a str, kernel: &str) -> Option<Vec<Option<Statement<'a>>>> {
-    let start = ptx.find(&format!(".entry {kernel}("))?;
-    let after = &ptx[start..];
-    let params = after.find(')')?;
-    let open = params + after[params..].find('{')?;
-    let mut depth = 0usize;
-    let mut end = None;
-    for (i, c) in after[open..].char_indices() {
-        match c {
-            '{' => depth += 1,
-            '}' => {
-                depth -= 1;
-                if depth == 0 {
-                    end = Some(open + i);
-                    break;
-                }
-            }
-            _ => {}
-        }
-    }
-    let text = &after[open + 1..end?];
+    let text = crate::ptx::entry_body(ptx, kernel)?;
     let mut out = Vec::new();
     for line in text.lines() {
         let line = line.split("//").next().unwrap_or("");
