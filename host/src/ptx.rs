@@ -57,6 +57,29 @@ pub fn entry_points(ptx: &str) -> Vec<&str> {
         .collect()
 }
 
+/// The text between the braces of `kernel`'s `.entry` in `ptx`, or `None` if `ptx` has
+/// none (what `explain` reads of a kernel's PTX).
+pub fn entry_body<'a>(ptx: &'a str, kernel: &str) -> Option<&'a str> {
+    let start = ptx.find(&format!(".entry {kernel}("))?;
+    let after = &ptx[start..];
+    let params = after.find(')')?;
+    let open = params + after[params..].find('{')?;
+    let mut depth = 0usize;
+    for (i, c) in after[open..].char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(&after[open + 1..open + i]);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -98,27 +121,4 @@ mod tests {
         assert_eq!(kernels::entry::copy_f32.module, PtxModule::Baseline);
         assert_eq!(arch(PtxModule::Sm80), SM80_ARCH);
     }
-}
-
-/// The text between the braces of `kernel`'s `.entry` in `ptx`, or `None` if `ptx` has
-/// none (what `explain` reads of a kernel's PTX).
-pub fn entry_body<'a>(ptx: &'a str, kernel: &str) -> Option<&'a str> {
-    let start = ptx.find(&format!(".entry {kernel}("))?;
-    let after = &ptx[start..];
-    let params = after.find(')')?;
-    let open = params + after[params..].find('{')?;
-    let mut depth = 0usize;
-    for (i, c) in after[open..].char_indices() {
-        match c {
-            '{' => depth += 1,
-            '}' => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(&after[open + 1..open + i]);
-                }
-            }
-            _ => {}
-        }
-    }
-    None
 }
