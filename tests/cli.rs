@@ -887,3 +887,59 @@ fn calibrate_without_a_gpu_is_one_line_and_writes_nothing() {
     assert!(left.is_empty(), "calibrate left {left:?}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `explain --against-run` sets a product's predicted GFLOP/s beside the run's, and
+/// refuses a run measured at another shape than the one predicted, naming it.
+#[test]
+fn products_are_predicted_beside_a_run_at_its_shape() {
+    let results = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docs/sample-report/nvidia-h100-80gb-hbm3/results.json"
+    );
+    let at = |shape: &str| {
+        coalesce()
+            .args([
+                "explain",
+                "sgemm/interior",
+                "--profile",
+                "H100",
+                "--against-run",
+                results,
+            ])
+            .args(["--shape", shape, "--blocks", "1", "--quiet"])
+            .output()
+            .unwrap()
+    };
+    let out = at("4096x4096x4096");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("products: predicted (coalesce explain --profile) against measured"),
+        "{text}"
+    );
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("sgemm/interior"))
+        .unwrap_or_default();
+    assert!(row.contains("45599") && row.contains('%'), "{text}");
+    assert!(text.contains("of 1 within 15% (relative)"), "{text}");
+    let err = fails(
+        &[
+            "explain",
+            "sgemm/interior",
+            "--profile",
+            "H100",
+            "--against-run",
+            results,
+            "--shape",
+            "1024x1024x1024",
+            "--blocks",
+            "1",
+        ],
+        2,
+    );
+    assert!(
+        err.contains("measured sgemm/interior at 4096x4096x4096, but explain predicted it at 1024x1024x1024: give --shape 4096x4096x4096"),
+        "{err}"
+    );
+}

@@ -106,7 +106,7 @@ pub fn explain_command(args: ExplainArgs) -> Result<Outcome> {
     let report = emulate(&selection, &opts, args.quiet)?;
     if let Some((run, origin)) = run {
         let rows = explain::measured::against(&report, &run, &origin)?;
-        let products = explain::measured::against_products(&report, &run);
+        let products = explain::measured::against_products(&report, &run, &origin)?;
         if !rows.is_empty() || products.is_empty() {
             print!("{}", explain::measured::render(&rows, &run.device.name));
         }

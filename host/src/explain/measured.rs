@@ -188,28 +188,41 @@ impl ProductVersus {
 }
 
 /// Pairs every predicted product with the run's validated row of the same variant
-/// (the run's GPU was checked by [`against`]).
-pub fn against_products(report: &ExplainReport, run: &Report) -> Vec<ProductVersus> {
-    report
-        .kernels
-        .iter()
-        .filter_map(|k| {
-            let p = k.product.as_ref()?;
-            let r = run
-                .rows
-                .iter()
-                .find(|r| r.experiment == k.experiment && r.variant == k.variant && r.validated)?;
-            Some(ProductVersus {
-                variant: format!("{}/{}", k.experiment, k.variant),
-                kernel: k.kernel.clone(),
-                predicted_gflop_per_s: p.gflop_per_s,
-                measured_gflop_per_s: r.gflop_per_s?,
-                bound: p.bound,
-                busiest: p.units.first().map_or(0.0, |u| u.busy),
-                mix_source: p.mix_source.clone(),
-            })
-        })
-        .collect()
+/// (the run's GPU was checked by [`against`]); a row measured at another shape than
+/// the prediction's is refused, naming the shape to give.
+pub fn against_products(report: &ExplainReport, run: &Report, origin: &str) -> Result<Vec<ProductVersus>> {
+    let mut out = Vec::new();
+    for k in &report.kernels {
+        let Some(p) = k.product.as_ref() else { continue };
+        let Some(r) = run
+            .rows
+            .iter()
+            .find(|r| r.experiment == k.experiment && r.variant == k.variant && r.validated)
+        else {
+            continue;
+        };
+        let Some(measured) = r.gflop_per_s else { continue };
+        let predicted_at = k.problem.label();
+        if let Some(at) = r.size_label.as_deref().filter(|at| *at != predicted_at) {
+            return Err(Error::BadResults {
+                path: origin.to_string(),
+                why: format!(
+                    "measured {}/{} at {at}, but explain predicted it at {predicted_at}: give --shape {at}",
+                    k.experiment, k.variant
+                ),
+            });
+        }
+        out.push(ProductVersus {
+            variant: format!("{}/{}", k.experiment, k.variant),
+            kernel: k.kernel.clone(),
+            predicted_gflop_per_s: p.gflop_per_s,
+            measured_gflop_per_s: measured,
+            bound: p.bound,
+            busiest: p.units.first().map_or(0.0, |u| u.busy),
+            mix_source: p.mix_source.clone(),
+        });
+    }
+    Ok(out)
 }
 
 /// The products' table, with a verdict per line and a count.
