@@ -156,14 +156,16 @@ pub fn line_value(i: usize) -> f32 {
 /// the 16 floats of its lane in the round's half of the window, each round.
 pub fn line_sum(block: usize, t: usize, rounds: usize) -> f32 {
     let base = block * REQUEST_WINDOW + t % 32;
-    let mut sum = 0.0f32;
-    for r in 0..rounds {
-        let half = base + 32 * REQUESTS_PER_ROUND * (r & 1);
-        for j in 0..REQUESTS_PER_ROUND {
-            sum += line_value(half + 32 * j);
-        }
-    }
-    sum
+    // Each half's 16 values, summed; the rounds alternate halves, starting with the
+    // first. Every value and sum is a small integer, exact in f32 in any order, so
+    // the closed form is what the kernel's running sum reaches (not a loop over the
+    // rounds for each of the launch's threads).
+    let half = |h: usize| -> f32 {
+        (0..REQUESTS_PER_ROUND)
+            .map(|j| line_value(base + 32 * REQUESTS_PER_ROUND * h + 32 * j))
+            .sum()
+    };
+    rounds.div_ceil(2) as f32 * half(0) + (rounds / 2) as f32 * half(1)
 }
 
 /// What every thread of `fma_throughput` stores: its 8 chains' sum.
@@ -550,6 +552,26 @@ mod tests {
             assert_eq!(chase_end(5, rounds) % 32, 5, "in the lane's own bank");
         }
         assert_eq!(chase_end(3, 1), 3 + 32 * 2);
+    }
+
+    #[test]
+    fn line_sum_is_the_kernels_running_sum() {
+        for (block, t) in [(0, 0), (3, 37), (1055, 255)] {
+            for rounds in [0, 1, 3, 2048] {
+                let base = block * REQUEST_WINDOW + t % 32;
+                let mut sum = 0.0f32;
+                for r in 0..rounds {
+                    for j in 0..REQUESTS_PER_ROUND {
+                        sum += line_value(base + 32 * REQUESTS_PER_ROUND * (r & 1) + 32 * j);
+                    }
+                }
+                assert_eq!(
+                    line_sum(block, t, rounds),
+                    sum,
+                    "block {block} thread {t} rounds {rounds}"
+                );
+            }
+        }
     }
 
     #[test]
