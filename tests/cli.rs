@@ -896,21 +896,25 @@ fn products_are_predicted_beside_a_run_at_its_shape() {
         env!("CARGO_MANIFEST_DIR"),
         "/../docs/sample-report/nvidia-h100-80gb-hbm3/results.json"
     );
-    let at = |shape: &str| {
-        coalesce()
-            .args([
-                "explain",
-                "sgemm/interior",
-                "--profile",
-                "H100",
-                "--against-run",
-                results,
-            ])
-            .args(["--shape", shape, "--blocks", "1", "--quiet"])
-            .output()
-            .unwrap()
+    let args = |shape: &'static str| {
+        [
+            "explain",
+            "sgemm/interior",
+            "--profile",
+            "H100",
+            "--against-run",
+            results,
+            "--shape",
+            shape,
+            "--blocks",
+            "1",
+        ]
     };
-    let out = at("4096x4096x4096");
+    let out = coalesce()
+        .args(args("4096x4096x4096"))
+        .arg("--quiet")
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
     assert!(
@@ -923,21 +927,7 @@ fn products_are_predicted_beside_a_run_at_its_shape() {
         .unwrap_or_default();
     assert!(row.contains("45599") && row.contains('%'), "{text}");
     assert!(text.contains("of 1 within 15% (relative)"), "{text}");
-    let err = fails(
-        &[
-            "explain",
-            "sgemm/interior",
-            "--profile",
-            "H100",
-            "--against-run",
-            results,
-            "--shape",
-            "1024x1024x1024",
-            "--blocks",
-            "1",
-        ],
-        2,
-    );
+    let err = fails(&args("1024x1024x1024"), 2);
     assert!(
         err.contains("measured sgemm/interior at 4096x4096x4096, but explain predicted it at 1024x1024x1024: give --shape 4096x4096x4096"),
         "{err}"

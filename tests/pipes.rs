@@ -6,14 +6,13 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::process::Command;
 
 use coalesce::calibrate::compute::{
     FMA_A, FMA_B, ISSUE_K, MMA_A, MMA_B, WGMMA_B, chase_end, check_wgmma_blocks, fma_chain, fma_chains,
     issue_chains, l2_shape, l2_sums, l2_value, line_sum, line_value, mma_sum,
 };
 use coalesce::ptx::{PTX, PTX_SM80, PTX_SM90A};
-use common::{fresh_dir, nvdisasm, ptxas, sass_functions};
+use common::{fresh_dir, nvdisasm, ptxas, sass_functions, sass_listing};
 use kernels::entry;
 use kernels::gpu::emu::{Dim3, LaunchConfig, launch};
 use kernels::gpu::{Float4, Global, GlobalMut};
@@ -174,18 +173,7 @@ fn each_microbenchmark_loop_holds_its_declared_instructions() {
         ("sm80", PTX_SM80, "sm_90"),
         ("sm90a", PTX_SM90A, "sm_90a"),
     ] {
-        let (src, cubin) = (dir.join(format!("{name}.ptx")), dir.join(format!("{name}.cubin")));
-        std::fs::write(&src, ptx).unwrap();
-        let out = Command::new(&ptxas)
-            .args(["-arch", arch, "-o"])
-            .arg(&cubin)
-            .arg(&src)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let out = Command::new(&nvdisasm).arg("-c").arg(&cubin).output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let listing = String::from_utf8_lossy(&out.stdout).into_owned();
+        let listing = sass_listing(&ptxas, &nvdisasm, &dir, name, ptx, arch);
         for (k, code) in sass_functions(&listing) {
             sass.insert(k.to_string(), code);
         }

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{fresh_dir, nvdisasm, ptxas, sass_functions};
+use common::{fresh_dir, nvdisasm, ptxas, sass_functions, sass_listing};
 
 use std::process::Command;
 
@@ -493,18 +493,7 @@ fn ptxas_merges_the_shared_accesses_explain_assumes() {
     let dir = fresh_dir("ptx-sass");
     let mut merged = Vec::new();
     for (name, ptx) in [("kernels", PTX), ("kernels-sm80", PTX_SM80)] {
-        let (src, cubin) = (dir.join(format!("{name}.ptx")), dir.join(format!("{name}.cubin")));
-        std::fs::write(&src, ptx).unwrap();
-        let out = Command::new(&ptxas)
-            .args(["-arch", "sm_90", "-o"])
-            .arg(&cubin)
-            .arg(&src)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let out = Command::new(&nvdisasm).arg("-c").arg(&cubin).output().unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let listing = String::from_utf8_lossy(&out.stdout).into_owned();
+        let listing = sass_listing(&ptxas, &nvdisasm, &dir, name, ptx, "sm_90");
         let sass = sass_functions(&listing);
         for kernel in entry_points(ptx) {
             let v = coalesce::explain::vectorize::analyse(ptx, kernel).unwrap();

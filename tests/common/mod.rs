@@ -112,6 +112,27 @@ pub fn nvdisasm() -> Option<String> {
     coalesce::explain::mix::nvdisasm().ok()
 }
 
+/// The SASS listing (`nvdisasm -c`) of `ptx` assembled by `ptxas` for `arch`, the
+/// files kept in `dir` under `name`.
+pub fn sass_listing(ptxas: &str, nvdisasm: &str, dir: &Path, name: &str, ptx: &str, arch: &str) -> String {
+    let (src, cubin) = (dir.join(format!("{name}.ptx")), dir.join(format!("{name}.cubin")));
+    std::fs::write(&src, ptx).unwrap();
+    let out = std::process::Command::new(ptxas)
+        .args(["-arch", arch, "-o"])
+        .arg(&cubin)
+        .arg(&src)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = std::process::Command::new(nvdisasm)
+        .arg("-c")
+        .arg(&cubin)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// Each function's SASS in `nvdisasm -c` output, by name.
 pub fn sass_functions(listing: &str) -> std::collections::HashMap<&str, String> {
     let mut out = std::collections::HashMap::new();
