@@ -92,10 +92,6 @@ pub enum Error {
     #[error("{path}: {why}")]
     BadProfile { path: String, why: String },
 
-    /// A kernel the emulator cannot run as the GPU does: the variant is skipped with this line.
-    #[error("{kernel} not emulated: {why}")]
-    NotEmulated { kernel: String, why: String },
-
     #[error("emulating {kernel} failed: {why}")]
     Emulation { kernel: String, why: String },
 

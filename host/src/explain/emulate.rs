@@ -45,18 +45,6 @@ impl EmuLaunch {
         problem: Problem,
         info: &DeviceInfo,
     ) -> Result<EmuLaunch> {
-        if variant.kernel.cluster > 1 {
-            // Its blocks write each other's shared memory (multicast copies, remote
-            // barrier arrivals), and the emulator runs a grid's blocks one at a time.
-            return Err(Error::NotEmulated {
-                kernel: variant.kernel.name.into(),
-                why: format!(
-                    "it runs in clusters of {} blocks that share shared memory, and the emulator runs blocks \
-                     one at a time (it is validated on the GPU)",
-                    variant.kernel.cluster
-                ),
-            });
-        }
         let launch = (variant.launch)(&problem, info)?;
         let buffers = experiment.buffers_at(&problem)?;
         // The argument words exist at this problem (its u32 dimensions fit, the copy
@@ -171,6 +159,7 @@ pub fn validate_with(launch: &EmuLaunch, seed: u64, schedule: emu::Schedule) -> 
         grid: launch.grid,
         block: launch.block,
         dynamic_shared_bytes: launch.dynamic_shared_bytes,
+        cluster: launch.kernel.cluster,
         bounds: launch
             .buffers
             .iter()
@@ -220,19 +209,22 @@ pub fn virtual_layout(buffers: &[Buffer]) -> Result<Vec<usize>> {
 }
 
 /// Which blocks to emulate: all of them when the grid has at most `want`, else
-/// `want` blocks spread evenly from the first to the last.
-pub fn sample_blocks(total: usize, want: usize) -> Option<Vec<usize>> {
-    if total <= want {
+/// `want` blocks spread evenly from the first to the last; in a grid of clusters of
+/// `cluster` blocks, whole clusters (`want / cluster` of them, at least one), as a
+/// cluster's blocks run together.
+pub fn sample_blocks(total: usize, want: usize, cluster: usize) -> Option<Vec<usize>> {
+    let c = cluster.max(1);
+    let (clusters, want) = (total / c, (want / c).max(1));
+    if clusters <= want {
         return None;
     }
-    let want = want.max(1);
-    let mut blocks: Vec<usize> = if want == 1 {
+    let mut picked: Vec<usize> = if want == 1 {
         vec![0]
     } else {
-        (0..want).map(|j| j * (total - 1) / (want - 1)).collect()
+        (0..want).map(|j| j * (clusters - 1) / (want - 1)).collect()
     };
-    blocks.dedup();
-    Some(blocks)
+    picked.dedup();
+    Some(picked.into_iter().flat_map(|k| k * c..(k + 1) * c).collect())
 }
 
 /// Each buffer's name and virtual byte range in an addresses-only run.
@@ -268,6 +260,7 @@ pub fn record_each(
         grid: launch.grid,
         block: launch.block,
         dynamic_shared_bytes: launch.dynamic_shared_bytes,
+        cluster: launch.kernel.cluster,
         record: true,
         blocks,
         max_occurrences: Some(max_occurrences),
@@ -291,10 +284,14 @@ mod tests {
 
     #[test]
     fn samples_spread_from_first_to_last() {
-        assert_eq!(sample_blocks(8, 8), None);
-        assert_eq!(sample_blocks(100, 5), Some(vec![0, 24, 49, 74, 99]));
-        assert_eq!(sample_blocks(3, 2), Some(vec![0, 2]));
-        assert_eq!(sample_blocks(9, 1), Some(vec![0]));
+        assert_eq!(sample_blocks(8, 8, 1), None);
+        assert_eq!(sample_blocks(100, 5, 1), Some(vec![0, 24, 49, 74, 99]));
+        assert_eq!(sample_blocks(3, 2, 1), Some(vec![0, 2]));
+        assert_eq!(sample_blocks(9, 1, 1), Some(vec![0]));
+        // Whole clusters of two: 3 of 50, the first and last among them.
+        assert_eq!(sample_blocks(100, 6, 2), Some(vec![0, 1, 48, 49, 98, 99]));
+        assert_eq!(sample_blocks(100, 1, 2), Some(vec![0, 1]));
+        assert_eq!(sample_blocks(8, 8, 2), None);
     }
 
     #[test]

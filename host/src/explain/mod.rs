@@ -229,8 +229,8 @@ pub struct ExplainReport {
     pub calibration: String,
     pub max_occurrences: usize,
     pub kernels: Vec<KernelReport>,
-    /// Variants not explained, each with the reason (a cluster kernel, a shape the
-    /// copy engine cannot address).
+    /// Variants not explained, each with the reason (a shape the copy engine cannot
+    /// address).
     pub skipped: Vec<String>,
 }
 
@@ -277,7 +277,7 @@ pub fn explain_variant(
 ) -> Result<KernelReport> {
     let launch = EmuLaunch::new(experiment, variant, problem, &sizing_gpu(opts))?;
     let total = launch.grid.count();
-    let sample = emulate::sample_blocks(total, opts.blocks);
+    let sample = emulate::sample_blocks(total, opts.blocks, launch.kernel.cluster as usize);
     let sampled = sample.is_some();
     let (regions, addrs) = emulate::regions(&launch)?;
     // The GPU runs what ptxas made of the source: its vector shared accesses.
@@ -523,7 +523,7 @@ pub fn explain(
         for variant in exp.variants.iter().filter(|v| s.includes(v.name)) {
             match EmuLaunch::new(exp, variant, problem, &sizing_gpu(opts)) {
                 Ok(_) => jobs.push((exp, variant, problem)),
-                Err(e @ (Error::NotEmulated { .. } | Error::Unaddressable { .. })) => {
+                Err(e @ Error::Unaddressable { .. }) => {
                     skipped.push(format!("{}/{}: {e}", exp.name, variant.name));
                 }
                 Err(e) => return Err(e),

@@ -84,7 +84,8 @@ impl Launch<'_> {
                     }
                     counter.add_requests(&block.accesses, &requests);
                 }
-                done += 1;
+                // A cluster's blocks are handed on together.
+                done += self.launch.kernel.cluster.max(1) as usize;
                 (self.progress)(done, total);
                 full = counter.bytes() > half;
                 if full {

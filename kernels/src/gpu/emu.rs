@@ -1,7 +1,7 @@
 //! The host-side backend of [`crate::gpu`]: runs a kernel's threads as CPU threads.
 //!
-//! A launch runs its blocks one after another, each with its own shared memory, and
-//! `sync_threads()` is a real barrier. A validation launch runs a block's threads as
+//! A launch runs its blocks one after another (a cluster's blocks together), each with
+//! its own shared memory, and `sync_threads()` is a real barrier. A validation launch runs a block's threads as
 //! OS threads; an addresses-only launch first runs them one after another on one OS
 //! thread, and runs again with them as coroutines if one reaches `sync_threads()`
 //! (`run.rs`).
@@ -67,6 +67,9 @@ pub struct ThreadCtx<'a> {
     pub block_dim: Dim3,
     pub grid_dim: Dim3,
     block: &'a BlockState,
+    /// The blocks launched with this one ([`Cluster`]), and this block's rank in it.
+    cluster: &'a Cluster,
+    rank: usize,
     config: &'a LaunchConfig,
     linear_block: usize,
     linear_thread: usize,
@@ -92,9 +95,17 @@ struct BlockState {
     hopper: hopper::Barriers,
     // Static arrays by name; u128 backing keeps 16-byte alignment.
     statics: Mutex<HashMap<&'static str, Box<[u128]>>>,
-    dynamic: Mutex<Box<[u128]>>,
+    dynamic: Mutex<Box<[Kib]>>,
     // Accesses the block's threads have logged ([`LaunchConfig::log_limit`]).
     logged: AtomicUsize,
+}
+
+/// The blocks of one cluster, which run together: each block's state (its shared
+/// memory, barriers and warps), and the barrier every thread of every block meets at
+/// `barrier.cluster`. A grid without clusters runs clusters of one block.
+struct Cluster {
+    blocks: Vec<BlockState>,
+    barrier: BlockBarrier,
 }
 
 std::thread_local! {
@@ -144,6 +155,32 @@ pub fn sync_threads() {
 
 const POISON: u128 = u128::from_ne_bytes([0xff; 16]);
 
+/// 1 KiB of a block's dynamic shared segment, 1 KiB aligned: a kernel that aligns its
+/// tiles within the segment ([`SharedArray::aligned`](crate::gpu::SharedArray::aligned),
+/// as the copy engine's swizzles need) finds them at the same offset in every block,
+/// as on the GPU, where every block's segment starts at the same shared address; the
+/// blocks of a cluster reach each other's at the same offsets.
+#[repr(C, align(1024))]
+#[derive(Clone, Copy)]
+struct Kib([u128; 64]);
+
+impl Kib {
+    const POISON: Kib = Kib([POISON; 64]);
+
+    /// Enough for `bytes`.
+    fn segment(bytes: usize) -> Box<[Kib]> {
+        std::vec![Kib::POISON; bytes.div_ceil(1024)].into_boxed_slice()
+    }
+}
+
+impl BlockState {
+    /// Where the dynamic shared segment starts, and its bytes.
+    fn dynamic_segment(&self) -> (usize, usize) {
+        let dynamic = self.dynamic.lock().unwrap_or_else(|e| e.into_inner());
+        (dynamic.as_ptr() as usize, dynamic.len() * 1024)
+    }
+}
+
 fn words_for(bytes: usize) -> usize {
     bytes.div_ceil(16)
 }
@@ -173,12 +210,12 @@ pub fn static_shared_storage(name: &'static str, bytes: usize) -> *mut u8 {
 #[doc(hidden)]
 pub fn dynamic_shared_storage(bytes: usize) -> *mut u8 {
     with_thread(|t| {
-        let mut dynamic = t.block.dynamic.lock().unwrap_or_else(|e| e.into_inner());
+        let (start, len) = t.block.dynamic_segment();
         assert!(
-            bytes <= dynamic.len() * 16,
+            bytes <= len,
             "kernel asked for more dynamic shared memory than the launch provided"
         );
-        dynamic.as_mut_ptr().cast()
+        start as *mut u8
     })
 }
 
@@ -195,9 +232,16 @@ fn pause(block: &BlockState, rank: usize) {
     match block.run {
         Run::OneByOne => std::panic::resume_unwind(Box::new(run::NeedsBarrier)),
         Run::Fibers => run::suspend_fiber(block),
-        Run::Threads => match &block.turns {
-            Some(turns) => turns.exchange(rank),
-            None => std::thread::yield_now(),
-        },
+        Run::Threads => {
+            if block.barrier.aborted() {
+                // A thread of the block (or of its cluster) panicked: what it owed this
+                // wait will not come.
+                std::panic::resume_unwind(Box::new(Aborted));
+            }
+            match &block.turns {
+                Some(turns) => turns.exchange(rank),
+                None => std::thread::yield_now(),
+            }
+        }
     }
 }

@@ -72,6 +72,17 @@ pub struct LaunchConfig {
     /// record more fails the launch ([`LaunchError::TooLarge`]) before its log grows
     /// past it. `None`: no limit.
     pub log_limit: Option<usize>,
+    /// Blocks a cluster along x (`#[cluster(N)]`), which run together, each with its
+    /// own shared memory, reaching each other's through the cluster's operations; 0
+    /// or 1: no clusters. The grid's x extent is a multiple of it, as on the GPU.
+    pub cluster: u32,
+}
+
+impl LaunchConfig {
+    /// Blocks that run together: a cluster's, or one.
+    pub fn cluster_size(&self) -> usize {
+        self.cluster.max(1) as usize
+    }
 }
 
 /// Why an emulated launch failed.

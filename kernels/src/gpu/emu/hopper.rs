@@ -12,16 +12,20 @@
 //!   whose phase already completed returns at once, landing nothing.
 //! - A warpgroup MMA exchanges the group's A fragments when issued and queues the
 //!   thread's share; the thread's `wait_group` computes it then, reading B from shared
-//!   memory as it is at that moment.
+//!   memory as it is at that moment, and the warp's lanes leave the wait together.
 //! - A wait that cannot be answered yet lets the block's other threads run
 //!   ([`super::pause`]).
+//! - The blocks of a cluster run together, each with its own shared memory: a
+//!   multicast copy queues its words on the barrier at the same offset of each block
+//!   it names, a remote arrival arrives on the barrier at the same offset of that
+//!   block, and `barrier.cluster` waits for every thread of every block.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::vec::Vec;
 
 use super::tensor::{WarpgroupMma, box_elements, box_rows, k_major_128b};
-use super::{BlockState, with_thread};
+use super::{BlockState, Cluster, with_thread};
 use crate::gpu::tensor_map::{TensorMap, TileMap};
 
 /// One block's transaction barriers, by address.
@@ -106,6 +110,33 @@ fn block() -> &'static BlockState {
     with_thread(|t| unsafe { &*(t.block as *const BlockState) })
 }
 
+/// The current thread's cluster and its block's rank in it.
+fn cluster() -> (&'static Cluster, usize) {
+    // SAFETY: the cluster outlives every thread of its blocks.
+    with_thread(|t| (unsafe { &*(t.cluster as *const Cluster) }, t.rank))
+}
+
+/// Block `rank` of the current cluster, and where `addr` of this block's dynamic
+/// shared memory is in it (`mapa`): the same offset.
+#[track_caller]
+fn mapped(rank: u32, addr: usize) -> (&'static BlockState, usize) {
+    let (cluster, own) = cluster();
+    let size = cluster.blocks.len();
+    assert!(
+        (rank as usize) < size,
+        "block rank {rank} named in a cluster of {size} block(s)"
+    );
+    let (from, to) = (&cluster.blocks[own], &cluster.blocks[rank as usize]);
+    let ((start, len), (base, _)) = (from.dynamic_segment(), to.dynamic_segment());
+    let offset = addr.checked_sub(start).unwrap_or(usize::MAX);
+    assert!(
+        offset < len,
+        "a shared address another block of the cluster is to reach ({addr:#x}) is outside the dynamic \
+         shared segment, the one the emulator maps between blocks"
+    );
+    (to, base + offset)
+}
+
 /// `mbarrier.init`.
 pub fn barrier_init(addr: usize, count: u32) {
     let b = TxBarrier {
@@ -126,7 +157,11 @@ pub fn barrier_init(addr: usize, count: u32) {
 
 /// `mbarrier.arrive` (`tx` = 0) or `arrive.expect_tx`.
 pub fn barrier_arrive(addr: usize, tx: u32) {
-    block().hopper.with(addr, |b| {
+    arrive_on(block(), addr, tx);
+}
+
+fn arrive_on(block: &BlockState, addr: usize, tx: u32) {
+    block.hopper.with(addr, |b| {
         if b.pending == 0 && !b.settle() {
             panic!("more arrivals on a transaction barrier than its count in one phase");
         }
@@ -135,14 +170,11 @@ pub fn barrier_arrive(addr: usize, tx: u32) {
     });
 }
 
-/// One arrival on the barrier at `addr` of block `rank` of the cluster.
+/// One arrival on the barrier at `addr`'s offset in block `rank` of the cluster.
+#[track_caller]
 pub fn barrier_arrive_in(rank: u32, addr: usize) {
-    assert_eq!(
-        rank,
-        cluster_rank(),
-        "an arrival on another block of a cluster: the emulator runs blocks one at a time"
-    );
-    barrier_arrive(addr, 0);
+    let (block, addr) = mapped(rank, addr);
+    arrive_on(block, addr, 0);
 }
 
 /// `mbarrier.try_wait.parity`: lands what the phase waits for when its arrivals are
@@ -165,16 +197,14 @@ pub fn barrier_try_wait(addr: usize, parity: u32) -> bool {
 }
 
 /// A copy engine load of the box at `coords` of `*map` into shared memory at `dst`,
-/// owed to the barrier at `bar`.
+/// owed to the barrier at `bar`; with `ctas` a mask of cluster ranks (multicast), into
+/// `dst`'s offset of each of those blocks, owed to the barrier at `bar`'s offset in
+/// each, the tensor read once.
 ///
 /// # Safety
 /// `map` points to a tensor map the host made for this launch.
 #[track_caller]
 pub unsafe fn tma_load(map: *const TensorMap, coords: [i32; 2], dst: usize, bar: usize, ctas: u16) {
-    assert!(
-        ctas == 0 || ctas == 1 << cluster_rank(),
-        "a multicast copy to other blocks of a cluster: the emulator runs blocks one at a time"
-    );
     // SAFETY: a map the host made for this launch (the kernel's contract).
     let map = TileMap::decode(unsafe { &*map });
     for (start, bytes) in box_rows(&map, coords) {
@@ -193,7 +223,15 @@ pub unsafe fn tma_load(map: *const TensorMap, coords: [i32; 2], dst: usize, bar:
         })
         .collect();
     super::record::check_shared(dst, queued.len() * 4);
-    block().hopper.with(bar, |b| b.queued.extend(queued));
+    if ctas == 0 {
+        block().hopper.with(bar, |b| b.queued.extend(queued));
+        return;
+    }
+    for rank in (0..16).filter(|r| ctas & (1 << r) != 0) {
+        let ((to, at), (_, bar)) = (mapped(rank, dst), mapped(rank, bar));
+        let words = queued.iter().map(|&(addr, word)| (addr - dst + at, word));
+        to.hopper.with(bar, |b| b.queued.extend(words));
+    }
 }
 
 /// A copy engine store of the box at `coords` of `*map` from shared memory at `src`:
@@ -324,14 +362,25 @@ pub fn wgmma_wait(acc: &mut [f32], n: usize) {
         let tf32 = |x: f32| f32::from_bits(x.to_bits() & !0x1fff);
         WarpgroupMma { a: &p.a, n: p.n }.accumulate(thread, acc, |k, col| tf32(b(k, col)));
     }
+    // `.sync.aligned`: the warp's lanes leave together, so that once one lane (the one
+    // that frees a stage for its warp) is past the wait, every lane has read its
+    // operands from shared memory.
+    super::warp::warp_exchange(&[]);
 }
 
-/// This block's rank in its cluster: the emulator runs clusters of one block.
+/// This block's rank in its cluster (0 without clusters).
 pub fn cluster_rank() -> u32 {
-    0
+    cluster().1 as u32
 }
 
-/// `barrier.cluster`: a cluster of one block is its block.
+/// `barrier.cluster`: every thread of every block of the cluster meets here; a
+/// cluster of one block is its block, and this `sync_threads()`.
 pub fn cluster_sync() {
-    super::sync_threads();
+    let (cluster, rank) = cluster();
+    if cluster.blocks.len() == 1 {
+        return super::sync_threads();
+    }
+    let thread = with_thread(|t| t.linear_thread);
+    super::run::cluster_barrier(cluster, &cluster.blocks[rank], thread);
+    with_thread(|t| t.epoch += 1);
 }

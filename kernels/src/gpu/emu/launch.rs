@@ -37,7 +37,7 @@ pub fn try_record(config: &LaunchConfig, kernel: impl Fn() + Sync) -> Result<Rec
 }
 
 /// [`try_record`], handing each block's recording to `each` as soon as the block has
-/// run, in the order of the blocks, so that memory holds one block's log at a time
+/// run (a cluster's blocks together, [`LaunchConfig::cluster`]), in the order of the blocks, so that memory holds one block's log at a time
 /// however many blocks run (`each` may take from it: it is emptied after). `each` may end the launch early with `Break`: then the
 /// blocks after that one do not run, and the launch returns `Ok`.
 pub fn try_record_each(
@@ -51,20 +51,34 @@ pub fn try_record_each(
             "empty launch: grid {grid:?} block {block:?}"
         )));
     }
-    let all: Vec<usize>;
-    let blocks = match &config.blocks {
-        Some(b) => b.as_slice(),
-        None => {
-            all = (0..grid.count()).collect();
-            &all
-        }
+    let size = config.cluster_size();
+    if !(grid.x as usize).is_multiple_of(size) {
+        return Err(LaunchError::BadConfig(std::format!(
+            "a grid of {} blocks along x is not whole clusters of {size}",
+            grid.x
+        )));
+    }
+    let requested: Vec<usize> = match &config.blocks {
+        Some(b) => b.clone(),
+        None => (0..grid.count()).collect(),
     };
-    if let Some(&b) = blocks.iter().find(|&&b| b >= grid.count()) {
+    if let Some(&b) = requested.iter().find(|&&b| b >= grid.count()) {
         return Err(LaunchError::BadConfig(std::format!(
             "block {b} is outside the grid of {} blocks",
             grid.count()
         )));
     }
+    // A sampled block brings the rest of its cluster, which it needs to run: each
+    // cluster once, its blocks in order, where its first sampled block was.
+    let mut blocks = Vec::with_capacity(requested.len());
+    let mut seen = std::collections::HashSet::new();
+    for b in requested {
+        let first = b - b % size;
+        if size == 1 || seen.insert(first) {
+            blocks.extend(first..first + size);
+        }
+    }
+    let blocks = blocks.as_slice();
     // Addresses only, the threads of a block need not run at once unless they meet
     // at a barrier: run them one after another on this OS thread (an OS thread per
     // emulated thread would be most of a block's cost), and from the first block in
@@ -219,5 +233,92 @@ mod tests {
                 .len(),
             3 * 320
         );
+    }
+
+    /// Clusters of two blocks of 64 threads, as a cluster kernel meets its partner:
+    /// thread 0 of each block sets up a barrier for one arrival, the cluster meets,
+    /// thread 0 of rank 0 arrives on rank 1's barrier, the cluster meets again; then
+    /// each thread writes 10 x its rank, plus 1 on thread 0 if its barrier's phase 0
+    /// is complete (rank 1's only).
+    fn partners(config: &LaunchConfig, out: usize) -> impl Fn() + Sync + '_ {
+        use crate::gpu::barrier::fence_init;
+        use crate::gpu::cluster;
+        use crate::gpu::shared::dynamic_shared_array;
+        move || {
+            let (b, t) = (block_idx_x() as usize, thread_idx_x() as usize);
+            // SAFETY: 64 bytes of dynamic shared memory (the configs below); the
+            // barrier is set up before the cluster meets and used after.
+            unsafe {
+                let bar = dynamic_shared_array::<f32>(16).barrier(0);
+                if t == 0 {
+                    bar.init(1);
+                    fence_init();
+                }
+                cluster::sync();
+                if t == 0 && cluster::rank() == 0 {
+                    bar.arrive_cluster(1);
+                }
+                cluster::sync();
+                let complete = t == 0 && bar.try_wait(0);
+                let out = GlobalMut::<u32>::from_ptr(core::ptr::with_exposed_provenance_mut(out));
+                out.write(
+                    b * config.block.count() + t,
+                    10 * cluster::rank() + u32::from(complete),
+                );
+            }
+        }
+    }
+
+    fn clusters_of_two(blocks: u32, schedule: Schedule) -> LaunchConfig {
+        LaunchConfig {
+            grid: Dim3::from(blocks),
+            block: Dim3::from(64),
+            dynamic_shared_bytes: 64,
+            cluster: 2,
+            schedule,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_clusters_blocks_run_together_and_one_arrives_on_the_others_barrier() {
+        for schedule in [Schedule::Concurrent, Schedule::Forward, Schedule::Reverse] {
+            let config = clusters_of_two(4, schedule);
+            let mut out = std::vec![0u32; 4 * 64];
+            let dst = out.as_mut_ptr().expose_provenance();
+            try_launch(&config, partners(&config, dst)).unwrap_or_else(|e| panic!("{schedule:?}: {e}"));
+            for (i, &got) in out.iter().enumerate() {
+                let rank = (i / 64 % 2) as u32;
+                let want = 10 * rank + u32::from(rank == 1 && i % 64 == 0);
+                assert_eq!(got, want, "{schedule:?}: thread {i}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_sampled_block_runs_with_its_cluster_and_a_partial_cluster_is_refused() {
+        let config = LaunchConfig {
+            record: true,
+            addresses_only: true,
+            blocks: Some(std::vec![3, 2, 5]),
+            ..clusters_of_two(6, Schedule::Concurrent)
+        };
+        let dst = 1usize << 40;
+        let mut order = Vec::new();
+        try_record_each(&config, partners(&config, dst), |r| {
+            let mut blocks: Vec<usize> = r.accesses.iter().map(|a| a.block).collect();
+            blocks.sort_unstable();
+            blocks.dedup();
+            order.push(blocks);
+            ControlFlow::Continue(())
+        })
+        .unwrap();
+        assert_eq!(
+            order,
+            [std::vec![2, 3], std::vec![4, 5]],
+            "each cluster once, whole"
+        );
+        let e = try_launch(&clusters_of_two(3, Schedule::Concurrent), || {}).unwrap_err();
+        assert!(e.to_string().contains("not whole clusters of 2"), "{e}");
     }
 }

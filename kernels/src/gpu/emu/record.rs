@@ -416,9 +416,9 @@ pub(crate) fn record_bulk(addr: usize, bytes: usize, op: Op) -> bool {
 pub(crate) fn check_shared(addr: usize, bytes: usize) {
     with_thread(|t| {
         let inside = |start: usize, len: usize| start <= addr && addr + bytes <= start + len;
-        let dynamic = t.block.dynamic.lock().unwrap_or_else(|e| e.into_inner());
+        let (start, len) = t.block.dynamic_segment();
         let statics = t.block.statics.lock().unwrap_or_else(|e| e.into_inner());
-        let ok = inside(dynamic.as_ptr() as usize, dynamic.len() * 16)
+        let ok = inside(start, len)
             || statics
                 .values()
                 .any(|s| inside(s.as_ptr() as usize, s.len() * 16));

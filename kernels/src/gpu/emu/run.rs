@@ -19,7 +19,7 @@ use super::async_copy::AsyncCopies;
 use super::config::{LaunchConfig, LaunchError, panic_message, unflatten};
 use super::record::{Access, Executions, Recording};
 use super::{
-    ADDRESSES_ONLY, Aborted, BlockState, CURRENT, LogFull, POISON, SLOT, ThreadCtx, schedule, warp, words_for,
+    ADDRESSES_ONLY, Aborted, BlockState, CURRENT, Cluster, Kib, LogFull, SLOT, ThreadCtx, schedule, warp,
 };
 
 /// `__syncthreads()` for one emulated block.
@@ -113,7 +113,7 @@ impl BlockBarrier {
         self.released.notify_all();
     }
 
-    fn aborted(&self) -> bool {
+    pub(super) fn aborted(&self) -> bool {
         self.lock().aborted
     }
 
@@ -177,6 +177,38 @@ pub(super) fn barrier(block: &BlockState, rank: usize) {
     }
 }
 
+/// `barrier.cluster` for thread `rank` of `block`: every live thread of every block of
+/// `cluster` meets there, as the blocks' threads run.
+pub(super) fn cluster_barrier(cluster: &Cluster, block: &BlockState, rank: usize) {
+    match block.run {
+        Run::OneByOne => resume_unwind(Box::new(NeedsBarrier)),
+        Run::Fibers => {
+            let generation = cluster.barrier.arrive();
+            while !cluster.barrier.passed(generation) {
+                suspend_fiber(block);
+            }
+        }
+        Run::Threads => match &block.turns {
+            // One thread of each block runs at a time: the others of this block take
+            // their turns while this one waits for the other blocks.
+            Some(turns) => {
+                let generation = cluster.barrier.arrive();
+                while !cluster.barrier.passed(generation) {
+                    if cluster.barrier.aborted() {
+                        resume_unwind(Box::new(Aborted));
+                    }
+                    turns.exchange(rank);
+                }
+            }
+            None => {
+                if cluster.barrier.wait().is_err() {
+                    resume_unwind(Box::new(Aborted));
+                }
+            }
+        },
+    }
+}
+
 /// Why [`run_blocks`] stopped early.
 pub(super) enum Stop {
     Failed(LaunchError),
@@ -224,8 +256,9 @@ impl Logs {
     }
 }
 
-/// Runs `blocks`, each block's threads as `run` says, and hands each block's recording
-/// to `each` as soon as the block has run, in order.
+/// Runs `blocks`, each block's threads as `run` says, a cluster's blocks together
+/// (`blocks` holds whole clusters, each in order), and hands each cluster's recording
+/// to `each` as soon as its blocks have run, in order.
 pub(super) fn run_blocks(
     config: &LaunchConfig,
     blocks: &[usize],
@@ -234,6 +267,7 @@ pub(super) fn run_blocks(
     each: Each,
 ) -> Result<(), Stop> {
     let block = config.block;
+    let (threads, size) = (block.count(), config.cluster_size());
     let log = Logs::default();
     let failure: Mutex<Option<Stop>> = Mutex::new(None);
     let fail = |e: Stop| {
@@ -241,17 +275,21 @@ pub(super) fn run_blocks(
     };
     let new_state = || BlockState {
         run,
-        barrier: BlockBarrier::new(block.count()),
-        turns: schedule::Turns::new(config.schedule, block.count()),
-        warps: warp::Warps::new(block.count(), 32),
-        warpgroups: warp::Warps::new(block.count(), 128),
+        barrier: BlockBarrier::new(threads),
+        turns: schedule::Turns::new(config.schedule, threads),
+        warps: warp::Warps::new(threads, 32),
+        warpgroups: warp::Warps::new(threads, 128),
         hopper: Default::default(),
         statics: Mutex::new(HashMap::new()),
-        dynamic: Mutex::new(std::vec![POISON; words_for(config.dynamic_shared_bytes)].into_boxed_slice()),
+        dynamic: Mutex::new(Kib::segment(config.dynamic_shared_bytes)),
         logged: AtomicUsize::new(0),
     };
+    let new_cluster = || Cluster {
+        blocks: (0..size).map(|_| new_state()).collect(),
+        barrier: BlockBarrier::new(size * threads),
+    };
     let failed = || failure.lock().unwrap_or_else(|p| p.into_inner()).is_some();
-    // After each block: its recording goes on, unless a thread failed; whether to stop.
+    // After each cluster: its recording goes on, unless a thread failed; whether to stop.
     let mut done = 0;
     let mut hand_on = || {
         let mut recording = log.block.lock().unwrap_or_else(|p| p.into_inner());
@@ -263,7 +301,7 @@ pub(super) fn run_blocks(
             }
             Some(Stop::Failed(_)) => true,
             None => {
-                done += 1;
+                done += size;
                 each(&mut recording).is_break()
             }
         };
@@ -271,12 +309,25 @@ pub(super) fn run_blocks(
         recording.executions.clear();
         stop
     };
+    // Member i of a cluster's crew is thread i % threads of its block i / threads.
+    let member = |first: usize, cluster: &Cluster, i: usize| {
+        run_thread(
+            config,
+            cluster,
+            i / threads,
+            kernel,
+            first + i / threads,
+            i % threads,
+            &log,
+            &fail,
+        )
+    };
     match run {
         Run::OneByOne => {
-            for &b in blocks {
-                let state = new_state();
-                for t in 0..block.count() {
-                    run_thread(config, &state, kernel, b, t, &log, &fail);
+            for unit in blocks.chunks(size) {
+                let cluster = new_cluster();
+                for i in 0..size * threads {
+                    member(unit[0], &cluster, i);
                     if failed() {
                         break;
                     }
@@ -288,31 +339,30 @@ pub(super) fn run_blocks(
         }
         Run::Fibers => {
             // The stacks, made once for the launch.
-            let mut stacks = Vec::with_capacity(block.count());
-            for _ in 0..block.count() {
+            let mut stacks = Vec::with_capacity(size * threads);
+            for _ in 0..size * threads {
                 match DefaultStack::new(THREAD_STACK_BYTES) {
                     Ok(stack) => stacks.push(stack),
                     Err(e) => return Err(Stop::Failed(LaunchError::Spawn(e.to_string()))),
                 }
             }
-            for &b in blocks {
-                let state = new_state();
-                stacks = run_fibers(stacks, |t| run_thread(config, &state, kernel, b, t, &log, &fail));
+            for unit in blocks.chunks(size) {
+                let cluster = new_cluster();
+                stacks = run_fibers(stacks, |i| member(unit[0], &cluster, i));
                 if hand_on() {
                     break;
                 }
             }
         }
         Run::Threads => {
-            // One OS thread for each thread of a block, reused from block to block:
-            // spawning them afresh for every block cost more than most blocks' work.
-            let crew = Crew::new(block.count());
-            let (crew, log, fail) = (&crew, &log, &fail);
+            // One OS thread for each thread of a cluster, reused from cluster to
+            // cluster: spawning them afresh for every block cost more than most
+            // blocks' work.
+            let crew = Crew::new(size * threads);
+            let (crew, member) = (&crew, &member);
             std::thread::scope(|s| {
-                for t in 0..block.count() {
-                    let run = move |b: usize, state: &BlockState| {
-                        run_thread(config, state, kernel, b, t, log, fail)
-                    };
+                for i in 0..size * threads {
+                    let run = move |first: usize, cluster: &Cluster| member(first, cluster, i);
                     let spawned = std::thread::Builder::new()
                         .stack_size(THREAD_STACK_BYTES)
                         .spawn_scoped(s, move || crew.work(run));
@@ -323,8 +373,8 @@ pub(super) fn run_blocks(
                         return;
                     }
                 }
-                for &b in blocks {
-                    crew.run_block(b, new_state());
+                for unit in blocks.chunks(size) {
+                    crew.run_block(unit[0], new_cluster());
                     if hand_on() {
                         break;
                     }
@@ -370,8 +420,8 @@ fn run_fibers(stacks: Vec<DefaultStack>, thread: impl Fn(usize)) -> Vec<DefaultS
     fibers.into_iter().map(Coroutine::into_stack).collect()
 }
 
-/// The OS threads of a threaded launch, one for each thread of a block, handed one
-/// block after another.
+/// The OS threads of a threaded launch, one for each thread of a cluster's blocks,
+/// handed one cluster after another.
 struct Crew {
     shift: Mutex<Shift>,
     /// A block is posted, or the crew is dismissed.
@@ -384,8 +434,9 @@ struct Crew {
 struct Shift {
     /// Counts the posts, so a thread takes each block once.
     post: u64,
-    /// The block to run and its state; `None` once the crew is dismissed.
-    block: Option<(usize, std::sync::Arc<BlockState>)>,
+    /// The first block of the cluster to run and the cluster's state; `None` once the
+    /// crew is dismissed.
+    block: Option<(usize, std::sync::Arc<Cluster>)>,
     /// Threads of the posted block that have returned.
     done: usize,
 }
@@ -409,7 +460,7 @@ impl Crew {
     }
 
     /// One OS thread's loop: runs its thread of each posted block until dismissed.
-    fn work(&self, run: impl Fn(usize, &BlockState)) {
+    fn work(&self, run: impl Fn(usize, &Cluster)) {
         let mut seen = 0;
         loop {
             let (b, state) = {
@@ -433,8 +484,9 @@ impl Crew {
         }
     }
 
-    /// Posts block `b` to every thread of the crew and waits until all have returned.
-    fn run_block(&self, b: usize, state: BlockState) {
+    /// Posts the cluster whose first block is `b` to every thread of the crew and waits
+    /// until all have returned.
+    fn run_block(&self, b: usize, state: Cluster) {
         let mut shift = self.lock();
         shift.block = Some((b, std::sync::Arc::new(state)));
         shift.done = 0;
@@ -454,10 +506,13 @@ impl Crew {
     }
 }
 
-/// Runs emulated thread `t` of block `b` on the current OS thread and appends its log.
+/// Runs emulated thread `t` of block `b`, rank `rank` of `cluster`, on the current OS
+/// thread and appends its log.
+#[allow(clippy::too_many_arguments)]
 fn run_thread(
     config: &LaunchConfig,
-    state: &BlockState,
+    cluster: &Cluster,
+    rank: usize,
     kernel: &(impl Fn() + Sync),
     b: usize,
     t: usize,
@@ -466,12 +521,15 @@ fn run_thread(
 ) {
     let (grid, block) = (config.grid, config.block);
     let (block_idx, thread_idx) = (unflatten(b, grid), unflatten(t, block));
+    let state = &cluster.blocks[rank];
     let ctx = ThreadCtx {
         thread_idx,
         block_idx,
         block_dim: block,
         grid_dim: grid,
         block: state,
+        cluster,
+        rank,
         config,
         linear_block: b,
         linear_thread: t,
@@ -481,7 +539,7 @@ fn run_thread(
         copies: AsyncCopies::default(),
         wgmma: Default::default(),
     };
-    // SAFETY: the context is removed below, before `state` and `config` go out of
+    // SAFETY: the context is removed below, before `cluster` and `config` go out of
     // scope; nothing else keeps it.
     let ctx: ThreadCtx<'static> = unsafe { core::mem::transmute(ctx) };
     CURRENT.with(|c| *c.borrow_mut() = Some(ctx));
@@ -506,13 +564,18 @@ fn run_thread(
                     message: panic_message(payload.as_ref()),
                 }
             }));
-            state.barrier.abort();
-            state.warps.abort();
-            state.warpgroups.abort();
+            // The whole cluster stops: its other blocks may be waiting on this one.
+            for state in &cluster.blocks {
+                state.barrier.abort();
+                state.warps.abort();
+                state.warpgroups.abort();
+            }
+            cluster.barrier.abort();
         }
         _ => {}
     }
     state.barrier.leave();
+    cluster.barrier.leave();
     state.warps.leave(t);
     state.warpgroups.leave(t);
     if let Some(ctx) = ctx {
