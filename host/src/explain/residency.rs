@@ -45,45 +45,61 @@ pub fn parse_ptxas_log(log: &str) -> HashMap<String, Resources> {
     out
 }
 
-type Assembled = Result<Arc<HashMap<String, Resources>>, String>;
+/// A module as ptxas assembled it: every entry's resources (`-v`), and the cubin,
+/// which the instruction mix disassembles ([`super::mix`]), so that each module is
+/// assembled once per process for both.
+pub struct Assembly {
+    pub resources: HashMap<String, Resources>,
+    pub cubin: Vec<u8>,
+}
 
-/// Assembles `ptx` for `arch` (`sm_90`) with `ptxas -v` into a temporary file and
-/// reads every entry's resources; why not, in one line, when ptxas is not there or
-/// fails.
-pub fn assemble(ptx: &str, arch: &str) -> Assembled {
+type Assembled = Result<Arc<Assembly>, String>;
+
+/// Assembles `ptx` for `arch` (`sm_90`) with `ptxas -v` in a temporary directory:
+/// every entry's resources and the cubin; why not, in one line, when ptxas is not
+/// there or fails.
+fn assemble(ptx: &str, arch: &str) -> Assembled {
     let exe = ptxas();
     let dir = std::env::temp_dir().join(format!("coalesce-residency-{}-{arch}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let src = dir.join("kernels.ptx");
-    std::fs::write(&src, ptx).map_err(|e| format!("cannot write {}: {e}", src.display()))?;
-    let out = Command::new(&exe)
-        .args(["-v", "-arch", arch, "-o"])
-        .arg(dir.join("kernels.cubin"))
-        .arg(&src)
-        .output();
+    let (src, cubin) = (dir.join("kernels.ptx"), dir.join("kernels.cubin"));
+    let run = || -> Result<(std::process::Output, Vec<u8>), String> {
+        std::fs::write(&src, ptx).map_err(|e| format!("cannot write {}: {e}", src.display()))?;
+        let out = Command::new(&exe)
+            .args(["-v", "-arch", arch, "-o"])
+            .arg(&cubin)
+            .arg(&src)
+            .output()
+            .map_err(|e| format!("ptxas not found ({exe}: {e}; set PTXAS)"))?;
+        let bytes = if out.status.success() {
+            std::fs::read(&cubin).map_err(|e| format!("cannot read {}: {e}", cubin.display()))?
+        } else {
+            Vec::new()
+        };
+        Ok((out, bytes))
+    };
+    let ran = run();
     let _ = std::fs::remove_dir_all(&dir);
-    let out = out.map_err(|e| format!("ptxas not found ({exe}: {e}; set PTXAS)"))?;
+    let (out, cubin) = ran?;
     let log = String::from_utf8_lossy(&out.stderr);
     if !out.status.success() {
         let first = log.lines().find(|l| !l.trim().is_empty()).unwrap_or("no message");
         return Err(format!("ptxas -arch {arch} failed: {first}"));
     }
-    Ok(Arc::new(parse_ptxas_log(&log)))
+    Ok(Arc::new(Assembly {
+        resources: parse_ptxas_log(&log),
+        cubin,
+    }))
 }
 
 /// An embedded PTX module assembled once per architecture in this process.
-fn assembled(module: PtxModule, arch: &str) -> Assembled {
+pub(super) fn assembled(module: PtxModule, arch: &str) -> Assembled {
     static CACHE: Mutex<Vec<(PtxModule, String, Assembled)>> = Mutex::new(Vec::new());
     let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((_, _, a)) = cache.iter().find(|(m, a, _)| *m == module && a == arch) {
         return a.clone();
     }
-    let ptx = match module {
-        PtxModule::Baseline => crate::ptx::PTX,
-        PtxModule::Sm80 => crate::ptx::PTX_SM80,
-        PtxModule::Sm90a => crate::ptx::PTX_SM90A,
-    };
-    let a = assemble(ptx, arch);
+    let a = assemble(crate::ptx::text(module), arch);
     cache.push((module, arch.to_string(), a.clone()));
     a
 }
@@ -121,7 +137,8 @@ pub fn resources(kernel: &str, profile: &Profile) -> Result<Resources, String> {
     let [major, minor] = sm.compute_capability;
     let (module, arch) = module_of(kernel, &format!("sm_{major}{minor}"));
     let all = assembled(module, &arch)?;
-    all.get(kernel)
+    all.resources
+        .get(kernel)
         .copied()
         .ok_or_else(|| format!("ptxas reported nothing for {kernel} on {arch}"))
 }

@@ -49,30 +49,17 @@ pub(super) fn tools() -> Result<(), String> {
 /// Each function's SASS text, by name.
 pub(super) type Listing = Arc<HashMap<String, String>>;
 
-/// `ptx` assembled for `arch` and disassembled: why not, in one line, where ptxas or
-/// nvdisasm is missing or fails.
-pub(super) fn disassemble(ptx: &str, arch: &str, tag: &str) -> Result<Listing, String> {
-    let ptxas = super::super::residency::ptxas();
+/// A cubin disassembled: why not, in one line, where nvdisasm is missing or fails.
+fn disassemble(cubin: &[u8], arch: &str, tag: &str) -> Result<Listing, String> {
     let nvdisasm = nvdisasm()?;
     let dir = std::env::temp_dir().join(format!("coalesce-mix-{}-{tag}-{arch}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let (src, cubin) = (dir.join("kernels.ptx"), dir.join("kernels.cubin"));
+    let file = dir.join("kernels.cubin");
     let run = || -> Result<String, String> {
-        std::fs::write(&src, ptx).map_err(|e| format!("cannot write {}: {e}", src.display()))?;
-        let out = Command::new(&ptxas)
-            .args(["-arch", arch, "-o"])
-            .arg(&cubin)
-            .arg(&src)
-            .output()
-            .map_err(|e| format!("ptxas not found ({ptxas}: {e}; set PTXAS)"))?;
-        if !out.status.success() {
-            let log = String::from_utf8_lossy(&out.stderr);
-            let first = log.lines().find(|l| !l.trim().is_empty()).unwrap_or("no message");
-            return Err(format!("ptxas -arch {arch} failed: {first}"));
-        }
+        std::fs::write(&file, cubin).map_err(|e| format!("cannot write {}: {e}", file.display()))?;
         let out = Command::new(&nvdisasm)
             .arg("-c")
-            .arg(&cubin)
+            .arg(&file)
             .output()
             .map_err(|e| format!("{nvdisasm}: {e}"))?;
         if !out.status.success() {
@@ -88,8 +75,8 @@ pub(super) fn disassemble(ptx: &str, arch: &str, tag: &str) -> Result<Listing, S
     Ok(Arc::new(functions(&listing?)))
 }
 
-/// An embedded module's SASS for `arch`, assembled once per process (every kernel of
-/// a module shares its assembly).
+/// An embedded module's SASS for `arch`, disassembled once per process from the
+/// assembly residency made (every kernel of a module shares it).
 pub(super) fn module_listing(module: PtxModule, arch: &str) -> Result<Listing, String> {
     type Cached = (PtxModule, String, Result<Listing, String>);
     static CACHE: Mutex<Vec<Cached>> = Mutex::new(Vec::new());
@@ -97,7 +84,8 @@ pub(super) fn module_listing(module: PtxModule, arch: &str) -> Result<Listing, S
     if let Some((_, _, l)) = cache.iter().find(|(m, a, _)| *m == module && a == arch) {
         return l.clone();
     }
-    let l = disassemble(crate::ptx::text(module), arch, &format!("{module:?}"));
+    let l = super::super::residency::assembled(module, arch)
+        .and_then(|a| disassemble(&a.cubin, arch, &format!("{module:?}")));
     cache.push((module, arch.to_string(), l.clone()));
     l
 }
