@@ -188,7 +188,11 @@ pub fn barrier_try_wait(addr: usize, parity: u32) -> bool {
         b.settle();
         parity & 1 != b.phase & 1
     });
-    if !done {
+    if done {
+        // What the thread reads after the wait is another phase's, as after a block
+        // barrier: its shared accesses' recording starts a new epoch.
+        with_thread(|t| t.epoch += 1);
+    } else {
         let rank = with_thread(|t| t.linear_thread);
         block.hopper.stalled();
         super::pause(block, rank);

@@ -296,7 +296,7 @@ mod tests {
     }
 
     #[test]
-    fn a_sampled_block_runs_with_its_cluster_and_a_partial_cluster_is_refused() {
+    fn a_sampled_block_runs_with_its_cluster_whose_waits_begin_epochs_and_a_partial_cluster_is_refused() {
         let config = LaunchConfig {
             record: true,
             addresses_only: true,
@@ -306,6 +306,18 @@ mod tests {
         let dst = 1usize << 40;
         let mut order = Vec::new();
         try_record_each(&config, partners(&config, dst), |r| {
+            // Two cluster barriers before each store, and on rank 1's thread 0 the
+            // completed wait too: each begins an epoch of the recording.
+            for a in &r.accesses {
+                let waited = a.block % 2 == 1 && a.thread == 0;
+                assert_eq!(
+                    a.epoch,
+                    2 + usize::from(waited),
+                    "block {} thread {}",
+                    a.block,
+                    a.thread
+                );
+            }
             let mut blocks: Vec<usize> = r.accesses.iter().map(|a| a.block).collect();
             blocks.sort_unstable();
             blocks.dedup();

@@ -48,8 +48,9 @@ pub struct Access {
     pub array: usize,
     /// The shared array's PTX symbol ("" for global).
     pub array_name: &'static str,
-    /// Barriers (`sync_threads`) the thread had passed: accesses of one thread with the
-    /// same epoch lie between the same two barriers.
+    /// Barriers the thread had passed (`sync_threads`, `barrier.cluster`, a completed
+    /// wait on a transaction barrier): accesses of one thread with the same epoch lie
+    /// between the same two barriers.
     pub epoch: usize,
     pub bytes: usize,
     /// Half of an asynchronous copy (`cp.async`): its global read or its shared
