@@ -346,18 +346,11 @@ unsafe fn plain<A: Accumulator>(
 /// `cur` while k-tile i + 1's are loaded into `next`; then the stage is freed through
 /// `release`.
 #[inline(always)]
-unsafe fn consume<A: Accumulator>(
-    t: WgmmaTiling,
-    tiles: SharedArray<f32>,
-    ktiles: u32,
-    me: Lane,
-    acc: &mut A,
-    release: impl Fn(usize),
-) {
-    let stages_ = t.stages as u32;
+unsafe fn consume<A: Accumulator>(p: Pipeline, ktiles: u32, me: Lane, acc: &mut A, release: impl Fn(usize)) {
+    let (t, tiles, stages_) = (p.t, p.tiles, p.t.stages as u32);
     // SAFETY: barriers and stages of this block (the caller's launch).
     unsafe {
-        let full = |s: usize| barrier(tiles, t, s);
+        let full = |s: usize| p.full(s);
         let step = |i: u32, acc: &mut A, cur: &[[Tf32; 4]; 4], next: &mut [[Tf32; 4]; 4]| {
             let s = (i % stages_) as usize;
             multiply(acc, cur, tiles, t, s);
@@ -418,7 +411,7 @@ unsafe fn warp_specialised<A: Accumulator>(
             wgmma::grow_registers::<232>();
             let me = Lane::new(tid / 128 - 1, tid % 128);
             let mut acc = zeroed::<A>();
-            consume(t, tiles, ktiles, me, &mut acc, |s| {
+            consume(p, ktiles, me, &mut acc, |s| {
                 if me.lane == 0 {
                     empty(s).arrive();
                 }
@@ -489,7 +482,7 @@ unsafe fn clustered<A: Accumulator>(
             wgmma::grow_registers::<232>();
             let me = Lane::new(tid / 128 - 1, tid % 128);
             let mut acc = zeroed::<A>();
-            consume(t, tiles, ktiles, me, &mut acc, |s| {
+            consume(p, ktiles, me, &mut acc, |s| {
                 if me.lane == 0 {
                     empty(s).arrive();
                     empty(s).arrive_cluster(rank ^ 1);
