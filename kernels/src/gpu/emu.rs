@@ -66,7 +66,6 @@ pub struct ThreadCtx<'a> {
     pub block_idx: Dim3,
     pub block_dim: Dim3,
     pub grid_dim: Dim3,
-    block: &'a BlockState,
     /// The blocks launched with this one ([`Cluster`]), and this block's rank in it.
     cluster: &'a Cluster,
     rank: usize,
@@ -98,6 +97,13 @@ struct BlockState {
     dynamic: Mutex<Box<[Kib]>>,
     // Accesses the block's threads have logged ([`LaunchConfig::log_limit`]).
     logged: AtomicUsize,
+}
+
+impl<'a> ThreadCtx<'a> {
+    /// The thread's own block: its rank of its cluster.
+    fn block(&self) -> &'a BlockState {
+        &self.cluster.blocks[self.rank]
+    }
 }
 
 /// The blocks of one cluster, which run together: each block's state (its shared
@@ -146,7 +152,7 @@ pub fn with_thread<R>(f: impl FnOnce(&mut ThreadCtx<'static>) -> R) -> R {
 pub fn sync_threads() {
     // The block state lives as long as the block, which outlives every thread in it.
     let (block, rank): (*const BlockState, usize) =
-        with_thread(|t| (t.block as *const BlockState, t.linear_thread));
+        with_thread(|t| (t.block() as *const BlockState, t.linear_thread));
     // SAFETY: see above.
     let block = unsafe { &*block };
     run::barrier(block, rank);
@@ -192,7 +198,7 @@ fn words_for(bytes: usize) -> usize {
 #[doc(hidden)]
 pub fn static_shared_storage(name: &'static str, bytes: usize) -> *mut u8 {
     with_thread(|t| {
-        let mut statics = t.block.statics.lock().unwrap_or_else(|e| e.into_inner());
+        let mut statics = t.block().statics.lock().unwrap_or_else(|e| e.into_inner());
         let storage = statics
             .entry(name)
             .or_insert_with(|| std::vec![POISON; words_for(bytes)].into_boxed_slice());
@@ -210,7 +216,7 @@ pub fn static_shared_storage(name: &'static str, bytes: usize) -> *mut u8 {
 #[doc(hidden)]
 pub fn dynamic_shared_storage(bytes: usize) -> *mut u8 {
     with_thread(|t| {
-        let (start, len) = t.block.dynamic_segment();
+        let (start, len) = t.block().dynamic_segment();
         assert!(
             bytes <= len,
             "kernel asked for more dynamic shared memory than the launch provided"

@@ -107,7 +107,7 @@ impl Barriers {
 
 fn block() -> &'static BlockState {
     // SAFETY: the block state outlives every thread in it (as in sync_threads).
-    with_thread(|t| unsafe { &*(t.block as *const BlockState) })
+    with_thread(|t| unsafe { &*(t.block() as *const BlockState) })
 }
 
 /// The current thread's cluster and its block's rank in it.

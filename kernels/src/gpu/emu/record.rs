@@ -355,7 +355,7 @@ fn record_slow(
             if record {
                 counter.recorded += 1;
                 if let Some(limit) = config.log_limit {
-                    let logged = t.block.logged.fetch_add(1, Ordering::Relaxed) + 1;
+                    let logged = t.block().logged.fetch_add(1, Ordering::Relaxed) + 1;
                     if logged.saturating_mul(size_of::<Access>()) > limit {
                         resume_unwind(Box::new(LogFull));
                     }
@@ -417,8 +417,8 @@ pub(crate) fn record_bulk(addr: usize, bytes: usize, op: Op) -> bool {
 pub(crate) fn check_shared(addr: usize, bytes: usize) {
     with_thread(|t| {
         let inside = |start: usize, len: usize| start <= addr && addr + bytes <= start + len;
-        let (start, len) = t.block.dynamic_segment();
-        let statics = t.block.statics.lock().unwrap_or_else(|e| e.into_inner());
+        let (start, len) = t.block().dynamic_segment();
+        let statics = t.block().statics.lock().unwrap_or_else(|e| e.into_inner());
         let ok = inside(start, len)
             || statics
                 .values()

@@ -527,7 +527,6 @@ fn run_thread(
         block_idx,
         block_dim: block,
         grid_dim: grid,
-        block: state,
         cluster,
         rank,
         config,

@@ -220,7 +220,7 @@ fn exchange(words: &[u32], width: usize) -> Vec<u32> {
     }
     // The block state outlives every thread in it (as in sync_threads).
     let (block, rank): (*const BlockState, usize) =
-        with_thread(|t| (t.block as *const BlockState, t.linear_thread));
+        with_thread(|t| (t.block() as *const BlockState, t.linear_thread));
     // SAFETY: see above.
     let block = unsafe { &*block };
     let groups = if width == 32 {
