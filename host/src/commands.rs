@@ -425,14 +425,14 @@ fn run_suite(
         rows: Vec::new(),
     };
     for s in selection {
-        let measured = harness::measure(&gpu, s, opts, None, |_| Ok(()), |msg| progress.step(msg))?;
+        let measured = harness::measure(&gpu, s, opts, None, None, |_| Ok(()), |msg| progress.step(msg))?;
         report.baselines.push(ExperimentBaseline {
             experiment: s.experiment.name.to_string(),
             baseline: measured.baseline,
         });
         report
             .rows
-            .extend(measured.rows.into_iter().map(|(rust, _)| rust));
+            .extend(measured.rows.into_iter().map(|(rust, _, _)| rust));
     }
     progress.finish();
     report.date = Some(crate::report::utc_date(SystemTime::now()));

@@ -162,21 +162,29 @@ pub fn fill_speedups(rows: &mut [Row]) {
 /// Looks up a C++ twin's function by its entry-point name.
 pub type TwinLookup<'a, 'm> = &'a dyn Fn(&str) -> Result<Function<'m>>;
 
+/// A library's call doing variant `i`'s work on the same buffers (cuBLAS for a
+/// product), timed interleaved with the variant's own launches.
+pub type Beside<'a> = &'a dyn Fn(&Prepared, usize) -> Result<()>;
+
 /// One experiment as measured: its baseline, and a row per selected variant with
-/// the twin's row beside it where a twin ran.
+/// the twin's row beside it where a twin ran, and the library's timing interleaved
+/// with it where one was given.
 pub struct Measured {
     pub baseline: Baseline,
-    pub rows: Vec<(Row, Option<Row>)>,
+    pub rows: Vec<(Row, Option<Row>, Option<Timing>)>,
 }
 
 /// Runs the selected variants of one experiment: baseline copy, then for each
 /// variant reset, launch, validate, time (interleaved with its twin when `twin` is
-/// given); `library` runs last on the same buffers (cuBLAS for a product).
+/// given, and with `beside` when given: under a power limit a launch's clock depends
+/// on what ran before it, so what is compared is timed in the same rounds);
+/// `library` runs last on the same buffers (cuBLAS for a product, validated).
 pub fn measure(
     gpu: &Gpu,
     selection: &Selection,
     opts: &RunOptions,
     twin: Option<TwinLookup<'_, '_>>,
+    beside: Option<Beside<'_>>,
     mut library: impl FnMut(&mut Prepared) -> Result<()>,
     mut progress: impl FnMut(&str),
 ) -> Result<Measured> {
@@ -208,40 +216,61 @@ pub fn measure(
         }
         let rust = gpu.function(v.kernel)?;
         let rust_check = p.check(gpu, i, &rust)?;
-        let (timings, cpp_check) = match twin {
+        let (cpp, cpp_check) = match twin {
             Some(lookup) => {
                 let f = lookup(v.twin)?;
                 let what = format!("{} (C++)", v.twin);
                 let cpp_check = p.check_with(gpu, i, &what, 0.0, |p| p.launch(gpu, i, &f))?;
-                let p = &p;
-                let timings = time_interleaved(
-                    gpu,
-                    opts.reps,
-                    &mut [&mut || p.launch(gpu, i, &rust), &mut || p.launch(gpu, i, &f)],
-                )?;
-                (timings, Some(cpp_check))
+                (Some(f), Some(cpp_check))
             }
-            None => (
-                vec![time_launches(gpu, opts.reps, || p.launch(gpu, i, &rust))?],
-                None,
-            ),
+            None => (None, None),
         };
-        measured.push((Case::of(exp, v, problem), timings, rust_check, cpp_check));
+        let p = &p;
+        // Rust's launches, then the twin's and the library's where they run: timings
+        // in that order.
+        let mut rust_launch = || p.launch(gpu, i, &rust);
+        let mut cpp_launch = cpp.as_ref().map(|f| move || p.launch(gpu, i, f));
+        let mut lib_launch = beside.map(|b| move || b(p, i));
+        let timings = if cpp_launch.is_none() && lib_launch.is_none() {
+            vec![time_launches(gpu, opts.reps, rust_launch)?]
+        } else {
+            let mut launches: Vec<&mut dyn FnMut() -> Result<()>> = vec![&mut rust_launch];
+            if let Some(c) = cpp_launch.as_mut() {
+                launches.push(c);
+            }
+            if let Some(l) = lib_launch.as_mut() {
+                launches.push(l);
+            }
+            time_interleaved(gpu, opts.reps, &mut launches)?
+        };
+        let lib_timing = beside.and(timings.last().copied());
+        measured.push((
+            Case::of(exp, v, problem),
+            timings,
+            rust_check,
+            cpp_check,
+            lib_timing,
+        ));
     }
     library(&mut p)?;
     drop(p);
     let after = memcpy_baseline(gpu, size, opts.reps)?;
     let baseline = before.faster(after);
     let mut rust_rows = Vec::new();
-    let mut cpp_rows = Vec::new();
-    for (case, timings, rust_check, cpp_check) in measured {
+    let mut others = Vec::new();
+    for (case, timings, rust_check, cpp_check, lib_timing) in measured {
         rust_rows.push(row(&case, timings[0], &baseline, &gpu.info, rust_check));
-        cpp_rows.push(cpp_check.map(|c| row(&case, timings[1], &baseline, &gpu.info, c)));
+        let cpp_row = cpp_check.map(|c| row(&case, timings[1], &baseline, &gpu.info, c));
+        others.push((cpp_row, lib_timing));
     }
     fill_speedups(&mut rust_rows);
     Ok(Measured {
         baseline,
-        rows: rust_rows.into_iter().zip(cpp_rows).collect(),
+        rows: rust_rows
+            .into_iter()
+            .zip(others)
+            .map(|(r, (c, l))| (r, c, l))
+            .collect(),
     })
 }
 

@@ -108,6 +108,12 @@ pub fn render(report: &CompareReport) -> String {
         .filter(|r| crate::experiments::arithmetic(&r.experiment, &r.variant) == Arithmetic::Tf32)
         .map(|r| format!("{}/{}", r.experiment, r.variant))
         .collect();
+    if with_cublas {
+        let _ = writeln!(
+            out,
+            "% cuBLAS: of cuBLAS on the same matrices, its launches interleaved with the row's (the baseline lines time it alone, after the variants)"
+        );
+    }
     if with_cublas && !tf32.is_empty() {
         let _ = writeln!(
             out,

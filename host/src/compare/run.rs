@@ -9,8 +9,10 @@ use super::twins::{Twins, Unusable};
 use super::{CompareReport, CompareRow, CublasRow};
 use crate::device::Gpu;
 use crate::error::{Error, Result};
+use crate::experiment::Reference;
 use crate::experiments::Selection;
 use crate::harness::{self, RunOptions};
+use crate::prepared::Prepared;
 use crate::ptx::PtxModule;
 use crate::table::ExperimentBaseline;
 use crate::timing::time_launches;
@@ -92,20 +94,31 @@ pub fn compare(
     let mut cublas: Option<std::result::Result<Cublas, String>> = None;
     for s in selection {
         let exp = s.experiment;
+        let product = matches!(exp.reference, Reference::Product { .. });
+        if product {
+            let lib = cublas.get_or_insert_with(|| Cublas::load(gpu));
+            report.cublas = Some(match lib {
+                Ok(c) => format!("cuBLAS {} ({})", c.version_string(), c.found),
+                Err(why) => format!("cuBLAS: unavailable: {why}"),
+            });
+        }
+        let lib = cublas.as_ref().and_then(|c| c.as_ref().ok()).filter(|_| product);
+        // cuBLAS in each variant's own arithmetic, timed in the same rounds as it.
+        let same_work = |p: &Prepared, i: usize| match (lib, p.gemm()) {
+            (Some(c), Some(g)) => c.sgemm(Math::from(exp.variants[i].arithmetic), &g),
+            _ => Ok(()),
+        };
         let mut sgemm = Vec::new();
         let measured = harness::measure(
             gpu,
             s,
             opts,
             twins.is_ok().then_some(&lookup as harness::TwinLookup),
+            lib.is_some().then_some(&same_work as harness::Beside),
             |p| {
-                let Some(g) = p.gemm() else { return Ok(()) };
-                let lib = cublas.get_or_insert_with(|| Cublas::load(gpu));
-                report.cublas = Some(match lib {
-                    Ok(c) => format!("cuBLAS {} ({})", c.version_string(), c.found),
-                    Err(why) => format!("cuBLAS: unavailable: {why}"),
-                });
-                let Ok(c) = lib else { return Ok(()) };
+                let (Some(c), Some(g)) = (lib, p.gemm()) else {
+                    return Ok(());
+                };
                 for math in [Math::Fp32, Math::Tf32] {
                     // Reset, compute, validate, as every kernel is checked, against the
                     // same reference with the bound widened for TF32's rounded inputs.
@@ -129,13 +142,17 @@ pub fn compare(
             },
             &mut progress,
         )?;
-        // Each kernel beside cuBLAS in its own arithmetic: the TF32 rungs beside TF32.
-        let cublas = |math: Math| sgemm.iter().find(|c| c.math == math).map(|c| c.gflop_per_s);
-        for (rust, cpp) in &measured.rows {
+        // Each kernel beside cuBLAS in its own arithmetic (the TF32 rungs beside TF32),
+        // as timed in the same rounds as the kernel.
+        let line = |math: Math| sgemm.iter().find(|c| c.math == math).map(|c| c.gflop_per_s);
+        for (rust, cpp, beside) in &measured.rows {
             let math = Math::from(crate::experiments::arithmetic(exp.name, &rust.variant));
+            let interleaved = beside
+                .zip(rust.flops)
+                .map(|(t, f)| f as f64 / (t.median_ms * 1e-3) / 1e9);
             report
                 .rows
-                .push(CompareRow::new(rust, cpp.as_ref(), cublas(math)));
+                .push(CompareRow::new(rust, cpp.as_ref(), interleaved.or(line(math))));
         }
         report.cublas_rows.extend(sgemm);
         report.baselines.push(ExperimentBaseline {
