@@ -1,6 +1,9 @@
 //! report.md's "The matmul ladder": every matrix-multiply kernel from the naive one
 //! to the best register-blocked rung, each beside its C++ twin, as % of cuBLAS SGEMM
-//! FP32 on the same matrices; the TF32 tensor-core rungs as % of cuBLAS in TF32.
+//! FP32 on the same matrices; the TF32 tensor-core rungs as % of cuBLAS in TF32. Where
+//! the comparison ran, every figure of a rung is its row there: Rust, C++ and cuBLAS
+//! timed in the same rounds (under a power limit a launch's clock depends on what ran
+//! before it, so figures from different passes do not divide).
 
 use std::fmt::Write as _;
 
@@ -46,6 +49,9 @@ pub struct Rung {
     pub kernel: String,
     pub rust_gflop_per_s: f64,
     pub cpp_gflop_per_s: Option<f64>,
+    /// Each side as % of cuBLAS in the rung's arithmetic, timed in the same rounds.
+    pub rust_pct_of_cublas: Option<f64>,
+    pub cpp_pct_of_cublas: Option<f64>,
     pub validated: bool,
     /// FP32, or TF32 tensor cores (compared with cuBLAS in TF32).
     pub arithmetic: Arithmetic,
@@ -61,19 +67,6 @@ pub struct Ladder {
 }
 
 impl Ladder {
-    /// `g` as % of cuBLAS FP32.
-    pub fn pct(&self, g: f64) -> Option<f64> {
-        self.cublas_fp32.filter(|c| *c > 0.0).map(|c| 100.0 * g / c)
-    }
-
-    /// `g` of `rung` as % of cuBLAS in the rung's arithmetic (FP32 or TF32).
-    pub fn pct_of(&self, rung: &Rung, g: f64) -> Option<f64> {
-        match rung.arithmetic {
-            Arithmetic::Fp32 => self.pct(g),
-            Arithmetic::Tf32 => self.cublas_tf32.filter(|c| *c > 0.0).map(|c| 100.0 * g / c),
-        }
-    }
-
     /// The fastest validated Rust rung of `arithmetic`.
     pub fn best_of(&self, arithmetic: Arithmetic) -> Option<&Rung> {
         self.rungs
@@ -88,25 +81,29 @@ impl Ladder {
     }
 }
 
-/// The ladder of `results`, or None when no matrix multiply ran.
+/// The ladder of `results`, or None when no matrix multiply ran: each rung's row of
+/// the comparison where it ran, else its row of the run (GFLOP/s only).
 pub fn ladder(results: &Results) -> Option<Ladder> {
     let mut rungs = Vec::new();
     for e in EXPERIMENTS {
         for r in results.run.rows.iter().filter(|r| r.experiment == e) {
             let Some(g) = r.gflop_per_s else { continue };
-            let cpp = results.compare.as_ref().and_then(|c| {
+            let compared = results.compare.as_ref().and_then(|c| {
                 c.rows
                     .iter()
                     .find(|x| x.experiment == r.experiment && x.variant == r.variant)
-                    .and_then(|x| x.cpp.as_ref())
             });
+            let rust = compared.map(|x| &x.rust);
+            let cpp = compared.and_then(|x| x.cpp.as_ref());
             rungs.push(Rung {
                 experiment: r.experiment.clone(),
                 variant: r.variant.clone(),
                 kernel: r.kernel.clone(),
-                rust_gflop_per_s: g,
+                rust_gflop_per_s: rust.and_then(|s| s.gflop_per_s).unwrap_or(g),
                 cpp_gflop_per_s: cpp.and_then(|c| c.gflop_per_s),
-                validated: r.validated && cpp.is_none_or(|c| c.validated),
+                rust_pct_of_cublas: rust.and_then(|s| s.pct_of_cublas),
+                cpp_pct_of_cublas: cpp.and_then(|c| c.pct_of_cublas),
+                validated: r.validated && rust.is_none_or(|s| s.validated) && cpp.is_none_or(|c| c.validated),
                 arithmetic: crate::experiments::arithmetic(&r.experiment, &r.variant),
             });
         }
@@ -165,11 +162,7 @@ pub fn render(out: &mut String, results: &Results) {
         }
     }
     let dash = || "-".to_string();
-    let pct = |r: &Rung, g: Option<f64>| {
-        g.and_then(|g| l.pct_of(r, g))
-            .map(|p| format!("{p:.1}"))
-            .unwrap_or_else(dash)
-    };
+    let pct = |p: Option<f64>| p.map(|p| format!("{p:.1}")).unwrap_or_else(dash);
     let tf32 = |r: &Rung| {
         if r.arithmetic == Arithmetic::Tf32 {
             " (TF32)"
@@ -209,8 +202,8 @@ pub fn render(out: &mut String, results: &Results) {
                     .filter(|c| *c > 0.0)
                     .map(|c| format!("{:.3}", r.rust_gflop_per_s / c))
                     .unwrap_or_else(dash),
-                pct(r, Some(r.rust_gflop_per_s)),
-                pct(r, r.cpp_gflop_per_s),
+                pct(r.rust_pct_of_cublas),
+                pct(r.cpp_pct_of_cublas),
                 if r.validated {
                     "yes".into()
                 } else {
@@ -252,8 +245,8 @@ pub fn render(out: &mut String, results: &Results) {
         );
     }
     if let Some(b) = l.best() {
-        let share = l
-            .pct(b.rust_gflop_per_s)
+        let share = b
+            .rust_pct_of_cublas
             .map(|p| format!(", {p:.1}% of cuBLAS SGEMM FP32 ({})", SIMT_PEER.describe()))
             .unwrap_or_default();
         let _ = writeln!(
@@ -263,8 +256,8 @@ pub fn render(out: &mut String, results: &Results) {
         );
     }
     if let Some(b) = l.best_of(Arithmetic::Tf32) {
-        let share = l
-            .pct_of(b, b.rust_gflop_per_s)
+        let share = b
+            .rust_pct_of_cublas
             .map(|p| format!(", {p:.1}% of cuBLAS SGEMM TF32"))
             .unwrap_or_default();
         let _ = writeln!(
@@ -281,46 +274,8 @@ pub fn render(out: &mut String, results: &Results) {
 mod tests {
     use super::*;
 
-    fn rung(variant: &str, g: f64) -> Rung {
-        Rung {
-            experiment: "sgemm".into(),
-            variant: variant.into(),
-            kernel: format!("sgemm_{variant}"),
-            rust_gflop_per_s: g,
-            cpp_gflop_per_s: None,
-            validated: true,
-            arithmetic: crate::experiments::arithmetic("sgemm", variant),
-        }
-    }
-
-    /// A TF32 rung is measured against cuBLAS in TF32, and the best FP32 rung (the one
-    /// set beside the SIMT peer) stays the best FP32 one however fast the tensor cores are.
-    #[test]
-    fn tf32_rungs_are_measured_against_cublas_tf32() {
-        let l = Ladder {
-            rungs: vec![
-                rung("async-128x256x8", 40_000.0),
-                rung("tf32-128x256x32", 200_000.0),
-            ],
-            cublas_fp32: Some(50_000.0),
-            cublas_tf32: Some(400_000.0),
-        };
-        assert_eq!(l.rungs[1].arithmetic, Arithmetic::Tf32);
-        assert_eq!(l.pct_of(&l.rungs[0], 40_000.0), Some(80.0));
-        assert_eq!(l.pct_of(&l.rungs[1], 200_000.0), Some(50.0));
-        assert_eq!(l.best().map(|r| r.variant.as_str()), Some("async-128x256x8"));
-        assert_eq!(
-            l.best_of(Arithmetic::Tf32).map(|r| r.variant.as_str()),
-            Some("tf32-128x256x32")
-        );
-    }
-
-    /// With predictions, each rung's predicted GFLOP/s, its deviation and its bound sit
-    /// beside it, and the section counts the rungs within the tolerance.
-    #[test]
-    fn predictions_sit_beside_their_rungs() {
-        use crate::report::predicted::Predicted;
-        let row = |variant: &str, g: f64| crate::harness::Row {
+    fn row(variant: &str, g: f64) -> crate::harness::Row {
+        crate::harness::Row {
             experiment: "sgemm".into(),
             variant: variant.into(),
             kernel: format!("sgemm_{variant}"),
@@ -336,7 +291,90 @@ mod tests {
             speedup_over_slowest: 1.0,
             validated: true,
             check: String::new(),
+        }
+    }
+
+    fn results(rows: Vec<crate::harness::Row>, compare: Option<crate::compare::CompareReport>) -> Results {
+        Results {
+            elapsed_s: 0.0,
+            run: crate::table::Report {
+                schema: crate::table::SCHEMA,
+                coalesce_version: "test".into(),
+                date: None,
+                device: crate::device::DeviceInfo::h100(),
+                ptx_arch: "sm_70".into(),
+                peak_gb_per_s: None,
+                baselines: Vec::new(),
+                rows,
+            },
+            compare,
+            predicted: Vec::new(),
+        }
+    }
+
+    /// Where the comparison ran, a rung's every figure is its row there (Rust, C++ and
+    /// cuBLAS timed in the same rounds), not the run's; a TF32 rung's share is of cuBLAS
+    /// in TF32; the best FP32 rung (the one set beside the SIMT peer) stays the best
+    /// FP32 one however fast the tensor cores are.
+    #[test]
+    fn rungs_take_their_figures_from_the_comparison() {
+        let compared = |variant: &str, rust: f64, cpp: f64, cublas: f64| {
+            crate::compare::CompareRow::new(&row(variant, rust), Some(&row(variant, cpp)), Some(cublas))
         };
+        let compare = crate::compare::CompareReport {
+            schema: crate::table::SCHEMA,
+            coalesce_version: "test".into(),
+            date: None,
+            device: crate::device::DeviceInfo::h100(),
+            rust_ptx_arch: "sm_70".into(),
+            cpp_available: true,
+            cpp: String::new(),
+            cpp_broken: false,
+            cublas: None,
+            baselines: Vec::new(),
+            cublas_rows: Vec::new(),
+            rows: vec![
+                compared("async-128x256x8", 38_000.0, 40_000.0, 47_500.0),
+                compared("tf32-128x256x32", 190_000.0, 180_000.0, 380_000.0),
+            ],
+        };
+        let run = vec![
+            row("async-128x256x8", 40_000.0),
+            row("tf32-128x256x32", 200_000.0),
+            row("interior", 45_000.0),
+        ];
+        let l = ladder(&results(run, Some(compare))).unwrap();
+        let figures = |r: &Rung| {
+            (
+                r.rust_gflop_per_s,
+                r.cpp_gflop_per_s,
+                r.rust_pct_of_cublas,
+                r.cpp_pct_of_cublas,
+            )
+        };
+        assert_eq!(
+            figures(&l.rungs[0]),
+            (38_000.0, Some(40_000.0), Some(80.0), Some(40_000.0 / 475.0))
+        );
+        assert_eq!(l.rungs[1].arithmetic, Arithmetic::Tf32);
+        assert_eq!(
+            figures(&l.rungs[1]),
+            (190_000.0, Some(180_000.0), Some(50.0), Some(180_000.0 / 3800.0))
+        );
+        // A rung the comparison did not run: the run's GFLOP/s, no share of cuBLAS.
+        assert_eq!(figures(&l.rungs[2]), (45_000.0, None, None, None));
+        assert_eq!(l.best().map(|r| r.variant.as_str()), Some("interior"));
+        assert_eq!(
+            l.best_of(Arithmetic::Tf32).map(|r| r.variant.as_str()),
+            Some("tf32-128x256x32")
+        );
+    }
+
+    /// With predictions, each rung's predicted GFLOP/s, its deviation and its bound sit
+    /// beside it, and the section counts the rungs within the tolerance.
+    #[test]
+    fn predictions_sit_beside_their_rungs() {
+        use crate::report::predicted::Predicted;
         let predicted = |variant: &str, g: f64| Predicted {
             experiment: "sgemm".into(),
             variant: variant.into(),
@@ -348,20 +386,9 @@ mod tests {
             not_modelled: Vec::new(),
         };
         let results = Results {
-            elapsed_s: 0.0,
-            run: crate::table::Report {
-                schema: crate::table::SCHEMA,
-                coalesce_version: "test".into(),
-                date: None,
-                device: crate::device::DeviceInfo::h100(),
-                ptx_arch: "sm_70".into(),
-                peak_gb_per_s: None,
-                baselines: Vec::new(),
-                rows: vec![row("interior", 40_000.0), row("banks", 30_000.0)],
-            },
-            compare: None,
             // interior within 15% (+5%), banks not (+20%).
             predicted: vec![predicted("interior", 42_000.0), predicted("banks", 36_000.0)],
+            ..results(vec![row("interior", 40_000.0), row("banks", 30_000.0)], None)
         };
         let mut out = String::new();
         render(&mut out, &results);

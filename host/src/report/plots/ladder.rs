@@ -24,11 +24,16 @@ pub fn plot(results: &Results) -> Result<Option<Plot>> {
             ""
         };
         let label = format!("{} {}{tf32}", r.experiment, r.variant);
-        for (lang, g, color) in [
-            ("Rust", Some(r.rust_gflop_per_s), chart::BLUE),
-            ("C++", r.cpp_gflop_per_s, chart::ORANGE),
+        for (lang, g, p, color) in [
+            (
+                "Rust",
+                Some(r.rust_gflop_per_s),
+                r.rust_pct_of_cublas,
+                chart::BLUE,
+            ),
+            ("C++", r.cpp_gflop_per_s, r.cpp_pct_of_cublas, chart::ORANGE),
         ] {
-            let (Some(g), Some(p)) = (g, g.and_then(|g| l.pct_of(r, g))) else {
+            let (Some(g), Some(p)) = (g, p) else {
                 continue;
             };
             bars.push(Bar {

@@ -128,7 +128,7 @@ fn value(r: &Results, pick: Pick) -> Option<(f64, String)> {
         Pick::BestRung => {
             let l = ladder(r)?;
             let best = l.best_of(Arithmetic::Fp32)?;
-            let pct = l.pct(best.rust_gflop_per_s)?;
+            let pct = best.rust_pct_of_cublas?;
             Some((pct, format!("{pct:.1}% ({})", best.variant)))
         }
     }
