@@ -12,7 +12,7 @@ use crate::experiment::{Experiment, Problem, Variant, Work};
 use crate::experiments::Selection;
 use crate::prepared::Prepared;
 use crate::timing::{Baseline, Reps, Timing, memcpy_baseline, time_interleaved, time_launches};
-use crate::units::{format_bytes, gb_per_s};
+use crate::units::{format_bytes, gb_per_s, gflop_per_s};
 use crate::validate::Validation;
 
 /// What to run and how: the user's `--size`, `--shape`, `--reps`, `--warmup`, `--seed`.
@@ -131,10 +131,7 @@ pub fn row(case: &Case, timing: Timing, baseline: &Baseline, info: &DeviceInfo, 
         flops: case.work.flops(),
         timing,
         gb_per_s: gbs,
-        gflop_per_s: case
-            .work
-            .flops()
-            .map(|f| f as f64 / (timing.median_ms * 1e-3) / 1e9),
+        gflop_per_s: case.work.flops().map(|f| gflop_per_s(f, timing.median_ms)),
         pct_of_copy: 100.0 * gbs / baseline.gb_per_s,
         pct_of_peak: info.peak_gb_per_s().map(|p| 100.0 * gbs / p),
         speedup_over_slowest: 1.0,

@@ -96,6 +96,11 @@ pub fn gb_per_s(bytes: u64, ms: f64) -> f64 {
     bytes as f64 / (ms * 1e-3) / 1e9
 }
 
+/// FLOPs over milliseconds, in GFLOP/s (10^9 a second).
+pub fn gflop_per_s(flops: u64, ms: f64) -> f64 {
+    flops as f64 / (ms * 1e-3) / 1e9
+}
+
 /// A duration for people: `283.7 us` under a millisecond, else `2.543 ms`.
 pub fn format_ms(ms: f64) -> String {
     if ms < 1.0 {

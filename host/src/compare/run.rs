@@ -16,6 +16,7 @@ use crate::prepared::Prepared;
 use crate::ptx::PtxModule;
 use crate::table::ExperimentBaseline;
 use crate::timing::time_launches;
+use crate::units::gflop_per_s;
 
 /// Compiles the selected experiments' twins; on failure, the reason, never an error.
 fn build_twins(gpu: &Gpu, selection: &[Selection]) -> std::result::Result<Twins, Unusable> {
@@ -125,7 +126,7 @@ pub fn compare(
                     let what = format!("cuBLAS SGEMM {}", math.label());
                     let check = p.check_with(gpu, 0, &what, math.input_rounding(), |_| c.sgemm(math, &g))?;
                     let timing = time_launches(gpu, opts.reps, || c.sgemm(math, &g))?;
-                    let flops = 2.0 * g.m as f64 * g.n as f64 * g.k as f64;
+                    let flops = 2 * (g.m * g.n * g.k) as u64;
                     sgemm.push(CublasRow {
                         experiment: exp.name.to_string(),
                         math,
@@ -133,7 +134,7 @@ pub fn compare(
                         n: g.n,
                         k: g.k,
                         timing,
-                        gflop_per_s: flops / (timing.median_ms * 1e-3) / 1e9,
+                        gflop_per_s: gflop_per_s(flops, timing.median_ms),
                         validated: check.ok,
                         check: check.detail,
                     });
@@ -147,9 +148,7 @@ pub fn compare(
         let line = |math: Math| sgemm.iter().find(|c| c.math == math).map(|c| c.gflop_per_s);
         for (rust, cpp, beside) in &measured.rows {
             let math = Math::from(crate::experiments::arithmetic(exp.name, &rust.variant));
-            let interleaved = beside
-                .zip(rust.flops)
-                .map(|(t, f)| f as f64 / (t.median_ms * 1e-3) / 1e9);
+            let interleaved = beside.zip(rust.flops).map(|(t, f)| gflop_per_s(f, t.median_ms));
             report
                 .rows
                 .push(CompareRow::new(rust, cpp.as_ref(), interleaved.or(line(math))));
