@@ -10,7 +10,7 @@ use common::temp_path;
 use std::path::Path;
 
 use coalesce::compare::cublas::Math;
-use coalesce::compare::{CompareReport, CompareRow, CublasRow};
+use coalesce::compare::{CompareReport, CompareRow, CublasRate, CublasRow};
 use coalesce::device::DeviceInfo;
 use coalesce::experiment::{Problem, Work};
 use coalesce::harness::{Case, Row, fill_speedups, row};
@@ -231,7 +231,9 @@ fn comparison(results: &Results, twins: bool) -> CompareReport {
             .rows
             .iter()
             .map(|r| {
-                let fp32 = matmul.then_some(SGEMM[0].1).filter(|_| r.flops.is_some());
+                let fp32 = matmul
+                    .then_some(CublasRate::Interleaved(SGEMM[0].1))
+                    .filter(|_| r.flops.is_some());
                 CompareRow::new(r, twins.then(|| twin(r, ratio(r))).as_ref(), fp32)
             })
             .collect(),
@@ -317,7 +319,12 @@ fn markdown_has_the_device_date_and_one_row_per_result() {
     for r in &results.run.rows {
         let line = md_row(&md, &[&r.experiment, &r.variant])
             .unwrap_or_else(|| panic!("no row for {}/{}", r.experiment, r.variant));
-        assert!(line.contains(&format!("| {:.1} |", r.pct_of_copy)), "{line}");
+        // A product's rate is FLOPs: no GB/s, no share of the copy or of the peak.
+        let of_copy = match r.gflop_per_s {
+            Some(g) => format!("| - | {g:.1} | - | - |"),
+            None => format!("| {:.1} |", r.pct_of_copy),
+        };
+        assert!(line.contains(&of_copy), "{of_copy} not in {line}");
         assert!(line.ends_with("| yes |"), "{line}");
     }
     let transpose = md_row(&md, &["transpose", "naive-write"]).unwrap();
@@ -588,7 +595,7 @@ fn a_comparison_adds_its_table_and_cublas_lines() {
     );
     assert!(cpp.contains("\n- matmul: cuBLAS SGEMM TF32 4096x4096x4096 = 150000 GFLOP/s"));
     assert!(cpp.contains(
-        "| experiment | variant | kernel | Rust | C++ | Rust/C++ | Rust % of copy | C++ % of copy | Rust valid | C++ valid |"
+        "| experiment | variant | kernel | Rust | C++ | Rust/C++ | Rust % of copy | C++ % of copy | Rust % of cuBLAS | C++ % of cuBLAS | Rust valid | C++ valid |"
     ));
     let rows = &results.run.rows;
     assert_eq!(
@@ -598,7 +605,7 @@ fn a_comparison_adds_its_table_and_cublas_lines() {
     );
     let copy = rows.iter().find(|r| r.kernel == "copy_f32x4").unwrap();
     let want = format!(
-        "| copy | f32x4 | `copy_f32x4` | {:.1} GB/s | {:.1} GB/s | 1.020 | 93.0 | {:.1} | yes | yes |",
+        "| copy | f32x4 | `copy_f32x4` | {:.1} GB/s | {:.1} GB/s | 1.020 | 93.0 | {:.1} | - | - | yes | yes |",
         copy.gb_per_s,
         copy.gb_per_s / 1.02,
         93.0 / 1.02
@@ -606,11 +613,23 @@ fn a_comparison_adds_its_table_and_cublas_lines() {
     assert!(cpp.lines().any(|l| l == want), "{want}\nnot in\n{cpp}");
     let transpose = md_row(cpp, &["transpose", "tiled-padded"]).unwrap();
     assert!(transpose.contains("| 0.800 | 92.5 | 115.6 |"), "{transpose}");
+    // A product's share is of cuBLAS, as `coalesce compare` prints it, not of the copy.
     let matmul = md_row(cpp, &["matmul", "remapped"]).unwrap();
-    assert!(
-        matmul.contains("| 6100 GFLOP/s | 6421 GFLOP/s | 0.950 |"),
-        "{matmul}"
+    let row = results
+        .compare
+        .as_ref()
+        .unwrap()
+        .rows
+        .iter()
+        .find(|r| r.kernel == "matmul_remapped")
+        .unwrap();
+    let (rust, cpp_side) = (
+        row.rust.pct_of_cublas.unwrap(),
+        row.cpp.as_ref().unwrap().pct_of_cublas.unwrap(),
     );
+    let want =
+        format!("| 6100 GFLOP/s | 6421 GFLOP/s | 0.950 | - | - | {rust:.1} | {cpp_side:.1} | yes | yes |");
+    assert!(matmul.ends_with(&want), "{want}\nnot at the end of\n{matmul}");
     let n = rows.len();
     assert!(
         cpp.contains(&format!("{} of {n} kernels at 0.98x or better", n - 2)),
@@ -790,11 +809,27 @@ fn the_ladder_sets_every_matmul_beside_its_twin_and_cublas() {
         .is_some_and(|c| !c.cublas_rows.is_empty())
     {
         assert!(
-            ladder.contains("cuBLAS SGEMM FP32 on the same matrices"),
+            ladder.contains("cuBLAS SGEMM FP32 on the same matrices, timed alone after the rungs: ")
+                && ladder.contains("divides by cuBLAS timed in the same rounds as the rung"),
             "{ladder}"
         );
         assert!(files.iter().any(|f| f.ends_with("ladder.svg")));
     }
+    // A results file from before cuBLAS was interleaved has no such field: its rows
+    // divide by the line above, and the ladder says so.
+    let mut old = results.clone();
+    for r in &mut old.compare.as_mut().unwrap().rows {
+        let mut json = serde_json::to_value(&*r).unwrap();
+        json.as_object_mut().unwrap().remove("cublas_interleaved");
+        *r = serde_json::from_value(json).unwrap();
+        assert!(!r.cublas_interleaved);
+    }
+    let md = coalesce::report::markdown::render(&old, &[]);
+    let ladder = section(&md, "The matmul ladder");
+    assert!(
+        ladder.contains("GFLOP/s; each rung's % of cuBLAS divides by it.") && !ladder.contains("same rounds"),
+        "{ladder}"
+    );
 }
 
 /// What a prediction leaves out (residency from threads only where ptxas was not

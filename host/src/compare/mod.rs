@@ -81,13 +81,36 @@ pub struct CompareRow {
     pub cpp: Option<Side>,
     /// Rust's rate over C++'s: above 1, Rust is faster.
     pub rust_over_cpp: Option<f64>,
+    /// The sides' % of cuBLAS divide by cuBLAS timed in the same rounds as their
+    /// launches; false where they divide by the baseline line, cuBLAS timed alone
+    /// after the variants (as in results files that predate the interleaving).
+    #[serde(default)]
+    pub cublas_interleaved: bool,
+}
+
+/// The cuBLAS GFLOP/s a row's % of cuBLAS divides by, and how it was timed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum CublasRate {
+    /// In the same rounds as the row's Rust and C++ launches.
+    Interleaved(f64),
+    /// Alone, after the variants: the baseline line.
+    Alone(f64),
+}
+
+impl CublasRate {
+    pub fn gflop_per_s(self) -> f64 {
+        match self {
+            CublasRate::Interleaved(g) | CublasRate::Alone(g) => g,
+        }
+    }
 }
 
 impl CompareRow {
     /// A kernel's row from the harness rows of its Rust side and, where its twin
     /// ran, its C++ side; `cublas` as for [`Side`].
-    pub fn new(rust: &Row, cpp: Option<&Row>, cublas: Option<f64>) -> CompareRow {
-        let (rust_side, cpp) = (Side::of(rust, cublas), cpp.map(|c| Side::of(c, cublas)));
+    pub fn new(rust: &Row, cpp: Option<&Row>, cublas: Option<CublasRate>) -> CompareRow {
+        let rate = cublas.map(CublasRate::gflop_per_s);
+        let (rust_side, cpp) = (Side::of(rust, rate), cpp.map(|c| Side::of(c, rate)));
         CompareRow {
             experiment: rust.experiment.clone(),
             variant: rust.variant.clone(),
@@ -99,6 +122,7 @@ impl CompareRow {
             rust_over_cpp: cpp.as_ref().map(|c| rust_side.rate() / c.rate()),
             rust: rust_side,
             cpp,
+            cublas_interleaved: matches!(cublas, Some(CublasRate::Interleaved(_))),
         }
     }
 }

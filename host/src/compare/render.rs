@@ -148,7 +148,7 @@ pub fn render(report: &CompareReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::CompareRow;
+    use crate::compare::{CompareRow, CublasRate};
     use crate::device::DeviceInfo;
     use crate::experiment::{Problem, Work};
     use crate::harness::{self, Case, Row};
@@ -255,7 +255,11 @@ mod tests {
         let (rust, cpp) = (product(0.01), product(0.02));
         let cublas = 2.0 * rust.gflop_per_s.unwrap();
         let r = CompareReport {
-            rows: vec![CompareRow::new(&rust, Some(&cpp), Some(cublas))],
+            rows: vec![CompareRow::new(
+                &rust,
+                Some(&cpp),
+                Some(CublasRate::Interleaved(cublas)),
+            )],
             ..report(None)
         };
         let t = render(&r);

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::cublas::{Cublas, Math};
 use super::twins::{Twins, Unusable};
-use super::{CompareReport, CompareRow, CublasRow};
+use super::{CompareReport, CompareRow, CublasRate, CublasRow};
 use crate::device::Gpu;
 use crate::error::{Error, Result};
 use crate::experiment::Reference;
@@ -149,9 +149,10 @@ pub fn compare(
         for (rust, cpp, beside) in &measured.rows {
             let math = Math::from(crate::experiments::arithmetic(exp.name, &rust.variant));
             let interleaved = beside.zip(rust.flops).map(|(t, f)| gflop_per_s(f, t.median_ms));
-            report
-                .rows
-                .push(CompareRow::new(rust, cpp.as_ref(), interleaved.or(line(math))));
+            let cublas = interleaved
+                .map(CublasRate::Interleaved)
+                .or(line(math).map(CublasRate::Alone));
+            report.rows.push(CompareRow::new(rust, cpp.as_ref(), cublas));
         }
         report.cublas_rows.extend(sgemm);
         report.baselines.push(ExperimentBaseline {

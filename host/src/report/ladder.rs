@@ -64,6 +64,9 @@ pub struct Ladder {
     /// cuBLAS SGEMM FP32 and TF32, GFLOP/s (the last experiment's that ran them).
     pub cublas_fp32: Option<f64>,
     pub cublas_tf32: Option<f64>,
+    /// Every rung's % of cuBLAS divides by cuBLAS timed in the same rounds as the
+    /// rung, not by the lines above (older results files time cuBLAS alone).
+    pub cublas_interleaved: bool,
 }
 
 impl Ladder {
@@ -124,10 +127,17 @@ pub fn ladder(results: &Results) -> Option<Ladder> {
                 .map(|x| x.gflop_per_s)
         })
     };
+    let cublas_interleaved = results.compare.as_ref().is_some_and(|c| {
+        c.rows
+            .iter()
+            .filter(|x| x.flops.is_some() && x.rust.pct_of_cublas.is_some())
+            .all(|x| x.cublas_interleaved)
+    });
     Some(Ladder {
         rungs,
         cublas_fp32: cublas(Math::Fp32),
         cublas_tf32: cublas(Math::Tf32),
+        cublas_interleaved,
     })
 }
 
@@ -149,10 +159,20 @@ pub fn render(out: &mut String, results: &Results) {
             let tf32 = t
                 .map(|t| format!("; TF32 tensor cores: {t:.0} GFLOP/s"))
                 .unwrap_or_default();
-            let _ = writeln!(
-                out,
-                "cuBLAS SGEMM FP32 on the same matrices: {f:.0} GFLOP/s{tf32}.\n"
-            );
+            let line = if l.cublas_interleaved {
+                format!(
+                    "cuBLAS SGEMM FP32 on the same matrices, timed alone after the rungs: {f:.0} \
+                     GFLOP/s{tf32}. Each rung's % of cuBLAS divides by cuBLAS timed in the same \
+                     rounds as the rung and its twin: under the GPU's power limit, a launch's \
+                     clock depends on what ran before it."
+                )
+            } else {
+                format!(
+                    "cuBLAS SGEMM FP32 on the same matrices: {f:.0} GFLOP/s{tf32}; each rung's % \
+                     of cuBLAS divides by it."
+                )
+            };
+            let _ = writeln!(out, "{line}\n");
         }
         (None, _) => {
             let _ = writeln!(
@@ -319,7 +339,11 @@ mod tests {
     #[test]
     fn rungs_take_their_figures_from_the_comparison() {
         let compared = |variant: &str, rust: f64, cpp: f64, cublas: f64| {
-            crate::compare::CompareRow::new(&row(variant, rust), Some(&row(variant, cpp)), Some(cublas))
+            crate::compare::CompareRow::new(
+                &row(variant, rust),
+                Some(&row(variant, cpp)),
+                Some(crate::compare::CublasRate::Interleaved(cublas)),
+            )
         };
         let compare = crate::compare::CompareReport {
             schema: crate::table::SCHEMA,

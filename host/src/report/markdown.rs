@@ -12,8 +12,20 @@ use crate::harness::Row;
 use crate::table::device_line;
 use crate::units::{format_bytes, format_ms};
 
-/// The cells of one result row, in [`RESULT_HEADER`] order.
+/// The cells of one result row, in [`RESULT_HEADER`] order. A product's rate is
+/// FLOPs: its GB/s and shares of the copy and of the DRAM's peak say nothing of it
+/// (the comparison sets it beside cuBLAS), so they are left out, as `coalesce run`
+/// leaves them.
 pub fn result_cells(r: &Row) -> Vec<String> {
+    let dash = || "-".to_string();
+    let (gb_per_s, of_copy, of_peak) = match r.gflop_per_s {
+        Some(_) => (dash(), dash(), dash()),
+        None => (
+            format!("{:.1}", r.gb_per_s),
+            format!("{:.1}", r.pct_of_copy),
+            r.pct_of_peak.map(|p| format!("{p:.1}")).unwrap_or_else(dash),
+        ),
+    };
     vec![
         r.experiment.clone(),
         r.variant.clone(),
@@ -22,14 +34,10 @@ pub fn result_cells(r: &Row) -> Vec<String> {
         format_ms(r.timing.median_ms),
         format_ms(r.timing.min_ms),
         format_ms(r.timing.max_ms),
-        format!("{:.1}", r.gb_per_s),
-        r.gflop_per_s
-            .map(|g| format!("{g:.1}"))
-            .unwrap_or_else(|| "-".into()),
-        format!("{:.1}", r.pct_of_copy),
-        r.pct_of_peak
-            .map(|p| format!("{p:.1}"))
-            .unwrap_or_else(|| "-".into()),
+        gb_per_s,
+        r.gflop_per_s.map(|g| format!("{g:.1}")).unwrap_or_else(dash),
+        of_copy,
+        of_peak,
         format!("{:.2}", r.speedup_over_slowest),
         if r.validated {
             "yes".into()

@@ -5,13 +5,13 @@ use std::fmt::Write as _;
 
 use super::markdown_table::table;
 use crate::compare::render::rate;
-use crate::compare::{CompareReport, CompareRow};
+use crate::compare::{CompareReport, CompareRow, Side};
 
 /// A kernel's speed over its twin's that counts as keeping up with C++: at most 2%
 /// slower.
 pub const KEEPS_UP: f64 = 0.98;
 
-pub const HEADER: [&str; 10] = [
+pub const HEADER: [&str; 12] = [
     "experiment",
     "variant",
     "kernel",
@@ -20,6 +20,8 @@ pub const HEADER: [&str; 10] = [
     "Rust/C++",
     "Rust % of copy",
     "C++ % of copy",
+    "Rust % of cuBLAS",
+    "C++ % of cuBLAS",
     "Rust valid",
     "C++ valid",
 ];
@@ -28,9 +30,22 @@ fn valid(ok: bool) -> String {
     if ok { "yes".into() } else { "**NO**".into() }
 }
 
+/// A side's share of the copy (a product's rate is FLOPs, so its share is of cuBLAS
+/// instead) and of cuBLAS, as `coalesce compare` prints them.
+fn shares(s: &Side) -> (String, String) {
+    let dash = || "-".to_string();
+    let of_copy = match s.gflop_per_s {
+        Some(_) => dash(),
+        None => format!("{:.1}", s.pct_of_copy),
+    };
+    let of_cublas = s.pct_of_cublas.map(|p| format!("{p:.1}")).unwrap_or_else(dash);
+    (of_copy, of_cublas)
+}
+
 /// The cells of one kernel's row, in [`HEADER`] order; None where its twin did not run.
 pub fn cells(r: &CompareRow) -> Option<Vec<String>> {
     let cpp = r.cpp.as_ref()?;
+    let ((rust_copy, rust_cublas), (cpp_copy, cpp_cublas)) = (shares(&r.rust), shares(cpp));
     Some(vec![
         r.experiment.clone(),
         r.variant.clone(),
@@ -40,8 +55,10 @@ pub fn cells(r: &CompareRow) -> Option<Vec<String>> {
         r.rust_over_cpp
             .map(|x| format!("{x:.3}"))
             .unwrap_or_else(|| "-".into()),
-        format!("{:.1}", r.rust.pct_of_copy),
-        format!("{:.1}", cpp.pct_of_copy),
+        rust_copy,
+        cpp_copy,
+        rust_cublas,
+        cpp_cublas,
         valid(r.rust.validated),
         valid(cpp.validated),
     ])
