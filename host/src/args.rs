@@ -65,7 +65,8 @@ pub enum Command {
         seed: u64,
     },
     /// Measure this GPU's profile for `explain`'s predictions (copy ceiling, DRAM read
-    /// granularity, idle and loaded latency, threads per SM) and write it as JSON.
+    /// granularity, latencies, on-chip and compute rates: FFMA, mma.sync, wgmma, L2)
+    /// and write it as JSON.
     Calibrate(CalibrateArgs),
     /// Fit profiles' parameters again from the sweeps they keep, with this coalesce's
     /// fits, and rewrite them (for maintainers: host/profiles after a fit changes).
