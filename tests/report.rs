@@ -635,6 +635,12 @@ fn a_comparison_adds_its_table_and_cublas_lines() {
         cpp.contains(&format!("{} of {n} kernels at 0.98x or better", n - 2)),
         "{cpp}"
     );
+    assert!(
+        cpp.contains(
+            "\n% of cuBLAS: of cuBLAS on the same matrices, its launches interleaved with the row's"
+        ),
+        "{cpp}"
+    );
 }
 
 #[test]
@@ -829,6 +835,11 @@ fn the_ladder_sets_every_matmul_beside_its_twin_and_cublas() {
     assert!(
         ladder.contains("GFLOP/s; each rung's % of cuBLAS divides by it.") && !ladder.contains("same rounds"),
         "{ladder}"
+    );
+    let cpp = section(&md, "Rust against CUDA C++");
+    assert!(
+        cpp.contains("\n% of cuBLAS: of the cuBLAS lines above (timed alone, after the variants).\n"),
+        "{cpp}"
     );
 }
 

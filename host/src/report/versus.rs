@@ -94,6 +94,16 @@ pub fn render(out: &mut String, c: &CompareReport) {
          Rust/C++ above 1: Rust is faster. {kept_up} of {} kernels at {KEEPS_UP}x or better.",
         ratios.len()
     );
+    let shared: Vec<&CompareRow> = c.rows.iter().filter(|r| r.rust.pct_of_cublas.is_some()).collect();
+    if !shared.is_empty() {
+        let of = if shared.iter().all(|r| r.cublas_interleaved) {
+            "cuBLAS on the same matrices, its launches interleaved with the row's (the cuBLAS \
+             lines above time it alone, after the variants)"
+        } else {
+            "the cuBLAS lines above (timed alone, after the variants)"
+        };
+        let _ = writeln!(out, "\n% of cuBLAS: of {of}.");
+    }
     let failed: Vec<&CompareRow> = c
         .rows
         .iter()
