@@ -119,7 +119,8 @@ pub fn render(report: &Report) -> String {
         cells.push(vec![
             r.experiment.clone(),
             r.variant.clone(),
-            format_bytes(r.size_bytes),
+            // A matrix's shape where the experiment has one, as `compare` prints it.
+            r.size_label.clone().unwrap_or_else(|| format_bytes(r.size_bytes)),
             format_ms(r.timing.median_ms),
             rate,
             of_copy,
@@ -312,6 +313,7 @@ mod tests {
         product.experiment = "matmul".into();
         product.variant = "remapped".into();
         product.gflop_per_s = Some(6_000.0);
+        product.size_label = Some("4096x4096x4096".into());
         r.rows = vec![product];
         let text = render(&r);
         let row = text.lines().find(|l| l.starts_with("matmul")).unwrap();
@@ -323,6 +325,10 @@ mod tests {
             "{text}"
         );
         assert!(row.contains("6000 GFLOP/s"), "{row}");
+        assert!(
+            row.contains(" 4096x4096x4096 ") && !row.contains("MiB"),
+            "the shape, not bytes: {row}"
+        );
         assert!(
             text.contains(
                 "matmul: GFLOP/s, not a share of the copy; `coalesce compare` sets them beside cuBLAS"
