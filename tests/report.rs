@@ -665,12 +665,44 @@ fn cublas_claims_are_filled_from_the_measured_baseline() {
     let claims = section(&md, "Published claims beside this GPU");
     let naive = md_row(claims, &["matmul naive, % of cuBLAS SGEMM"]).unwrap();
     assert!(
-        naive.ends_with("| 1.3% | 1.0% of cuBLAS SGEMM FP32 (480 of 48000 GFLOP/s) |"),
+        naive.ends_with(
+            "| 1.3% | 1.0% of cuBLAS SGEMM FP32 (480 of 48000 GFLOP/s, timed in the same rounds) |"
+        ),
         "{naive}"
     );
     let remapped = md_row(claims, &["matmul remapped, % of cuBLAS SGEMM"]).unwrap();
     assert!(
-        remapped.ends_with("| 8.5% | 12.7% of cuBLAS SGEMM FP32 (6100 of 48000 GFLOP/s) |"),
+        remapped.ends_with(
+            "| 8.5% | 12.7% of cuBLAS SGEMM FP32 (6100 of 48000 GFLOP/s, timed in the same rounds) |"
+        ),
+        "{remapped}"
+    );
+    // The claim's share is the comparison row's (cuBLAS in the same rounds: the ladder's
+    // figure), not one over the cuBLAS line; older results divide by the line.
+    let mut results = compared(&[], true);
+    let row = results
+        .compare
+        .as_mut()
+        .unwrap()
+        .rows
+        .iter_mut()
+        .find(|r| r.kernel == "matmul_remapped")
+        .unwrap();
+    row.rust.pct_of_cublas = Some(10.0);
+    let md = coalesce::report::markdown::render(&results, &[]);
+    let remapped = md_row(&md, &["matmul remapped, % of cuBLAS SGEMM"]).unwrap();
+    assert!(
+        remapped
+            .ends_with("| 10.0% of cuBLAS SGEMM FP32 (6100 of 61000 GFLOP/s, timed in the same rounds) |"),
+        "{remapped}"
+    );
+    for r in &mut results.compare.as_mut().unwrap().rows {
+        r.cublas_interleaved = false;
+    }
+    let md = coalesce::report::markdown::render(&results, &[]);
+    let remapped = md_row(&md, &["matmul remapped, % of cuBLAS SGEMM"]).unwrap();
+    assert!(
+        remapped.ends_with("| 12.7% of cuBLAS SGEMM FP32 (6100 of 48000 GFLOP/s) |"),
         "{remapped}"
     );
     // Where cuBLAS could not be loaded, the claims say why.
@@ -678,6 +710,11 @@ fn cublas_claims_are_filled_from_the_measured_baseline() {
     let c = results.compare.as_mut().unwrap();
     c.cublas_rows.clear();
     c.cublas = Some("cuBLAS: unavailable: libcublas.so.13 not found".into());
+    // Then no row was timed beside it either.
+    for r in &mut c.rows {
+        r.rust.pct_of_cublas = None;
+        r.cublas_interleaved = false;
+    }
     let md = coalesce::report::markdown::render(&results, &[]);
     let naive = md_row(&md, &["matmul naive, % of cuBLAS SGEMM"]).unwrap();
     assert!(
