@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use self::cublas::Math;
 use crate::device::DeviceInfo;
+use crate::experiment::Arithmetic;
 use crate::harness::{self, Row};
 use crate::table::{ExperimentBaseline, Report};
 use crate::timing::Timing;
@@ -242,4 +243,49 @@ impl CompareReport {
             .iter()
             .find(|c| c.experiment == experiment && c.math == Math::Fp32)
     }
+
+    /// `row`'s share of cuBLAS SGEMM FP32 on its matrices as this comparison measured
+    /// it: an FP32 kernel's own row where cuBLAS ran in the same rounds (the ladder's
+    /// figure), else the row's GFLOP/s over the FP32 line (cuBLAS alone, after the
+    /// variants). None without either.
+    pub fn fp32_share(&self, row: &Row) -> Option<Share> {
+        let line = self.sgemm_fp32(&row.experiment);
+        let fp32 = crate::experiments::arithmetic(&row.experiment, &row.variant) == Arithmetic::Fp32;
+        let own = self
+            .rows
+            .iter()
+            .find(|x| x.cublas_interleaved && x.experiment == row.experiment && x.variant == row.variant)
+            .and_then(|x| x.rust.gflop_per_s.zip(x.rust.pct_of_cublas))
+            .filter(|_| fp32);
+        if let Some((g, pct)) = own {
+            return Some(Share {
+                gflop_per_s: g,
+                cublas_gflop_per_s: 100.0 * g / pct,
+                pct,
+                same_rounds: true,
+                cublas_validated: line.is_none_or(|l| l.validated),
+            });
+        }
+        let (line, g) = (line?, row.gflop_per_s?);
+        Some(Share {
+            gflop_per_s: g,
+            cublas_gflop_per_s: line.gflop_per_s,
+            pct: 100.0 * g / line.gflop_per_s,
+            same_rounds: false,
+            cublas_validated: line.validated,
+        })
+    }
+}
+
+/// A product's share of cuBLAS SGEMM on its matrices ([`CompareReport::fp32_share`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Share {
+    pub gflop_per_s: f64,
+    pub cublas_gflop_per_s: f64,
+    /// 100 x GFLOP/s over cuBLAS's.
+    pub pct: f64,
+    /// cuBLAS ran in the same rounds as the kernel; else alone, after the variants.
+    pub same_rounds: bool,
+    /// cuBLAS's own result matched the reference.
+    pub cublas_validated: bool,
 }

@@ -4,7 +4,6 @@
 //! "not run", and adding an experiment fills its claims in.
 
 use crate::compare::CompareReport;
-use crate::experiment::Arithmetic;
 use crate::experiments::{matmul, particles, saxpy, stride};
 use crate::harness::Row;
 use crate::report::named::VariantOf;
@@ -169,33 +168,30 @@ fn rates(a: &Row, b: &Row) -> (f64, f64, &'static str) {
 /// Said by the cuBLAS claims of a report made without the comparison.
 pub const NO_COMPARISON: &str = "needs cuBLAS: run `coalesce report` without `--rust-only`";
 
-/// `row` over the cuBLAS SGEMM FP32 that `comparison` measured on its matrices: as
-/// its row there has it where cuBLAS ran in the same rounds (the ladder's figure),
-/// else over the cuBLAS line.
+/// `row`'s share of the cuBLAS SGEMM FP32 that `comparison` measured on its matrices
+/// ([`CompareReport::fp32_share`]: timed in the same rounds where it was).
 fn pct_of_cublas(row: &Row, comparison: Option<&CompareReport>) -> String {
     let Some(c) = comparison else {
         return NO_COMPARISON.into();
     };
-    let fp32 = crate::experiments::arithmetic(&row.experiment, &row.variant) == Arithmetic::Fp32;
-    let same_rounds = c
-        .rows
-        .iter()
-        .find(|x| x.cublas_interleaved && x.experiment == row.experiment && x.variant == row.variant)
-        .and_then(|x| x.rust.gflop_per_s.zip(x.rust.pct_of_cublas));
-    if let (true, Some((g, p))) = (fp32, same_rounds) {
-        return format!(
-            "{p:.1}% of cuBLAS SGEMM FP32 ({g:.0} of {:.0} GFLOP/s, timed in the same rounds)",
-            100.0 * g / p
-        );
-    }
-    match (c.sgemm_fp32(&row.experiment), row.gflop_per_s) {
-        (Some(s), Some(g)) => format!(
-            "{:.1}% of cuBLAS SGEMM FP32 ({g:.0} of {:.0} GFLOP/s{})",
-            100.0 * g / s.gflop_per_s,
+    match c.fp32_share(row) {
+        Some(s) => format!(
+            "{:.1}% of cuBLAS SGEMM FP32 ({:.0} of {:.0} GFLOP/s{}{})",
+            s.pct,
             s.gflop_per_s,
-            if s.validated { "" } else { ", cuBLAS NOT VALIDATED" }
+            s.cublas_gflop_per_s,
+            if s.same_rounds {
+                ", timed in the same rounds"
+            } else {
+                ""
+            },
+            if s.cublas_validated {
+                ""
+            } else {
+                ", cuBLAS NOT VALIDATED"
+            }
         ),
-        _ => match &c.cublas {
+        None => match &c.cublas {
             Some(line) => format!("no cuBLAS SGEMM: {line}"),
             None => "no cuBLAS SGEMM in the comparison".into(),
         },

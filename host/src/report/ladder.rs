@@ -291,10 +291,10 @@ pub fn render(out: &mut String, results: &Results) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn row(variant: &str, g: f64) -> crate::harness::Row {
+    pub(crate) fn row(variant: &str, g: f64) -> crate::harness::Row {
         crate::harness::Row {
             experiment: "sgemm".into(),
             variant: variant.into(),
@@ -314,7 +314,10 @@ mod tests {
         }
     }
 
-    fn results(rows: Vec<crate::harness::Row>, compare: Option<crate::compare::CompareReport>) -> Results {
+    pub(crate) fn results(
+        rows: Vec<crate::harness::Row>,
+        compare: Option<crate::compare::CompareReport>,
+    ) -> Results {
         Results {
             elapsed_s: 0.0,
             run: crate::table::Report {
@@ -332,6 +335,24 @@ mod tests {
         }
     }
 
+    /// A comparison of `rows` on an H100, with no cuBLAS lines.
+    pub(crate) fn comparison(rows: Vec<crate::compare::CompareRow>) -> crate::compare::CompareReport {
+        crate::compare::CompareReport {
+            schema: crate::table::SCHEMA,
+            coalesce_version: "test".into(),
+            date: None,
+            device: crate::device::DeviceInfo::h100(),
+            rust_ptx_arch: "sm_70".into(),
+            cpp_available: true,
+            cpp: String::new(),
+            cpp_broken: false,
+            cublas: None,
+            baselines: Vec::new(),
+            cublas_rows: Vec::new(),
+            rows,
+        }
+    }
+
     /// Where the comparison ran, a rung's every figure is its row there (Rust, C++ and
     /// cuBLAS timed in the same rounds), not the run's; a TF32 rung's share is of cuBLAS
     /// in TF32; the best FP32 rung (the one set beside the SIMT peer) stays the best
@@ -345,23 +366,10 @@ mod tests {
                 Some(crate::compare::CublasRate::Interleaved(cublas)),
             )
         };
-        let compare = crate::compare::CompareReport {
-            schema: crate::table::SCHEMA,
-            coalesce_version: "test".into(),
-            date: None,
-            device: crate::device::DeviceInfo::h100(),
-            rust_ptx_arch: "sm_70".into(),
-            cpp_available: true,
-            cpp: String::new(),
-            cpp_broken: false,
-            cublas: None,
-            baselines: Vec::new(),
-            cublas_rows: Vec::new(),
-            rows: vec![
-                compared("async-128x256x8", 38_000.0, 40_000.0, 47_500.0),
-                compared("tf32-128x256x32", 190_000.0, 180_000.0, 380_000.0),
-            ],
-        };
+        let compare = comparison(vec![
+            compared("async-128x256x8", 38_000.0, 40_000.0, 47_500.0),
+            compared("tf32-128x256x32", 190_000.0, 180_000.0, 380_000.0),
+        ]);
         let run = vec![
             row("async-128x256x8", 40_000.0),
             row("tf32-128x256x32", 200_000.0),

@@ -20,8 +20,9 @@ pub const TITLE: &str = "Bad access patterns and their fixes, on each GPU";
 pub enum Pick {
     /// This variant: as % of copy, or of cuBLAS SGEMM FP32 for a product.
     Kernel(VariantOf),
-    /// The fastest validated FP32 rung of the matmul ladder, as % of cuBLAS SGEMM FP32.
-    BestRung,
+    /// The fastest validated rung of the matmul ladder in this arithmetic, as % of
+    /// cuBLAS SGEMM in the same arithmetic.
+    BestRung(Arithmetic),
 }
 
 /// One line of the picture: its label, and whether it starts a new lesson.
@@ -94,7 +95,16 @@ pub const LINES: &[Line] = &[
         kernel(&matmul::EXPERIMENT, &matmul::REMAPPED),
         false,
     ),
-    line("fastest SGEMM rung (of cuBLAS)", Pick::BestRung, false),
+    line(
+        "fastest SGEMM rung (of cuBLAS)",
+        Pick::BestRung(Arithmetic::Fp32),
+        false,
+    ),
+    line(
+        "fastest tensor-core rung (of cuBLAS TF32)",
+        Pick::BestRung(Arithmetic::Tf32),
+        true,
+    ),
 ];
 
 const COLORS: [plotters::style::RGBColor; 4] = [chart::BLUE, chart::ORANGE, chart::GREEN, chart::RED];
@@ -114,20 +124,20 @@ fn value(r: &Results, pick: Pick) -> Option<(f64, String)> {
             let x = row(r, of)?;
             let pct = match x.gflop_per_s {
                 None => x.pct_of_copy,
-                Some(g) => {
-                    let cublas = r
-                        .compare
+                // The ladder's and the claims' figure: cuBLAS in the same rounds.
+                Some(_) => {
+                    r.compare
                         .as_ref()?
-                        .sgemm_fp32(&x.experiment)
-                        .filter(|c| c.validated)?;
-                    100.0 * g / cublas.gflop_per_s
+                        .fp32_share(x)
+                        .filter(|s| s.cublas_validated)?
+                        .pct
                 }
             };
             Some((pct, format!("{pct:.1}%")))
         }
-        Pick::BestRung => {
+        Pick::BestRung(arithmetic) => {
             let l = ladder(r)?;
-            let best = l.best_of(Arithmetic::Fp32)?;
+            let best = l.best_of(arithmetic)?;
             let pct = best.rust_pct_of_cublas?;
             Some((pct, format!("{pct:.1}% ({})", best.variant)))
         }
@@ -162,7 +172,7 @@ pub fn plot(all: &[Results]) -> Result<Option<Plot>> {
     let svg = chart::bar_chart(&BarChart {
         title: TITLE,
         device: &devices,
-        x_desc: "% of the same GPU's copy (matrix products: of its cuBLAS SGEMM FP32)",
+        x_desc: "% of the same GPU's copy (matrix products: of its cuBLAS SGEMM, FP32 or TF32)",
         origin: 0.0,
         bars,
         legend: names
@@ -178,4 +188,49 @@ pub fn plot(all: &[Results]) -> Result<Option<Plot>> {
         title: TITLE.into(),
         svg,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compare::{CompareRow, CublasRate};
+    use crate::report::ladder::tests::{comparison, results, row};
+
+    /// The ladder's lines show the fastest FP32 and TF32 rungs as the comparison
+    /// measured them (cuBLAS in the same rounds, in each rung's arithmetic), and a
+    /// line whose rungs did not run (no Hopper GPU, an older results file) is left out.
+    #[test]
+    fn each_arithmetic_shows_its_fastest_rung_of_its_cublas() {
+        let compared = |v: &str, g: f64, cublas: f64| {
+            CompareRow::new(
+                &row(v, g),
+                Some(&row(v, g)),
+                Some(CublasRate::Interleaved(cublas)),
+            )
+        };
+        let run = vec![row("interior", 45_000.0), row("wgmma-cluster", 380_000.0)];
+        let compare = comparison(vec![
+            compared("interior", 45_000.0, 50_000.0),
+            compared("wgmma-cluster", 380_000.0, 400_000.0),
+        ]);
+        let r = results(run, Some(compare));
+        assert_eq!(
+            value(&r, Pick::BestRung(Arithmetic::Fp32)),
+            Some((90.0, "90.0% (interior)".into()))
+        );
+        assert_eq!(
+            value(&r, Pick::BestRung(Arithmetic::Tf32)),
+            Some((95.0, "95.0% (wgmma-cluster)".into()))
+        );
+        let fp32_only = results(
+            vec![row("interior", 45_000.0)],
+            Some(comparison(vec![compared("interior", 45_000.0, 50_000.0)])),
+        );
+        assert_eq!(value(&fp32_only, Pick::BestRung(Arithmetic::Tf32)), None);
+        let svg = plot(&[fp32_only]).unwrap().unwrap().svg;
+        assert!(
+            svg.contains("90.0% (interior)") && !svg.contains("tensor-core"),
+            "{svg}"
+        );
+    }
 }
