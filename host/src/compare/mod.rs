@@ -244,6 +244,16 @@ impl CompareReport {
             .find(|c| c.experiment == experiment && c.math == Math::Fp32)
     }
 
+    /// Whether every row's % of cuBLAS divides by cuBLAS timed in the same rounds as
+    /// the row (true where no row has one); false where some divide by the cuBLAS
+    /// lines, as in results files that predate the interleaving.
+    pub fn cublas_shares_in_same_rounds(&self) -> bool {
+        self.rows
+            .iter()
+            .filter(|r| r.rust.pct_of_cublas.is_some())
+            .all(|r| r.cublas_interleaved)
+    }
+
     /// `row`'s share of cuBLAS SGEMM FP32 on its matrices as this comparison measured
     /// it: an FP32 kernel's own row where cuBLAS ran in the same rounds (the ladder's
     /// figure), else the row's GFLOP/s over the FP32 line (cuBLAS alone, after the

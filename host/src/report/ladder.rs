@@ -127,12 +127,10 @@ pub fn ladder(results: &Results) -> Option<Ladder> {
                 .map(|x| x.gflop_per_s)
         })
     };
-    let cublas_interleaved = results.compare.as_ref().is_some_and(|c| {
-        c.rows
-            .iter()
-            .filter(|x| x.flops.is_some() && x.rust.pct_of_cublas.is_some())
-            .all(|x| x.cublas_interleaved)
-    });
+    let cublas_interleaved = results
+        .compare
+        .as_ref()
+        .is_some_and(|c| c.cublas_shares_in_same_rounds());
     Some(Ladder {
         rungs,
         cublas_fp32: cublas(Math::Fp32),

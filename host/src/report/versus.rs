@@ -94,9 +94,8 @@ pub fn render(out: &mut String, c: &CompareReport) {
          Rust/C++ above 1: Rust is faster. {kept_up} of {} kernels at {KEEPS_UP}x or better.",
         ratios.len()
     );
-    let shared: Vec<&CompareRow> = c.rows.iter().filter(|r| r.rust.pct_of_cublas.is_some()).collect();
-    if !shared.is_empty() {
-        let of = if shared.iter().all(|r| r.cublas_interleaved) {
+    if c.rows.iter().any(|r| r.rust.pct_of_cublas.is_some()) {
+        let of = if c.cublas_shares_in_same_rounds() {
             "cuBLAS on the same matrices, its launches interleaved with the row's (the cuBLAS \
              lines above time it alone, after the variants)"
         } else {
