@@ -173,8 +173,24 @@ impl Barrier {
     /// # Safety
     /// As for [`Barrier::try_wait`], and the phase will complete (else this hangs, as
     /// on the GPU; the emulator reports a deadlock instead).
+    ///
+    /// The spin is one asm block, as hand-written Hopper kernels write it: the compiler
+    /// sees one instruction, not a loop of its own around `try_wait`. As such a loop,
+    /// ptxas kept wgmma-ws's producer loop in per-thread registers and the rung trailed
+    /// its CUDA C++ twin (docs/perf-notes.md, "the barrier wait as one asm block").
     #[inline(always)]
+    // PTX scopes a label to its `{ }` block, so every inlined copy may use the same name.
+    #[allow(named_asm_labels)]
     pub unsafe fn wait(self, parity: u32) {
+        #[cfg(target_arch = "nvptx64")]
+        // SAFETY: an initialised barrier whose phase will complete (the caller). A memory
+        // clobber, as try_wait's.
+        unsafe {
+            core::arch::asm!(
+                "{{ .reg .pred p; LAB_WAIT: mbarrier.try_wait.parity.shared::cta.b64 p, [{b}], {q}; @!p bra LAB_WAIT; }}",
+                b = in(reg32) self.addr, q = in(reg32) parity, options(nostack, preserves_flags));
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
         // SAFETY: forwarded.
         while !unsafe { self.try_wait(parity) } {}
     }
