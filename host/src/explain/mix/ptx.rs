@@ -6,24 +6,26 @@ use std::collections::HashMap;
 use super::{Inst, Kind};
 
 /// `kernel`'s instructions, or `None` if `ptx` does not define it. Inline assembly
-/// (`{ .reg .pred p; mbarrier.try_wait... ; selp... }`) counts instruction by
-/// instruction; directives count as none. Labels are the function's (our inline
-/// assembly declares none of its own).
+/// (`{ .reg .pred p; LAB_WAIT: mbarrier.try_wait... p, ...; @!p bra LAB_WAIT; }`)
+/// counts instruction by instruction; directives count as none. A label may share its
+/// line with an instruction, and may repeat: PTX scopes a label declared inside braces
+/// to them, as every inlined copy of the barrier wait's does. So a branch goes to the
+/// nearest label of its name before it, else the first after it.
 pub(super) fn parse(ptx: &str, kernel: &str) -> Option<Vec<Inst>> {
     let text = crate::ptx::entry_body(ptx, kernel)?;
-    let mut labels: HashMap<&str, usize> = HashMap::new();
+    let mut labels: HashMap<&str, Vec<usize>> = HashMap::new();
     let mut parsed: Vec<(Inst, Option<&str>)> = Vec::new();
     for line in text.lines() {
         let line = line.split("//").next().unwrap_or("");
         for piece in line.split(';') {
-            let piece = piece.trim().trim_start_matches(['{', '}', ' ', '\t']).trim();
-            if piece.is_empty() || piece.starts_with('.') {
-                continue;
-            }
-            if let Some(label) = piece.strip_suffix(':')
-                && !label.contains(char::is_whitespace)
+            let mut piece = piece.trim().trim_start_matches(['{', '}', ' ', '\t']).trim();
+            if let Some((label, rest)) = piece.split_once(':')
+                && is_label(label)
             {
-                labels.insert(label, parsed.len());
+                labels.entry(label).or_default().push(parsed.len());
+                piece = rest.trim();
+            }
+            if piece.is_empty() || piece.starts_with('.') {
                 continue;
             }
             let (predicated, piece) = match piece.strip_prefix('@') {
@@ -52,11 +54,24 @@ pub(super) fn parse(ptx: &str, kernel: &str) -> Option<Vec<Inst>> {
         parsed
             .into_iter()
             .map(|(mut inst, label)| {
-                inst.target = label.and_then(|l| labels.get(l).copied());
+                inst.target = label.and_then(|l| {
+                    let at = labels.get(l)?;
+                    let before = at.iter().rev().find(|&&i| i <= inst.offset as usize);
+                    before.or(at.first()).copied()
+                });
                 inst
             })
             .collect(),
     )
+}
+
+/// A label's name before its `:` (`$L__BB0_3`, `LAB_WAIT`), not a state space such
+/// as the `shared::cta` inside an opcode.
+fn is_label(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '$' | '%'))
 }
 
 /// `m16n8k8` (or `m64n256k8`) in an opcode's parts: m, n, k.

@@ -242,6 +242,53 @@ fn ptx_loops_entered_in_the_middle_with_a_nested_spin() {
     assert!(from_ptx(PTX_SPIN, "other", "sm_80").is_none());
 }
 
+/// The same loop with the kernel std's barrier wait: the spin inside one asm block,
+/// its label `LAB_WAIT` declared again in each inlined copy (PTX scopes it to the
+/// braces); one copy before the loop, one in it.
+const PTX_SPIN_ASM: &str = "
+.visible .entry k(
+	.param .u32 k_param_0
+)
+{
+	.reg .pred 	%p<3>;
+	ld.param.u32 	%r1, [k_param_0];
+	{ .reg .pred p; LAB_WAIT: mbarrier.try_wait.parity.shared::cta.b64 p, [%r9], %r8; @!p bra LAB_WAIT; }
+	bra.uni 	$L__BB0_2;
+$L__BB0_1:                              // in Loop
+	@%p1 bra 	$L__BB0_4;
+$L__BB0_2:                              // =>This Loop Header: Depth=1
+	add.s32 	%r2, %r2, 1;
+	{ .reg .pred p; LAB_WAIT: mbarrier.try_wait.parity.shared::cta.b64 p, [%r56], %r57; @!p bra LAB_WAIT; }
+	mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%f1, %f2, %f3, %f4}, {%r1, %r2, %r3, %r4}, {%r5, %r6}, {%f1, %f2, %f3, %f4};
+	mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%f1, %f2, %f3, %f4}, {%r1, %r2, %r3, %r4}, {%r5, %r6}, {%f1, %f2, %f3, %f4};
+	ld.shared.v4.f32 	{%f1, %f2, %f3, %f4}, [%r3];
+	cp.async.cg.shared.global [%r1], [%rd1], 16;
+	bar.sync 	0;
+	bra.uni 	$L__BB0_1;
+$L__BB0_4:
+	st.global.f32 	[%rd2], %f1;
+	ret;
+}
+";
+
+#[test]
+fn ptx_a_wait_in_one_asm_block_branches_to_its_own_label() {
+    let m = from_ptx(PTX_SPIN_ASM, "k", "sm_80").unwrap();
+    // Instructions 4 (the latch) to 13 (bra.uni); the spin 6-7 once, its branch to the
+    // label at 6, not to the first copy's at 1.
+    assert_eq!(
+        m.hot_loop,
+        Some(HotLoop {
+            first: 4,
+            last: 13,
+            nested: 1
+        })
+    );
+    assert_eq!((m.total, m.mma_sync, m.flops), (10, 2, 2.0 * 2048.0), "{m:?}");
+    assert_eq!((m.barriers, m.branches), (2, 3));
+    assert_eq!((m.shared_loads, m.global_loads, m.global_stores), (1, 1, 0));
+}
+
 #[test]
 fn ptx_opcodes_are_classified() {
     let cases: &[(&str, Kind, f64)] = &[
