@@ -86,6 +86,19 @@ pub fn baseline_line(b: &ExperimentBaseline) -> String {
 }
 
 /// The human table.
+/// A row's shares of the copy and of the DRAM's peak, `-` for a product: its rate is
+/// FLOPs, and a share of the copy or of the peak says nothing of it (`compare` sets
+/// it beside cuBLAS).
+pub fn copy_shares(r: &Row) -> (String, String) {
+    match r.gflop_per_s {
+        Some(_) => ("-".into(), "-".into()),
+        None => (
+            format!("{:.1}", r.pct_of_copy),
+            r.pct_of_peak.map_or_else(|| "-".into(), |p| format!("{p:.1}")),
+        ),
+    }
+}
+
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", device_line(&report.device, &report.ptx_arch));
@@ -104,18 +117,12 @@ pub fn render(report: &Report) -> String {
         "valid",
     ];
     let mut cells: Vec<Vec<String>> = vec![header.map(String::from).to_vec()];
-    let dash = || "-".to_string();
     for r in &report.rows {
-        // A product's rate is FLOPs: a share of the copy or of the DRAM's peak says
-        // nothing of it (`compare` sets it beside cuBLAS).
-        let (rate, of_copy, of_peak) = match r.gflop_per_s {
-            Some(g) => (format!("{g:.0} GFLOP/s"), dash(), dash()),
-            None => (
-                format!("{:.1}", r.gb_per_s),
-                format!("{:.1}", r.pct_of_copy),
-                r.pct_of_peak.map(|p| format!("{p:.1}")).unwrap_or_else(dash),
-            ),
+        let rate = match r.gflop_per_s {
+            Some(g) => format!("{g:.0} GFLOP/s"),
+            None => format!("{:.1}", r.gb_per_s),
         };
+        let (of_copy, of_peak) = copy_shares(r);
         cells.push(vec![
             r.experiment.clone(),
             r.variant.clone(),

@@ -17,6 +17,17 @@ pub fn rate(s: &Side) -> String {
     }
 }
 
+/// A side's share of the copy and of cuBLAS, `-` where it has none: a product's rate
+/// is FLOPs, so its share is of cuBLAS, not of the copy.
+pub fn shares(s: &Side) -> (String, String) {
+    let of_copy = match s.gflop_per_s {
+        Some(_) => "-".into(),
+        None => format!("{:.1}", s.pct_of_copy),
+    };
+    let of_cublas = s.pct_of_cublas.map_or_else(|| "-".into(), |p| format!("{p:.1}"));
+    (of_copy, of_cublas)
+}
+
 /// The human table.
 pub fn render(report: &CompareReport) -> String {
     let mut out = String::new();
@@ -59,14 +70,11 @@ pub fn render(report: &CompareReport) -> String {
     header.push("valid (Rust/C++)".into());
     let dash = || "-".to_string();
     let yes = |ok: bool| if ok { "yes" } else { "NO" };
-    // A product's rate is FLOPs: its share is of cuBLAS, not of the copy.
-    let of_copy = |s: Option<&Side>| match s {
-        Some(s) if s.gflop_per_s.is_none() => format!("{:.1}", s.pct_of_copy),
-        _ => dash(),
-    };
     let mut cells = vec![header];
     for r in &report.rows {
         let cpp = r.cpp.as_ref();
+        let (rust_copy, rust_cublas) = shares(&r.rust);
+        let (cpp_copy, cpp_cublas) = cpp.map(shares).unwrap_or_else(|| (dash(), dash()));
         let mut row = vec![
             r.experiment.clone(),
             r.variant.clone(),
@@ -74,17 +82,12 @@ pub fn render(report: &CompareReport) -> String {
             rate(&r.rust),
             cpp.map(rate).unwrap_or_else(dash),
             r.rust_over_cpp.map(|x| format!("{x:.3}")).unwrap_or_else(dash),
-            of_copy(Some(&r.rust)),
-            of_copy(cpp),
+            rust_copy,
+            cpp_copy,
         ];
         if with_cublas {
-            let pct = |s: Option<&Side>| {
-                s.and_then(|s| s.pct_of_cublas)
-                    .map(|p| format!("{p:.1}"))
-                    .unwrap_or_else(dash)
-            };
-            row.push(pct(Some(&r.rust)));
-            row.push(pct(cpp));
+            row.push(rust_cublas);
+            row.push(cpp_cublas);
         }
         row.push(format!(
             "{}/{}",

@@ -9,7 +9,7 @@ use super::markdown_table::table;
 use super::plots::Plot;
 use super::{claims, ladder, predicted, versus};
 use crate::harness::Row;
-use crate::table::device_line;
+use crate::table::{copy_shares, device_line};
 use crate::units::{format_bytes, format_ms};
 
 /// The cells of one result row, in [`RESULT_HEADER`] order. A product's rate is
@@ -18,14 +18,11 @@ use crate::units::{format_bytes, format_ms};
 /// leaves them.
 pub fn result_cells(r: &Row) -> Vec<String> {
     let dash = || "-".to_string();
-    let (gb_per_s, of_copy, of_peak) = match r.gflop_per_s {
-        Some(_) => (dash(), dash(), dash()),
-        None => (
-            format!("{:.1}", r.gb_per_s),
-            format!("{:.1}", r.pct_of_copy),
-            r.pct_of_peak.map(|p| format!("{p:.1}")).unwrap_or_else(dash),
-        ),
+    let gb_per_s = match r.gflop_per_s {
+        Some(_) => dash(),
+        None => format!("{:.1}", r.gb_per_s),
     };
+    let (of_copy, of_peak) = copy_shares(r);
     vec![
         r.experiment.clone(),
         r.variant.clone(),

@@ -4,8 +4,8 @@
 use std::fmt::Write as _;
 
 use super::markdown_table::table;
-use crate::compare::render::rate;
-use crate::compare::{CompareReport, CompareRow, Side};
+use crate::compare::render::{rate, shares};
+use crate::compare::{CompareReport, CompareRow};
 
 /// A kernel's speed over its twin's that counts as keeping up with C++: at most 2%
 /// slower.
@@ -28,18 +28,6 @@ pub const HEADER: [&str; 12] = [
 
 fn valid(ok: bool) -> String {
     if ok { "yes".into() } else { "**NO**".into() }
-}
-
-/// A side's share of the copy (a product's rate is FLOPs, so its share is of cuBLAS
-/// instead) and of cuBLAS, as `coalesce compare` prints them.
-fn shares(s: &Side) -> (String, String) {
-    let dash = || "-".to_string();
-    let of_copy = match s.gflop_per_s {
-        Some(_) => dash(),
-        None => format!("{:.1}", s.pct_of_copy),
-    };
-    let of_cublas = s.pct_of_cublas.map(|p| format!("{p:.1}")).unwrap_or_else(dash);
-    (of_copy, of_cublas)
 }
 
 /// The cells of one kernel's row, in [`HEADER`] order; None where its twin did not run.
