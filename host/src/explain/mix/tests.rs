@@ -193,25 +193,21 @@ fn a_predicated_back_edge_closes_a_loop_an_unconditional_one_ends_a_block() {
 }
 
 /// LLVM's shape of a loop with a wait: entered in its middle (`bra.uni` to the
-/// header, the latch laid out before it), a spin loop on `mbarrier.try_wait` (in
-/// inline assembly) nested in it.
-const PTX_SPIN: &str = "
+/// header, the latch laid out before it), a wait nested in it (`{WAIT}`), and what
+/// comes before the loop (`{BEFORE}`).
+const SPIN_LOOP: &str = "
 .visible .entry k(
 	.param .u32 k_param_0
 )
 {
 	.reg .pred 	%p<3>;
 	ld.param.u32 	%r1, [k_param_0];
-	bra.uni 	$L__BB0_2;
+{BEFORE}	bra.uni 	$L__BB0_2;
 $L__BB0_1:                              // in Loop
 	@%p1 bra 	$L__BB0_4;
 $L__BB0_2:                              // =>This Loop Header: Depth=1
 	add.s32 	%r2, %r2, 1;
-$L__BB0_3:
-	{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%r56], %r57; selp.u32 %r55, 1, 0, p; }
-	setp.eq.s32 	%p2, %r55, 0;
-	@%p2 bra 	$L__BB0_3;
-	mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%f1, %f2, %f3, %f4}, {%r1, %r2, %r3, %r4}, {%r5, %r6}, {%f1, %f2, %f3, %f4};
+{WAIT}	mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%f1, %f2, %f3, %f4}, {%r1, %r2, %r3, %r4}, {%r5, %r6}, {%f1, %f2, %f3, %f4};
 	mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%f1, %f2, %f3, %f4}, {%r1, %r2, %r3, %r4}, {%r5, %r6}, {%f1, %f2, %f3, %f4};
 	ld.shared.v4.f32 	{%f1, %f2, %f3, %f4}, [%r3];
 	cp.async.cg.shared.global [%r1], [%rd1], 16;
@@ -223,9 +219,24 @@ $L__BB0_4:
 }
 ";
 
+fn spin_loop(before: &str, wait: &str) -> String {
+    SPIN_LOOP.replace("{BEFORE}", before).replace("{WAIT}", wait)
+}
+
+/// The loop with a spin on `mbarrier.try_wait` (in inline assembly) around it, as
+/// LLVM lays out a Rust loop: nothing before the loop.
+fn ptx_spin() -> String {
+    let wait = "$L__BB0_3:
+	{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%r56], %r57; selp.u32 %r55, 1, 0, p; }
+	setp.eq.s32 	%p2, %r55, 0;
+	@%p2 bra 	$L__BB0_3;
+";
+    spin_loop("", wait)
+}
+
 #[test]
 fn ptx_loops_entered_in_the_middle_with_a_nested_spin() {
-    let m = from_ptx(PTX_SPIN, "k", "sm_80").unwrap();
+    let m = from_ptx(&ptx_spin(), "k", "sm_80").unwrap();
     assert_eq!(m.source, MixSource::Ptx);
     // Instructions 2 (the latch) to 13 (bra.uni), the spin loop 4-7 once.
     assert_eq!(
@@ -239,41 +250,24 @@ fn ptx_loops_entered_in_the_middle_with_a_nested_spin() {
     assert_eq!((m.total, m.mma_sync, m.flops), (12, 2, 2.0 * 2048.0), "{m:?}");
     assert_eq!((m.barriers, m.branches), (2, 3));
     assert_eq!((m.shared_loads, m.global_loads, m.global_stores), (1, 1, 0));
-    assert!(from_ptx(PTX_SPIN, "other", "sm_80").is_none());
+    assert!(from_ptx(&ptx_spin(), "other", "sm_80").is_none());
 }
 
 /// The same loop with the kernel std's barrier wait: the spin inside one asm block,
 /// its label `LAB_WAIT` declared again in each inlined copy (PTX scopes it to the
 /// braces); one copy before the loop, one in it.
-const PTX_SPIN_ASM: &str = "
-.visible .entry k(
-	.param .u32 k_param_0
-)
-{
-	.reg .pred 	%p<3>;
-	ld.param.u32 	%r1, [k_param_0];
-	{ .reg .pred p; LAB_WAIT: mbarrier.try_wait.parity.shared::cta.b64 p, [%r9], %r8; @!p bra LAB_WAIT; }
-	bra.uni 	$L__BB0_2;
-$L__BB0_1:                              // in Loop
-	@%p1 bra 	$L__BB0_4;
-$L__BB0_2:                              // =>This Loop Header: Depth=1
-	add.s32 	%r2, %r2, 1;
-	{ .reg .pred p; LAB_WAIT: mbarrier.try_wait.parity.shared::cta.b64 p, [%r56], %r57; @!p bra LAB_WAIT; }
-	mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%f1, %f2, %f3, %f4}, {%r1, %r2, %r3, %r4}, {%r5, %r6}, {%f1, %f2, %f3, %f4};
-	mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%f1, %f2, %f3, %f4}, {%r1, %r2, %r3, %r4}, {%r5, %r6}, {%f1, %f2, %f3, %f4};
-	ld.shared.v4.f32 	{%f1, %f2, %f3, %f4}, [%r3];
-	cp.async.cg.shared.global [%r1], [%rd1], 16;
-	bar.sync 	0;
-	bra.uni 	$L__BB0_1;
-$L__BB0_4:
-	st.global.f32 	[%rd2], %f1;
-	ret;
+fn ptx_spin_asm() -> String {
+    let wait = |b: &str, q: &str| {
+        format!(
+            "\t{{ .reg .pred p; LAB_WAIT: mbarrier.try_wait.parity.shared::cta.b64 p, [{b}], {q}; @!p bra LAB_WAIT; }}\n"
+        )
+    };
+    spin_loop(&wait("%r9", "%r8"), &wait("%r56", "%r57"))
 }
-";
 
 #[test]
 fn ptx_a_wait_in_one_asm_block_branches_to_its_own_label() {
-    let m = from_ptx(PTX_SPIN_ASM, "k", "sm_80").unwrap();
+    let m = from_ptx(&ptx_spin_asm(), "k", "sm_80").unwrap();
     // Instructions 4 (the latch) to 13 (bra.uni); the spin 6-7 once, its branch to the
     // label at 6, not to the first copy's at 1.
     assert_eq!(
