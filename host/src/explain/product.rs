@@ -63,6 +63,9 @@ pub struct Step {
     /// Bytes the L2 serves (distinct sectors each block reads) and the DRAM moves.
     pub l2_bytes: f64,
     pub dram_bytes: f64,
+    /// Of the L2's bytes, those of loads that allocate in the L1 on their way (`ld.global`,
+    /// 4-byte `cp.async.ca`): not the copies that bypass it (16-byte `cp.async.cg`, TMA).
+    pub l1_miss_bytes: f64,
 }
 
 /// What one warp's iteration of the hot loop issues, as read from the kernel's code.
@@ -188,6 +191,9 @@ impl Step {
         let load_requests = executed(&lsu(Direction::Load), &|s| s.requests);
         let store_lines = executed(&lsu(Direction::Store), &|s| s.lines);
         let load_sectors = executed(&global(Direction::Load), &|s| s.sectors);
+        // A 16-byte `cp.async` is `cp.async.cg` (the kernel std's `copy4_async`).
+        let through_l1 = |s: &SiteStats| lsu(Direction::Load)(s) && !(s.async_copy && s.lane_bytes >= 16);
+        let l1_miss_sectors = executed(&through_l1, &|s| s.sectors);
         let distinct = if traffic.global_sectors[0] > 0 {
             (traffic.read_segments[0] as f64 / traffic.global_sectors[0] as f64).min(1.0)
         } else {
@@ -206,6 +212,7 @@ impl Step {
             store_lines: per_iteration(store_lines),
             l2_bytes: per_iteration(load_sectors * distinct * 32.0),
             dram_bytes: if flops > 0.0 { f * dram_bytes / flops } else { 0.0 },
+            l1_miss_bytes: per_iteration(l1_miss_sectors * distinct * 32.0),
         }
     }
 }
@@ -231,7 +238,7 @@ impl Unit {
             Unit::Fp32Pipe => "the FP32 pipe (FFMA)",
             Unit::TensorMma => "the tensor pipe (mma.sync)",
             Unit::TensorWgmma => "the tensor pipe (wgmma)",
-            Unit::L1 => "the L1: shared wavefronts and global lines",
+            Unit::L1 => "the L1: shared wavefronts, global lines and misses",
             Unit::L2 => "L2 bytes",
             Unit::Dram => "DRAM bytes",
         }
@@ -376,9 +383,13 @@ pub fn predict(
         let by_requests = step.load_requests / quarter(rates.l1_requests_per_ns_per_sm);
         l1 += (by_requests - by_lines).max(0.0);
     }
-    units.push((Unit::L1, l1));
     // The L2 and the DRAM serve the whole GPU: each scheduler's share of their rate.
-    units.push((Unit::L2, step.l2_bytes / quarter(rates.l2_read_gb_per_s / sms)));
+    let l2_share = quarter(rates.l2_read_gb_per_s / sms);
+    // A load that misses the L1 holds it until the L2 has delivered the line: the L1
+    // serves nothing else meanwhile (its wavefronts and misses take turns).
+    l1 += step.l1_miss_bytes / l2_share;
+    units.push((Unit::L1, l1));
+    units.push((Unit::L2, step.l2_bytes / l2_share));
     units.push((Unit::Dram, step.dram_bytes / quarter(profile.copy_gb_per_s / sms)));
     units.retain(|(_, d)| *d > 0.0);
     let delay_ns = step.barriers * rates.shared_latency_ns;

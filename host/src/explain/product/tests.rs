@@ -177,8 +177,71 @@ fn a_step_takes_every_execution_of_the_windows_sites_per_flop() {
     assert!(close(step.store_lines, 100.0 * per));
     assert!(close(step.shared_wavefronts, 4000.0 * per));
     assert!(close(step.l2_bytes, 8000.0 * 0.25 * 32.0 * per));
+    // Plain loads allocate in the L1: all their L2 bytes are its misses.
+    assert!(close(step.l1_miss_bytes, step.l2_bytes));
     assert!(close(step.dram_bytes, 40.0));
     assert_eq!(step.instructions, 20.0);
+}
+
+#[test]
+fn only_loads_that_allocate_in_the_l1_count_as_its_misses() {
+    let copy = |lane_bytes: u64| SiteStats {
+        async_copy: true,
+        lane_bytes,
+        ..site(Memory::Global, Direction::Load, 10, 1000, 1)
+    };
+    let bulk = SiteStats {
+        bulk: true,
+        ..site(Memory::Global, Direction::Load, 10, 1000, 1)
+    };
+    let traffic = Traffic {
+        global_sectors: [10, 0],
+        read_segments: [10, 0, 0],
+        ..Traffic::default()
+    };
+    let issued = Issued {
+        flops: 1000.0,
+        instructions: 20.0,
+        ..Issued::default()
+    };
+    let step_of = |sites: &[SiteStats]| {
+        let window = Window {
+            flops: 1e5,
+            sites,
+            traffic: &traffic,
+        };
+        Step::of(issued, &window, 0.0, 1e6)
+    };
+    // A 4-byte cp.async is cp.async.ca, through the L1; a 16-byte one (.cg) and the
+    // copy engine's boxes go from the L2 to shared memory around it.
+    let ca = step_of(&[copy(4)]);
+    assert!(ca.l1_miss_bytes > 0.0 && close(ca.l1_miss_bytes, ca.l2_bytes));
+    for around in [step_of(&[copy(16)]), step_of(&[bulk])] {
+        assert!(around.l2_bytes > 0.0);
+        assert_eq!(around.l1_miss_bytes, 0.0);
+    }
+}
+
+#[test]
+fn an_l1_miss_holds_the_l1_for_the_l2s_time_to_deliver_its_line() {
+    let p = sample();
+    let rates = p.compute.clone().unwrap();
+    let l1_of = |l1_miss_bytes: f64| {
+        let step = Step {
+            l2_bytes: 512.0,
+            l1_miss_bytes,
+            ..simt()
+        };
+        let got = predict(step.flops, step, "SASS", launch(1, 32), &p, None).unwrap();
+        let demand_of = |unit| got.units.iter().find(|u| u.unit == unit).unwrap().demand_ns;
+        (demand_of(Unit::L1), demand_of(Unit::L2))
+    };
+    let (bypassed, l2) = l1_of(0.0);
+    let (missed, l2_again) = l1_of(512.0);
+    // Each SM's share of the L2's read rate, on one scheduler.
+    let share = rates.l2_read_gb_per_s / f64::from(p.sm_count) / SCHEDULERS_PER_SM;
+    assert!(close(missed - bypassed, 512.0 / share));
+    assert!(close(l2, 512.0 / share) && close(l2_again, l2));
 }
 
 #[test]
