@@ -8,8 +8,9 @@
 //!   scheduler's quarter of the SM for time: the issue slots its instructions take,
 //!   the FP32 pipe its FFMAs, the tensor pipe its `mma.sync`s or its `wgmma` FLOPs, the
 //!   L1 its shared wavefronts and global lines (served one after another, as for the
-//!   bandwidth kernels), the L2 its sectors and the DRAM its share of the bytes the
-//!   product must move once. Each is the count over the calibrated rate.
+//!   bandwidth kernels) and the bytes its loads' misses bring into it, the L2 its
+//!   sectors and the DRAM its share of the bytes the product must move once. Each is
+//!   the count over the calibrated rate.
 //! - **Delay**: after each barrier of the iteration, a warp's first shared load waits
 //!   its whole latency with nothing of its own to overlap.
 //! - **Warps hide latency**: the warps each scheduler holds take turns: a warp issues
@@ -385,8 +386,9 @@ pub fn predict(
     }
     // The L2 and the DRAM serve the whole GPU: each scheduler's share of their rate.
     let l2_share = quarter(rates.l2_read_gb_per_s / sms);
-    // A load that misses the L1 holds it until the L2 has delivered the line: the L1
-    // serves nothing else meanwhile (its wavefronts and misses take turns).
+    // The bytes a load's misses bring into the L1 take its time, in turn with its
+    // wavefronts and lines, at the rate an SM's L1 takes misses when every SM misses
+    // (docs/model.md: the cost Nsight Compute shows as the L1's queue backing up).
     l1 += step.l1_miss_bytes / l2_share;
     units.push((Unit::L1, l1));
     units.push((Unit::L2, step.l2_bytes / l2_share));

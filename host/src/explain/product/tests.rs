@@ -223,7 +223,7 @@ fn only_loads_that_allocate_in_the_l1_count_as_its_misses() {
 }
 
 #[test]
-fn an_l1_miss_holds_the_l1_for_the_l2s_time_to_deliver_its_line() {
+fn the_l1s_misses_take_its_time_at_each_sms_share_of_the_l2_rate() {
     let p = sample();
     let rates = p.compute.clone().unwrap();
     let l1_of = |l1_miss_bytes: f64| {
