@@ -75,6 +75,18 @@ fn tma_tiles(p: &Problem, _: &DeviceInfo) -> Result<Launch> {
     })
 }
 
+/// `tma-3`'s shared memory per block: 72 KiB, so that three blocks share an SM's 228
+/// KiB (sm_90) where `tma`'s 33 KiB let six in. The kernel uses the first 33.
+const TMA_3_SHARED: u32 = 72 * 1024;
+
+/// `tma`'s blocks, three to an SM: half the tiles in flight at once.
+fn tma_tiles_3(p: &Problem, d: &DeviceInfo) -> Result<Launch> {
+    Ok(Launch {
+        shared_bytes: TMA_3_SHARED,
+        ..tma_tiles(p, d)?
+    })
+}
+
 /// The report's contrast: strided writes against the padded tile.
 pub const NAIVE_WRITE: Variant = Variant::new("naive-write", &entry::transpose_naive_write, ARGS, over_input);
 pub const TILED_PADDED: Variant = Variant::new("tiled-padded", &entry::transpose_tiled_padded, ARGS, over_input);
@@ -97,6 +109,9 @@ pub static EXPERIMENT: Experiment = Experiment {
         Variant::new("padded-64-f32x4", &entry::transpose_padded_64_f32x4, ARGS, tiles_64_f32x4),
         // The copy engine moves the tiles (sm_90).
         Variant::new("tma", &entry::transpose_tma, TMA_ARGS, tma_tiles),
+        // The same kernel, three blocks to an SM instead of six: on the H100, fewer
+        // tiles in flight keep the DRAM busier (docs/perf-notes.md).
+        Variant::new("tma-3", &entry::transpose_tma, TMA_ARGS, tma_tiles_3),
     ],
     buffers: |p| {
         let len = p.dim(Dim::Rows).checked_mul(p.dim(Dim::Cols))?;
