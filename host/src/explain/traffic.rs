@@ -232,14 +232,21 @@ impl Counter {
                     bytes: a.bytes as u64,
                 }
             }));
+            // The copy engine's box rows (TMA) go between the L2 and shared memory
+            // without the SM's load/store pipe: no L1 requests, lines or wavefronts.
+            let bulk = accesses[members[0]].bulk;
             if site.space == Space::Shared {
-                self.t.shared_requests[op] += 1;
-                self.t.shared_wavefronts[op] += model::shared_wavefronts(&lanes, op == 0);
+                if !bulk {
+                    self.t.shared_requests[op] += 1;
+                    self.t.shared_wavefronts[op] += model::shared_wavefronts(&lanes, op == 0);
+                }
                 continue;
             }
-            self.t.global_requests[op] += 1;
             self.t.global_sectors[op] += model::sectors(&lanes);
-            self.t.global_lines[op] += model::lines(&lanes);
+            if !bulk {
+                self.t.global_requests[op] += 1;
+                self.t.global_lines[op] += model::lines(&lanes);
+            }
             if let Some(pitch) = scatter_pitch(&lanes) {
                 let mut sorted = lanes.clone();
                 sorted.sort_unstable_by_key(|l| (l.lane, l.addr));
@@ -502,5 +509,30 @@ pub(super) mod tests {
         assert_eq!(spread_of(&apart, &buffers).write, 4.0);
         // Nothing stored: no spread counted (0), and nothing loaded either.
         assert_eq!(spread_of(&apart, &buffers).read, 0.0);
+    }
+
+    #[test]
+    fn the_copy_engines_box_rows_take_no_requests_lines_or_wavefronts() {
+        // One box row of 128 bytes into shared memory, as the emulator logs a TMA load:
+        // a global read and a shared write by one thread.
+        let row = |bulk: bool| {
+            let read = Access {
+                bulk,
+                ..global(0, Op::Load, 0, 128)
+            };
+            let write = Access {
+                space: Space::Shared,
+                op: Op::Store,
+                ..read.clone()
+            };
+            traffic(&[read, write])
+        };
+        let (lsu, tma) = (row(false), row(true));
+        assert!(lsu.global_lines[0] > 0 && lsu.shared_wavefronts[1] > 0);
+        assert_eq!((tma.global_requests, tma.global_lines), ([0, 0], [0, 0]));
+        assert_eq!((tma.shared_requests, tma.shared_wavefronts), ([0, 0], [0, 0]));
+        // Its sectors still count, for the L2 and the DRAM.
+        assert_eq!(tma.global_sectors, lsu.global_sectors);
+        assert!(tma.global_sectors[0] > 0);
     }
 }
