@@ -523,7 +523,7 @@ pub(super) mod tests {
             let write = Access {
                 space: Space::Shared,
                 op: Op::Store,
-                ..read.clone()
+                ..read
             };
             traffic(&[read, write])
         };
