@@ -56,8 +56,14 @@ pub const TMA_ARGS: &[Arg] = &[
     Arg::Map(MapSpec::line(1, Dim::Len, TMA_BOX as u32)),
 ];
 
+/// `tma`'s shared memory per block: 72 KiB, of which its boxes and barrier take 16, so
+/// that three blocks share an SM's 228 KiB (sm_90) where thirteen would fit: fewer
+/// boxes in flight keep the DRAM busier, on the H100 and the H200 alike (measured in
+/// docs/perf-notes.md).
+const TMA_SHARED: u32 = 72 * 1024;
+
 /// One `tma` block per [`TMA_BLOCK_ELEMENTS`] (a warp, one thread of it working), with
-/// the boxes' shared memory and a barrier.
+/// the boxes' shared memory and a barrier, three blocks to an SM.
 pub fn tma_blocks(p: &Problem, _: &DeviceInfo) -> Result<Launch> {
     let n = p.dim(Dim::Len);
     let blocks = n.div_ceil(TMA_BLOCK_ELEMENTS).max(1) as u64;
@@ -70,7 +76,7 @@ pub fn tma_blocks(p: &Problem, _: &DeviceInfo) -> Result<Launch> {
     Ok(Launch {
         grid: (blocks as u32, 1, 1),
         block: (32, 1, 1),
-        shared_bytes: (TMA_BLOCK_ELEMENTS * 4 + 8) as u32,
+        shared_bytes: TMA_SHARED,
     })
 }
 
