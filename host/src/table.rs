@@ -85,7 +85,6 @@ pub fn baseline_line(b: &ExperimentBaseline) -> String {
     )
 }
 
-/// The human table.
 /// A row's shares of the copy and of the DRAM's peak, `-` for a product: its rate is
 /// FLOPs, and a share of the copy or of the peak says nothing of it (`compare` sets
 /// it beside cuBLAS).
@@ -99,6 +98,7 @@ pub fn copy_shares(r: &Row) -> (String, String) {
     }
 }
 
+/// The human table.
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", device_line(&report.device, &report.ptx_arch));
