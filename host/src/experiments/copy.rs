@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::experiment::{
     Arg, Buffer, Check, DefaultSize, Dim, Experiment, Kind, Problem, Reference, Variant, Work,
 };
-use crate::launch::{Launch, MAX_GRID_X};
+use crate::launch::{Launch, MAX_GRID_X, THREE_BLOCKS_PER_SM90};
 use crate::tensor_map::MapSpec;
 use crate::twin;
 
@@ -56,14 +56,10 @@ pub const TMA_ARGS: &[Arg] = &[
     Arg::Map(MapSpec::line(1, Dim::Len, TMA_BOX as u32)),
 ];
 
-/// `tma`'s shared memory per block: 72 KiB, of which its boxes and barrier take 16, so
-/// that three blocks share an SM's 228 KiB (sm_90) where thirteen would fit: fewer
-/// boxes in flight keep the DRAM busier, on the H100 and the H200 alike (measured in
-/// docs/perf-notes.md).
-const TMA_SHARED: u32 = 72 * 1024;
-
 /// One `tma` block per [`TMA_BLOCK_ELEMENTS`] (a warp, one thread of it working), with
-/// the boxes' shared memory and a barrier, three blocks to an SM.
+/// the boxes' shared memory and a barrier, three blocks to an SM where the boxes' 16
+/// KiB would let thirteen in: on the H100 and the H200 alike, fewer keep the DRAM
+/// busier.
 pub fn tma_blocks(p: &Problem, _: &DeviceInfo) -> Result<Launch> {
     let n = p.dim(Dim::Len);
     let blocks = n.div_ceil(TMA_BLOCK_ELEMENTS).max(1) as u64;
@@ -76,7 +72,7 @@ pub fn tma_blocks(p: &Problem, _: &DeviceInfo) -> Result<Launch> {
     Ok(Launch {
         grid: (blocks as u32, 1, 1),
         block: (32, 1, 1),
-        shared_bytes: TMA_SHARED,
+        shared_bytes: THREE_BLOCKS_PER_SM90,
     })
 }
 

@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::experiment::{
     Arg, Buffer, Check, DefaultSize, Dim, Experiment, Kind, Problem, Reference, Variant, Work,
 };
-use crate::launch::{Launch, MAX_GRID_X, MAX_GRID_YZ};
+use crate::launch::{Launch, MAX_GRID_X, MAX_GRID_YZ, THREE_BLOCKS_PER_SM90};
 use crate::tensor_map::MapSpec;
 use crate::twin;
 
@@ -75,14 +75,11 @@ fn tma_tiles(p: &Problem, _: &DeviceInfo) -> Result<Launch> {
     })
 }
 
-/// `tma-3`'s shared memory per block: 72 KiB, so that three blocks share an SM's 228
-/// KiB (sm_90) where `tma`'s 33 KiB let six in. The kernel uses the first 33.
-const TMA_3_SHARED: u32 = 72 * 1024;
-
-/// `tma`'s blocks, three to an SM: half the tiles in flight at once.
+/// `tma`'s blocks, three to an SM where its 33 KiB of shared memory let six in: half
+/// the tiles in flight at once. The kernel uses the first 33 KiB.
 fn tma_tiles_3(p: &Problem, d: &DeviceInfo) -> Result<Launch> {
     Ok(Launch {
-        shared_bytes: TMA_3_SHARED,
+        shared_bytes: THREE_BLOCKS_PER_SM90,
         ..tma_tiles(p, d)?
     })
 }
