@@ -144,6 +144,24 @@ fn site(space: Memory, op: Direction, requests: u64, executions: u64, per: u64) 
     }
 }
 
+/// The step of a warp issuing 20 instructions (15 FP32) for 1000 FLOPs an iteration, in
+/// a window of `sites` and `traffic` that did 1e5 FLOPs, for a launch of 1e6 FLOPs that
+/// moves 4e4 bytes.
+fn step_over(sites: &[SiteStats], traffic: &Traffic) -> Step {
+    let issued = Issued {
+        flops: 1000.0,
+        instructions: 20.0,
+        fp32: 15.0,
+        ..Issued::default()
+    };
+    let window = Window {
+        flops: 1e5,
+        sites,
+        traffic,
+    };
+    Step::of(issued, &window, 4e4, 1e6)
+}
+
 #[test]
 fn a_step_takes_every_execution_of_the_windows_sites_per_flop() {
     // Recorded: 10 of each site's 1000 requests (a long loop's first iterations).
@@ -158,19 +176,7 @@ fn a_step_takes_every_execution_of_the_windows_sites_per_flop() {
         read_segments: [20, 10, 5],
         ..Traffic::default()
     };
-    let issued = Issued {
-        flops: 1000.0,
-        instructions: 20.0,
-        fp32: 15.0,
-        ..Issued::default()
-    };
-    // The window did 1e5 FLOPs; the launch does 1e6 and moves 4e4 bytes.
-    let window = Window {
-        flops: 1e5,
-        sites: &sites,
-        traffic: &traffic,
-    };
-    let step = Step::of(issued, &window, 4e4, 1e6);
+    let step = step_over(&sites, &traffic);
     let per = 1000.0 / 1e5;
     assert!(close(step.load_requests, 1000.0 * per));
     assert!(close(step.load_lines, 2000.0 * per));
@@ -199,19 +205,7 @@ fn only_loads_that_allocate_in_the_l1_count_as_its_misses() {
         read_segments: [10, 0, 0],
         ..Traffic::default()
     };
-    let issued = Issued {
-        flops: 1000.0,
-        instructions: 20.0,
-        ..Issued::default()
-    };
-    let step_of = |sites: &[SiteStats]| {
-        let window = Window {
-            flops: 1e5,
-            sites,
-            traffic: &traffic,
-        };
-        Step::of(issued, &window, 0.0, 1e6)
-    };
+    let step_of = |sites: &[SiteStats]| step_over(sites, &traffic);
     // A 4-byte cp.async is cp.async.ca, through the L1; a 16-byte one (.cg) and the
     // copy engine's boxes go from the L2 to shared memory around it.
     let ca = step_of(&[copy(4)]);
