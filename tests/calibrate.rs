@@ -176,6 +176,38 @@ fn the_compute_rates_are_plausible_for_this_gpu() {
     println!("{text}");
 }
 
+/// The power runs on this GPU: every kernel validated, a fit whose base is under the
+/// limit and every run within the limit (plus the counter's slack), and energies in
+/// the range a GPU of the 2020s spends.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn the_power_runs_fit_energies_under_the_boards_limit() {
+    use coalesce::calibrate::{Effort, power};
+    let gpu = common::gpu();
+    let mut steps = Vec::new();
+    let (fit, failures) = power::power_rates(&gpu, Effort { quick: true }, &mut |s: &str| {
+        steps.push(s.to_string())
+    })
+    .unwrap();
+    assert!(failures.is_empty(), "{failures:?}");
+    assert_eq!(steps.len(), coalesce::profile::power::POWER_RUNS.len());
+    let p = fit.unwrap();
+    let text = format!("{p:?}");
+    assert!(p.base_w > 20.0 && p.base_w < p.limit_w, "{text}");
+    for r in &p.runs {
+        assert!(r.watts <= 1.1 * p.limit_w && r.seconds >= 0.3, "{text}");
+    }
+    // pJ: a warp FFMA 32 lanes' worth of about 1 to 100 pJ each; an L2 or DRAM byte 1
+    // to 500; a wgmma FLOP 0.05 to 10.
+    assert!((32.0..=3200.0).contains(&p.ffma_pj), "{text}");
+    assert!((1.0..=500.0).contains(&p.l2_pj_per_byte), "{text}");
+    assert!((1.0..=500.0).contains(&p.dram_pj_per_byte), "{text}");
+    if let Some(w) = p.wgmma_tf32_pj_per_flop {
+        assert!((0.05..=10.0).contains(&w), "{text}");
+    }
+    println!("{text}");
+}
+
 /// The command as a user runs it: the file it writes is a profile of this GPU.
 #[test]
 #[ignore = "needs an NVIDIA GPU"]

@@ -373,6 +373,7 @@ fn refit_rewrites_profiles_from_their_sweeps_or_none() {
         "pitch_sweep",
         "spread_sweep",
         "compute",
+        "power",
     ] {
         v.as_object_mut().unwrap().remove(field);
     }
@@ -729,11 +730,11 @@ fn explain_predicts_with_a_profile_and_refuses_a_bad_one() {
         &newer,
         std::fs::read_to_string(&good)
             .unwrap()
-            .replace("\"schema\":1", "\"schema\":7"),
+            .replace("\"schema\":1", "\"schema\":8"),
     )
     .unwrap();
     let err = fails(&["explain", "copy", "--profile", newer.to_str().unwrap()], 2);
-    assert!(err.contains("newer coalesce (profile schema 7"), "{err}");
+    assert!(err.contains("newer coalesce (profile schema 8"), "{err}");
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     // Schema 3 needs its residency limits and on-chip rates.
     let partial = dir.join("partial.json");

@@ -8,8 +8,8 @@ mod common;
 use std::collections::BTreeMap;
 
 use coalesce::calibrate::compute::{
-    FMA_A, FMA_B, ISSUE_K, MMA_A, MMA_B, WGMMA_B, chase_end, check_wgmma_blocks, fma_chain, fma_chains,
-    issue_chains, l2_shape, l2_sums, l2_value, line_sum, line_value, mma_sum,
+    FMA_A, FMA_B, ISSUE_K, MMA_A, MMA_B, WGMMA_B, bulk_shape, bulk_sum, chase_end, check_wgmma_blocks,
+    fma_chain, fma_chains, issue_chains, l2_shape, l2_sums, l2_value, line_sum, line_value, mma_sum,
 };
 use coalesce::ptx::{PTX, PTX_SM80, PTX_SM90A};
 use common::{fresh_dir, nvdisasm, ptxas, sass_functions, sass_listing};
@@ -105,6 +105,47 @@ fn each_kernel_stores_what_its_reference_computes() {
         .map(|s| s as f32)
         .collect();
     assert_eq!(sums, want);
+}
+
+#[test]
+fn the_copy_engines_l2_read_sums_each_stage_it_waited_for() {
+    use coalesce::experiment::problem::{Dim, Problem};
+    use coalesce::tensor_map::MapSpec;
+    use kernels::pipes::{BULK_BOX, BULK_SHARED_BYTES, BULK_STAGE};
+    // 5 chunks of a stage's floats (a quarter of a 160 KiB L2), 3 blocks, 2 rounds.
+    let (chunks, shift) = bulk_shape(160 << 10);
+    assert_eq!((chunks, shift), (5, 2));
+    let src: Vec<f32> = (0..chunks * BULK_STAGE).map(|i| l2_value(i) as f32).collect();
+    let map = MapSpec::line(0, Dim::Len, BULK_BOX as u32)
+        .for_emulator(&Problem::Elements { n: src.len() }, src.as_ptr() as u64)
+        .unwrap();
+    // 4 blocks, each chunk read by one block, then by two at once.
+    for group in [1, 2] {
+        let mut sums = vec![0f32; 4];
+        let args = (
+            2,
+            chunks,
+            shift,
+            group,
+            Global::from_ptr(&map),
+            GlobalMut::from_ptr(sums.as_mut_ptr()),
+        );
+        // SAFETY: the map is of src, live for the launch; sums holds a value per block.
+        run(4, 32, BULK_SHARED_BYTES, unsafe {
+            entry::l2_bulk_read.bind(args)
+        });
+        let want: Vec<f32> = (0..4).map(|b| bulk_sum(b, group, chunks, shift, 2)).collect();
+        assert_eq!(sums, want, "group {group}");
+        if group == 1 {
+            assert!(want[0] != want[1] || want[1] != want[2], "{want:?}");
+        } else {
+            assert_eq!(
+                (want[0], want[2]),
+                (want[1], want[3]),
+                "pairs read the same chunks"
+            );
+        }
+    }
 }
 
 /// The opcode of each instruction of a SASS listing's loops: for each backward branch

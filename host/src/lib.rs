@@ -26,6 +26,7 @@ pub mod experiments;
 pub mod explain;
 pub mod harness;
 pub mod launch;
+pub mod nvml;
 pub mod prepared;
 pub mod profile;
 pub mod progress;

@@ -1,6 +1,7 @@
 //! pipes: `coalesce calibrate`'s microbenchmarks of the rates at which an SM computes:
 //! FP32 FMAs, instructions issued when no one pipe is full, tensor-core MMAs
-//! (`mma.sync`, sm_80; `wgmma`, sm_90a), loads the L2 serves, one-line requests the
+//! (`mma.sync`, sm_80; `wgmma`, sm_90a), loads the L2 serves (to the SMs' loads, and
+//! to the copy engine's, sm_90a), one-line requests the
 //! L1 takes, and two latencies (a
 //! dependent FMA, a dependent shared load). Their data is a few parameters and
 //! registers (the L2 kernel's a buffer the L2 holds), so DRAM never sets the time.
@@ -11,10 +12,12 @@
 //! A round's body is unrolled; besides the instructions it is declared to hold, it
 //! has the loop's own 3 (a 32-bit counter's add, a compare, a branch).
 
+use crate::gpu::barrier::fence_init;
 use crate::gpu::math::{fma, xor_and};
 use crate::gpu::mma::{mma_m16n8k8_tf32, to_tf32};
 use crate::gpu::shared::dynamic_shared_array;
-use crate::gpu::thread::{grid_size_1d, sync_threads, thread_idx_x};
+use crate::gpu::thread::{block_idx_x, grid_size_1d, sync_threads, thread_idx_x};
+use crate::gpu::tma::{self, TensorMap};
 use crate::gpu::wgmma::{self, Descriptor};
 use crate::gpu::{Float4, Global, GlobalMut, thread};
 
@@ -264,6 +267,79 @@ kernel! {
         }
         // SAFETY: out holds one value per thread of the grid.
         unsafe { out.write(g, sum) };
+    }
+}
+
+/// [`l2_bulk_read`]: floats a box of the copy engine (1 KiB), boxes a stage, and
+/// stages a block.
+pub const BULK_BOX: usize = 256;
+pub const BULK_BOXES: usize = 8;
+pub const BULK_STAGES: usize = 4;
+/// Floats of one stage (8 KiB): the unit the kernel reads the buffer in.
+pub const BULK_STAGE: usize = BULK_BOX * BULK_BOXES;
+/// Dynamic shared memory of a block: its stages, then a barrier each.
+pub const BULK_SHARED_BYTES: usize = (BULK_STAGES * BULK_STAGE + 2 * BULK_STAGES) * 4;
+
+kernel! {
+    #[requires(sm_90a)]
+    /// The copy engine reads from the L2, as the Hopper products' tiles come: one
+    /// thread a block keeps its stages' boxes in flight (1D TMA loads completing on a
+    /// barrier a stage), the `i`-th stage a block reads taking the chunk (a stage's
+    /// floats) at block / group + i x shift (mod `chunks`) of a buffer the L2 holds:
+    /// `group` blocks, on as many SMs, read each chunk at about the same time, as the
+    /// blocks of a product read the tiles they share. The thread adds each box's first
+    /// float as its stage lands, then loads the stage again; it stores the sum. The
+    /// rate is the L2's to the copy engine, for lines that many SMs read at once.
+    pub fn l2_bulk_read(
+        rounds: u32,
+        chunks: usize,
+        shift: usize,
+        group: usize,
+        src: Global<TensorMap>,
+        out: GlobalMut<f32>,
+    ) {
+        if thread_idx_x() != 0 {
+            return;
+        }
+        // SAFETY: the host launches with BULK_SHARED_BYTES of dynamic shared memory and a
+        // map of chunks x BULK_STAGE floats in boxes of BULK_BOX; only this thread
+        // touches the stages, each after its barrier's phase completes.
+        unsafe {
+            let tiles = dynamic_shared_array::<f32>(BULK_STAGES * BULK_STAGE + 2 * BULK_STAGES);
+            let bar = |s: usize| tiles.barrier(BULK_STAGES * BULK_STAGE + 2 * s);
+            for s in 0..BULK_STAGES {
+                bar(s).init(1);
+            }
+            fence_init();
+            let b = block_idx_x() as usize;
+            let total = rounds as usize * BULK_STAGES;
+            let issue = |i: usize| {
+                let s = i % BULK_STAGES;
+                let first = ((b / group + i * shift) % chunks) * BULK_STAGE;
+                bar(s).arrive_expect_tx((BULK_STAGE * 4) as u32);
+                for k in 0..BULK_BOXES {
+                    let at = s * BULK_STAGE + k * BULK_BOX;
+                    tma::load_1d(src, (first + k * BULK_BOX) as i32, tiles, at, bar(s));
+                }
+            };
+            for i in 0..BULK_STAGES.min(total) {
+                issue(i);
+            }
+            let mut sum = 0.0f32;
+            for i in 0..total {
+                let s = i % BULK_STAGES;
+                bar(s).wait(((i / BULK_STAGES) & 1) as u32);
+                for k in 0..BULK_BOXES {
+                    sum += tiles.read(s * BULK_STAGE + k * BULK_BOX);
+                }
+                if i + BULK_STAGES < total {
+                    // The copy engine writes the stage after this thread's reads of it.
+                    tma::fence_proxy_async();
+                    issue(i + BULK_STAGES);
+                }
+            }
+            out.write(b, sum);
+        }
     }
 }
 

@@ -1,5 +1,5 @@
 //! The compute rates (kernels/src/pipes.rs): FFMAs, instructions issued, tensor-core
-//! MMAs, L2 reads, and the latencies of a dependent FFMA and a dependent shared load.
+//! MMAs, L2 reads (the SMs' and the copy engine's), and the latencies of a dependent FFMA and a dependent shared load.
 //! Each rate is one declared count of work per launch ([`compute_units`]) over the
 //! median launch (and the SMs, where per SM); each kernel's output is checked against
 //! a CPU computation of the same arithmetic before its time is used.
@@ -7,22 +7,26 @@
 use cust::function::BlockSize;
 use cust::memory::CopyDestination;
 use kernels::entry;
+use kernels::gpu::tma::TensorMap;
+use kernels::gpu::{Global, GlobalMut};
 use kernels::handle::KernelInfo;
 use kernels::pipes::{
-    BLOCK, CHAINS, CHASE_RING, CHASE_THREADS, FMA_PER_ROUND, ISSUE_FMA_PER_ROUND, ISSUE_LOP3_PER_ROUND,
-    ISSUE_STEPS, LATENCY_STEPS, MMA_CHAINS, MMA_PER_ROUND, REQUEST_WINDOW, REQUESTS_PER_ROUND, WGMMA_N,
-    WGMMA_PER_ROUND, WGMMA_SHARED_BYTES, WGMMA_THREADS,
+    BLOCK, BULK_SHARED_BYTES, BULK_STAGE, BULK_STAGES, CHAINS, CHASE_RING, CHASE_THREADS, FMA_PER_ROUND,
+    ISSUE_FMA_PER_ROUND, ISSUE_LOP3_PER_ROUND, ISSUE_STEPS, LATENCY_STEPS, MMA_CHAINS, MMA_PER_ROUND,
+    REQUEST_WINDOW, REQUESTS_PER_ROUND, WGMMA_N, WGMMA_PER_ROUND, WGMMA_SHARED_BYTES, WGMMA_THREADS,
 };
 
 use super::{Effort, per_sm_rate};
 use crate::device::Gpu;
 use crate::error::{Error, Result};
+use crate::experiment::problem::{Dim, Problem};
 use crate::launch::{DeviceArg, Launch};
 use crate::profile::ComputeRates;
+use crate::tensor_map::MapSpec;
 use crate::timing::time_launches;
 
 /// The compute microbenchmarks, in the order of [`ComputeRates::named`].
-pub static COMPUTE: [&KernelInfo; 8] = [
+pub static COMPUTE: [&KernelInfo; 9] = [
     entry::fma_throughput.info(),
     entry::issue_mix.info(),
     entry::mma_tf32_throughput.info(),
@@ -31,6 +35,7 @@ pub static COMPUTE: [&KernelInfo; 8] = [
     entry::fma_latency.info(),
     entry::shared_chase.info(),
     entry::line_requests.info(),
+    entry::l2_bulk_read.info(),
 ];
 
 /// The FMA chains' parameters: `f = f A + B` tends to B / (1 - A) = 512, so the
@@ -50,7 +55,13 @@ pub const WGMMA_B: f32 = 1.0 / 8.0;
 pub fn block_threads(kernel: &KernelInfo) -> u32 {
     if kernel == entry::wgmma_tf32_throughput.info() {
         WGMMA_THREADS
-    } else if [entry::fma_latency.info(), entry::shared_chase.info()].contains(&kernel) {
+    } else if [
+        entry::fma_latency.info(),
+        entry::shared_chase.info(),
+        entry::l2_bulk_read.info(),
+    ]
+    .contains(&kernel)
+    {
         CHASE_THREADS
     } else {
         BLOCK
@@ -89,6 +100,7 @@ pub fn compute_units(kernel: &KernelInfo, blocks: u32, rounds: usize, layers: us
             (threads / u64::from(WGMMA_THREADS)) * rounds * WGMMA_PER_ROUND as u64 * flops
         }
         "l2_read" => threads * rounds * layers as u64 * 16,
+        "l2_bulk_read" => u64::from(blocks) * rounds * (BULK_STAGES * BULK_STAGE * 4) as u64,
         "fma_latency" | "shared_chase" => rounds * LATENCY_STEPS as u64,
         "line_requests" => warps * rounds * REQUESTS_PER_ROUND as u64,
         _ => 0,
@@ -112,6 +124,89 @@ pub fn l2_shape(threads: u64, l2_bytes: u64) -> (usize, usize) {
 pub fn l2_rounds(threads: u64, layers: usize, quick: bool) -> usize {
     let bytes: u64 = if quick { 1 << 30 } else { 8 << 30 };
     (bytes / (threads * layers as u64 * 16).max(1)).max(1) as usize
+}
+
+/// `l2_bulk_read`'s buffer on an L2 of `l2_bytes`: chunks of a stage's floats, as many
+/// as make about a quarter of the L2 (at least one), and the shift between a block's
+/// stages, in chunks: about 0.382 of them (the golden section), so the blocks' reads
+/// spread over the buffer.
+pub fn bulk_shape(l2_bytes: u64) -> (usize, usize) {
+    let chunk = (BULK_STAGE * 4) as u64;
+    let chunks = ((l2_bytes / 4 + chunk / 2) / chunk).max(1);
+    let shift = ((chunks as f64 * 0.382).round() as u64).max(1);
+    (chunks as usize, shift as usize)
+}
+
+/// `l2_bulk_read`'s rounds (a stage each of its stages): 8 GB read a launch, an eighth
+/// when quick.
+pub fn bulk_rounds(blocks: u64, quick: bool) -> usize {
+    let bytes: u64 = if quick { 1 << 30 } else { 8 << 30 };
+    (bytes / (blocks * (BULK_STAGES * BULK_STAGE * 4) as u64).max(1)).max(1) as usize
+}
+
+/// Blocks of `l2_bulk_read` that read each chunk at once, for the rate of lines many SMs
+/// share: a product's tile is read by every block of its row or column of tiles, and
+/// from about 4 sharers on, each SM's own port to the L2 sets the rate.
+pub const BULK_SHARERS: usize = 8;
+
+/// What block `b` of `l2_bulk_read` stores: the first float of each box of every stage
+/// it read, stage `i` from chunk (b / group + i x shift) mod chunks.
+pub fn bulk_sum(b: usize, group: usize, chunks: usize, shift: usize, rounds: usize) -> f32 {
+    let b = b / group.max(1);
+    use kernels::pipes::{BULK_BOX, BULK_BOXES};
+    (0..rounds * BULK_STAGES)
+        .map(|i| {
+            let first = ((b + i * shift) % chunks) * BULK_STAGE;
+            (0..BULK_BOXES)
+                .map(|k| l2_value(first + k * BULK_BOX) as f32)
+                .sum::<f32>()
+        })
+        .sum()
+}
+
+/// `l2_bulk_read`'s buffers on a GPU: the source, its tensor map and the blocks' sums.
+pub struct BulkRead {
+    pub rounds: usize,
+    chunks: usize,
+    shift: usize,
+    group: usize,
+    _src: cust::memory::DeviceBuffer<f32>,
+    map: cust::memory::DeviceBuffer<u64>,
+    out: cust::memory::DeviceBuffer<f32>,
+}
+
+impl BulkRead {
+    /// The buffers for a launch of `blocks` blocks ([`bulk_shape`], [`bulk_rounds`]),
+    /// `group` of them reading each chunk at once.
+    pub fn new(gpu: &Gpu, blocks: u32, group: usize, quick: bool) -> Result<BulkRead> {
+        let (chunks, shift) = bulk_shape(gpu.info.l2_bytes);
+        let host: Vec<f32> = (0..chunks * BULK_STAGE).map(|i| l2_value(i) as f32).collect();
+        let src = gpu.upload(&host)?;
+        let map = MapSpec::line(0, Dim::Len, kernels::pipes::BULK_BOX as u32)
+            .for_gpu(&Problem::Elements { n: host.len() }, src.as_device_ptr().as_raw())?;
+        Ok(BulkRead {
+            rounds: bulk_rounds(u64::from(blocks), quick),
+            chunks,
+            shift,
+            group,
+            map: gpu.upload(&map.words)?,
+            out: gpu.alloc::<f32>(blocks as usize)?,
+            _src: src,
+        })
+    }
+
+    /// The kernel's arguments.
+    pub fn args(&self) -> (u32, usize, usize, usize, Global<TensorMap>, GlobalMut<f32>) {
+        let (map, out) = (self.map.global_as(), self.out.global_mut());
+        (self.rounds as u32, self.chunks, self.shift, self.group, map, out)
+    }
+
+    /// The first block whose sum is not [`bulk_sum`]'s, or None.
+    pub fn check(&self, gpu: &Gpu) -> Result<Option<String>> {
+        let got = read(gpu, &self.out)?;
+        let sum = |b| bulk_sum(b, self.group, self.chunks, self.shift, self.rounds);
+        Ok(check("l2_bulk_read", &got, sum))
+    }
 }
 
 /// The value `l2_read` reads at float `i` of its buffer (small integers: every sum a
@@ -287,7 +382,8 @@ pub fn compute_rates(
     let (info, reps, quick) = (&gpu.info, effort.reps(), effort.quick);
     let mut runs = Vec::new();
     let mut failures = Vec::new();
-    let mut rates: [Option<f64>; 8] = [None; 8];
+    let mut rates: [Option<f64>; 9] = [None; 9];
+    let mut bulk_shared = None;
     for (i, &kernel) in COMPUTE.iter().enumerate() {
         progress(kernel.name);
         if !kernel.module.loads_on(info.compute_capability) {
@@ -307,10 +403,12 @@ pub fn compute_rates(
         let threads = block_threads(kernel);
         let shared = if kernel == entry::wgmma_tf32_throughput.info() {
             WGMMA_SHARED_BYTES as u32
+        } else if kernel == entry::l2_bulk_read.info() {
+            BULK_SHARED_BYTES as u32
         } else {
             0
         };
-        let blocks = if threads == CHASE_THREADS {
+        let blocks = if threads == CHASE_THREADS && kernel != entry::l2_bulk_read.info() {
             1
         } else {
             let per_sm = gpu
@@ -340,6 +438,19 @@ pub fn compute_rates(
                 let got = read(gpu, &out)?;
                 let want = l2_sums(n, layers, shift, rounds);
                 (t, check(kernel.name, &got, |i| want[i] as f32))
+            }
+            "l2_bulk_read" => {
+                let k = gpu.load(&entry::l2_bulk_read)?;
+                // Lines BULK_SHARERS SMs read at once, then lines one SM reads (the rate).
+                let shared = BulkRead::new(gpu, blocks, BULK_SHARERS, quick)?;
+                let t = time_launches(gpu, reps, || k.launch(cfg, shared.args()))?;
+                failures.extend(shared.check(gpu)?);
+                let units = compute_units(kernel, blocks, shared.rounds, 1);
+                bulk_shared = Some(units as f64 / (t.median_ms * 1e6)).filter(|r| r.is_finite() && *r > 0.0);
+                let bulk = BulkRead::new(gpu, blocks, 1, quick)?;
+                rounds = bulk.rounds;
+                let t = time_launches(gpu, reps, || k.launch(cfg, bulk.args()))?;
+                (t, bulk.check(gpu)?)
             }
             "issue_mix" => {
                 let out = gpu.alloc::<u32>(n)?;
@@ -406,7 +517,7 @@ pub fn compute_rates(
         let units = compute_units(kernel, blocks, rounds, layers);
         let ns = time.median_ms * 1e6;
         rates[i] = match kernel.name {
-            "l2_read" => Some(units as f64 / ns),
+            "l2_read" | "l2_bulk_read" => Some(units as f64 / ns),
             "fma_latency" | "shared_chase" => Some(ns / units as f64),
             _ => per_sm_rate(units, time.median_ms, info.sm_count),
         }
@@ -425,7 +536,17 @@ pub fn compute_rates(
             skipped: None,
         });
     }
-    let [fma, issue, mma, wgmma, l2, fma_latency, shared_latency, requests] = rates;
+    let [
+        fma,
+        issue,
+        mma,
+        wgmma,
+        l2,
+        fma_latency,
+        shared_latency,
+        requests,
+        bulk,
+    ] = rates;
     let rates = ComputeRates {
         fma_per_ns_per_sm: fma.unwrap_or_default(),
         issue_per_ns_per_sm: issue.unwrap_or_default(),
@@ -435,12 +556,14 @@ pub fn compute_rates(
         fma_latency_ns: fma_latency.unwrap_or_default(),
         shared_latency_ns: shared_latency.unwrap_or_default(),
         l1_requests_per_ns_per_sm: requests.unwrap_or_default(),
+        l2_bulk_read_gb_per_s: bulk,
+        l2_bulk_shared_gb_per_s: bulk_shared,
     };
     Ok((rates, runs, failures))
 }
 
 /// A kernel's output, back on the host.
-fn read<T: cust::memory::DeviceCopy + Default + Clone>(
+pub(super) fn read<T: cust::memory::DeviceCopy + Default + Clone>(
     gpu: &Gpu,
     buf: &cust::memory::DeviceBuffer<T>,
 ) -> Result<Vec<T>> {
@@ -485,7 +608,7 @@ mod tests {
         // Every kernel has its rounds, but l2_read, whose rounds come from its bytes.
         for k in COMPUTE {
             let full = compute_rounds(k, false);
-            assert_eq!(full == 0, k.name == "l2_read", "{}", k.name);
+            assert_eq!(full == 0, k.name.starts_with("l2_"), "{}", k.name);
             assert_eq!(compute_rounds(k, true), full / 8);
         }
     }
@@ -580,11 +703,14 @@ mod tests {
         assert_eq!(block_threads(&entry::fma_latency), 32);
         assert_eq!(block_threads(&entry::wgmma_tf32_throughput), 128);
         assert_eq!(block_threads(&entry::issue_mix), 256);
+        // Each kernel's rate in order; l2_bulk_read's shared rate last, besides.
+        let named = crate::profile::compute::tests::sample().named();
+        assert_eq!(named[9].0, "l2_bulk_shared_gb_per_s");
         assert_eq!(
-            COMPUTE.map(|k| k.name),
-            crate::profile::compute::tests::sample()
-                .named()
-                .map(|(name, _)| match name {
+            COMPUTE.map(|k| k.name).to_vec(),
+            named[..9]
+                .iter()
+                .map(|&(name, _)| match name {
                     "fma_per_ns_per_sm" => "fma_throughput",
                     "issue_per_ns_per_sm" => "issue_mix",
                     "mma_tf32_per_ns_per_sm" => "mma_tf32_throughput",
@@ -592,8 +718,10 @@ mod tests {
                     "l2_read_gb_per_s" => "l2_read",
                     "fma_latency_ns" => "fma_latency",
                     "shared_latency_ns" => "shared_chase",
-                    _ => "line_requests",
+                    "l1_requests_per_ns_per_sm" => "line_requests",
+                    _ => "l2_bulk_read",
                 })
+                .collect::<Vec<_>>()
         );
     }
 }

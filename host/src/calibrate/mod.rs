@@ -11,7 +11,9 @@
 //! allocation unit that agrees with the driver's occupancy calculator on every
 //! kernel); [`on_chip`]: the on-chip rates (lines of global loads and stores,
 //! shared-memory wavefronts); [`compute`]: the compute rates (FFMAs, instructions
-//! issued, tensor-core MMAs, L2 reads, an FFMA's and a shared load's latency); [`pitch`]: a scatter, an update and a gather down
+//! issued, tensor-core MMAs, L2 reads, an FFMA's and a shared load's latency);
+//! [`power`]: the board's power while those kernels run for a second or more each
+//! (the energy of each kind of work, and the limit); [`pitch`]: a scatter, an update and a gather down
 //! columns at pitches and spans (the rates of scattered requests); [`spread`]: copies
 //! whose waves spread over many pages; the copy again (the faster copy is kept, as
 //! the harness does, so a slow first copy cannot inflate the fits). [`summary`] prints
@@ -27,6 +29,7 @@ pub mod inflight;
 pub mod occupancy;
 pub mod on_chip;
 pub mod pitch;
+pub mod power;
 pub mod refit;
 pub mod spread;
 pub mod stride;
@@ -122,6 +125,7 @@ impl Effort {
             + 1
             + ON_CHIP.len()
             + COMPUTE.len()
+            + crate::profile::power::POWER_RUNS.len()
             + 1
             + pitch_grid(self.quick).len() * pitch::ITERATIONS.len()
             + 1
@@ -153,6 +157,8 @@ pub struct Notes {
     pub on_chip_rounds: usize,
     /// How each compute rate was measured, in [`COMPUTE`]'s order.
     pub compute_runs: Vec<ComputeRun>,
+    /// Why the profile has no power (no NVML, a run that drew too little), or None.
+    pub no_power: Option<String>,
 }
 
 /// A calibration: the profile, how it was measured, and the kernels that failed
@@ -203,6 +209,7 @@ pub fn measure(gpu: &Gpu, effort: Effort, mut progress: impl FnMut(&str)) -> Res
     let (sm, occupancy_samples, occupancy_agreeing) = occupancy::sm_limits(gpu, &mut progress)?;
     let (rates, on_chip_blocks) = on_chip::on_chip_rates(gpu, effort, &mut progress)?;
     let (compute, compute_runs, compute_failures) = compute::compute_rates(gpu, effort, &mut progress)?;
+    let (power, power_failures) = power::power_rates(gpu, effort, &mut progress)?;
     let wave = u64::from(info.sm_count) * u64::from(info.max_threads_per_sm);
     let (pitch_points, pitch_failures) =
         pitch::pitch_sweep(gpu, effort.quick, effort.reps(), wave, &mut progress)?;
@@ -241,6 +248,7 @@ pub fn measure(gpu: &Gpu, effort: Effort, mut progress: impl FnMut(&str)) -> Res
         pitch_sweep: Some(pitch_points),
         spread_sweep: Some(spread_points),
         compute: Some(compute),
+        power: power.as_ref().ok().cloned(),
         stride_sweep: strided.points,
         inflight_sweep: inflight.points,
     };
@@ -248,6 +256,7 @@ pub fn measure(gpu: &Gpu, effort: Effort, mut progress: impl FnMut(&str)) -> Res
     failures.extend(inflight.failures);
     failures.extend(chase_failure);
     failures.extend(compute_failures);
+    failures.extend(power_failures);
     failures.extend(pitch_failures);
     failures.extend(spread_failures);
     Ok(Calibration {
@@ -266,6 +275,7 @@ pub fn measure(gpu: &Gpu, effort: Effort, mut progress: impl FnMut(&str)) -> Res
             on_chip_blocks,
             on_chip_rounds: effort.rounds(),
             compute_runs,
+            no_power: power.err(),
         },
         failures,
     })
@@ -298,7 +308,7 @@ mod tests {
         // distances of 2 kernels.
         assert_eq!(
             full.steps(),
-            2 + 1 + 64 + 1 + 8 + 1 + 1 + 3 + 8 + 1 + 31 * 3 + 1 + 8 * 2
+            2 + 1 + 64 + 1 + 8 + 1 + 1 + 3 + 9 + 7 + 1 + 31 * 3 + 1 + 8 * 2
         );
         assert!(quick.rounds() < full.rounds());
     }

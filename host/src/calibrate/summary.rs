@@ -5,7 +5,7 @@ use super::on_chip::store_windows;
 use super::pitch::pitch_table;
 use super::spread::spread_table;
 use super::{BELOW_CEILING, ComputeRun, Notes};
-use crate::profile::{ComputeRates, Profile, SweepPoint};
+use crate::profile::{ComputeRates, PowerRates, Profile, SweepPoint};
 use crate::units::format_bytes;
 
 /// The human summary: each parameter on one line, with what it was measured from.
@@ -147,6 +147,11 @@ pub fn summary(p: &Profile, n: &Notes) -> String {
     if let Some(c) = &p.compute {
         lines.extend(compute_lines(c, n));
     }
+    match (&p.power, &n.no_power) {
+        (Some(power), _) => lines.extend(power_lines(power)),
+        (None, Some(why)) => lines.push(("power", "null".into(), format!("not measured: {why}"))),
+        (None, None) => {}
+    }
     let mut text: String = lines
         .iter()
         .map(|(name, value, from)| format!("{name:<31} {value:>11}  {from}\n"))
@@ -174,6 +179,8 @@ fn compute_lines(c: &ComputeRates, n: &Notes) -> Vec<(&'static str, String, Stri
         "ns",
         "ns",
         "warp requests/ns/SM",
+        "GB/s",
+        "GB/s",
     ];
     let what = [
         "8 independent FFMA chains a thread, full residency; FFMAs / time / SMs",
@@ -184,6 +191,8 @@ fn compute_lines(c: &ComputeRates, n: &Notes) -> Vec<(&'static str, String, Stri
         "one warp, one dependent FFMA chain; time / FFMAs",
         "one warp, a dependent chain of shared loads; time / loads",
         "warp loads of one line each, all L1 hits, full residency; requests / time / SMs",
+        "1D TMA boxes from a quarter of the L2, one thread a block keeping 32 KiB in flight; bytes / time",
+        "l2_bulk_read with each chunk read by 8 blocks at once (lines many SMs share); bytes / time",
     ];
     let mut out = Vec::new();
     for (i, (name, rate)) in c.named().into_iter().enumerate() {
@@ -202,6 +211,62 @@ fn compute_lines(c: &ComputeRates, n: &Notes) -> Vec<(&'static str, String, Stri
         out.push((name, value, how));
     }
     out
+}
+
+/// One line per power parameter: its value, and the run it comes from.
+fn power_lines(p: &PowerRates) -> Vec<(&'static str, String, String)> {
+    let run = |k: &str| {
+        p.runs.iter().find(|r| r.kernel == k).map_or(String::new(), |r| {
+            format!("{k}: {:.0} W over {:.2} s", r.watts, r.seconds)
+        })
+    };
+    let above = |k: &str, per: &str| format!("{}; (W - base_w) / {per} a second", run(k));
+    let pj = |v: Option<f64>, unit: &str| v.map_or("null".to_string(), |v| format!("{v:.3} {unit}"));
+    vec![
+        (
+            "limit_w",
+            format!("{:.0} W", p.limit_w),
+            "the board's enforced power limit (NVML)".into(),
+        ),
+        (
+            "base_w",
+            format!("{:.1} W", p.base_w),
+            format!("{}, one warp an SM", run("fma_latency")),
+        ),
+        (
+            "ffma_pj",
+            pj(Some(p.ffma_pj), "pJ"),
+            above("fma_throughput", "warp FFMAs"),
+        ),
+        (
+            "mma_tf32_pj",
+            pj(p.mma_tf32_pj, "pJ"),
+            above("mma_tf32_throughput", "warp mma.syncs"),
+        ),
+        (
+            "wgmma_tf32_pj_per_flop",
+            pj(p.wgmma_tf32_pj_per_flop, "pJ"),
+            above("wgmma_tf32_throughput", "FLOPs"),
+        ),
+        (
+            "l2_pj_per_byte",
+            pj(Some(p.l2_pj_per_byte), "pJ"),
+            above("l2_read", "bytes"),
+        ),
+        (
+            "l2_bulk_pj_per_byte",
+            pj(p.l2_bulk_pj_per_byte, "pJ"),
+            above("l2_bulk_read", "bytes"),
+        ),
+        (
+            "dram_pj_per_byte",
+            pj(Some(p.dram_pj_per_byte), "pJ"),
+            format!(
+                "{}, over 8 x the L2; less its bytes' L2 energy",
+                above("l2_read_dram", "bytes")
+            ),
+        ),
+    ]
 }
 
 #[cfg(test)]
@@ -253,11 +318,12 @@ mod tests {
                         .then(|| "needs sm_90a (this GPU is 8.0)".into()),
                 })
                 .collect(),
+            no_power: None,
         };
         let text = summary(&p, &notes);
-        // 16 parameters and 8 compute rates, then each sweep: a blank line, its title, its header and one
+        // 16 parameters, 10 compute rates and 8 of power, then each sweep: a blank line, its title, its header and one
         // line per point.
-        assert_eq!(text.lines().count(), 16 + 8 + 3 + 1 + 3 + 1, "{text}");
+        assert_eq!(text.lines().count(), 16 + 10 + 8 + 3 + 1 + 3 + 1, "{text}");
         assert!(text.contains("\npitch sweep (32 lanes one pitch apart"), "{text}");
         assert!(text.contains("\nspread sweep (a copy"), "{text}");
         for field in [
@@ -285,6 +351,12 @@ mod tests {
             "fma_latency_ns",
             "shared_latency_ns",
             "l1_requests_per_ns_per_sm",
+            "l2_bulk_read_gb_per_s",
+            "l2_bulk_shared_gb_per_s",
+            "limit_w",
+            "base_w",
+            "wgmma_tf32_pj_per_flop",
+            "dram_pj_per_byte",
         ] {
             assert!(text.lines().any(|l| l.starts_with(field)), "{field}: {text}");
         }
@@ -318,9 +390,31 @@ mod tests {
                     upper_bound: true,
                     ..notes.latency
                 },
-                ..notes
+                ..notes.clone()
             },
         );
         assert!(bound.contains("an upper bound"), "{bound}");
+        // The DRAM's energy: 50 pJ a byte in the sample, from its own run.
+        assert!(
+            text.contains("50.000 pJ  l2_read_dram: 425 W over 1.50 s"),
+            "{text}"
+        );
+        // Without NVML: one line that says why.
+        let unpowered = Profile {
+            power: None,
+            ..p.clone()
+        };
+        let why = summary(
+            &unpowered,
+            &Notes {
+                no_power: Some("NVML (libnvidia-ml.so.1) did not load".into()),
+                ..notes.clone()
+            },
+        );
+        assert!(
+            why.lines()
+                .any(|l| l.starts_with("power") && l.contains("not measured: NVML")),
+            "{why}"
+        );
     }
 }

@@ -35,11 +35,22 @@ pub struct ComputeRates {
     /// `line_requests` (16 a round, full residency), requests / time / SMs. A request
     /// of many lines takes `load_lines_per_ns_per_sm`'s time per line.
     pub l1_requests_per_ns_per_sm: f64,
+    /// Bytes per second, GB/s, the L2 serves GPU-wide to the copy engine (TMA):
+    /// `l2_bulk_read` (one thread a block keeping 32 KiB of 1D boxes in flight, from a
+    /// buffer of about a quarter of the L2), bytes / time. None but on sm_90 GPUs, and
+    /// in profiles from before schema 7.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l2_bulk_read_gb_per_s: Option<f64>,
+    /// The same for lines several SMs read at about the same time, as a product's
+    /// blocks read the tiles they share: `l2_bulk_read` with each chunk read by
+    /// `BULK_SHARERS` blocks at once, bytes / time. Each SM's port to the L2 sets it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l2_bulk_shared_gb_per_s: Option<f64>,
 }
 
 impl ComputeRates {
     /// Each rate by name, None where not measured on this GPU.
-    pub fn named(&self) -> [(&'static str, Option<f64>); 8] {
+    pub fn named(&self) -> [(&'static str, Option<f64>); 10] {
         [
             ("fma_per_ns_per_sm", Some(self.fma_per_ns_per_sm)),
             ("issue_per_ns_per_sm", Some(self.issue_per_ns_per_sm)),
@@ -52,6 +63,8 @@ impl ComputeRates {
             ("fma_latency_ns", Some(self.fma_latency_ns)),
             ("shared_latency_ns", Some(self.shared_latency_ns)),
             ("l1_requests_per_ns_per_sm", Some(self.l1_requests_per_ns_per_sm)),
+            ("l2_bulk_read_gb_per_s", self.l2_bulk_read_gb_per_s),
+            ("l2_bulk_shared_gb_per_s", self.l2_bulk_shared_gb_per_s),
         ]
     }
 
@@ -83,6 +96,8 @@ pub(crate) mod tests {
             fma_latency_ns: 2.3,
             shared_latency_ns: 17.0,
             l1_requests_per_ns_per_sm: 1.6,
+            l2_bulk_read_gb_per_s: Some(6000.0),
+            l2_bulk_shared_gb_per_s: Some(12000.0),
         }
     }
 
@@ -92,6 +107,8 @@ pub(crate) mod tests {
         let older = ComputeRates {
             mma_tf32_per_ns_per_sm: None,
             wgmma_tf32_flops_per_ns_per_sm: None,
+            l2_bulk_read_gb_per_s: None,
+            l2_bulk_shared_gb_per_s: None,
             ..sample()
         };
         assert_eq!(older.check(), Ok(()));

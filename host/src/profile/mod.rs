@@ -11,10 +11,12 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 
 pub mod compute;
+pub mod power;
 pub mod schema;
 pub mod sweeps;
 
 pub use compute::ComputeRates;
+pub use power::{PowerRates, PowerRun};
 pub use schema::{PROFILE_SCHEMA, SCHEMA_3_FIELDS};
 pub use sweeps::{
     PAGE_BYTES, PitchPoint, RequestKind, SpreadPoint, Stream, SweepPoint, pages_filled, spread,
@@ -116,6 +118,10 @@ pub struct Profile {
     /// reads and two latencies, each measured by a microbenchmark of our own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compute: Option<ComputeRates>,
+    /// The board's power limit and the energy of each kind of work (schema 7; `None`
+    /// before, and where NVML could not be asked): what clock a product can keep.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power: Option<PowerRates>,
     /// The measurements behind the fits, for the record.
     pub stride_sweep: Vec<SweepPoint>,
     pub inflight_sweep: Vec<SweepPoint>,
@@ -240,6 +246,7 @@ pub(crate) mod tests {
                 gb_per_s: 2800.0,
             }]),
             compute: Some(compute::tests::sample()),
+            power: Some(power::tests::sample()),
             stride_sweep: Vec::new(),
             inflight_sweep: Vec::new(),
         }
@@ -250,6 +257,7 @@ pub(crate) mod tests {
         Profile {
             schema: 5,
             compute: None,
+            power: None,
             ..sample()
         }
     }
@@ -260,6 +268,7 @@ pub(crate) mod tests {
             schema: 4,
             spread_sweep: None,
             compute: None,
+            power: None,
             ..sample()
         }
     }
@@ -271,6 +280,7 @@ pub(crate) mod tests {
             pitch_sweep: None,
             spread_sweep: None,
             compute: None,
+            power: None,
             ..sample()
         }
     }
@@ -282,6 +292,7 @@ pub(crate) mod tests {
             pitch_sweep: None,
             spread_sweep: None,
             compute: None,
+            power: None,
             sm: None,
             load_lines_per_ns_per_sm: None,
             store_lines_per_ns_per_sm: None,

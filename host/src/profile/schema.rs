@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 /// The profile format's version: a newer file is refused in one line, an older one is
 /// read as it is (docs/model.md says what each schema added, and what an older file's
 /// predictions lack).
-pub const PROFILE_SCHEMA: u32 = 6;
+pub const PROFILE_SCHEMA: u32 = 7;
 
 /// The fields schema 3 added: required in a schema-3 file, absent before.
 pub const SCHEMA_3_FIELDS: [&str; 4] = [
@@ -87,6 +87,11 @@ impl Profile {
         if schema < 6 && value.get("compute").is_some() {
             return Err(bad(format!(
                 "not a coalesce profile: schema {schema} has no field `compute`"
+            )));
+        }
+        if schema < 7 && value.get("power").is_some() {
+            return Err(bad(format!(
+                "not a coalesce profile: schema {schema} has no field `power`"
             )));
         }
         let points = value.get("pitch_sweep").and_then(|v| v.as_array());
@@ -179,6 +184,9 @@ impl Profile {
         if let Some(c) = &self.compute {
             c.check()?;
         }
+        if let Some(p) = &self.power {
+            p.check()?;
+        }
         if self.sm_count == 0 || self.max_threads_per_sm == 0 {
             return Err("sm_count and max_threads_per_sm must be positive".into());
         }
@@ -214,9 +222,9 @@ mod tests {
                 "{e}"
             );
         }
-        let newer = text.replace("\"schema\":6", "\"schema\":7");
+        let newer = text.replace("\"schema\":7", "\"schema\":8");
         let e = Profile::parse(&newer, "p.json").unwrap_err().to_string();
-        assert!(e.contains("newer coalesce (profile schema 7"), "{e}");
+        assert!(e.contains("newer coalesce (profile schema 8"), "{e}");
         let missing = text.replace("\"loaded_latency_ns\"", "\"renamed\"");
         let e = Profile::parse(&missing, "p.json").unwrap_err().to_string();
         assert!(e.contains("missing field `loaded_latency_ns`"), "{e}");
@@ -305,7 +313,8 @@ mod tests {
         let mut v = serde_json::to_value(&two).unwrap();
         v.as_object_mut().unwrap().remove("spread_sweep");
         v.as_object_mut().unwrap().remove("compute");
-        let odd = v.to_string().replace("\"schema\":6", "\"schema\":4");
+        v.as_object_mut().unwrap().remove("power");
+        let odd = v.to_string().replace("\"schema\":7", "\"schema\":4");
         let e = Profile::parse(&odd, "p.json").unwrap_err().to_string();
         assert_eq!(
             e,
@@ -337,6 +346,28 @@ mod tests {
     }
 
     #[test]
+    fn schema_7_may_carry_power_and_schema_6_may_not() {
+        // Measured where NVML answers; a schema-7 file without it loads.
+        let text = serde_json::to_string(&sample()).unwrap();
+        assert_eq!(Profile::parse(&text, "p.json").unwrap(), sample());
+        let mut v = serde_json::to_value(sample()).unwrap();
+        v.as_object_mut().unwrap().remove("power");
+        assert_eq!(Profile::parse(&v.to_string(), "p.json").unwrap().power, None);
+        let six = v.to_string().replace("\"schema\":7", "\"schema\":6");
+        assert_eq!(Profile::parse(&six, "p.json").unwrap().schema, 6);
+        let odd = text.replace("\"schema\":7", "\"schema\":6");
+        let e = Profile::parse(&odd, "p.json").unwrap_err().to_string();
+        assert_eq!(e, "p.json: not a coalesce profile: schema 6 has no field `power`");
+        let mut v = serde_json::to_value(sample()).unwrap();
+        v["power"]["l2_pj_per_byte"] = serde_json::json!(-1.0);
+        let e = Profile::parse(&v.to_string(), "p.json").unwrap_err().to_string();
+        assert!(
+            e.ends_with("power.l2_pj_per_byte is -1, not a positive number"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn schema_6_needs_its_compute_rates_and_schema_5_loads_without_them() {
         let mut v = serde_json::to_value(sample()).unwrap();
         v.as_object_mut().unwrap().remove("compute");
@@ -344,7 +375,7 @@ mod tests {
         assert_eq!(e, "p.json: not a coalesce profile: missing field `compute`");
         let null = v
             .to_string()
-            .replace("\"schema\":6", "\"schema\":6,\"compute\":null");
+            .replace("\"schema\":7", "\"schema\":7,\"compute\":null");
         let e = Profile::parse(&null, "p.json").unwrap_err().to_string();
         assert_eq!(e, "p.json: not a coalesce profile: missing field `compute`");
         // A schema-5 file: loads, with no compute rates.
@@ -354,7 +385,7 @@ mod tests {
         assert_eq!((p.schema, p.compute), (5, None));
         // ... and cannot carry them, even null.
         let text = serde_json::to_string(&sample()).unwrap();
-        let odd = text.replace("\"schema\":6", "\"schema\":5");
+        let odd = text.replace("\"schema\":7", "\"schema\":5");
         let e = Profile::parse(&odd, "p.json").unwrap_err().to_string();
         assert_eq!(
             e,

@@ -1,0 +1,230 @@
+//! The power runs: each compute microbenchmark of [`super::compute`] launched again
+//! and again for a second or more, while the board's energy counter (NVML) says what
+//! it drew; [`crate::profile::power::fit`] turns the runs into the energy of each
+//! kind of work. The window opens and closes where the counter changes, so its
+//! updates (tens of ms apart on some boards) cost nothing of its length.
+
+use std::time::{Duration, Instant};
+
+use cust::function::BlockSize;
+use kernels::entry;
+use kernels::pipes::{BLOCK, BULK_SHARED_BYTES, WGMMA_SHARED_BYTES, WGMMA_THREADS};
+
+use super::Effort;
+use super::compute::{
+    BulkRead, FMA_A, FMA_B, MMA_A, MMA_B, WGMMA_B, check_wgmma_blocks, compute_rounds, compute_units,
+    fma_chain, fma_chains, l2_rounds, l2_shape, l2_sums, l2_value, mma_sum,
+};
+use crate::device::Gpu;
+use crate::error::Result;
+use crate::launch::{DeviceArg, Launch};
+use crate::nvml::Board;
+use crate::profile::power::{POWER_RUNS, PowerRates, PowerRun, fit};
+
+/// How long each run's window lasts, after how long a warm-up: long enough for the
+/// board to settle at its limit's clock where the kernel meets it.
+fn window(effort: Effort) -> (Duration, Duration) {
+    if effort.quick {
+        (Duration::from_millis(100), Duration::from_millis(300))
+    } else {
+        (Duration::from_millis(500), Duration::from_millis(1500))
+    }
+}
+
+/// The power fit, or why there is none (no NVML, a run that drew too little), and the
+/// runs' validation failures. `progress` hears of each run ([`POWER_RUNS`]).
+pub fn power_rates(
+    gpu: &Gpu,
+    effort: Effort,
+    progress: &mut impl FnMut(&str),
+) -> Result<(std::result::Result<PowerRates, String>, Vec<String>)> {
+    let board = match gpu
+        .info
+        .pci_bus_id
+        .as_deref()
+        .ok_or_else(|| "the driver gives no PCI address for this GPU".to_string())
+        .and_then(Board::open)
+    {
+        Ok(b) => b,
+        Err(why) => {
+            POWER_RUNS.iter().for_each(|k| progress(k));
+            return Ok((Err(why), Vec::new()));
+        }
+    };
+    let mut runs = Vec::new();
+    let mut failures = Vec::new();
+    for kernel in POWER_RUNS {
+        progress(kernel);
+        if let Some((r, failure)) = run(gpu, &board, kernel, effort)? {
+            runs.push(r);
+            failures.extend(failure);
+        }
+    }
+    let limit = match board.power_limit_w() {
+        Ok(w) => w,
+        Err(why) => return Ok((Err(why), failures)),
+    };
+    Ok((fit(limit, runs), failures))
+}
+
+/// One kernel's run: its launches, then a check of what the last one stored. None
+/// where this GPU cannot load it.
+fn run(gpu: &Gpu, board: &Board, name: &str, effort: Effort) -> Result<Option<(PowerRun, Option<String>)>> {
+    let info = &gpu.info;
+    let kernel = match name {
+        "fma_latency" => entry::fma_latency.info(),
+        "fma_throughput" => entry::fma_throughput.info(),
+        "mma_tf32_throughput" => entry::mma_tf32_throughput.info(),
+        "wgmma_tf32_throughput" => entry::wgmma_tf32_throughput.info(),
+        "l2_bulk_read" => entry::l2_bulk_read.info(),
+        _ => entry::l2_read.info(),
+    };
+    if !kernel.module.loads_on(info.compute_capability) {
+        return Ok(None);
+    }
+    let threads = match name {
+        "fma_latency" | "l2_bulk_read" => 32,
+        "wgmma_tf32_throughput" => WGMMA_THREADS,
+        _ => BLOCK,
+    };
+    let shared = match name {
+        "wgmma_tf32_throughput" => WGMMA_SHARED_BYTES as u32,
+        "l2_bulk_read" => BULK_SHARED_BYTES as u32,
+        _ => 0,
+    };
+    // The base: one warp on every SM. The others: as many blocks as fit.
+    let blocks = if name == "fma_latency" {
+        info.sm_count.max(1)
+    } else {
+        let per_sm = gpu
+            .function(kernel)?
+            .max_active_blocks_per_multiprocessor(BlockSize::x(threads), shared as usize)
+            .map_err(gpu.cuda_error("asking the driver's occupancy calculator"))?;
+        info.sm_count.max(1) * per_sm.max(1)
+    };
+    let cfg = Launch {
+        grid: (blocks, 1, 1),
+        block: (threads, 1, 1),
+        shared_bytes: shared,
+    };
+    let n = (blocks * threads) as usize;
+    let rounds = compute_rounds(kernel, effort.quick);
+    let (warm, length) = window(effort);
+    let (watts, launches, seconds, rounds, layers, failure) = match name {
+        "l2_bulk_read" => {
+            let bulk = BulkRead::new(gpu, blocks, 1, effort.quick)?;
+            let k = gpu.load(&entry::l2_bulk_read)?;
+            let (w, l, s) = energy(gpu, board, warm, length, || k.launch(cfg, bulk.args()))?;
+            (w, l, s, bulk.rounds, 1, bulk.check(gpu)?)
+        }
+        "l2_read" | "l2_read_dram" => {
+            // L2-resident: as the rate's run; from DRAM: 32 times its buffer, 8 x the L2.
+            let span = if name == "l2_read" {
+                info.l2_bytes
+            } else {
+                32 * info.l2_bytes
+            };
+            let (layers, shift) = l2_shape(n as u64, span);
+            let rounds = l2_rounds(n as u64, layers, effort.quick);
+            let host: Vec<f32> = (0..4 * n * layers).map(|i| l2_value(i) as f32).collect();
+            let src = gpu.upload(&host)?;
+            let out = gpu.alloc::<f32>(n)?;
+            let k = gpu.load(&entry::l2_read)?;
+            let args = (rounds as u32, layers, shift, src.global_as(), out.global_mut());
+            let (w, l, s) = energy(gpu, board, warm, length, || k.launch(cfg, args))?;
+            let got = super::compute::read(gpu, &out)?;
+            let want = l2_sums(n, layers, shift, rounds);
+            let bad = got.iter().zip(&want).position(|(g, w)| *g != *w as f32);
+            let failure = bad.map(|i| format!("{name}: thread {i} stored {} instead of {}", got[i], want[i]));
+            (w, l, s, rounds, layers, failure)
+        }
+        _ => {
+            let out = gpu.alloc::<f32>(n)?;
+            let (handle, a, b) = match name {
+                "fma_latency" => (&entry::fma_latency, FMA_A, FMA_B),
+                "fma_throughput" => (&entry::fma_throughput, FMA_A, FMA_B),
+                "mma_tf32_throughput" => (&entry::mma_tf32_throughput, MMA_A, MMA_B),
+                _ => (&entry::wgmma_tf32_throughput, MMA_A, WGMMA_B),
+            };
+            let k = gpu.load(handle)?;
+            let (w, l, s) = energy(gpu, board, warm, length, || {
+                k.launch(cfg, (rounds as u32, a, b, out.global_mut()))
+            })?;
+            let got = super::compute::read(gpu, &out)?;
+            let failure = match name {
+                "wgmma_tf32_throughput" => check_wgmma_blocks(&got, rounds, a, b),
+                _ => {
+                    let want = match name {
+                        "fma_latency" => fma_chain(rounds, a, b),
+                        "fma_throughput" => fma_chains(rounds, a, b),
+                        _ => mma_sum(rounds, a, b),
+                    };
+                    got.iter()
+                        .position(|v| *v != want)
+                        .map(|i| format!("{name}: thread {i} stored {} instead of {want}", got[i]))
+                }
+            };
+            (w, l, s, rounds, 1, failure)
+        }
+    };
+    let units = match name {
+        // The base's work is not priced: its rate is its launches'.
+        "fma_latency" => 1,
+        _ => compute_units(kernel, blocks, rounds, layers),
+    };
+    Ok(Some((
+        PowerRun {
+            kernel: name.to_string(),
+            watts,
+            units_per_s: launches as f64 * units as f64 / seconds,
+            seconds,
+        },
+        failure,
+    )))
+}
+
+/// Launches `launch` for `warm`, then until `length` has passed between two changes of
+/// the energy counter: the mean watts, the launches that ran between them and the
+/// seconds. Launches go four at a time, so the GPU never waits on the host.
+fn energy(
+    gpu: &Gpu,
+    board: &Board,
+    warm: Duration,
+    length: Duration,
+    mut launch: impl FnMut() -> Result<()>,
+) -> Result<(f64, u64, f64)> {
+    let read = || board.energy_mj().map_err(crate::Error::Library);
+    let mut batch = || -> Result<()> {
+        for _ in 0..4 {
+            launch()?;
+        }
+        gpu.sync("running a power microbenchmark")
+    };
+    let start = Instant::now();
+    while start.elapsed() < warm {
+        batch()?;
+    }
+    // Open the window where the counter changes.
+    let mut last = read()?;
+    let (e0, t0) = loop {
+        batch()?;
+        let e = read()?;
+        if e != last {
+            break (e, Instant::now());
+        }
+        last = e;
+    };
+    let mut launches = 0u64;
+    let mut last = e0;
+    let (e1, t1) = loop {
+        batch()?;
+        launches += 4;
+        let e = read()?;
+        if e != last && t0.elapsed() >= length {
+            break (e, Instant::now());
+        }
+        last = e;
+    };
+    let seconds = (t1 - t0).as_secs_f64();
+    Ok(((e1 - e0) as f64 / 1e3 / seconds, launches, seconds))
+}
