@@ -9,7 +9,8 @@
 //!   the FP32 pipe its FFMAs, the tensor pipe its `mma.sync`s or its `wgmma` FLOPs, the
 //!   L1 its shared wavefronts and global lines (served one after another, as for the
 //!   bandwidth kernels) and the bytes its loads' misses bring into it, the L2 its
-//!   sectors and the DRAM its share of the bytes the product must move once. Each is
+//!   sectors (the copy engine's at the rates the L2 serves it: its re-reads of tiles
+//!   at the rate for lines several SMs read at once) and the DRAM its share of the bytes the product must move once. Each is
 //!   the count over the calibrated rate.
 //! - **Delay**: after each barrier of the iteration, a warp's first shared load waits
 //!   its whole latency with nothing of its own to overlap.
@@ -22,8 +23,15 @@
 //! - **Waves**: the busiest SM runs its ceil(blocks / SMs) blocks, as many at once as
 //!   residency allows, the last round with fewer warps.
 //!
+//! - **Power**: the launch's counted work (FFMAs, MMAs, `wgmma` FLOPs, L2 and DRAM
+//!   bytes) takes the profile's energy per unit; if spending it at that pace would draw
+//!   more than the board's limit above its base, the GPU lowers its clock (and with it
+//!   its voltage) until it does not: power goes as the clock's cube
+//!   ([`clock_under_limit`]), and the time grows as the clock falls.
+//!
 //! The bound is the unit whose network is slowest, or the warps ("latency") when they
-//! keep that unit busy less than [`BUSY_ENOUGH`] of the time.
+//! keep that unit busy less than [`BUSY_ENOUGH`] of the time, or the power limit when
+//! it slows the launch.
 
 use serde::Serialize;
 
@@ -32,7 +40,7 @@ use super::mix::{InstructionMix, MixSource, instruction_mix};
 use super::queue;
 use super::residency::{LaunchSize, Residency, Resources, blocks_per_sm};
 use super::traffic::Traffic;
-use crate::profile::Profile;
+use crate::profile::{PowerRates, Profile};
 
 /// Warp schedulers (SM sub-partitions) per SM: four on every GPU from sm_70 to sm_90.
 /// Each issues for its own warps and has a quarter of the SM's pipes.
@@ -64,6 +72,8 @@ pub struct Step {
     /// Bytes the L2 serves (distinct sectors each block reads) and the DRAM moves.
     pub l2_bytes: f64,
     pub dram_bytes: f64,
+    /// Of the L2's bytes, those the copy engine (TMA) fetches: served at its own rate.
+    pub l2_bulk_bytes: f64,
     /// Of the L2's bytes, those of loads that allocate in the L1 on their way (`ld.global`,
     /// 4-byte `cp.async.ca`): not the copies that bypass it (16-byte `cp.async.cg`, TMA).
     pub l1_miss_bytes: f64,
@@ -195,6 +205,7 @@ impl Step {
         // A 16-byte `cp.async` is `cp.async.cg` (the kernel std's `copy4_async`).
         let through_l1 = |s: &SiteStats| lsu(Direction::Load)(s) && !(s.async_copy && s.lane_bytes >= 16);
         let l1_miss_sectors = executed(&through_l1, &|s| s.sectors);
+        let bulk_sectors = executed(&|s| global(Direction::Load)(s) && s.bulk, &|s| s.sectors);
         let distinct = if traffic.global_sectors[0] > 0 {
             (traffic.read_segments[0] as f64 / traffic.global_sectors[0] as f64).min(1.0)
         } else {
@@ -212,6 +223,7 @@ impl Step {
             load_lines: per_iteration(load_lines),
             store_lines: per_iteration(store_lines),
             l2_bytes: per_iteration(load_sectors * distinct * 32.0),
+            l2_bulk_bytes: per_iteration(bulk_sectors * distinct * 32.0),
             dram_bytes: if flops > 0.0 { f * dram_bytes / flops } else { 0.0 },
             l1_miss_bytes: per_iteration(l1_miss_sectors * distinct * 32.0),
         }
@@ -252,6 +264,8 @@ pub enum ProductBound {
     Unit(Unit),
     /// Too few warps to keep the busiest unit busy.
     Latency,
+    /// The board's power limit: the work at the units' pace would draw more.
+    Power,
 }
 
 impl Serialize for ProductBound {
@@ -259,6 +273,7 @@ impl Serialize for ProductBound {
         match self {
             ProductBound::Unit(u) => u.serialize(serializer),
             ProductBound::Latency => serializer.serialize_str("latency"),
+            ProductBound::Power => serializer.serialize_str("power"),
         }
     }
 }
@@ -268,6 +283,7 @@ impl ProductBound {
         match self {
             ProductBound::Unit(u) => u.describe().to_string(),
             ProductBound::Latency => "latency: too few warps to keep any unit busy".to_string(),
+            ProductBound::Power => "power: the board's limit lowers the clock".to_string(),
         }
     }
 }
@@ -300,6 +316,13 @@ pub struct ProductPrediction {
     pub time_ms: f64,
     pub gflop_per_s: f64,
     pub bound: ProductBound,
+    /// Watts the board would draw at the units' pace while the most blocks run at once,
+    /// and the limit it enforces (None without the profile's power).
+    pub power_w: Option<f64>,
+    pub power_limit_w: Option<f64>,
+    /// The clock as a share of the one the rates were measured at: below 1 where the
+    /// power limit lowers it.
+    pub clock_share: f64,
     /// What the time does not count, one line each.
     pub not_modelled: Vec<String>,
 }
@@ -391,7 +414,18 @@ pub fn predict(
     // (docs/model.md: the cost Nsight Compute shows as the L1's queue backing up).
     l1 += step.l1_miss_bytes / l2_share;
     units.push((Unit::L1, l1));
-    units.push((Unit::L2, step.l2_bytes / l2_share));
+    // The copy engine's bytes at the rates the L2 serves it, where measured: what the
+    // product must read once (its DRAM bytes) at the rate of lines one SM reads, and
+    // its re-reads (a tile read by every block of its row or column of tiles, the
+    // blocks at about the same step) at the rate of lines several SMs read at once.
+    let bulk_share = rates.l2_bulk_read_gb_per_s.map_or(l2_share, |r| quarter(r / sms));
+    let shared_share = rates
+        .l2_bulk_shared_gb_per_s
+        .map_or(bulk_share, |r| quarter(r / sms));
+    let once = step.dram_bytes.min(step.l2_bulk_bytes);
+    let lsu_bytes = step.l2_bytes - step.l2_bulk_bytes;
+    let bulk = once / bulk_share + (step.l2_bulk_bytes - once) / shared_share;
+    units.push((Unit::L2, lsu_bytes / l2_share + bulk));
     units.push((Unit::Dram, step.dram_bytes / quarter(profile.copy_gb_per_s / sms)));
     units.retain(|(_, d)| *d > 0.0);
     let delay_ns = step.barriers * rates.shared_latency_ns;
@@ -430,11 +464,32 @@ pub fn predict(
         .filter(|u| u.0 == pacing || u.0 == Unit::IssueSlots)
         .max_by(|a, b| a.1.total_cmp(&b.1))
         .map_or((pacing, 0.0), |u| (u.0, queue::utilisation(u.1, x)));
-    let bound = if busy >= BUSY_ENOUGH {
+    let mut bound = if busy >= BUSY_ENOUGH {
         ProductBound::Unit(unit)
     } else {
         ProductBound::Latency
     };
+    // The power while the most blocks run at once (a full round on every SM, or the
+    // whole grid if it is smaller): the clock the limit sets then stays through a last,
+    // partial round.
+    let at_once = blocks.min(per_sm * u64::from(profile.sm_count.max(1)));
+    let busiest_round_ns = round_ns(per_sm.min(busiest));
+    let power = profile.power.as_ref().map(|p| {
+        let joules = energy_j(flops, &step, p) * at_once as f64 / blocks as f64;
+        (p, joules / (busiest_round_ns * 1e-9))
+    });
+    let power_w = power.map(|(p, drawn)| p.base_w + drawn);
+    let clock_share = match power {
+        Some((p, drawn)) if p.base_w + drawn > p.limit_w => {
+            bound = ProductBound::Power;
+            clock_under_limit(drawn, p.limit_w - p.base_w)
+        }
+        _ => 1.0,
+    };
+    let time_ns = time_ns / clock_share;
+    if power.is_none() {
+        not_modelled.push("power: the profile has no power limit or energies (schema 7)".into());
+    }
     if known.is_none() {
         not_modelled.push("registers and shared memory: residency counts threads only".into());
     }
@@ -452,8 +507,32 @@ pub fn predict(
         time_ms: time_ns * 1e-6,
         gflop_per_s: flops / time_ns,
         bound,
+        power_w,
+        power_limit_w: profile.power.as_ref().map(|p| p.limit_w),
+        clock_share,
         not_modelled,
     })
+}
+
+/// The clock, as a share of the one the rates were measured at, at which work that
+/// draws `drawn` watts above the base at that clock draws `allowed`: dynamic power is
+/// the clock times the square of the voltage, and over the range a GPU's clock moves
+/// its voltage moves in proportion, so the power goes as the clock's cube.
+pub fn clock_under_limit(drawn: f64, allowed: f64) -> f64 {
+    (allowed / drawn).cbrt().min(1.0)
+}
+
+/// Joules a launch of `flops` FLOPs whose warps' iterations are `step` takes above the
+/// board's base: each counted unit of work at the profile's energy.
+pub fn energy_j(flops: f64, step: &Step, power: &PowerRates) -> f64 {
+    let iterations = flops / step.flops;
+    let pj = step.fp32 * power.ffma_pj
+        + step.mma_sync * power.mma_tf32_pj.unwrap_or(0.0)
+        + step.wgmma_flops * power.wgmma_tf32_pj_per_flop.unwrap_or(0.0)
+        + (step.l2_bytes - step.l2_bulk_bytes) * power.l2_pj_per_byte
+        + step.l2_bulk_bytes * power.l2_bulk_pj_per_byte.unwrap_or(power.l2_pj_per_byte)
+        + step.dram_bytes * power.dram_pj_per_byte;
+    iterations * pj * 1e-12
 }
 
 /// Iterations per ns one scheduler's `warps` complete, and the unit that sets it.

@@ -216,6 +216,12 @@ pub fn product_line(p: &super::product::ProductPrediction) -> String {
         p.delay_ns,
         units.join(", ")
     );
+    if let (Some(w), Some(limit)) = (p.power_w, p.power_limit_w) {
+        line.push_str(&format!(
+            "\n  power: {w:.0} W at the units' pace against the board's limit of {limit:.0} W; the clock at {:.2} of the rates'",
+            p.clock_share
+        ));
+    }
     for n in &p.not_modelled {
         line.push_str(&format!("\n  not modelled: {n}"));
     }

@@ -109,6 +109,105 @@ fn barriers_delay_every_iteration_by_a_shared_load() {
 }
 
 #[test]
+fn work_that_would_draw_more_than_the_limit_runs_at_the_limit() {
+    let p = sample();
+    let power = p.power.clone().unwrap();
+    // A warpgroup's wgmma FLOPs and the L2 bytes of its tiles, at full residency.
+    let step = Step {
+        flops: 65536.0,
+        instructions: 8.0,
+        wgmma_flops: 65536.0,
+        l2_bytes: 512.0,
+        dram_bytes: 256.0,
+        ..Step::default()
+    };
+    let flops = 1e13;
+    let blocks = 132 * 16;
+    let got = predict(flops, step, "SASS", launch(blocks, 128), &p, None).unwrap();
+    let joules = energy_j(flops, &step, &power);
+    // 0.8 pJ a FLOP, 25 pJ an L2 byte and 50 a DRAM byte: the sample's energies.
+    let pj = 0.8 + (25.0 * 512.0 + 50.0 * 256.0) / 65536.0;
+    assert!(close(joules, flops * pj * 1e-12), "{joules}");
+    let drawn = got.power_w.unwrap();
+    assert!(drawn > power.limit_w, "{got:?}");
+    assert_eq!(got.bound, ProductBound::Power);
+    // Without the power limit, the same work runs at the tensor pipe's pace, faster.
+    let unlimited = Profile {
+        power: None,
+        ..p.clone()
+    };
+    let free = predict(flops, step, "SASS", launch(blocks, 128), &unlimited, None).unwrap();
+    assert_eq!(free.bound, ProductBound::Unit(Unit::TensorWgmma));
+    assert!(close(drawn, power.base_w + joules / (free.time_ms * 1e-3)));
+    // The clock falls until the work draws the limit: power as the clock's cube.
+    let clock = free.time_ms / got.time_ms;
+    let at_clock = (drawn - power.base_w) * clock.powi(3);
+    assert!(
+        close(at_clock, power.limit_w - power.base_w),
+        "{clock} {at_clock}"
+    );
+    assert!(close(
+        clock,
+        clock_under_limit(drawn - power.base_w, power.limit_w - power.base_w)
+    ));
+    assert_eq!(clock_under_limit(100.0, 500.0), 1.0);
+    assert!(close(got.clock_share, clock), "{got:?}");
+    assert_eq!((free.clock_share, got.power_limit_w), (1.0, Some(700.0)));
+    let text = crate::explain::render::product_line(&got);
+    assert!(
+        text.contains("against the board's limit of 700 W; the clock at 0."),
+        "{text}"
+    );
+    assert!(free.not_modelled.iter().any(|l| l.starts_with("power:")));
+    // A light launch stays under the limit and keeps its bound.
+    let simt_step = simt();
+    let light = predict(
+        simt_step.flops * 1e6,
+        simt_step,
+        "SASS",
+        launch(132, 256),
+        &p,
+        None,
+    )
+    .unwrap();
+    assert!(light.power_w.unwrap() < power.limit_w, "{light:?}");
+    assert_ne!(light.bound, ProductBound::Power);
+}
+
+#[test]
+fn the_copy_engines_rereads_take_the_l2_at_the_shared_lines_rate() {
+    let p = Profile {
+        power: None,
+        ..sample()
+    };
+    let rates = p.compute.clone().unwrap();
+    // Of 4096 L2 bytes, 1024 by the SMs' loads and 3072 by the copy engine, of which
+    // 512 are the product's bytes to move once (its DRAM bytes).
+    let step = Step {
+        flops: 65536.0,
+        instructions: 8.0,
+        l2_bytes: 4096.0,
+        l2_bulk_bytes: 3072.0,
+        dram_bytes: 512.0,
+        ..Step::default()
+    };
+    let got = predict(1e12, step, "SASS", launch(132, 128), &p, None).unwrap();
+    let l2 = got.units.iter().find(|u| u.unit == Unit::L2).unwrap().demand_ns;
+    let share = |gb_per_s: f64| gb_per_s / 132.0 / SCHEDULERS_PER_SM;
+    let want = 1024.0 / share(rates.l2_read_gb_per_s)
+        + 512.0 / share(rates.l2_bulk_read_gb_per_s.unwrap())
+        + 2560.0 / share(rates.l2_bulk_shared_gb_per_s.unwrap());
+    assert!(close(l2, want), "{l2} against {want}");
+    // A profile without the copy engine's rates takes every byte at the SMs' rate.
+    let mut older = p.clone();
+    let c = older.compute.as_mut().unwrap();
+    (c.l2_bulk_read_gb_per_s, c.l2_bulk_shared_gb_per_s) = (None, None);
+    let got = predict(1e12, step, "SASS", launch(132, 128), &older, None).unwrap();
+    let l2 = got.units.iter().find(|u| u.unit == Unit::L2).unwrap().demand_ns;
+    assert!(close(l2, 4096.0 / share(rates.l2_read_gb_per_s)), "{l2}");
+}
+
+#[test]
 fn a_profile_without_compute_rates_says_to_calibrate_again() {
     let err = predict(1e9, simt(), "SASS", launch(1, 32), &schema_5(), None).unwrap_err();
     assert!(err.contains("calibrate"), "{err}");
@@ -271,4 +370,5 @@ fn a_bound_is_one_word_in_json() {
     let json = |b: ProductBound| serde_json::to_string(&b).unwrap();
     assert_eq!(json(ProductBound::Unit(Unit::IssueSlots)), "\"issue-slots\"");
     assert_eq!(json(ProductBound::Latency), "\"latency\"");
+    assert_eq!(json(ProductBound::Power), "\"power\"");
 }
