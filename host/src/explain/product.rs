@@ -10,8 +10,8 @@
 //!   L1 its shared wavefronts and global lines (served one after another, as for the
 //!   bandwidth kernels) and the bytes its loads' misses bring into it, the L2 its
 //!   sectors (the copy engine's at the rates the L2 serves it: its re-reads of tiles
-//!   at the rate for lines several SMs read at once) and the DRAM its share of the bytes the product must move once. Each is
-//!   the count over the calibrated rate.
+//!   at the rate for lines several SMs read at once) and the DRAM its share of the
+//!   bytes the product must move once. Each is the count over the calibrated rate.
 //! - **Delay**: after each barrier of the iteration, a warp's first shared load waits
 //!   its whole latency with nothing of its own to overlap.
 //! - **Warps hide latency**: the warps each scheduler holds take turns: a warp issues
