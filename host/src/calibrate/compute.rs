@@ -68,6 +68,38 @@ pub fn block_threads(kernel: &KernelInfo) -> u32 {
     }
 }
 
+/// Dynamic shared memory of a compute kernel's block.
+pub fn shared_bytes(kernel: &KernelInfo) -> u32 {
+    if kernel == entry::wgmma_tf32_throughput.info() {
+        WGMMA_SHARED_BYTES as u32
+    } else if kernel == entry::l2_bulk_read.info() {
+        BULK_SHARED_BYTES as u32
+    } else {
+        0
+    }
+}
+
+/// `kernel`'s launch with as many blocks of [`block_threads`] as the driver says fit
+/// on every SM, or `blocks` when given.
+pub fn full_launch(gpu: &Gpu, kernel: &KernelInfo, blocks: Option<u32>) -> Result<Launch> {
+    let (threads, shared) = (block_threads(kernel), shared_bytes(kernel));
+    let blocks = match blocks {
+        Some(b) => b,
+        None => {
+            let per_sm = gpu
+                .function(kernel)?
+                .max_active_blocks_per_multiprocessor(BlockSize::x(threads), shared as usize)
+                .map_err(gpu.cuda_error("asking the driver's occupancy calculator"))?;
+            gpu.info.sm_count.max(1) * per_sm.max(1)
+        }
+    };
+    Ok(Launch {
+        grid: (blocks, 1, 1),
+        block: (threads, 1, 1),
+        shared_bytes: shared,
+    })
+}
+
 /// Rounds of each kernel's loop: about 2 ms a launch on an H100 (at 4 FFMA or 4
 /// instructions a clock per SM, about one m16n8k8 or 1/128 of an m64n256k8 a clock
 /// per SM, 4 clocks an FFMA and some 30 a shared load), an eighth of it when quick.
@@ -400,28 +432,10 @@ pub fn compute_rates(
             });
             continue;
         }
-        let threads = block_threads(kernel);
-        let shared = if kernel == entry::wgmma_tf32_throughput.info() {
-            WGMMA_SHARED_BYTES as u32
-        } else if kernel == entry::l2_bulk_read.info() {
-            BULK_SHARED_BYTES as u32
-        } else {
-            0
-        };
-        let blocks = if threads == CHASE_THREADS && kernel != entry::l2_bulk_read.info() {
-            1
-        } else {
-            let per_sm = gpu
-                .function(kernel)?
-                .max_active_blocks_per_multiprocessor(BlockSize::x(threads), shared as usize)
-                .map_err(gpu.cuda_error("asking the driver's occupancy calculator"))?;
-            info.sm_count.max(1) * per_sm.max(1)
-        };
-        let cfg = Launch {
-            grid: (blocks, 1, 1),
-            block: (threads, 1, 1),
-            shared_bytes: shared,
-        };
+        // The latency kernels run one warp.
+        let one = ["fma_latency", "shared_chase"].contains(&kernel.name);
+        let cfg = full_launch(gpu, kernel, one.then_some(1))?;
+        let (blocks, threads) = (cfg.grid.0, cfg.block.0);
         let n = (blocks * threads) as usize;
         let (mut rounds, mut layers) = (compute_rounds(kernel, quick), 1);
         let (time, failure) = match kernel.name {

@@ -6,18 +6,16 @@
 
 use std::time::{Duration, Instant};
 
-use cust::function::BlockSize;
 use kernels::entry;
-use kernels::pipes::{BLOCK, BULK_SHARED_BYTES, WGMMA_SHARED_BYTES, WGMMA_THREADS};
 
 use super::Effort;
 use super::compute::{
     BulkRead, FMA_A, FMA_B, MMA_A, MMA_B, WGMMA_B, check_wgmma_blocks, compute_rounds, compute_units,
-    fma_chain, fma_chains, l2_rounds, l2_shape, l2_sums, l2_value, mma_sum,
+    fma_chain, fma_chains, full_launch, l2_rounds, l2_shape, l2_sums, l2_value, mma_sum,
 };
 use crate::device::Gpu;
 use crate::error::Result;
-use crate::launch::{DeviceArg, Launch};
+use crate::launch::DeviceArg;
 use crate::nvml::Board;
 use crate::profile::power::{POWER_RUNS, PowerRates, PowerRun, fit};
 
@@ -82,31 +80,10 @@ fn run(gpu: &Gpu, board: &Board, name: &str, effort: Effort) -> Result<Option<(P
     if !kernel.module.loads_on(info.compute_capability) {
         return Ok(None);
     }
-    let threads = match name {
-        "fma_latency" | "l2_bulk_read" => 32,
-        "wgmma_tf32_throughput" => WGMMA_THREADS,
-        _ => BLOCK,
-    };
-    let shared = match name {
-        "wgmma_tf32_throughput" => WGMMA_SHARED_BYTES as u32,
-        "l2_bulk_read" => BULK_SHARED_BYTES as u32,
-        _ => 0,
-    };
     // The base: one warp on every SM. The others: as many blocks as fit.
-    let blocks = if name == "fma_latency" {
-        info.sm_count.max(1)
-    } else {
-        let per_sm = gpu
-            .function(kernel)?
-            .max_active_blocks_per_multiprocessor(BlockSize::x(threads), shared as usize)
-            .map_err(gpu.cuda_error("asking the driver's occupancy calculator"))?;
-        info.sm_count.max(1) * per_sm.max(1)
-    };
-    let cfg = Launch {
-        grid: (blocks, 1, 1),
-        block: (threads, 1, 1),
-        shared_bytes: shared,
-    };
+    let base = (name == "fma_latency").then_some(info.sm_count.max(1));
+    let cfg = full_launch(gpu, kernel, base)?;
+    let (blocks, threads) = (cfg.grid.0, cfg.block.0);
     let n = (blocks * threads) as usize;
     let rounds = compute_rounds(kernel, effort.quick);
     let (warm, length) = window(effort);
