@@ -1,5 +1,6 @@
 //! The compute rates (kernels/src/pipes.rs): FFMAs, instructions issued, tensor-core
-//! MMAs, L2 reads (the SMs' and the copy engine's), and the latencies of a dependent FFMA and a dependent shared load.
+//! MMAs, L2 reads (the SMs' and the copy engine's), and the latencies of a dependent
+//! FFMA and a dependent shared load.
 //! Each rate is one declared count of work per launch ([`compute_units`]) over the
 //! median launch (and the SMs, where per SM); each kernel's output is checked against
 //! a CPU computation of the same arithmetic before its time is used.
@@ -8,8 +9,8 @@ use cust::function::BlockSize;
 use cust::memory::CopyDestination;
 use kernels::entry;
 use kernels::gpu::tma::TensorMap;
-use kernels::gpu::{Global, GlobalMut};
-use kernels::handle::KernelInfo;
+use kernels::gpu::{Float4, Global, GlobalMut};
+use kernels::handle::{Kernel, KernelInfo};
 use kernels::pipes::{
     BLOCK, BULK_SHARED_BYTES, BULK_STAGE, BULK_STAGES, CHAINS, CHASE_RING, CHASE_THREADS, FMA_PER_ROUND,
     ISSUE_FMA_PER_ROUND, ISSUE_LOP3_PER_ROUND, ISSUE_STEPS, LATENCY_STEPS, MMA_CHAINS, MMA_PER_ROUND,
@@ -194,6 +195,92 @@ pub fn bulk_sum(b: usize, group: usize, chunks: usize, shift: usize, rounds: usi
                 .sum::<f32>()
         })
         .sum()
+}
+
+/// `l2_read`'s buffers on a GPU for `n` threads reading `span` / 4 bytes
+/// ([`l2_shape`], [`l2_rounds`]): the source and the threads' sums.
+pub struct L2Read {
+    pub rounds: usize,
+    pub layers: usize,
+    shift: usize,
+    src: cust::memory::DeviceBuffer<f32>,
+    out: cust::memory::DeviceBuffer<f32>,
+}
+
+impl L2Read {
+    pub fn new(gpu: &Gpu, n: usize, span: u64, quick: bool) -> Result<L2Read> {
+        let (layers, shift) = l2_shape(n as u64, span);
+        let host: Vec<f32> = (0..4 * n * layers).map(|i| l2_value(i) as f32).collect();
+        Ok(L2Read {
+            rounds: l2_rounds(n as u64, layers, quick),
+            layers,
+            shift,
+            src: gpu.upload(&host)?,
+            out: gpu.alloc::<f32>(n)?,
+        })
+    }
+
+    /// The kernel's arguments.
+    pub fn args(&self) -> (u32, usize, usize, Global<Float4>, GlobalMut<f32>) {
+        let (src, out) = (self.src.global_as(), self.out.global_mut());
+        (self.rounds as u32, self.layers, self.shift, src, out)
+    }
+
+    /// The first thread whose sum is not [`l2_sums`]'s, or None; `run` names the run.
+    pub fn check(&self, gpu: &Gpu, run: &str) -> Result<Option<String>> {
+        let got = read(gpu, &self.out)?;
+        let want = l2_sums(got.len(), self.layers, self.shift, self.rounds);
+        Ok(check(run, &got, |i| want[i] as f32))
+    }
+}
+
+/// The kernels of (rounds, a, b, out) whose every thread stores one float, with their
+/// constants and their check.
+pub struct Chains {
+    pub kernel: &'static Kernel<(u32, f32, f32, GlobalMut<f32>)>,
+    rounds: usize,
+    a: f32,
+    b: f32,
+    out: cust::memory::DeviceBuffer<f32>,
+}
+
+impl Chains {
+    /// `fma_throughput`, `mma_tf32_throughput`, `wgmma_tf32_throughput` or
+    /// `fma_latency` (any other name) for `n` threads and `rounds` rounds.
+    pub fn new(gpu: &Gpu, name: &str, n: usize, rounds: usize) -> Result<Chains> {
+        let (kernel, a, b) = match name {
+            "fma_throughput" => (&entry::fma_throughput, FMA_A, FMA_B),
+            "mma_tf32_throughput" => (&entry::mma_tf32_throughput, MMA_A, MMA_B),
+            "wgmma_tf32_throughput" => (&entry::wgmma_tf32_throughput, MMA_A, WGMMA_B),
+            _ => (&entry::fma_latency, FMA_A, FMA_B),
+        };
+        Ok(Chains {
+            kernel,
+            rounds,
+            a,
+            b,
+            out: gpu.alloc::<f32>(n)?,
+        })
+    }
+
+    /// The kernel's arguments.
+    pub fn args(&self) -> (u32, f32, f32, GlobalMut<f32>) {
+        (self.rounds as u32, self.a, self.b, self.out.global_mut())
+    }
+
+    /// The first thread (or wgmma block) that stored other than the CPU's arithmetic,
+    /// or None.
+    pub fn check(&self, gpu: &Gpu) -> Result<Option<String>> {
+        let got = read(gpu, &self.out)?;
+        let (name, rounds, a, b) = (self.kernel.info().name, self.rounds, self.a, self.b);
+        let want = match name {
+            "wgmma_tf32_throughput" => return Ok(check_wgmma_blocks(&got, rounds, a, b)),
+            "fma_throughput" => fma_chains(rounds, a, b),
+            "mma_tf32_throughput" => mma_sum(rounds, a, b),
+            _ => fma_chain(rounds, a, b),
+        };
+        Ok(check(name, &got, |_| want))
+    }
 }
 
 /// `l2_bulk_read`'s buffers on a GPU: the source, its tensor map and the blocks' sums.
@@ -440,18 +527,11 @@ pub fn compute_rates(
         let (mut rounds, mut layers) = (compute_rounds(kernel, quick), 1);
         let (time, failure) = match kernel.name {
             "l2_read" => {
-                let shift;
-                (layers, shift) = l2_shape(n as u64, info.l2_bytes);
-                rounds = l2_rounds(n as u64, layers, quick);
-                let host: Vec<f32> = (0..4 * n * layers).map(|i| l2_value(i) as f32).collect();
-                let src = gpu.upload(&host)?;
-                let out = gpu.alloc::<f32>(n)?;
+                let l2 = L2Read::new(gpu, n, info.l2_bytes, quick)?;
+                (rounds, layers) = (l2.rounds, l2.layers);
                 let k = gpu.load(&entry::l2_read)?;
-                let args = (rounds as u32, layers, shift, src.global_as(), out.global_mut());
-                let t = time_launches(gpu, reps, || k.launch(cfg, args))?;
-                let got = read(gpu, &out)?;
-                let want = l2_sums(n, layers, shift, rounds);
-                (t, check(kernel.name, &got, |i| want[i] as f32))
+                let t = time_launches(gpu, reps, || k.launch(cfg, l2.args()))?;
+                (t, l2.check(gpu, kernel.name)?)
             }
             "l2_bulk_read" => {
                 let k = gpu.load(&entry::l2_bulk_read)?;
@@ -496,35 +576,10 @@ pub fn compute_rates(
                 (t, check(kernel.name, &read(gpu, &out)?, |i| chase_end(i, rounds)))
             }
             _ => {
-                // The kernels of (rounds, a, b, out) whose every thread stores one float.
-                let out = gpu.alloc::<f32>(n)?;
-                let (handle, a, b, want) = match kernel.name {
-                    "fma_throughput" => (
-                        &entry::fma_throughput,
-                        FMA_A,
-                        FMA_B,
-                        fma_chains(rounds, FMA_A, FMA_B),
-                    ),
-                    "mma_tf32_throughput" => (
-                        &entry::mma_tf32_throughput,
-                        MMA_A,
-                        MMA_B,
-                        mma_sum(rounds, MMA_A, MMA_B),
-                    ),
-                    "wgmma_tf32_throughput" => (&entry::wgmma_tf32_throughput, MMA_A, WGMMA_B, f32::NAN),
-                    _ => (&entry::fma_latency, FMA_A, FMA_B, fma_chain(rounds, FMA_A, FMA_B)),
-                };
-                let k = gpu.load(handle)?;
-                let t = time_launches(gpu, reps, || {
-                    k.launch(cfg, (rounds as u32, a, b, out.global_mut()))
-                })?;
-                let got = read(gpu, &out)?;
-                let failure = if handle.info() == entry::wgmma_tf32_throughput.info() {
-                    check_wgmma_blocks(&got, rounds, a, b)
-                } else {
-                    check(kernel.name, &got, |_| want)
-                };
-                (t, failure)
+                let chains = Chains::new(gpu, kernel.name, n, rounds)?;
+                let k = gpu.load(chains.kernel)?;
+                let t = time_launches(gpu, reps, || k.launch(cfg, chains.args()))?;
+                (t, chains.check(gpu)?)
             }
         };
         failures.extend(failure);

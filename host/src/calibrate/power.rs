@@ -9,13 +9,9 @@ use std::time::{Duration, Instant};
 use kernels::entry;
 
 use super::Effort;
-use super::compute::{
-    BulkRead, FMA_A, FMA_B, MMA_A, MMA_B, WGMMA_B, check_wgmma_blocks, compute_rounds, compute_units,
-    fma_chain, fma_chains, full_launch, l2_rounds, l2_shape, l2_sums, l2_value, mma_sum,
-};
+use super::compute::{BulkRead, Chains, L2Read, compute_rounds, compute_units, full_launch};
 use crate::device::Gpu;
 use crate::error::Result;
-use crate::launch::DeviceArg;
 use crate::nvml::Board;
 use crate::profile::power::{POWER_RUNS, PowerRates, PowerRun, fit};
 
@@ -101,47 +97,16 @@ fn run(gpu: &Gpu, board: &Board, name: &str, effort: Effort) -> Result<Option<(P
             } else {
                 32 * info.l2_bytes
             };
-            let (layers, shift) = l2_shape(n as u64, span);
-            let rounds = l2_rounds(n as u64, layers, effort.quick);
-            let host: Vec<f32> = (0..4 * n * layers).map(|i| l2_value(i) as f32).collect();
-            let src = gpu.upload(&host)?;
-            let out = gpu.alloc::<f32>(n)?;
+            let l2 = L2Read::new(gpu, n, span, effort.quick)?;
             let k = gpu.load(&entry::l2_read)?;
-            let args = (rounds as u32, layers, shift, src.global_as(), out.global_mut());
-            let (w, l, s) = energy(gpu, board, warm, length, || k.launch(cfg, args))?;
-            let got = super::compute::read(gpu, &out)?;
-            let want = l2_sums(n, layers, shift, rounds);
-            let bad = got.iter().zip(&want).position(|(g, w)| *g != *w as f32);
-            let failure = bad.map(|i| format!("{name}: thread {i} stored {} instead of {}", got[i], want[i]));
-            (w, l, s, rounds, layers, failure)
+            let (w, l, s) = energy(gpu, board, warm, length, || k.launch(cfg, l2.args()))?;
+            (w, l, s, l2.rounds, l2.layers, l2.check(gpu, name)?)
         }
         _ => {
-            let out = gpu.alloc::<f32>(n)?;
-            let (handle, a, b) = match name {
-                "fma_latency" => (&entry::fma_latency, FMA_A, FMA_B),
-                "fma_throughput" => (&entry::fma_throughput, FMA_A, FMA_B),
-                "mma_tf32_throughput" => (&entry::mma_tf32_throughput, MMA_A, MMA_B),
-                _ => (&entry::wgmma_tf32_throughput, MMA_A, WGMMA_B),
-            };
-            let k = gpu.load(handle)?;
-            let (w, l, s) = energy(gpu, board, warm, length, || {
-                k.launch(cfg, (rounds as u32, a, b, out.global_mut()))
-            })?;
-            let got = super::compute::read(gpu, &out)?;
-            let failure = match name {
-                "wgmma_tf32_throughput" => check_wgmma_blocks(&got, rounds, a, b),
-                _ => {
-                    let want = match name {
-                        "fma_latency" => fma_chain(rounds, a, b),
-                        "fma_throughput" => fma_chains(rounds, a, b),
-                        _ => mma_sum(rounds, a, b),
-                    };
-                    got.iter()
-                        .position(|v| *v != want)
-                        .map(|i| format!("{name}: thread {i} stored {} instead of {want}", got[i]))
-                }
-            };
-            (w, l, s, rounds, 1, failure)
+            let chains = Chains::new(gpu, name, n, rounds)?;
+            let k = gpu.load(chains.kernel)?;
+            let (w, l, s) = energy(gpu, board, warm, length, || k.launch(cfg, chains.args()))?;
+            (w, l, s, rounds, 1, chains.check(gpu)?)
         }
     };
     let units = match name {
