@@ -70,14 +70,7 @@ impl ComputeRates {
 
     /// The first rate that no measurement gives (zero, negative or not finite).
     pub(crate) fn check(&self) -> std::result::Result<(), String> {
-        match self
-            .named()
-            .into_iter()
-            .find(|(_, v)| v.is_some_and(|v| !(v.is_finite() && v > 0.0)))
-        {
-            Some((name, Some(v))) => Err(format!("compute.{name} is {v}, not a positive number")),
-            _ => Ok(()),
-        }
+        super::all_positive("compute.", self.named())
     }
 }
 

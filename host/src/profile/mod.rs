@@ -22,6 +22,21 @@ pub use sweeps::{
     PAGE_BYTES, PitchPoint, RequestKind, SpreadPoint, Stream, SweepPoint, pages_filled, spread,
 };
 
+/// Ok, or the first of `named` that is measured but no measurement gives (zero,
+/// negative or not finite), said as `{section}{name} is {v}, not a positive number`.
+pub(crate) fn all_positive<'a>(
+    section: &str,
+    named: impl IntoIterator<Item = (&'a str, Option<f64>)>,
+) -> std::result::Result<(), String> {
+    match named
+        .into_iter()
+        .find(|(_, v)| v.is_some_and(|v| !(v.is_finite() && v > 0.0)))
+    {
+        Some((name, Some(v))) => Err(format!("{section}{name} is {v}, not a positive number")),
+        _ => Ok(()),
+    }
+}
+
 /// What bounds the blocks one SM holds besides its threads (schema 3): device
 /// attributes, read from the driver by `coalesce calibrate`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -106,12 +106,7 @@ impl PowerRates {
             ("l2_bulk_pj_per_byte", self.l2_bulk_pj_per_byte),
             ("dram_pj_per_byte", Some(self.dram_pj_per_byte)),
         ];
-        if let Some((name, Some(v))) = named
-            .into_iter()
-            .find(|(_, v)| v.is_some_and(|v| !(v.is_finite() && v > 0.0)))
-        {
-            return Err(format!("power.{name} is {v}, not a positive number"));
-        }
+        super::all_positive("power.", named)?;
         if self.base_w >= self.limit_w {
             return Err(format!(
                 "power.base_w ({}) is not below power.limit_w ({})",

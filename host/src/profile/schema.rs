@@ -115,14 +115,14 @@ impl Profile {
     /// Values no measurement gives (zero or negative rates, granularities that are
     /// not a whole number of sectors).
     fn check(&self) -> std::result::Result<(), String> {
-        let positive = [
-            ("copy_gb_per_s", self.copy_gb_per_s),
-            ("idle_latency_ns", self.idle_latency_ns),
-            ("loaded_latency_ns", self.loaded_latency_ns),
-        ];
-        if let Some((name, v)) = positive.iter().find(|(_, v)| !(v.is_finite() && *v > 0.0)) {
-            return Err(format!("{name} is {v}, not a positive number"));
-        }
+        super::all_positive(
+            "",
+            [
+                ("copy_gb_per_s", Some(self.copy_gb_per_s)),
+                ("idle_latency_ns", Some(self.idle_latency_ns)),
+                ("loaded_latency_ns", Some(self.loaded_latency_ns)),
+            ],
+        )?;
         let q = self.queueing_latency_ns;
         if !(q.is_finite() && q >= 0.0) {
             return Err(format!(
@@ -137,12 +137,7 @@ impl Profile {
                 self.shared_wavefronts_per_ns_per_sm,
             ),
         ];
-        if let Some((name, Some(v))) = rates
-            .iter()
-            .find(|(_, v)| v.is_some_and(|v| !(v.is_finite() && v > 0.0)))
-        {
-            return Err(format!("{name} is {v}, not a positive number"));
-        }
+        super::all_positive("", rates)?;
         if let Some(sm) = &self.sm {
             let counts = [
                 sm.registers_per_sm,
