@@ -288,16 +288,14 @@ pub struct BulkRead {
     pub rounds: usize,
     chunks: usize,
     shift: usize,
-    group: usize,
     _src: cust::memory::DeviceBuffer<f32>,
     map: cust::memory::DeviceBuffer<u64>,
     out: cust::memory::DeviceBuffer<f32>,
 }
 
 impl BulkRead {
-    /// The buffers for a launch of `blocks` blocks ([`bulk_shape`], [`bulk_rounds`]),
-    /// `group` of them reading each chunk at once.
-    pub fn new(gpu: &Gpu, blocks: u32, group: usize, quick: bool) -> Result<BulkRead> {
+    /// The buffers for a launch of `blocks` blocks ([`bulk_shape`], [`bulk_rounds`]).
+    pub fn new(gpu: &Gpu, blocks: u32, quick: bool) -> Result<BulkRead> {
         let (chunks, shift) = bulk_shape(gpu.info.l2_bytes);
         let host: Vec<f32> = (0..chunks * BULK_STAGE).map(|i| l2_value(i) as f32).collect();
         let src = gpu.upload(&host)?;
@@ -307,23 +305,22 @@ impl BulkRead {
             rounds: bulk_rounds(u64::from(blocks), quick),
             chunks,
             shift,
-            group,
             map: gpu.upload(&map.words)?,
             out: gpu.alloc::<f32>(blocks as usize)?,
             _src: src,
         })
     }
 
-    /// The kernel's arguments.
-    pub fn args(&self) -> (u32, usize, usize, usize, Global<TensorMap>, GlobalMut<f32>) {
+    /// The kernel's arguments, `group` blocks reading each chunk at once.
+    pub fn args(&self, group: usize) -> (u32, usize, usize, usize, Global<TensorMap>, GlobalMut<f32>) {
         let (map, out) = (self.map.global_as(), self.out.global_mut());
-        (self.rounds as u32, self.chunks, self.shift, self.group, map, out)
+        (self.rounds as u32, self.chunks, self.shift, group, map, out)
     }
 
-    /// The first block whose sum is not [`bulk_sum`]'s, or None.
-    pub fn check(&self, gpu: &Gpu) -> Result<Option<String>> {
+    /// The first block whose sum is not [`bulk_sum`]'s for a launch of `group`, or None.
+    pub fn check(&self, gpu: &Gpu, group: usize) -> Result<Option<String>> {
         let got = read(gpu, &self.out)?;
-        let sum = |b| bulk_sum(b, self.group, self.chunks, self.shift, self.rounds);
+        let sum = |b| bulk_sum(b, group, self.chunks, self.shift, self.rounds);
         Ok(check("l2_bulk_read", &got, sum))
     }
 }
@@ -535,16 +532,15 @@ pub fn compute_rates(
             }
             "l2_bulk_read" => {
                 let k = gpu.load(&entry::l2_bulk_read)?;
-                // Lines BULK_SHARERS SMs read at once, then lines one SM reads (the rate).
-                let shared = BulkRead::new(gpu, blocks, BULK_SHARERS, quick)?;
-                let t = time_launches(gpu, reps, || k.launch(cfg, shared.args()))?;
-                failures.extend(shared.check(gpu)?);
-                let units = compute_units(kernel, blocks, shared.rounds, 1);
-                bulk_shared = Some(units as f64 / (t.median_ms * 1e6)).filter(|r| r.is_finite() && *r > 0.0);
-                let bulk = BulkRead::new(gpu, blocks, 1, quick)?;
+                let bulk = BulkRead::new(gpu, blocks, quick)?;
                 rounds = bulk.rounds;
-                let t = time_launches(gpu, reps, || k.launch(cfg, bulk.args()))?;
-                (t, bulk.check(gpu)?)
+                // Lines BULK_SHARERS SMs read at once, then lines one SM reads (the rate).
+                let t = time_launches(gpu, reps, || k.launch(cfg, bulk.args(BULK_SHARERS)))?;
+                failures.extend(bulk.check(gpu, BULK_SHARERS)?);
+                let units = compute_units(kernel, blocks, rounds, 1);
+                bulk_shared = Some(units as f64 / (t.median_ms * 1e6)).filter(|r| r.is_finite() && *r > 0.0);
+                let t = time_launches(gpu, reps, || k.launch(cfg, bulk.args(1)))?;
+                (t, bulk.check(gpu, 1)?)
             }
             "issue_mix" => {
                 let out = gpu.alloc::<u32>(n)?;

@@ -85,10 +85,10 @@ fn run(gpu: &Gpu, board: &Board, name: &str, effort: Effort) -> Result<Option<(P
     let (warm, length) = window(effort);
     let (watts, launches, seconds, rounds, layers, failure) = match name {
         "l2_bulk_read" => {
-            let bulk = BulkRead::new(gpu, blocks, 1, effort.quick)?;
+            let bulk = BulkRead::new(gpu, blocks, effort.quick)?;
             let k = gpu.load(&entry::l2_bulk_read)?;
-            let (w, l, s) = energy(gpu, board, warm, length, || k.launch(cfg, bulk.args()))?;
-            (w, l, s, bulk.rounds, 1, bulk.check(gpu)?)
+            let (w, l, s) = energy(gpu, board, warm, length, || k.launch(cfg, bulk.args(1)))?;
+            (w, l, s, bulk.rounds, 1, bulk.check(gpu, 1)?)
         }
         "l2_read" | "l2_read_dram" => {
             // L2-resident: as the rate's run; from DRAM: 32 times its buffer, 8 x the L2.
