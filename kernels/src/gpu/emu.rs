@@ -78,6 +78,8 @@ pub struct ThreadCtx<'a> {
     log: Vec<Access>,
     copies: AsyncCopies,
     wgmma: hopper::Groups,
+    /// FLOPs of the tensor-core instructions the thread executed: its share of each.
+    tensor_flops: u64,
 }
 
 struct BlockState {
@@ -133,6 +135,12 @@ std::thread_local! {
 #[inline(always)]
 pub fn addresses_only() -> bool {
     ADDRESSES_ONLY.get()
+}
+
+/// Counts `flops` of a tensor-core instruction (`mma.sync`, `wgmma`) as the current
+/// thread's share ([`Recording::tensor_flops`]).
+pub fn count_tensor_flops(flops: u64) {
+    with_thread(|t| t.tensor_flops += flops);
 }
 
 /// Runs `f` with the current emulated thread's context.

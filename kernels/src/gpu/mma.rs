@@ -143,6 +143,8 @@ fn emulate_tiles<const MT: usize, const NT: usize>(
     a: &[[Tf32; 4]; MT],
     b: &[[Tf32; 2]; NT],
 ) {
+    // A lane's share of each m16n8k8: 2 x 16 x 8 x 8 FLOPs over 32 lanes.
+    super::emu::count_tensor_flops((MT * NT * 64) as u64);
     // Nothing but addresses comes out of such a launch, and a warp exchange there
     // exchanges nothing.
     if super::emu::addresses_only() {

@@ -283,6 +283,11 @@ struct Pending {
     n: usize,
 }
 
+/// A thread's share of an `m64nNk8`'s FLOPs: 2 x 64 x N x 8 over the warpgroup's 128.
+fn thread_share(n: usize) -> u64 {
+    (2 * 64 * n * 8 / 128) as u64
+}
+
 /// `wgmma.mma_async` (TF32, A from registers): the group's A fragments are exchanged
 /// now, the product computed at the `wait_group` that retires it.
 pub fn wgmma_mma_tf32(acc: &mut [f32], a: [u32; 4], b: usize, n: usize) {
@@ -292,6 +297,7 @@ pub fn wgmma_mma_tf32(acc: &mut [f32], a: [u32; 4], b: usize, n: usize) {
         "an m64n{n}k8 accumulator holds {} floats a thread",
         n / 2
     );
+    super::count_tensor_flops(thread_share(n));
     let a = super::warp::warpgroup_exchange(&a);
     with_thread(|t| {
         t.wgmma.open.push(Pending {
@@ -312,6 +318,7 @@ pub fn wgmma_mma_tf32_ss(acc: &mut [f32], a: usize, b: usize, n: usize) {
         "an m64n{n}k8 accumulator holds {} floats a thread",
         n / 2
     );
+    super::count_tensor_flops(thread_share(n));
     with_thread(|t| {
         t.wgmma.open.push(Pending {
             a: Vec::new(),

@@ -31,6 +31,7 @@ pub fn try_record(config: &LaunchConfig, kernel: impl Fn() + Sync) -> Result<Rec
     try_record_each(config, kernel, |block| {
         all.accesses.append(&mut block.accesses);
         all.executions.append(&mut block.executions);
+        all.tensor_flops += block.tensor_flops;
         ControlFlow::Continue(())
     })?;
     Ok(all)

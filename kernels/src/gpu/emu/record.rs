@@ -97,6 +97,9 @@ pub struct Executions {
 pub struct Recording {
     pub accesses: Vec<Access>,
     pub executions: Vec<Executions>,
+    /// FLOPs of the tensor-core instructions (`mma.sync`, `wgmma`) its threads
+    /// executed: what the blocks compute, rows of a tile past the matrix's edge too.
+    pub tensor_flops: u64,
 }
 
 /// The widest access one instruction makes: `ld.global.v4.b32`, 16 bytes.

@@ -247,10 +247,11 @@ impl Logs {
     }
 
     /// Appends a returned thread's log and counts to the block's, keeping its storage.
-    fn append(&self, mut log: Vec<Access>, executions: impl Iterator<Item = Executions>) {
+    fn append(&self, mut log: Vec<Access>, executions: impl Iterator<Item = Executions>, tensor_flops: u64) {
         let mut block = self.block.lock().unwrap_or_else(|p| p.into_inner());
         block.accesses.append(&mut log);
         block.executions.extend(executions);
+        block.tensor_flops += tensor_flops;
         drop(block);
         self.spare.lock().unwrap_or_else(|p| p.into_inner()).push(log);
     }
@@ -307,6 +308,7 @@ pub(super) fn run_blocks(
         };
         recording.accesses.clear();
         recording.executions.clear();
+        recording.tensor_flops = 0;
         stop
     };
     // Member i of a cluster's crew is thread i % threads of its block i / threads.
@@ -537,6 +539,7 @@ fn run_thread(
         log: log.spare(),
         copies: AsyncCopies::default(),
         wgmma: Default::default(),
+        tensor_flops: 0,
     };
     // SAFETY: the context is removed below, before `cluster` and `config` go out of
     // scope; nothing else keeps it.
@@ -578,6 +581,6 @@ fn run_thread(
     state.warps.leave(t);
     state.warpgroups.leave(t);
     if let Some(ctx) = ctx {
-        log.append(ctx.log, ctx.counters.into_executions(b, t));
+        log.append(ctx.log, ctx.counters.into_executions(b, t), ctx.tensor_flops);
     }
 }
