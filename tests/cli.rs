@@ -889,6 +889,56 @@ fn calibrate_without_a_gpu_is_one_line_and_writes_nothing() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A product's blocks compute whole tiles: where the shape is not a multiple of the
+/// tile (192 rows into 4096), the prediction counts the tensor cores' FLOPs the
+/// emulated blocks issue, not the declared 2 m n k; elsewhere the two agree, for
+/// `wgmma` and `mma.sync` alike.
+#[test]
+fn tiles_on_the_edge_count_the_work_the_tensor_cores_do() {
+    let dir = std::env::temp_dir().join(format!("coalesce-edge-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let json = dir.join("explain.json");
+    let out = coalesce()
+        .args([
+            "explain",
+            "sgemm/wgmma-ws-192",
+            "sgemm/wgmma-ws",
+            "sgemm/tf32-128x128x32",
+            "--profile",
+            "H100",
+            "--shape",
+            "4096x4096x4096",
+            "--blocks",
+            "2",
+            "--quiet",
+            "--json",
+        ])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let share = |variant: &str| {
+        report["kernels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|k| k["variant"] == variant)
+            .and_then(|k| k["product"]["computed_share"].as_f64())
+            .unwrap_or_else(|| panic!("no {variant} in {report}"))
+    };
+    // 22 rows of 192 x 128 tiles (4224 rows) by 32 columns, over 4096 x 4096.
+    assert_eq!(share("wgmma-ws-192"), 22.0 * 192.0 / 4096.0);
+    assert_eq!(share("wgmma-ws"), 1.0);
+    assert_eq!(share("tf32-128x128x32"), 1.0);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("the blocks compute 3.1% more than 2 m n k"),
+        "{text}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// `explain --against-run` sets a product's predicted GFLOP/s beside the run's, and
 /// refuses a run measured at another shape than the one predicted, naming it.
 #[test]

@@ -41,6 +41,9 @@
 //! - `barriers`: `BAR.*` and the mbarrier waits `SYNCS.PHASECHK.*` (`bar.*`,
 //!   `barrier.*`, `mbarrier.try_wait`/`test_wait`); not `DEPBAR` (cp.async's wait),
 //!   not `mbarrier.arrive`;
+//!   `block_barriers`, of them `BAR.*` (`bar.*`, `barrier.*`) alone;
+//! - `wgmma_waits_all`: waits for every `wgmma` the warp issued, `WARPGROUP.DEPBAR.LE
+//!   gsb0, 0x0` (`wgmma.wait_group 0`);
 //! - `branches`: `BRA`, `BRX`, `JMP`, `JMX` (`bra`, `brx`), predicated or not;
 //! - `flops`: `FFMA` 64 (32 lanes x 2), `FADD`/`FMUL` 32; `HMMA` mMnNkK 2 M N K
 //!   (`HMMA.1688` 2048); `HGMMA` 64xNxK 2 x 64 N K / 4: the warpgroup's product
@@ -101,6 +104,8 @@ pub struct InstructionMix {
     pub global_stores: u32,
     pub bulk_copies: u32,
     pub barriers: u32,
+    pub block_barriers: u32,
+    pub wgmma_waits_all: u32,
     pub branches: u32,
     /// FLOPs one warp's iteration does, and of them its `wgmma`s'.
     pub flops: f64,
@@ -150,6 +155,8 @@ enum Kind {
     GlobalStore,
     Bulk,
     Barrier,
+    BlockBarrier,
+    WgmmaWaitAll,
     Branch,
     Other,
 }
@@ -278,6 +285,8 @@ fn count(insts: &[Inst], source: MixSource, arch: &str) -> InstructionMix {
             global_stores: 0,
             bulk_copies: 0,
             barriers: 0,
+            block_barriers: 0,
+            wgmma_waits_all: 0,
             branches: 0,
             flops: 0.0,
             wgmma_flops: 0.0,
@@ -291,6 +300,10 @@ fn count(insts: &[Inst], source: MixSource, arch: &str) -> InstructionMix {
             if inst.kind == Kind::Wgmma {
                 mix.wgmma_flops += inst.flops;
             }
+            if inst.kind == Kind::BlockBarrier {
+                mix.block_barriers += 1;
+            }
+
             let field = match inst.kind {
                 Kind::Fp32 => &mut mix.fp32,
                 Kind::MmaSync => &mut mix.mma_sync,
@@ -300,7 +313,8 @@ fn count(insts: &[Inst], source: MixSource, arch: &str) -> InstructionMix {
                 Kind::GlobalLoad => &mut mix.global_loads,
                 Kind::GlobalStore => &mut mix.global_stores,
                 Kind::Bulk => &mut mix.bulk_copies,
-                Kind::Barrier => &mut mix.barriers,
+                Kind::Barrier | Kind::BlockBarrier => &mut mix.barriers,
+                Kind::WgmmaWaitAll => &mut mix.wgmma_waits_all,
                 Kind::Branch => &mut mix.branches,
                 Kind::Other => continue,
             };

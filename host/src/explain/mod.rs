@@ -346,9 +346,17 @@ pub fn explain_variant(
     let (product, product_unpredicted) = match ((experiment.work)(&problem), &opts.profile) {
         (Work::Flops { flops, bytes }, Some(p)) => {
             let emulated = sample.as_ref().map_or(total, Vec::len);
-            let window_flops = flops as f64 * emulated as f64 / total.max(1) as f64;
+            let share = emulated as f64 / total.max(1) as f64;
+            // What the emulated blocks compute: the tensor cores' FLOPs where they
+            // count them (a tile past the matrix's edge computes zeros), else the
+            // declared FLOPs' share.
+            let window_flops = match counted.tensor_flops {
+                0 => flops as f64 * share,
+                counted => counted as f64,
+            };
             let window = product::Window {
                 flops: window_flops,
+                launch_flops: window_flops / share,
                 sites: counted.sites.as_deref().unwrap_or_default(),
                 traffic: &traffic,
             };

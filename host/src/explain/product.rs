@@ -19,7 +19,12 @@
 //!   units work in parallel, so each unit with the issue slots is a closed queueing
 //!   network of its own, solved by mean value analysis ([`super::queue`]); the slowest
 //!   of them sets the iterations per ns. Few warps leave a unit idle while each waits;
-//!   many run at that unit's own pace.
+//!   many run at that unit's own pace. The FP32 pipe takes FFMAs as they issue (it
+//!   caps the pace, no warp waits on it); a block that drains its `wgmma`s at a block
+//!   barrier each iteration is one customer of the tensor pipe ([`pace`]).
+//! - **Tiles on the edge**: the iterations are those of the FLOPs the blocks compute
+//!   (the emulator's count of their tensor-core instructions, whole tiles), the rate
+//!   quoted in the declared FLOPs ([`Work`]).
 //! - **Waves**: the busiest SM runs its ceil(blocks / SMs) blocks, as many at once as
 //!   residency allows, the last round with fewer warps.
 //!
@@ -30,8 +35,9 @@
 //!   ([`clock_under_limit`]), and the time grows as the clock falls.
 //!
 //! The bound is the unit whose network is slowest, or the warps ("latency") when they
-//! keep that unit busy less than [`BUSY_ENOUGH`] of the time, or the power limit when
-//! it slows the launch.
+//! keep that unit busy less than [`BUSY_ENOUGH`] of the time (a "drain" where that is
+//! the tensor pipe of a block that empties it at a barrier each iteration), or the
+//! power limit where it slows the launch more than that unit's idle time does.
 
 use serde::Serialize;
 
@@ -61,6 +67,10 @@ pub struct Step {
     pub fp32: f64,
     pub mma_sync: f64,
     pub barriers: f64,
+    /// Block barriers in the hot loop itself (not its share of the loop around it), and
+    /// its waits for every `wgmma` the warp issued.
+    pub block_barriers: f64,
+    pub wgmma_waits_all: f64,
     /// FLOPs of the `wgmma`s the warp issues (its quarter of its warpgroup's).
     pub wgmma_flops: f64,
     /// Shared-memory wavefronts, warp requests of global loads and their 128-byte lines,
@@ -88,13 +98,18 @@ pub struct Issued {
     pub mma_sync: f64,
     pub wgmma_flops: f64,
     pub barriers: f64,
+    pub block_barriers: f64,
+    pub wgmma_waits_all: f64,
 }
 
 /// What the emulated window did: the FLOPs of the product its blocks compute, its
-/// sites' requests and its recorded traffic.
+/// sites' requests and its recorded traffic; and the FLOPs the launch's blocks compute
+/// at that rate (above the declared ones where tiles on the matrix's edge compute
+/// zeros).
 #[derive(Clone, Copy, Debug)]
 pub struct Window<'a> {
     pub flops: f64,
+    pub launch_flops: f64,
     pub sites: &'a [SiteStats],
     pub traffic: &'a Traffic,
 }
@@ -141,7 +156,35 @@ pub fn of_kernel(
         MixSource::Sass => "SASS",
         MixSource::Ptx => "PTX",
     };
-    predict(flops as f64, step, source, size, profile, resources)
+    predict(
+        Work {
+            declared: flops as f64,
+            computed: window.launch_flops,
+        },
+        step,
+        source,
+        size,
+        profile,
+        resources,
+    )
+}
+
+/// A launch's FLOPs: those its rate is quoted in (2 m n k), and those its blocks
+/// compute, whole tiles on the edges too.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Work {
+    pub declared: f64,
+    pub computed: f64,
+}
+
+/// Work whose blocks compute exactly the declared FLOPs.
+impl From<f64> for Work {
+    fn from(flops: f64) -> Work {
+        Work {
+            declared: flops,
+            computed: flops,
+        }
+    }
 }
 
 impl Issued {
@@ -154,6 +197,8 @@ impl Issued {
             mma_sync: f64::from(mix.mma_sync),
             wgmma_flops: mix.wgmma_flops,
             barriers: f64::from(mix.barriers),
+            block_barriers: f64::from(mix.block_barriers),
+            wgmma_waits_all: f64::from(mix.wgmma_waits_all),
         }
     }
 
@@ -217,6 +262,8 @@ impl Step {
             fp32: issued.fp32,
             mma_sync: issued.mma_sync,
             barriers: issued.barriers,
+            block_barriers: issued.block_barriers,
+            wgmma_waits_all: issued.wgmma_waits_all,
             wgmma_flops: issued.wgmma_flops,
             shared_wavefronts: per_iteration(shared_wavefronts),
             load_requests: per_iteration(load_requests),
@@ -264,6 +311,9 @@ pub enum ProductBound {
     Unit(Unit),
     /// Too few warps to keep the busiest unit busy.
     Latency,
+    /// The tensor pipe drains each iteration: the block waits for its last `wgmma` and
+    /// meets at a barrier before it issues the next.
+    Drain,
     /// The board's power limit: the work at the units' pace would draw more.
     Power,
 }
@@ -273,6 +323,7 @@ impl Serialize for ProductBound {
         match self {
             ProductBound::Unit(u) => u.serialize(serializer),
             ProductBound::Latency => serializer.serialize_str("latency"),
+            ProductBound::Drain => serializer.serialize_str("drain"),
             ProductBound::Power => serializer.serialize_str("power"),
         }
     }
@@ -283,6 +334,9 @@ impl ProductBound {
         match self {
             ProductBound::Unit(u) => u.describe().to_string(),
             ProductBound::Latency => "latency: too few warps to keep any unit busy".to_string(),
+            ProductBound::Drain => {
+                "drain: the tensor pipe empties at a block barrier each k step".to_string()
+            }
             ProductBound::Power => "power: the board's limit lowers the clock".to_string(),
         }
     }
@@ -314,7 +368,11 @@ pub struct ProductPrediction {
     /// Every unit the iteration asks for, busiest first.
     pub units: Vec<UnitLoad>,
     pub time_ms: f64,
+    /// GFLOP/s of the declared FLOPs (2 m n k).
     pub gflop_per_s: f64,
+    /// The FLOPs the blocks compute over the declared ones: above 1 where tiles on the
+    /// matrix's edge compute zeros.
+    pub computed_share: f64,
     pub bound: ProductBound,
     /// Watts the board would draw at the units' pace while the most blocks run at once,
     /// and the limit it enforces (None without the profile's power).
@@ -327,10 +385,10 @@ pub struct ProductPrediction {
     pub not_modelled: Vec<String>,
 }
 
-/// Predicts a launch of `flops` FLOPs whose warps' iterations are `step`, or says why
-/// it cannot (a profile without compute rates).
+/// Predicts a launch of `work` whose warps' iterations are `step`, or says why it
+/// cannot (a profile without compute rates).
 pub fn predict(
-    flops: f64,
+    work: impl Into<Work>,
     step: Step,
     mix_source: &str,
     launch: LaunchSize,
@@ -343,7 +401,9 @@ pub fn predict(
             profile.device
         )
     })?;
-    if !(flops > 0.0 && step.flops > 0.0) {
+    let work = work.into();
+    let flops = work.computed;
+    if !(flops > 0.0 && work.declared > 0.0 && step.flops > 0.0) {
         return Err("the hot loop does no arithmetic the model counts".into());
     }
     let sms = f64::from(profile.sm_count.max(1));
@@ -440,15 +500,22 @@ pub fn predict(
     let (full, rest) = (busiest / per_sm, busiest % per_sm);
     // One round of `n` blocks on an SM: each scheduler runs its quarter of their warps'
     // iterations at the rate its quarter of their warps sustains.
+    let per_scheduler = warps_per_block / SCHEDULERS_PER_SM;
+    // Where every warp waits for all its wgmmas and then meets the block's others at a
+    // barrier, the tensor pipe drains each iteration and no warp of the block issues
+    // the next until all have done the rest: for the tensor pipe, the block moves as
+    // one.
+    let drains = step.block_barriers > 0.0 && step.wgmma_waits_all > 0.0;
+    let together = drains.then_some(per_scheduler);
+    let rate = |n: u64| pace(&units, delay_ns, n as f64 * per_scheduler, together);
     let round_ns = |n: u64| {
-        let warps = n as f64 * warps_per_block / SCHEDULERS_PER_SM;
-        let (x, _) = pace(&units, delay_ns, warps);
+        let (x, _) = rate(n);
         n as f64 * per_block_iterations / SCHEDULERS_PER_SM / x
     };
     let time_ns = full as f64 * round_ns(per_sm) + if rest > 0 { round_ns(rest) } else { 0.0 };
     let rounds = full as f64 + rest as f64 / per_sm as f64;
     let warps_per_scheduler = per_sm.min(busiest) as f64 * warps_per_block / SCHEDULERS_PER_SM;
-    let (x, pacing) = pace(&units, delay_ns, warps_per_scheduler);
+    let (x, pacing) = rate(per_sm.min(busiest));
     let mut loads: Vec<UnitLoad> = units
         .iter()
         .map(|&(unit, demand_ns)| UnitLoad {
@@ -466,6 +533,8 @@ pub fn predict(
         .map_or((pacing, 0.0), |u| (u.0, queue::utilisation(u.1, x)));
     let mut bound = if busy >= BUSY_ENOUGH {
         ProductBound::Unit(unit)
+    } else if together.is_some() && pacing == Unit::TensorWgmma {
+        ProductBound::Drain
     } else {
         ProductBound::Latency
     };
@@ -481,8 +550,13 @@ pub fn predict(
     let power_w = power.map(|(p, drawn)| p.base_w + drawn);
     let clock_share = match power {
         Some((p, drawn)) if p.base_w + drawn > p.limit_w => {
-            bound = ProductBound::Power;
-            clock_under_limit(drawn, p.limit_w - p.base_w)
+            let clock = clock_under_limit(drawn, p.limit_w - p.base_w);
+            // The larger loss names the bound: the clock's, or the busiest unit's idle
+            // share (its warps too few, or a drain).
+            if clock < busy {
+                bound = ProductBound::Power;
+            }
+            clock
         }
         _ => 1.0,
     };
@@ -505,7 +579,8 @@ pub fn predict(
         delay_ns,
         units: loads,
         time_ms: time_ns * 1e-6,
-        gflop_per_s: flops / time_ns,
+        gflop_per_s: work.declared / time_ns,
+        computed_share: work.computed / work.declared,
         bound,
         power_w,
         power_limit_w: profile.power.as_ref().map(|p| p.limit_w),
@@ -540,8 +615,14 @@ pub fn energy_j(flops: f64, step: &Step, power: &PowerRates) -> f64 {
 /// The units work in parallel, each on other warps' requests, and a warp waits on
 /// one of them at a time after issuing its request: so each unit with the issue slots
 /// is a closed network of its own ([`queue::throughput`]), and the slowest network
-/// sets the pace.
-fn pace(units: &[(Unit, f64)], delay_ns: f64, warps: f64) -> (f64, Unit) {
+/// sets the pace. Two units are not waited on that way:
+/// - the FP32 pipe takes a warp's FFMAs as it issues them (the warp waits on it only
+///   for a result, which no rung's independent chains do): it caps the pace at its
+///   rate and adds no wait;
+/// - the tensor pipe's `wgmma`s, where a block's warps drain it and meet at a barrier
+///   each iteration (`together`: the scheduler's warps of one block): the customers
+///   are the blocks, each asking for its warps' demands in turn.
+fn pace(units: &[(Unit, f64)], delay_ns: f64, warps: f64, together: Option<f64>) -> (f64, Unit) {
     let issue = units
         .iter()
         .find(|u| u.0 == Unit::IssueSlots)
@@ -549,10 +630,13 @@ fn pace(units: &[(Unit, f64)], delay_ns: f64, warps: f64) -> (f64, Unit) {
     units
         .iter()
         .map(|&(unit, demand)| {
-            let x = if unit == Unit::IssueSlots {
-                queue::throughput(&[issue], delay_ns, warps)
-            } else {
-                queue::throughput(&[issue, demand], delay_ns, warps)
+            let x = match (unit, together) {
+                (Unit::IssueSlots, _) => queue::throughput(&[issue], delay_ns, warps),
+                (Unit::Fp32Pipe, _) => queue::throughput(&[issue], delay_ns, warps).min(1.0 / demand),
+                (Unit::TensorWgmma, Some(g)) => {
+                    g * queue::throughput(&[g * issue, g * demand], delay_ns, warps / g)
+                }
+                _ => queue::throughput(&[issue, demand], delay_ns, warps),
             };
             (x, unit)
         })

@@ -216,6 +216,12 @@ pub fn product_line(p: &super::product::ProductPrediction) -> String {
         p.delay_ns,
         units.join(", ")
     );
+    if p.computed_share > 1.0005 {
+        line.push_str(&format!(
+            "\n  tiles on the matrix's edge: the blocks compute {:.1}% more than 2 m n k (rows and columns of zeros)",
+            100.0 * (p.computed_share - 1.0)
+        ));
+    }
     if let (Some(w), Some(limit)) = (p.power_w, p.power_limit_w) {
         line.push_str(&format!(
             "\n  power: {w:.0} W at the units' pace against the board's limit of {limit:.0} W; the clock at {:.2} of the rates'",

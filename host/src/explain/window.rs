@@ -51,6 +51,8 @@ pub struct Counted {
     pub sites: Option<Vec<SiteStats>>,
     /// Recorded scalar shared accesses folded into vector ones.
     pub folded: usize,
+    /// FLOPs of the tensor-core instructions the blocks executed (none for FFMA kernels).
+    pub tensor_flops: u64,
 }
 
 impl Launch<'_> {
@@ -65,6 +67,7 @@ impl Launch<'_> {
         };
         let mut per_site = sites.map(|m| Sites::new(m, self.regions));
         let (mut folded, mut done, mut full) = (0, 0, false);
+        let mut tensor_flops = 0;
         let ran = emulate::record_each(
             self.launch,
             self.addrs,
@@ -75,6 +78,7 @@ impl Launch<'_> {
             |block| {
                 // The GPU runs what ptxas made of the source: its vector shared accesses.
                 folded += vectorize::merge(&mut block.accesses, self.vectorized);
+                tensor_flops += block.tensor_flops;
                 if global_only {
                     counter.add(&block.accesses);
                 } else {
@@ -115,6 +119,7 @@ impl Launch<'_> {
             traffic: counter,
             sites: per_site.map(Sites::finish),
             folded,
+            tensor_flops,
         })
     }
 

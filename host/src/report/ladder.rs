@@ -256,7 +256,9 @@ pub fn render(out: &mut String, results: &Results) {
             "\nPredicted: `coalesce explain --profile` for this GPU (docs/model.md, \"Products\"), \
              from each kernel's instruction mix, its emulated shared-memory and global traffic, \
              its residency and the GPU's calibrated rates; the bound is the unit that sets the \
-             time in the model (\"latency\": too few warps to keep it busy). {within} of {} \
+             time in the model (\"latency\": too few warps to keep it busy; \"drain\": the \
+             tensor pipe empties at a block barrier each k step; \"power\": the board's limit \
+             lowers the clock). {within} of {} \
              rungs within {:.0}% of measured.",
             pairs.len(),
             100.0 * crate::explain::measured::PRODUCT_TOLERANCE

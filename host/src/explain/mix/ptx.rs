@@ -37,6 +37,12 @@ pub(super) fn parse(ptx: &str, kernel: &str) -> Option<Vec<Inst>> {
             };
             let (opcode, operands) = piece.split_once(char::is_whitespace).unwrap_or((piece, ""));
             let (kind, flops) = classify(opcode);
+            // `wgmma.wait_group 0`: the warp waits for every wgmma it issued.
+            let kind = if opcode.starts_with("wgmma.wait_group") && operands.trim() == "0" {
+                Kind::WgmmaWaitAll
+            } else {
+                kind
+            };
             let base = opcode.split('.').next().unwrap_or("");
             let label = (base == "bra").then(|| operands.trim());
             let ends = matches!(base, "bra" | "brx" | "ret" | "exit" | "trap");
@@ -118,7 +124,7 @@ pub(super) fn classify(opcode: &str) -> (Kind, f64) {
         }
         // cp.async.ca / .cg: LDGSTS.
         "cp" if matches!(parts.get(1..3), Some(["async", "ca" | "cg"])) => (Kind::GlobalLoad, 0.0),
-        "bar" | "barrier" => (Kind::Barrier, 0.0),
+        "bar" | "barrier" => (Kind::BlockBarrier, 0.0),
         "mbarrier" if space("try_wait") || space("test_wait") => (Kind::Barrier, 0.0),
         "bra" | "brx" => (Kind::Branch, 0.0),
         _ => (Kind::Other, 0.0),

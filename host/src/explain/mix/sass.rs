@@ -141,6 +141,12 @@ pub(super) fn parse(function: &str) -> Vec<Inst> {
             continue;
         }
         let (kind, flops) = classify(opcode);
+        // `WARPGROUP.DEPBAR.LE gsb0, 0x0`: the warp waits for every wgmma it issued.
+        let kind = if opcode.starts_with("WARPGROUP.DEPBAR") && text.ends_with(", 0x0") {
+            Kind::WgmmaWaitAll
+        } else {
+            kind
+        };
         let base = opcode.split('.').next().unwrap_or("");
         // BSSY names a reconvergence point, CALL a function: neither is a jump here.
         let label = match base {
@@ -208,7 +214,7 @@ pub(super) fn classify(opcode: &str) -> (Kind, f64) {
         "LDG" | "LDGSTS" => (Kind::GlobalLoad, 0.0),
         "STG" => (Kind::GlobalStore, 0.0),
         "UTMALDG" | "UTMASTG" | "UTMAREDG" | "UTMAPF" | "UBLKCP" | "UBLKRED" | "UBLKPF" => (Kind::Bulk, 0.0),
-        "BAR" => (Kind::Barrier, 0.0),
+        "BAR" => (Kind::BlockBarrier, 0.0),
         "SYNCS" if opcode.contains(".PHASECHK") => (Kind::Barrier, 0.0),
         "BRA" | "BRX" | "JMP" | "JMX" => (Kind::Branch, 0.0),
         _ => (Kind::Other, 0.0),

@@ -313,7 +313,8 @@ fn ptx_opcodes_are_classified() {
         ),
         ("cp.async.bulk.commit_group", Kind::Other, 0.0),
         ("mbarrier.arrive.expect_tx.shared::cta.b64", Kind::Other, 0.0),
-        ("barrier.sync.aligned", Kind::Barrier, 0.0),
+        ("barrier.sync.aligned", Kind::BlockBarrier, 0.0),
+        ("mbarrier.try_wait.parity.shared::cta.b64", Kind::Barrier, 0.0),
         ("bra.uni", Kind::Branch, 0.0),
     ];
     for &(op, kind, flops) in cases {
@@ -328,9 +329,53 @@ fn ptx_opcodes_are_classified() {
         ("SYNCS.ARRIVE.TRANS64", Kind::Other, 0.0),
         ("STS.128", Kind::SharedStore, 0.0),
         ("BRA.U.ANY", Kind::Branch, 0.0),
+        ("BAR.SYNC.DEFER_BLOCKING", Kind::BlockBarrier, 0.0),
+        ("SYNCS.PHASECHK.TRANS64.TRYWAIT", Kind::Barrier, 0.0),
     ] {
         assert_eq!(sass::classify(op), (kind, flops), "{op}");
     }
+}
+
+#[test]
+fn a_wait_for_every_wgmma_and_a_block_barrier_are_counted_apart() {
+    // sgemm_wgmma's k step: wait for all, then the block barrier; a wait that keeps
+    // one group in flight is not a wait for all.
+    let sass = "\
+/*0000*/                   MOV R0, RZ ;
+.L_x_1:
+/*0010*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR8], R13 ;
+/*0020*/                   HGMMA.64x256x8.F32.TF32 R24, R156, gdesc[UR28], R24, gsb0 ;
+/*0030*/                   WARPGROUP.DEPBAR.LE gsb0, 0x1 ;
+/*0040*/                   WARPGROUP.DEPBAR.LE gsb0, 0x0 ;
+/*0050*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;
+/*0060*/               @P1 BRA `(.L_x_1) ;
+/*0070*/                   EXIT ;
+";
+    let m = from_sass(sass, "sm_90a");
+    assert_eq!(
+        (m.barriers, m.block_barriers, m.wgmma_waits_all),
+        (2, 1, 1),
+        "{m:?}"
+    );
+    assert_eq!(m.total, 6);
+    let ptx = "\
+.visible .entry k()
+{
+$L__BB0_1:
+\twgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {%f1}, {%r1, %r2, %r3, %r4}, %rd1, 1, 1, 1;
+\twgmma.wait_group.sync.aligned 1;
+\twgmma.wait_group.sync.aligned 0;
+\tbar.sync 0;
+\t@%p1 bra $L__BB0_1;
+\tret;
+}
+";
+    let m = from_ptx(ptx, "k", "sm_90a").unwrap();
+    assert_eq!(
+        (m.barriers, m.block_barriers, m.wgmma_waits_all),
+        (1, 1, 1),
+        "{m:?}"
+    );
 }
 
 /// The ladder's kernels, each once, in suite order.
@@ -367,6 +412,11 @@ fn the_ladder_hot_loops_in_the_ptx() {
         wgmma.flops,
         f64::from(wgmma.wgmma) * 2.0 * 64.0 * 256.0 * 8.0 / 4.0
     );
+    // The first Hopper rung drains its wgmmas and meets at a block barrier each k
+    // step; the warp-specialised one drains too but meets only on mbarriers.
+    assert!(wgmma.wgmma_waits_all > 0 && wgmma.block_barriers > 0, "{wgmma:?}");
+    let ws = ptx_mix("sgemm_wgmma_ws").unwrap();
+    assert!(ws.wgmma_waits_all > 0 && ws.block_barriers == 0, "{ws:?}");
 }
 
 fn tools_or_skip() -> bool {

@@ -40,10 +40,98 @@ fn one_warp_waits_for_the_issue_slots_and_its_slowest_unit_in_turn() {
     let issue = demand(72.0, rates.issue_per_ns_per_sm);
     let fp32 = demand(64.0, rates.fma_per_ns_per_sm);
     let l1 = demand(4.0, p.shared_wavefronts_per_ns_per_sm.unwrap());
-    // Ten iterations, each the issue slots' time and the slower unit's.
-    let per_iteration = issue + fp32.max(l1);
+    // Ten iterations, each the issue slots' time and the L1's; the FP32 pipe takes
+    // the FFMAs as they issue, so it only caps the pace.
+    let per_iteration = (issue + l1).max(fp32);
     assert!(close(got.time_ms, 10.0 * per_iteration * 1e-6), "{got:?}");
     assert_eq!(got.blocks_per_busiest_sm, 1);
+}
+
+#[test]
+fn the_fp32_pipe_caps_the_pace_but_no_warp_waits_on_it() {
+    let p = Profile {
+        power: None,
+        ..sample()
+    };
+    let rates = p.compute.clone().unwrap();
+    // Nothing but FFMAs: two warps a scheduler issue them back to back, so the slower
+    // of the issue slots and the pipe sets the pace, with no queue between them.
+    let step = Step {
+        flops: 64.0 * 64.0,
+        instructions: 64.0,
+        fp32: 64.0,
+        ..Step::default()
+    };
+    let got = predict(step.flops * 8.0 * 1000.0, step, "SASS", launch(1, 256), &p, None).unwrap();
+    let (issue, fp32) = (
+        demand(64.0, rates.issue_per_ns_per_sm),
+        demand(64.0, rates.fma_per_ns_per_sm),
+    );
+    // 8 warps, 2 a scheduler, 1000 iterations each.
+    let want = 2.0 * 1000.0 * issue.max(fp32);
+    assert!(
+        close(got.time_ms * 1e6, want),
+        "{} against {want}",
+        got.time_ms * 1e6
+    );
+}
+
+#[test]
+fn a_block_that_drains_its_wgmmas_at_a_barrier_keeps_the_tensor_pipe_to_itself() {
+    let p = Profile {
+        power: None,
+        ..sample()
+    };
+    let rates = p.compute.clone().unwrap();
+    // Two warpgroups a block (2 warps a scheduler), one block an SM: each warp issues
+    // 40 instructions and a quarter of its warpgroup's wgmma FLOPs an iteration.
+    let free = Step {
+        flops: 65536.0,
+        instructions: 40.0,
+        wgmma_flops: 65536.0,
+        wgmma_waits_all: 1.0,
+        ..Step::default()
+    };
+    let drained = Step {
+        block_barriers: 1.0,
+        ..free
+    };
+    let iterations = 8.0 * 100.0;
+    let run = |step: Step| predict(step.flops * iterations, step, "SASS", launch(1, 256), &p, None).unwrap();
+    let (apart, together) = (run(free), run(drained));
+    let issue = demand(40.0, rates.issue_per_ns_per_sm);
+    let tensor = demand(65536.0, rates.wgmma_tf32_flops_per_ns_per_sm.unwrap());
+    // The block is one customer: each iteration its two warps' issue, then their
+    // wgmmas, one after the other; 100 iterations.
+    let want = 100.0 * 2.0 * (issue + tensor);
+    assert!(close(together.time_ms * 1e6, want), "{together:?}");
+    // Warps that meet on no barrier overlap one's issue with the other's wgmmas.
+    assert!(apart.time_ms < together.time_ms * 0.95, "{apart:?}");
+    // A wait that leaves the pipe busy (no wait for all) keeps the warps apart too.
+    let in_flight = run(Step {
+        wgmma_waits_all: 0.0,
+        ..drained
+    });
+    assert!(close(in_flight.time_ms, apart.time_ms));
+}
+
+#[test]
+fn tiles_on_the_edge_compute_more_than_the_declared_flops() {
+    let p = Profile {
+        power: None,
+        ..sample()
+    };
+    let step = simt();
+    let declared = step.flops * 132.0 * 100.0;
+    let exact = predict(declared, step, "SASS", launch(132, 32), &p, None).unwrap();
+    let padded = Work {
+        declared,
+        computed: declared * 1.25,
+    };
+    let got = predict(padded, step, "SASS", launch(132, 32), &p, None).unwrap();
+    // A quarter more iterations take a quarter more time, quoted in declared FLOPs.
+    assert!(close(got.time_ms, exact.time_ms * 1.25));
+    assert!(close(got.gflop_per_s, declared / (got.time_ms * 1e6)));
 }
 
 #[test]
@@ -255,6 +343,7 @@ fn step_over(sites: &[SiteStats], traffic: &Traffic) -> Step {
     };
     let window = Window {
         flops: 1e5,
+        launch_flops: 1e6,
         sites,
         traffic,
     };
