@@ -7,8 +7,8 @@
 //! - **Demands**: one warp's iteration of the hot loop asks each unit of its
 //!   scheduler's quarter of the SM for time: the issue slots its instructions take,
 //!   the FP32 pipe its FFMAs, the tensor pipe its `mma.sync`s or its `wgmma` FLOPs, the
-//!   L1 its shared wavefronts and global lines (served one after another, as for the
-//!   bandwidth kernels) and the bytes its loads' misses bring into it, the L2 its
+//!   L1 its shared wavefronts and global load lines (served one after another, as for
+//!   the bandwidth kernels) and the bytes its loads' misses bring into it, the L2 its
 //!   sectors (the copy engine's at the rates the L2 serves it: its re-reads of tiles
 //!   at the rate for lines several SMs read at once) and the DRAM its share of the
 //!   bytes the product must move once. Each is the count over the calibrated rate.
@@ -27,6 +27,8 @@
 //!   quoted in the declared FLOPs ([`Work`]).
 //! - **Waves**: the busiest SM runs its ceil(blocks / SMs) blocks, as many at once as
 //!   residency allows, the last round with fewer warps.
+//! - **Epilogue**: a block stores its tile of C after its loop; the blocks of a round
+//!   store theirs together, their lines through the SM's L1 with no loop to overlap.
 //!
 //! - **Power**: the launch's counted work (FFMAs, MMAs, `wgmma` FLOPs, L2 and DRAM
 //!   bytes) takes the profile's energy per unit; if spending it at that pace would draw
@@ -365,6 +367,9 @@ pub struct ProductPrediction {
     pub blocks_per_busiest_sm: u64,
     pub rounds: f64,
     pub delay_ns: f64,
+    /// A block's stores after its loop, at the calibrated clock: each round adds its
+    /// blocks' ([`predict`]).
+    pub epilogue_ns: f64,
     /// Every unit the iteration asks for, busiest first.
     pub units: Vec<UnitLoad>,
     pub time_ms: f64,
@@ -448,11 +453,6 @@ pub fn predict(
             profile.load_lines_per_ns_per_sm,
             "lines of global loads",
         ),
-        (
-            step.store_lines,
-            profile.store_lines_per_ns_per_sm,
-            "lines of global stores",
-        ),
     ] {
         match rate {
             Some(r) => l1 += count / quarter(r),
@@ -508,9 +508,20 @@ pub fn predict(
     let drains = step.block_barriers > 0.0 && step.wgmma_waits_all > 0.0;
     let together = drains.then_some(per_scheduler);
     let rate = |n: u64| pace(&units, delay_ns, n as f64 * per_scheduler, together);
+    // A block stores its tile of C after its loop: the blocks of a round store theirs
+    // together, through their SM's L1, with no loop of theirs left to overlap.
+    let epilogue_ns = match profile.store_lines_per_ns_per_sm {
+        Some(r) => step.store_lines * per_block_iterations / r,
+        None => {
+            if step.store_lines > 0.0 {
+                not_modelled.push("lines of global stores: not calibrated".into());
+            }
+            0.0
+        }
+    };
     let round_ns = |n: u64| {
         let (x, _) = rate(n);
-        n as f64 * per_block_iterations / SCHEDULERS_PER_SM / x
+        n as f64 * per_block_iterations / SCHEDULERS_PER_SM / x + n as f64 * epilogue_ns
     };
     let time_ns = full as f64 * round_ns(per_sm) + if rest > 0 { round_ns(rest) } else { 0.0 };
     let rounds = full as f64 + rest as f64 / per_sm as f64;
@@ -577,6 +588,7 @@ pub fn predict(
         blocks_per_busiest_sm: busiest,
         rounds,
         delay_ns,
+        epilogue_ns,
         units: loads,
         time_ms: time_ns * 1e-6,
         gflop_per_s: work.declared / time_ns,

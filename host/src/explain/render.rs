@@ -216,6 +216,12 @@ pub fn product_line(p: &super::product::ProductPrediction) -> String {
         p.delay_ns,
         units.join(", ")
     );
+    if p.epilogue_ns > 0.0 {
+        line.push_str(&format!(
+            "\n  epilogue: a block's stores of its tile after its loop, {} at the rates' clock, the round's blocks together",
+            crate::units::format_ms(p.epilogue_ns * 1e-6)
+        ));
+    }
     if p.computed_share > 1.0005 {
         line.push_str(&format!(
             "\n  tiles on the matrix's edge: the blocks compute {:.1}% more than 2 m n k (rows and columns of zeros)",

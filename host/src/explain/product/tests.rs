@@ -116,6 +116,43 @@ fn a_block_that_drains_its_wgmmas_at_a_barrier_keeps_the_tensor_pipe_to_itself()
 }
 
 #[test]
+fn a_blocks_stores_of_c_follow_its_loop_and_nothing_overlaps_them() {
+    let p = Profile {
+        power: None,
+        ..sample()
+    };
+    let per_line = 1.0 / p.store_lines_per_ns_per_sm.unwrap();
+    // 132 blocks of one warp (one an SM), 100 iterations each, the last storing its
+    // tile: 2 store lines an iteration in all, 200 a block.
+    let step = simt();
+    let storing = Step {
+        store_lines: 2.0,
+        ..step
+    };
+    let run = |s: Step| predict(s.flops * 132.0 * 100.0, s, "SASS", launch(132, 32), &p, None).unwrap();
+    let (plain, with) = (run(step), run(storing));
+    // The loop's pace is unchanged: the lines take the SM's L1 after it, all 200.
+    assert!(
+        close(with.time_ms - plain.time_ms, 200.0 * per_line * 1e-6),
+        "{with:?}"
+    );
+    let l1 = |r: &ProductPrediction| r.units.iter().find(|u| u.unit == Unit::L1).unwrap().demand_ns;
+    assert!(close(l1(&with), l1(&plain)));
+    // Two blocks an SM (of 100 warp iterations each, as above) store together at the
+    // end of their round: twice the lines.
+    let two = |s: Step| predict(s.flops * 264.0 * 100.0, s, "SASS", launch(264, 1024), &p, None).unwrap();
+    let (plain, with) = (two(step), two(storing));
+    let blocks = f64::from(with.residency.blocks.min(2));
+    assert_eq!(blocks, 2.0, "{with:?}");
+    let want = blocks * 200.0 * per_line * 1e-6;
+    assert!(
+        close(with.time_ms - plain.time_ms, want),
+        "{} against {want}",
+        with.time_ms - plain.time_ms
+    );
+}
+
+#[test]
 fn tiles_on_the_edge_compute_more_than_the_declared_flops() {
     let p = Profile {
         power: None,
