@@ -94,6 +94,14 @@ impl Profile {
                 "not a coalesce profile: schema {schema} has no field `power`"
             )));
         }
+        // Schema 7 also added the L2's rates to the copy engine.
+        for field in ["l2_bulk_read_gb_per_s", "l2_bulk_shared_gb_per_s"] {
+            if schema < 7 && value.get("compute").and_then(|c| c.get(field)).is_some() {
+                return Err(bad(format!(
+                    "not a coalesce profile: schema {schema} has no field `compute.{field}`"
+                )));
+            }
+        }
         let points = value.get("pitch_sweep").and_then(|v| v.as_array());
         let iterated = |p: &serde_json::Value| p.get("iterations").is_some();
         if schema < 5 && points.is_some_and(|ps| ps.iter().any(iterated)) {
@@ -341,13 +349,23 @@ mod tests {
     }
 
     #[test]
-    fn schema_7_may_carry_power_and_schema_6_may_not() {
+    fn schema_7_may_carry_power_and_the_copy_engines_rates_and_schema_6_may_not() {
         // Measured where NVML answers; a schema-7 file without it loads.
         let text = serde_json::to_string(&sample()).unwrap();
         assert_eq!(Profile::parse(&text, "p.json").unwrap(), sample());
         let mut v = serde_json::to_value(sample()).unwrap();
         v.as_object_mut().unwrap().remove("power");
         assert_eq!(Profile::parse(&v.to_string(), "p.json").unwrap().power, None);
+        // Nor the copy engine's L2 rates, which schema 7 added too.
+        let six = v.to_string().replace("\"schema\":7", "\"schema\":6");
+        let e = Profile::parse(&six, "p.json").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "p.json: not a coalesce profile: schema 6 has no field `compute.l2_bulk_read_gb_per_s`"
+        );
+        let compute = v["compute"].as_object_mut().unwrap();
+        compute.remove("l2_bulk_read_gb_per_s");
+        compute.remove("l2_bulk_shared_gb_per_s");
         let six = v.to_string().replace("\"schema\":7", "\"schema\":6");
         assert_eq!(Profile::parse(&six, "p.json").unwrap().schema, 6);
         let odd = text.replace("\"schema\":7", "\"schema\":6");
