@@ -1,5 +1,6 @@
 use super::*;
 use crate::explain::analyse::{Direction, Memory, SiteStats};
+use crate::explain::traffic::Traffic;
 use crate::profile::tests::{sample, schema_5};
 
 fn close(a: f64, b: f64) -> bool {

@@ -1,0 +1,175 @@
+//! What one warp's iteration of a product's hot loop does and asks for ([`Step`]):
+//! its instructions as read from the kernel's code ([`Issued`]), and the emulated
+//! window's traffic per FLOP ([`Window`]); and the launch's FLOPs ([`Work`]).
+
+use serde::Serialize;
+
+use crate::explain::analyse::{Direction, Memory, SiteStats};
+use crate::explain::mix::InstructionMix;
+use crate::explain::traffic::Traffic;
+
+/// What one warp's iteration of the hot loop does and asks for.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Step {
+    /// FLOPs of the product the iteration computes.
+    pub flops: f64,
+    /// Warp instructions issued, and of them: FP32 pipe (FFMA, FADD, FMUL),
+    /// `mma.sync` (m16n8k8 TF32) and barriers.
+    pub instructions: f64,
+    pub fp32: f64,
+    pub mma_sync: f64,
+    pub barriers: f64,
+    /// Block barriers in the hot loop itself (not its share of the loop around it), and
+    /// its waits for every `wgmma` the warp issued.
+    pub block_barriers: f64,
+    pub wgmma_waits_all: f64,
+    /// FLOPs of the `wgmma`s the warp issues (its quarter of its warpgroup's).
+    pub wgmma_flops: f64,
+    /// Shared-memory wavefronts, warp requests of global loads and their 128-byte lines,
+    /// and lines of global stores.
+    pub shared_wavefronts: f64,
+    pub load_requests: f64,
+    pub load_lines: f64,
+    pub store_lines: f64,
+    /// Bytes the L2 serves (distinct sectors each block reads) and the DRAM moves.
+    pub l2_bytes: f64,
+    pub dram_bytes: f64,
+    /// Of the L2's bytes, those the copy engine (TMA) fetches: served at its own rate.
+    pub l2_bulk_bytes: f64,
+    /// Of the L2's bytes, those of loads that allocate in the L1 on their way (`ld.global`,
+    /// 4-byte `cp.async.ca`): not the copies that bypass it (16-byte `cp.async.cg`, TMA).
+    pub l1_miss_bytes: f64,
+}
+
+/// What one warp's iteration of the hot loop issues, as read from the kernel's code.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Issued {
+    pub flops: f64,
+    pub instructions: f64,
+    pub fp32: f64,
+    pub mma_sync: f64,
+    pub wgmma_flops: f64,
+    pub barriers: f64,
+    pub block_barriers: f64,
+    pub wgmma_waits_all: f64,
+}
+
+/// What the emulated window did: the FLOPs of the product its blocks compute, its
+/// sites' requests and its recorded traffic; and the FLOPs the launch's blocks compute
+/// at that rate (above the declared ones where tiles on the matrix's edge compute
+/// zeros).
+#[derive(Clone, Copy, Debug)]
+pub struct Window<'a> {
+    pub flops: f64,
+    pub launch_flops: f64,
+    pub sites: &'a [SiteStats],
+    pub traffic: &'a Traffic,
+}
+
+/// A launch's FLOPs: those its rate is quoted in (2 m n k), and those its blocks
+/// compute, whole tiles on the edges too.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Work {
+    pub declared: f64,
+    pub computed: f64,
+}
+
+/// Work whose blocks compute exactly the declared FLOPs.
+impl From<f64> for Work {
+    fn from(flops: f64) -> Work {
+        Work {
+            declared: flops,
+            computed: flops,
+        }
+    }
+}
+
+impl Issued {
+    /// What the model takes of a kernel's instruction mix.
+    pub fn of(mix: &InstructionMix) -> Issued {
+        Issued {
+            flops: mix.flops,
+            instructions: f64::from(mix.total),
+            fp32: f64::from(mix.fp32),
+            mma_sync: f64::from(mix.mma_sync),
+            wgmma_flops: mix.wgmma_flops,
+            barriers: f64::from(mix.barriers),
+            block_barriers: f64::from(mix.block_barriers),
+            wgmma_waits_all: f64::from(mix.wgmma_waits_all),
+        }
+    }
+
+    /// Adds `share` of one trip of the loop around the hot loop (`outer`): its
+    /// instructions, not its FLOPs (the hot loop's iteration keeps its own).
+    pub fn add_outer(&mut self, outer: &Issued, share: f64) {
+        self.instructions += share * outer.instructions;
+        self.fp32 += share * outer.fp32;
+        self.mma_sync += share * outer.mma_sync;
+        self.wgmma_flops += share * outer.wgmma_flops;
+        self.barriers += share * outer.barriers;
+    }
+}
+
+impl Step {
+    /// The step of a warp that issues `issued` per iteration in a launch whose emulated
+    /// `window` made its sites' requests, and that moves `dram_bytes` in all for
+    /// `flops`: the window's counts per FLOP, times the iteration's FLOPs.
+    ///
+    /// Each site's requests in all are its executions, each with the mean lines,
+    /// sectors and wavefronts of its recorded requests. The L2 serves the sectors the
+    /// L1 does not keep: of the recorded requests' sectors, the share that are
+    /// distinct (a block's re-reads of what it read in the same loop hit the L1).
+    pub fn of(issued: Issued, window: &Window, dram_bytes: f64, flops: f64) -> Step {
+        let (sites, traffic, window_flops) = (window.sites, window.traffic, window.flops);
+        let f = issued.flops;
+        let per_iteration = |count: f64| {
+            if window_flops > 0.0 {
+                f * count / window_flops
+            } else {
+                0.0
+            }
+        };
+        // Over every execution of the sites `which` picks: `per` of a recorded request.
+        let executed = |which: &dyn Fn(&SiteStats) -> bool, per: &dyn Fn(&SiteStats) -> u64| {
+            sites
+                .iter()
+                .filter(|s| which(s) && s.requests > 0)
+                .map(|s| s.executions as f64 * per(s) as f64 / s.requests as f64)
+                .fold(0.0, |sum, x| sum + x)
+        };
+        let global = |op: Direction| move |s: &SiteStats| s.space == Memory::Global && s.op == op;
+        let lsu = |op: Direction| move |s: &SiteStats| global(op)(s) && !s.bulk;
+        let shared_wavefronts = executed(&|s| s.space == Memory::Shared, &|s| s.wavefronts);
+        let load_lines = executed(&lsu(Direction::Load), &|s| s.lines);
+        let load_requests = executed(&lsu(Direction::Load), &|s| s.requests);
+        let store_lines = executed(&lsu(Direction::Store), &|s| s.lines);
+        let load_sectors = executed(&global(Direction::Load), &|s| s.sectors);
+        // A 16-byte `cp.async` is `cp.async.cg` (the kernel std's `copy4_async`).
+        let through_l1 = |s: &SiteStats| lsu(Direction::Load)(s) && !(s.async_copy && s.lane_bytes >= 16);
+        let l1_miss_sectors = executed(&through_l1, &|s| s.sectors);
+        let bulk_sectors = executed(&|s| global(Direction::Load)(s) && s.bulk, &|s| s.sectors);
+        let distinct = if traffic.global_sectors[0] > 0 {
+            (traffic.read_segments[0] as f64 / traffic.global_sectors[0] as f64).min(1.0)
+        } else {
+            1.0
+        };
+        Step {
+            flops: f,
+            instructions: issued.instructions,
+            fp32: issued.fp32,
+            mma_sync: issued.mma_sync,
+            barriers: issued.barriers,
+            block_barriers: issued.block_barriers,
+            wgmma_waits_all: issued.wgmma_waits_all,
+            wgmma_flops: issued.wgmma_flops,
+            shared_wavefronts: per_iteration(shared_wavefronts),
+            load_requests: per_iteration(load_requests),
+            load_lines: per_iteration(load_lines),
+            store_lines: per_iteration(store_lines),
+            l2_bytes: per_iteration(load_sectors * distinct * 32.0),
+            l2_bulk_bytes: per_iteration(bulk_sectors * distinct * 32.0),
+            dram_bytes: if flops > 0.0 { f * dram_bytes / flops } else { 0.0 },
+            l1_miss_bytes: per_iteration(l1_miss_sectors * distinct * 32.0),
+        }
+    }
+}
