@@ -26,7 +26,7 @@ pub struct Step {
     /// FLOPs of the `wgmma`s the warp issues (its quarter of its warpgroup's).
     pub wgmma_flops: f64,
     /// Shared-memory wavefronts, warp requests of global loads and their 128-byte lines,
-    /// and lines of global stores.
+    /// and lines of global stores (the block's epilogue, its share per iteration).
     pub shared_wavefronts: f64,
     pub load_requests: f64,
     pub load_lines: f64,
