@@ -213,3 +213,45 @@ extern "C" __global__ void __launch_bounds__(128) transpose_tma(size_t rows, con
     }
 #endif
 }
+
+// tma-dense: tma with one 64 x 64 box each way and no swizzle (256-byte rows); lane l
+// reads row l's float4s in an order rotated by l and writes output row 4c + k at
+// column l, so neither side has a bank conflict.
+extern "C" __global__ void __launch_bounds__(128) transpose_tma_dense(size_t rows, const TensorMap* src, const TensorMap* dst) {
+#if __CUDA_ARCH__ >= 900
+    extern __shared__ __align__(1024) float smem_raw[];
+    float* tiles = smem_raw + ((1024 - (shared_addr(smem_raw) & 1023)) & 1023) / 4;
+    unsigned long long* bar = reinterpret_cast<unsigned long long*>(tiles + 2 * 64 * 64);
+    size_t tile_rows = (rows + 63) / 64, t = blockIdx.x;
+    int r0 = (int)(t % tile_rows * 64), c0 = (int)(t / tile_rows * 64);
+    int tid = threadIdx.x;
+    if (tid == 0) {
+        bar_init(bar, 1);
+        bar_fence_init();
+    }
+    __syncthreads();
+    if (tid == 0) {
+        bar_arrive_expect_tx(bar, 64 * 64 * 4);
+        tma_load_2d(tiles, src, bar, c0, r0);
+    }
+    bar_wait(bar, 0);
+    int w = tid / 32, lane = tid % 32, r = 32 * (w / 2) + lane;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) {
+        int c = (8 * (w % 2) + i + lane) % 16;
+        float4 v = *reinterpret_cast<const float4*>(tiles + r * 64 + 4 * c);
+        float* to = tiles + 64 * 64 + 4 * c * 64 + r;
+        to[0] = v.x;
+        to[64] = v.y;
+        to[128] = v.z;
+        to[192] = v.w;
+    }
+    fence_proxy_async();
+    __syncthreads();
+    if (tid == 0) {
+        tma_store_2d(dst, tiles + 64 * 64, r0, c0);
+        tma_commit();
+        tma_wait_read0();
+    }
+#endif
+}

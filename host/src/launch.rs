@@ -82,7 +82,7 @@ pub struct Launch {
 pub const DEFAULT_DYNAMIC_SHARED: u32 = 48 * 1024;
 
 /// Dynamic shared memory that lets three blocks share an sm_90 SM (228 KiB, 1 KiB of it
-/// reserved per block): how the copy engine's kernels (`copy/tma`, `transpose/tma-3`)
+/// reserved per block): how the copy engine's kernels (`copy/tma`, `transpose/tma-dense-3`)
 /// keep fewer boxes in flight, which keeps the DRAM busier (docs/perf-notes.md).
 pub const THREE_BLOCKS_PER_SM90: u32 = 72 * 1024;
 

@@ -320,3 +320,58 @@ kernel! {
         }
     }
 }
+
+kernel! {
+    #[requires(sm_90a)]
+    /// `tma` with one 64 x 64 box each way and no swizzle: the copy engine moves the
+    /// tile in 64 rows of 256 bytes each way, half as many rows as four swizzled 32 x 32
+    /// boxes. The threads do the swizzle's work: lane l reads tile row l's float4s in
+    /// an order rotated by l, so each quarter-warp touches eight different 16-byte bank
+    /// groups, and writes element k of float4 c to output row 4c + k at column l: bank
+    /// l. Blocks go down the columns of tiles, as in `tma`.
+    pub fn transpose_tma_dense(rows: usize, src: Global<TensorMap>, dst: Global<TensorMap>) {
+        // SAFETY: the host launches 128 threads with tma's shared memory (the 1024-byte
+        // boundary unused), maps of the rows x cols input and the cols x rows output in
+        // unswizzled 64 x 64 boxes, and a block per tile.
+        unsafe {
+            let tiles = dynamic_shared_array::<f32>(2 * TMA_TILE_FLOATS + 258).aligned(1024);
+            let bar = tiles.barrier(2 * TMA_TILE_FLOATS);
+            let tile_rows = rows.div_ceil(TMA_TILE);
+            let t = block_idx_x() as usize;
+            let (r0, c0) = ((t % tile_rows) * TMA_TILE, (t / tile_rows) * TMA_TILE);
+            let tid = thread_idx_x() as usize;
+            if tid == 0 {
+                bar.init(1);
+                fence_init();
+            }
+            // Initialised before the block barrier, armed after it: in one branch with the
+            // load, ptxas runs it as warp-wide uniform instructions, and racecheck reports
+            // the initialisation and the arrival as a race inside warp 0.
+            sync_threads();
+            if tid == 0 {
+                bar.arrive_expect_tx((TMA_TILE_FLOATS * 4) as u32);
+                tma::load_2d(src, [c0 as i32, r0 as i32], tiles, 0, bar);
+            }
+            bar.wait(0);
+            // Warp w: tile rows 32 (w / 2) + lane, float4 columns 8 (w % 2) .. + 8.
+            let (w, lane) = (tid / 32, tid % 32);
+            let r = 32 * (w / 2) + lane;
+            for i in 0..8 {
+                let c = (8 * (w % 2) + i + lane) % 16;
+                let v = tiles.read4(r * TMA_TILE + 4 * c);
+                let to = TMA_TILE_FLOATS + 4 * c * TMA_TILE + r;
+                tiles.write(to, v.x);
+                tiles.write(to + TMA_TILE, v.y);
+                tiles.write(to + 2 * TMA_TILE, v.z);
+                tiles.write(to + 3 * TMA_TILE, v.w);
+            }
+            tma::fence_proxy_async();
+            sync_threads();
+            if tid == 0 {
+                tma::store_2d(dst, [r0 as i32, c0 as i32], tiles, TMA_TILE_FLOATS);
+                tma::commit_group();
+                tma::wait_group_read::<0>();
+            }
+        }
+    }
+}

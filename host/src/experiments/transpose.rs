@@ -58,7 +58,8 @@ const TMA_ARGS: &[Arg] = &[
 ];
 
 /// One block of 4 warps per 64 x 64 tile, in column order (the kernel maps the block
-/// index), with both tiles' shared memory, a 1024-byte boundary in it and a barrier.
+/// index), with both tiles' shared memory, a 1024-byte boundary in it and a barrier:
+/// six blocks to an SM.
 fn tma_tiles(p: &Problem, _: &DeviceInfo) -> Result<Launch> {
     let (rows, cols) = (p.dim(Dim::Rows), p.dim(Dim::Cols));
     let tiles = (rows.div_ceil(TMA_TILE) as u64).saturating_mul(cols.div_ceil(TMA_TILE) as u64);
@@ -75,7 +76,7 @@ fn tma_tiles(p: &Problem, _: &DeviceInfo) -> Result<Launch> {
     })
 }
 
-/// `tma`'s blocks, three to an SM where its 33 KiB of shared memory let six in: half
+/// [`tma_tiles`], three to an SM where their 33 KiB of shared memory let six in: half
 /// the tiles in flight at once. The kernel uses the first 33 KiB.
 fn tma_tiles_3(p: &Problem, d: &DeviceInfo) -> Result<Launch> {
     Ok(Launch {
@@ -83,6 +84,13 @@ fn tma_tiles_3(p: &Problem, d: &DeviceInfo) -> Result<Launch> {
         ..tma_tiles(p, d)?
     })
 }
+
+/// The copy engine's view for `tma-dense`: one unswizzled 64 x 64 box each way.
+const DENSE_ARGS: &[Arg] = &[
+    Arg::Dim(Dim::Rows),
+    Arg::Map(MapSpec::matrix(0, (Dim::Rows, Dim::Cols), [TMA_TILE as u32; 2], Swizzle::None)),
+    Arg::Map(MapSpec::matrix(1, (Dim::Cols, Dim::Rows), [TMA_TILE as u32; 2], Swizzle::None)),
+];
 
 /// The report's contrast: strided writes against the padded tile.
 pub const NAIVE_WRITE: Variant = Variant::new("naive-write", &entry::transpose_naive_write, ARGS, over_input);
@@ -104,11 +112,13 @@ pub static EXPERIMENT: Experiment = Experiment {
         // output rows, as a copy writes.
         Variant::new("padded-64-cols", &entry::transpose_padded_64_cols, ARGS, tiles_64_cols),
         Variant::new("padded-64-f32x4", &entry::transpose_padded_64_f32x4, ARGS, tiles_64_f32x4),
-        // The copy engine moves the tiles (sm_90).
+        // The copy engine moves the tiles (sm_90), in boxes it swizzles.
         Variant::new("tma", &entry::transpose_tma, TMA_ARGS, tma_tiles),
+        // One unswizzled 64 x 64 box each way: half as many box rows, each 256 bytes.
+        Variant::new("tma-dense", &entry::transpose_tma_dense, DENSE_ARGS, tma_tiles),
         // The same kernel, three blocks to an SM instead of six: on the H100, fewer
         // tiles in flight keep the DRAM busier (docs/perf-notes.md).
-        Variant::new("tma-3", &entry::transpose_tma, TMA_ARGS, tma_tiles_3),
+        Variant::new("tma-dense-3", &entry::transpose_tma_dense, DENSE_ARGS, tma_tiles_3),
     ],
     buffers: |p| {
         let len = p.dim(Dim::Rows).checked_mul(p.dim(Dim::Cols))?;
