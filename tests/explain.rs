@@ -612,3 +612,28 @@ fn progress_follows_the_blocks_of_each_emulation() {
         assert!(mine.iter().any(|h| h.1 == 5 && h.2 == 5), "{v}: {mine:?}");
     }
 }
+
+/// Every row of a copy engine's box is logged, past the log's cap of executions per
+/// site: the TMA transpose's first wave, in column order as padded-64-cols', spreads its
+/// reads as far (a tile's 128 box rows, not its first 16) and writes whole output rows.
+#[test]
+fn a_tma_transposes_wave_spreads_as_far_as_the_simt_one_in_the_same_order() {
+    let profile = coalesce::profile::Profile::shipped("H100").unwrap().unwrap();
+    let spread = |word: &str| {
+        let selection = select(&[word.to_string()]).unwrap();
+        let opts = Options {
+            size: None,
+            shape: None,
+            model: Model::Sm70,
+            blocks: 8,
+            profile: Some(profile.clone()),
+            memory_limit: coalesce::explain::EMULATION_BYTES,
+        };
+        let report = explain(&selection, &opts, |_| {}).unwrap();
+        let prediction = report.kernels[0].prediction.as_ref().expect("a prediction");
+        prediction.spread.expect("a spread")
+    };
+    let (tma, simt) = (spread("transpose/tma"), spread("transpose/padded-64-cols"));
+    assert_eq!(tma.write, 1.0, "{tma:?}");
+    assert!(tma.read < 1.5 * simt.read, "tma {tma:?}, padded-64-cols {simt:?}");
+}

@@ -344,12 +344,16 @@ fn record_slow(
             counter.executions += 1;
             // Shared accesses are recorded past the cap up to the next barrier, so the
             // log never cuts a run of them that ptxas may merge into one vector access
-            // (coalesce's explain::vectorize).
+            // (coalesce's explain::vectorize). The copy engine's box rows are all
+            // recorded: a box is one instruction, and a cap on its rows would log only
+            // the first part of each box (explain's spread counts the pages they touch).
             let record = !(config.global_only && space == Space::Shared)
                 && match config.max_occurrences {
                     None => true,
                     Some(max) => {
-                        occurrence < max || (space == Space::Shared && counter.capped_in == Some(epoch))
+                        occurrence < max
+                            || to.bulk
+                            || (space == Space::Shared && counter.capped_in == Some(epoch))
                     }
                 };
             if config.max_occurrences.is_some_and(|max| occurrence + 1 == max) {
