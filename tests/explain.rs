@@ -637,3 +637,24 @@ fn a_tma_transposes_wave_spreads_as_far_as_the_simt_one_in_the_same_order() {
     assert_eq!(tma.write, 1.0, "{tma:?}");
     assert!(tma.read < 1.5 * simt.read, "tma {tma:?}, padded-64-cols {simt:?}");
 }
+
+/// Little's law counts every resident thread: a copy engine's block has one thread
+/// loading for all, so an SM keeps its blocks' boxes in flight, not a box per thread.
+#[test]
+fn a_copy_engines_blocks_keep_their_boxes_in_flight_not_a_box_per_thread() {
+    let profile = coalesce::profile::Profile::shipped("H100").unwrap().unwrap();
+    let selection = select(&["copy/tma".to_string()]).unwrap();
+    let opts = Options {
+        size: None,
+        shape: None,
+        model: Model::Sm70,
+        blocks: 8,
+        profile: Some(profile),
+        memory_limit: coalesce::explain::EMULATION_BYTES,
+    };
+    let report = explain(&selection, &opts, |_| {}).unwrap();
+    let p = report.kernels[0].prediction.as_ref().expect("a prediction");
+    let blocks = f64::from(p.residency.blocks);
+    let block_bytes = (kernels::copy::TMA_BLOCK_ELEMENTS * 4) as f64;
+    assert_eq!(p.in_flight_bytes_per_sm, blocks * block_bytes, "{p:?}");
+}

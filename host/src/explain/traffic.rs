@@ -170,6 +170,10 @@ pub struct Counter {
     scattered_pages: FastSet<u64>,
     /// Bytes the threads loaded before their first store, and the threads.
     in_flight: (u64, u64),
+    /// Threads a block has, where known: every one of them counts in the mean bytes in
+    /// flight, those that touch no global memory (the copy engine's blocks, where one
+    /// thread loads for all) with none.
+    block_threads: Option<u64>,
 }
 
 impl Counter {
@@ -178,6 +182,15 @@ impl Counter {
     pub fn sectors_only() -> Counter {
         Counter {
             sectors_only: true,
+            ..Counter::default()
+        }
+    }
+
+    /// A counter whose mean bytes in flight are over every thread of the blocks it
+    /// counts, `threads` a block, not only over those that touch global memory.
+    pub fn of_blocks_of(threads: u64) -> Counter {
+        Counter {
+            block_threads: Some(threads),
             ..Counter::default()
         }
     }
@@ -288,7 +301,10 @@ impl Counter {
             }
         }
         self.in_flight.0 += threads.values().map(|v| v.0).sum::<u64>();
-        self.in_flight.1 += threads.len() as u64;
+        self.in_flight.1 += match self.block_threads {
+            Some(n) => n * threads.keys().map(|k| k.0).collect::<FastSet<_>>().len() as u64,
+            None => threads.len() as u64,
+        };
         // Store requests in the order the log first meets them: only a line's first
         // toucher's partial sectors fill ([`Traffic::fill_sectors`]).
         stores.sort_unstable_by_key(|s| s.0);

@@ -60,9 +60,10 @@ impl Launch<'_> {
     pub fn count(&self, blocks: Option<Vec<usize>>, what: What) -> Result<Counted> {
         let total = blocks.as_ref().map_or(self.launch.grid.count(), Vec::len);
         let half = usize::try_from(self.limit / 2).unwrap_or(usize::MAX);
+        let block_threads = self.launch.block.count() as u64;
         let (mut counter, sites, global_only) = match what {
-            What::Sites(model) => (Counter::default(), Some(model), false),
-            What::Traffic => (Counter::default(), None, false),
+            What::Sites(model) => (Counter::of_blocks_of(block_threads), Some(model), false),
+            What::Traffic => (Counter::of_blocks_of(block_threads), None, false),
             What::Sectors => (Counter::sectors_only(), None, true),
         };
         let mut per_site = sites.map(|m| Sites::new(m, self.regions));
@@ -142,7 +143,7 @@ mod tests {
     use kernels::gpu::emu::Recording;
 
     use super::*;
-    use crate::explain::traffic::{spread_of, traffic};
+    use crate::explain::traffic::spread_of;
     use crate::explain::{analyse, reference_gpu};
 
     /// Counting a window block by block, as explain does, gives what counting its
@@ -204,7 +205,9 @@ mod tests {
             assert!(!sites.is_empty(), "{word}");
             assert_eq!(counted.sites.as_ref(), Some(&sites), "{word}");
             assert_eq!(counted.folded, folded, "{word}");
-            assert_eq!(counted.traffic.traffic(), traffic(&all.accesses), "{word}");
+            let mut whole = Counter::of_blocks_of(launch.block.count() as u64);
+            whole.add(&all.accesses);
+            assert_eq!(counted.traffic.traffic(), whole.traffic(), "{word}");
             let spread = spread_of(&all.accesses, &buffers);
             assert_eq!(counted.traffic.spread(&buffers), spread, "{word}");
             let sectors = windows.count(Some(blocks), What::Sectors).unwrap();
