@@ -613,26 +613,29 @@ fn progress_follows_the_blocks_of_each_emulation() {
     }
 }
 
+/// The prediction for `EXPERIMENT/VARIANT` at its default size with the shipped H100
+/// profile.
+fn predicted_on_the_h100(word: &str) -> coalesce::explain::predict::Prediction {
+    let profile = coalesce::profile::Profile::shipped("H100").unwrap().unwrap();
+    let selection = select(&[word.to_string()]).unwrap();
+    let opts = Options {
+        size: None,
+        shape: None,
+        model: Model::Sm70,
+        blocks: 8,
+        profile: Some(profile),
+        memory_limit: coalesce::explain::EMULATION_BYTES,
+    };
+    let mut report = explain(&selection, &opts, |_| {}).unwrap();
+    report.kernels.remove(0).prediction.expect("a prediction")
+}
+
 /// Every row of a copy engine's box is logged, past the log's cap of executions per
 /// site: the TMA transpose's first wave, in column order as padded-64-cols', spreads its
 /// reads as far (a tile's 128 box rows, not its first 16) and writes whole output rows.
 #[test]
 fn a_tma_transposes_wave_spreads_as_far_as_the_simt_one_in_the_same_order() {
-    let profile = coalesce::profile::Profile::shipped("H100").unwrap().unwrap();
-    let spread = |word: &str| {
-        let selection = select(&[word.to_string()]).unwrap();
-        let opts = Options {
-            size: None,
-            shape: None,
-            model: Model::Sm70,
-            blocks: 8,
-            profile: Some(profile.clone()),
-            memory_limit: coalesce::explain::EMULATION_BYTES,
-        };
-        let report = explain(&selection, &opts, |_| {}).unwrap();
-        let prediction = report.kernels[0].prediction.as_ref().expect("a prediction");
-        prediction.spread.expect("a spread")
-    };
+    let spread = |word: &str| predicted_on_the_h100(word).spread.expect("a spread");
     let (tma, simt) = (spread("transpose/tma"), spread("transpose/padded-64-cols"));
     assert_eq!(tma.write, 1.0, "{tma:?}");
     assert!(tma.read < 1.5 * simt.read, "tma {tma:?}, padded-64-cols {simt:?}");
@@ -642,18 +645,7 @@ fn a_tma_transposes_wave_spreads_as_far_as_the_simt_one_in_the_same_order() {
 /// loading for all, so an SM keeps its blocks' boxes in flight, not a box per thread.
 #[test]
 fn a_copy_engines_blocks_keep_their_boxes_in_flight_not_a_box_per_thread() {
-    let profile = coalesce::profile::Profile::shipped("H100").unwrap().unwrap();
-    let selection = select(&["copy/tma".to_string()]).unwrap();
-    let opts = Options {
-        size: None,
-        shape: None,
-        model: Model::Sm70,
-        blocks: 8,
-        profile: Some(profile),
-        memory_limit: coalesce::explain::EMULATION_BYTES,
-    };
-    let report = explain(&selection, &opts, |_| {}).unwrap();
-    let p = report.kernels[0].prediction.as_ref().expect("a prediction");
+    let p = predicted_on_the_h100("copy/tma");
     let blocks = f64::from(p.residency.blocks);
     let block_bytes = (kernels::copy::TMA_BLOCK_ELEMENTS * 4) as f64;
     assert_eq!(p.in_flight_bytes_per_sm, blocks * block_bytes, "{p:?}");
