@@ -3,6 +3,14 @@ use crate::explain::analyse::{Direction, Memory, SiteStats};
 use crate::explain::traffic::Traffic;
 use crate::profile::tests::{sample, schema_5};
 
+/// The sample profile without its power limit: the pace alone sets the clock.
+fn unpowered() -> Profile {
+    Profile {
+        power: None,
+        ..sample()
+    }
+}
+
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * b.abs().max(1e-30)
 }
@@ -50,10 +58,7 @@ fn one_warp_waits_for_the_issue_slots_and_its_slowest_unit_in_turn() {
 
 #[test]
 fn the_fp32_pipe_caps_the_pace_but_no_warp_waits_on_it() {
-    let p = Profile {
-        power: None,
-        ..sample()
-    };
+    let p = unpowered();
     let rates = p.compute.clone().unwrap();
     // Nothing but FFMAs: two warps a scheduler issue them back to back, so the slower
     // of the issue slots and the pipe sets the pace, with no queue between them.
@@ -79,10 +84,7 @@ fn the_fp32_pipe_caps_the_pace_but_no_warp_waits_on_it() {
 
 #[test]
 fn a_block_that_drains_its_wgmmas_at_a_barrier_keeps_the_tensor_pipe_to_itself() {
-    let p = Profile {
-        power: None,
-        ..sample()
-    };
+    let p = unpowered();
     let rates = p.compute.clone().unwrap();
     // Two warpgroups a block (2 warps a scheduler), one block an SM: each warp issues
     // 40 instructions and a quarter of its warpgroup's wgmma FLOPs an iteration.
@@ -118,10 +120,7 @@ fn a_block_that_drains_its_wgmmas_at_a_barrier_keeps_the_tensor_pipe_to_itself()
 
 #[test]
 fn a_blocks_stores_of_c_follow_its_loop_and_nothing_overlaps_them() {
-    let p = Profile {
-        power: None,
-        ..sample()
-    };
+    let p = unpowered();
     let per_line = 1.0 / p.store_lines_per_ns_per_sm.unwrap();
     // 132 blocks of one warp (one an SM), 100 iterations each, the last storing its
     // tile: 2 store lines an iteration in all, 200 a block.
@@ -155,10 +154,7 @@ fn a_blocks_stores_of_c_follow_its_loop_and_nothing_overlaps_them() {
 
 #[test]
 fn tiles_on_the_edge_compute_more_than_the_declared_flops() {
-    let p = Profile {
-        power: None,
-        ..sample()
-    };
+    let p = unpowered();
     let step = simt();
     let declared = step.flops * 132.0 * 100.0;
     let exact = predict(declared, step, "SASS", launch(132, 32), &p, None).unwrap();
@@ -302,10 +298,7 @@ fn work_that_would_draw_more_than_the_limit_runs_at_the_limit() {
 
 #[test]
 fn the_copy_engines_rereads_take_the_l2_at_the_shared_lines_rate() {
-    let p = Profile {
-        power: None,
-        ..sample()
-    };
+    let p = unpowered();
     let rates = p.compute.clone().unwrap();
     // Of 4096 L2 bytes, 1024 by the SMs' loads and 3072 by the copy engine, of which
     // 512 are the product's bytes to move once (its DRAM bytes).
