@@ -82,9 +82,19 @@ pub struct Launch {
 pub const DEFAULT_DYNAMIC_SHARED: u32 = 48 * 1024;
 
 /// Dynamic shared memory that lets three blocks share an sm_90 SM (228 KiB, 1 KiB of it
-/// reserved per block): how the copy engine's kernels (`copy/tma`, `transpose/tma-dense-3`)
-/// keep fewer boxes in flight, which keeps the DRAM busier (docs/perf-notes.md).
+/// reserved per block): how `copy/tma` keeps fewer boxes in flight, which keeps the
+/// DRAM busier (docs/perf-notes.md).
 pub const THREE_BLOCKS_PER_SM90: u32 = 72 * 1024;
+
+/// Shared memory of one sm_90 SM.
+pub const SHARED_PER_SM90: u32 = 228 * 1024;
+
+/// Dynamic shared memory that lets `blocks` blocks (2 to 6), and no more, share an
+/// sm_90 SM: its 228 KiB over the blocks, less the 1 KiB reserved per block and 1 KiB
+/// to spare.
+pub const fn blocks_per_sm90(blocks: u32) -> u32 {
+    SHARED_PER_SM90 / blocks - 2 * 1024
+}
 
 /// CUDA's limit on gridDim.x.
 pub const MAX_GRID_X: u64 = (1 << 31) - 1;
@@ -273,6 +283,14 @@ mod tests {
         // An sm_90 SM's 228 KiB, with 1 KiB reserved per block.
         let per_block = THREE_BLOCKS_PER_SM90 + 1024;
         assert_eq!(228 * 1024 / per_block, 3);
+    }
+
+    #[test]
+    fn blocks_per_sm90_lets_exactly_that_many_in() {
+        for blocks in 2..=6 {
+            let per_block = blocks_per_sm90(blocks) + 1024;
+            assert_eq!(SHARED_PER_SM90 / per_block, blocks, "{blocks} blocks");
+        }
     }
 
     #[test]

@@ -236,6 +236,8 @@ pub fn measure(gpu: &Gpu, effort: Effort, mut progress: impl FnMut(&str)) -> Res
         sm_count: info.sm_count,
         l2_bytes: info.l2_bytes,
         max_threads_per_sm: info.max_threads_per_sm,
+        memory_clock_khz: info.memory_clock_khz,
+        bus_width_bits: info.bus_width_bits,
         copy_gb_per_s,
         dram_read_granularity: granularity.bytes,
         idle_latency_ns: idle_ns,

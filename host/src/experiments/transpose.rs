@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::experiment::{
     Arg, Buffer, Check, DefaultSize, Dim, Experiment, Kind, Problem, Reference, Variant, Work,
 };
-use crate::launch::{Launch, MAX_GRID_X, MAX_GRID_YZ, THREE_BLOCKS_PER_SM90};
+use crate::launch::{Launch, MAX_GRID_X, MAX_GRID_YZ, blocks_per_sm90};
 use crate::tensor_map::MapSpec;
 use crate::twin;
 
@@ -76,13 +76,25 @@ fn tma_tiles(p: &Problem, _: &DeviceInfo) -> Result<Launch> {
     })
 }
 
-/// [`tma_tiles`], three to an SM where their 33 KiB of shared memory let six in: half
-/// the tiles in flight at once. The kernel uses the first 33 KiB.
-fn tma_tiles_3(p: &Problem, d: &DeviceInfo) -> Result<Launch> {
+/// [`tma_tiles`], as many to an SM as [`tiles_in_flight_per_sm`] asks, where their 33
+/// KiB of shared memory let six in. The kernel uses the first 33 KiB.
+fn tma_tiles_fit(p: &Problem, d: &DeviceInfo) -> Result<Launch> {
     Ok(Launch {
-        shared_bytes: THREE_BLOCKS_PER_SM90,
+        shared_bytes: blocks_per_sm90(tiles_in_flight_per_sm(d)),
         ..tma_tiles(p, d)?
     })
+}
+
+/// Tiles a TMA transpose keeps in flight per SM (2 to 6): Little's law, bytes in flight
+/// = bandwidth x latency, scaled from an H100's three (two starve it, more crowd its
+/// DRAM) by the GPU's DRAM bandwidth per SM over the H100's. An H200 moves 1.44x the
+/// H100's bytes per SM, so four. Three where the driver does not report the bandwidth.
+pub fn tiles_in_flight_per_sm(d: &DeviceInfo) -> u32 {
+    let per_sm = |d: &DeviceInfo| d.peak_gb_per_s().map(|gb| gb / f64::from(d.sm_count.max(1)));
+    match (per_sm(d), per_sm(&DeviceInfo::h100())) {
+        (Some(gpu), Some(h100)) => ((3.0 * gpu / h100).round() as u32).clamp(2, 6),
+        _ => 3,
+    }
 }
 
 /// The copy engine's view for `tma-dense`: one unswizzled 64 x 64 box each way.
@@ -116,9 +128,9 @@ pub static EXPERIMENT: Experiment = Experiment {
         Variant::new("tma", &entry::transpose_tma, TMA_ARGS, tma_tiles),
         // One unswizzled 64 x 64 box each way: half as many box rows, each 256 bytes.
         Variant::new("tma-dense", &entry::transpose_tma_dense, DENSE_ARGS, tma_tiles),
-        // The same kernel, three blocks to an SM instead of six: on the H100, fewer
-        // tiles in flight keep the DRAM busier (docs/perf-notes.md).
-        Variant::new("tma-dense-3", &entry::transpose_tma_dense, DENSE_ARGS, tma_tiles_3),
+        // The same kernel, as few tiles in flight as the GPU's bandwidth needs: three
+        // blocks to an H100's SM, four to an H200's, instead of six (docs/perf-notes.md).
+        Variant::new("tma-dense-fit", &entry::transpose_tma_dense, DENSE_ARGS, tma_tiles_fit),
     ],
     buffers: |p| {
         let len = p.dim(Dim::Rows).checked_mul(p.dim(Dim::Cols))?;
@@ -161,6 +173,7 @@ pub fn grid_of(rows: usize, cols: usize, span: (usize, usize), block: (u32, u32,
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::launch::SHARED_PER_SM90;
 
     #[test]
     fn footprint_is_two_matrices() {
@@ -181,6 +194,32 @@ mod tests {
         assert_eq!(grid(tiles_64_f32x4), (5, 1, 1));
         assert_eq!(grid(tiles_64_cols), (1, 5, 1));
         assert_eq!(tiles_64_f32x4(&p, &info).unwrap().block, (8, 32, 1));
+    }
+
+    #[test]
+    fn tiles_in_flight_grow_with_bandwidth_per_sm() {
+        let h100 = DeviceInfo::h100();
+        // What an H200 reports: 2 x 3.201 GHz x 6016 bit / 8 = 4814 GB/s over 132 SMs.
+        let h200 = DeviceInfo {
+            memory_clock_khz: 3_201_000,
+            bus_width_bits: 6016,
+            ..h100.clone()
+        };
+        let unknown = DeviceInfo {
+            memory_clock_khz: 0,
+            ..h100.clone()
+        };
+        let fewer_sms = DeviceInfo { sm_count: 40, ..h100.clone() };
+        assert_eq!(tiles_in_flight_per_sm(&h100), 3);
+        assert_eq!(tiles_in_flight_per_sm(&h200), 4);
+        assert_eq!(tiles_in_flight_per_sm(&unknown), 3);
+        assert_eq!(tiles_in_flight_per_sm(&fewer_sms), 6);
+        let p = Problem::Matrix { rows: 8192, cols: 8192 };
+        for (gpu, blocks) in [(&h100, 3), (&h200, 4)] {
+            let l = tma_tiles_fit(&p, gpu).unwrap();
+            assert_eq!(SHARED_PER_SM90 / (l.shared_bytes + 1024), blocks);
+            assert_eq!(l.grid, tma_tiles(&p, gpu).unwrap().grid);
+        }
     }
 
     /// The awkward sizes take the float4 path of `padded-64-f32x4` on one side at most

@@ -236,7 +236,8 @@ pub struct ExplainReport {
 
 /// The GPU `coalesce explain` sizes problems and grid-stride grids for when the user
 /// gives no size: an H100 80GB HBM3 (132 SMs, 50 MiB L2), the project's reference.
-/// Only grid sizes and default sizes depend on it, never a warp's addresses.
+/// Only grid sizes, default sizes and launches sized from its DRAM bandwidth depend
+/// on it, never a warp's addresses.
 pub fn reference_gpu() -> DeviceInfo {
     DeviceInfo {
         name: "NVIDIA H100 80GB HBM3 (assumed by coalesce explain)".into(),
@@ -252,6 +253,8 @@ pub fn sizing_gpu(opts: &Options) -> DeviceInfo {
             name: format!("{} (from its profile)", p.device),
             sm_count: p.sm_count,
             l2_bytes: p.l2_bytes,
+            memory_clock_khz: p.memory_clock_khz,
+            bus_width_bits: p.bus_width_bits,
             ..reference_gpu()
         },
         None => reference_gpu(),

@@ -77,6 +77,14 @@ pub struct Profile {
     /// Threads one SM holds at once (device attribute MAX_THREADS_PER_MULTIPROCESSOR):
     /// the most that can have loads in flight.
     pub max_threads_per_sm: u32,
+    /// The DRAM's clock in kHz and its bus width in bits (device attributes; 0 in files
+    /// written before they were recorded): `explain` launches a kernel that sizes its
+    /// launch from the GPU's bandwidth (`transpose/tma-dense-fit`) as `coalesce run` does
+    /// on that GPU.
+    #[serde(default)]
+    pub memory_clock_khz: u64,
+    #[serde(default)]
+    pub bus_width_bits: u64,
     /// Read + written bytes per second of cuMemcpyDtoD at 8 x L2, GB/s: the ceiling.
     pub copy_gb_per_s: f64,
     /// Bytes DRAM reads for a 32-byte sector that no neighbour shares: the stride
@@ -226,6 +234,8 @@ pub(crate) mod tests {
             sm_count: 132,
             l2_bytes: 50 << 20,
             max_threads_per_sm: 2048,
+            memory_clock_khz: 2_619_000,
+            bus_width_bits: 5120,
             copy_gb_per_s: 3000.0,
             dram_read_granularity: 64,
             idle_latency_ns: 700.0,
