@@ -92,7 +92,7 @@ pub const SHARED_PER_SM90: u32 = 228 * 1024;
 /// Dynamic shared memory that lets `blocks` blocks (2 to 6), and no more, share an
 /// sm_90 SM: its 228 KiB over the blocks, less the 1 KiB reserved per block and 1 KiB
 /// to spare.
-pub const fn blocks_per_sm90(blocks: u32) -> u32 {
+pub const fn shared_for_blocks_per_sm90(blocks: u32) -> u32 {
     SHARED_PER_SM90 / blocks - 2 * 1024
 }
 
@@ -286,9 +286,9 @@ mod tests {
     }
 
     #[test]
-    fn blocks_per_sm90_lets_exactly_that_many_in() {
+    fn shared_for_blocks_per_sm90_lets_exactly_that_many_in() {
         for blocks in 2..=6 {
-            let per_block = blocks_per_sm90(blocks) + 1024;
+            let per_block = shared_for_blocks_per_sm90(blocks) + 1024;
             assert_eq!(SHARED_PER_SM90 / per_block, blocks, "{blocks} blocks");
         }
     }

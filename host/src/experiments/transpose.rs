@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::experiment::{
     Arg, Buffer, Check, DefaultSize, Dim, Experiment, Kind, Problem, Reference, Variant, Work,
 };
-use crate::launch::{Launch, MAX_GRID_X, MAX_GRID_YZ, blocks_per_sm90};
+use crate::launch::{Launch, MAX_GRID_X, MAX_GRID_YZ, shared_for_blocks_per_sm90};
 use crate::tensor_map::MapSpec;
 use crate::twin;
 
@@ -80,7 +80,7 @@ fn tma_tiles(p: &Problem, _: &DeviceInfo) -> Result<Launch> {
 /// KiB of shared memory let six in. The kernel uses the first 33 KiB.
 fn tma_tiles_fit(p: &Problem, d: &DeviceInfo) -> Result<Launch> {
     Ok(Launch {
-        shared_bytes: blocks_per_sm90(tiles_in_flight_per_sm(d)),
+        shared_bytes: shared_for_blocks_per_sm90(tiles_in_flight_per_sm(d)),
         ..tma_tiles(p, d)?
     })
 }
