@@ -578,6 +578,22 @@ pub fn explain(
 mod tests {
     use super::*;
 
+    /// A launch sized from the GPU's bandwidth is sized for the profile's GPU, as
+    /// `coalesce run` sizes it there: the shipped profiles record their DRAM, so
+    /// transpose/tma-dense-fit gets three blocks per SM on the H100 and four on the H200.
+    #[test]
+    fn the_profiles_gpu_sizes_launches_from_its_bandwidth() {
+        use crate::experiments::transpose::tiles_in_flight_per_sm;
+        for (gpu, tiles) in [("H100", 3), ("H200", 4)] {
+            let profile = crate::profile::Profile::shipped(gpu).unwrap().unwrap();
+            let opts = Options {
+                profile: Some(profile),
+                ..Options::default()
+            };
+            assert_eq!(tiles_in_flight_per_sm(&sizing_gpu(&opts)), tiles, "{gpu}");
+        }
+    }
+
     /// `run` and `explain` turn `--size` and `--shape` into a problem the same way
     /// (one resolver, [`Experiment::requested_problem`]): on the GPU explain sizes for,
     /// with memory to spare, every experiment gets the same problem from both.
