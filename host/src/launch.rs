@@ -81,17 +81,13 @@ pub struct Launch {
 /// the kernel's `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES` first.
 pub const DEFAULT_DYNAMIC_SHARED: u32 = 48 * 1024;
 
-/// Dynamic shared memory that lets three blocks share an sm_90 SM (228 KiB, 1 KiB of it
-/// reserved per block): how `copy/tma` keeps fewer boxes in flight, which keeps the
-/// DRAM busier (docs/perf-notes.md).
-pub const THREE_BLOCKS_PER_SM90: u32 = 72 * 1024;
-
 /// Shared memory of one sm_90 SM.
 pub const SHARED_PER_SM90: u32 = 228 * 1024;
 
 /// Dynamic shared memory that lets `blocks` blocks (2 to 6), and no more, share an
 /// sm_90 SM: its 228 KiB over the blocks, less the 1 KiB reserved per block and 1 KiB
-/// to spare.
+/// to spare. How the copy engine's kernels (`copy/tma`, `transpose/tma-dense-fit`) keep
+/// fewer boxes in flight, which keeps the DRAM busier (docs/perf-notes.md).
 pub const fn shared_for_blocks_per_sm90(blocks: u32) -> u32 {
     SHARED_PER_SM90 / blocks - 2 * 1024
 }
@@ -276,13 +272,6 @@ mod tests {
         )
             .words();
         assert_eq!(a, [3, u64::from(1.5f32.to_bits()), 7, 0x7000_0000_1000]);
-    }
-
-    #[test]
-    fn three_blocks_per_sm90_fit_and_a_fourth_does_not() {
-        // An sm_90 SM's 228 KiB, with 1 KiB reserved per block.
-        let per_block = THREE_BLOCKS_PER_SM90 + 1024;
-        assert_eq!(228 * 1024 / per_block, 3);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::experiment::{
     Arg, Buffer, Check, DefaultSize, Dim, Experiment, Kind, Problem, Reference, Variant, Work,
 };
-use crate::launch::{Launch, MAX_GRID_X, THREE_BLOCKS_PER_SM90};
+use crate::launch::{Launch, MAX_GRID_X, shared_for_blocks_per_sm90};
 use crate::tensor_map::MapSpec;
 use crate::twin;
 
@@ -72,7 +72,7 @@ pub fn tma_blocks(p: &Problem, _: &DeviceInfo) -> Result<Launch> {
     Ok(Launch {
         grid: (blocks as u32, 1, 1),
         block: (32, 1, 1),
-        shared_bytes: THREE_BLOCKS_PER_SM90,
+        shared_bytes: shared_for_blocks_per_sm90(3),
     })
 }
 
