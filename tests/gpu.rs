@@ -186,3 +186,37 @@ fn run_and_compare_files_say_when_they_ran() {
     }
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A command's experiments take their buffers from one reservation in turn, each
+/// buffer on a 2 MiB boundary; one alive beside another, or too large for it,
+/// allocates its own (the second gives the reservation back); kernels validate on both.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn experiments_take_their_buffers_from_the_reservation_in_turn() {
+    use coalesce::experiment::Problem;
+    use coalesce::prepared::Prepared;
+    let gpu = gpu();
+    let copy = ALL.iter().copied().find(|e| e.name == "copy").unwrap();
+    let small = Problem::Elements { n: 4 << 20 };
+    assert!(gpu.reserve(64 << 20).unwrap());
+    let (base, bytes) = gpu.reserved().unwrap();
+    let at = |p: &Prepared, b: usize| p.buffer(b).as_device_ptr().as_raw();
+    let i = copy.variants.iter().position(|v| v.name == "f32x4").unwrap();
+    let f = gpu.function(copy.variants[i].kernel).unwrap();
+
+    let mut first = Prepared::new(&gpu, copy, small, 1).unwrap();
+    assert_eq!(at(&first, 0), base);
+    assert_eq!(at(&first, 1), base + (16 << 20));
+    let mut second = Prepared::new(&gpu, copy, small, 2).unwrap();
+    assert!(!(base..base + bytes).contains(&at(&second, 0)));
+    assert!(first.check(&gpu, i, &f).unwrap().ok);
+    assert!(second.check(&gpu, i, &f).unwrap().ok);
+    drop((first, second));
+
+    let again = Prepared::new(&gpu, copy, small, 3).unwrap();
+    assert_eq!(at(&again, 0), base);
+    drop(again);
+    let mut large = Prepared::new(&gpu, copy, Problem::Elements { n: 12 << 20 }, 4).unwrap();
+    assert!(gpu.reserved().is_none());
+    assert!(large.check(&gpu, i, &f).unwrap().ok);
+}

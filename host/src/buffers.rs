@@ -1,7 +1,7 @@
 //! Device buffers as the harness uses them: filled with random data on the GPU,
 //! poisoned before a kernel writes them, copied back for validation.
 
-use cust::memory::{CopyDestination, DeviceBuffer};
+use cust::memory::{CopyDestination, DeviceSlice};
 use kernels::entry;
 
 use crate::device::Gpu;
@@ -13,20 +13,20 @@ use crate::launch::{DeviceArg, Launch};
 pub const POISON_BITS: u32 = 0x7fc0_bad0;
 
 /// Fills `buf` with `kernels::fill::uniform(seed, i)`, computed on the GPU.
-pub fn fill_uniform(gpu: &Gpu, buf: &DeviceBuffer<f32>, seed: u64) -> Result<()> {
+pub fn fill_uniform(gpu: &Gpu, buf: &DeviceSlice<f32>, seed: u64) -> Result<()> {
     let cfg = Launch::grid_stride(buf.len(), kernels::fill::BLOCK, gpu.info.sm_count, 8);
     gpu.launch(&entry::fill_uniform, cfg, (buf.len(), seed, buf.global_mut()))
 }
 
 /// Overwrites `buf` with [`POISON_BITS`].
-pub fn poison(gpu: &Gpu, buf: &mut DeviceBuffer<f32>) -> Result<()> {
+pub fn poison(gpu: &Gpu, buf: &mut DeviceSlice<f32>) -> Result<()> {
     // SAFETY: the buffer outlives the stream work (callers sync before dropping it).
     unsafe { buf.set_32_async(POISON_BITS, &gpu.stream) }
         .map_err(gpu.cuda_error("poisoning an output buffer"))
 }
 
 /// Waits for the stream, then copies `buf` to the host.
-pub fn download(gpu: &Gpu, buf: &DeviceBuffer<f32>) -> Result<Vec<f32>> {
+pub fn download(gpu: &Gpu, buf: &DeviceSlice<f32>) -> Result<Vec<f32>> {
     gpu.sync("finishing work before a copy to the host")?;
     let mut host = vec![0f32; buf.len()];
     buf.copy_to(&mut host[..])

@@ -413,6 +413,7 @@ fn run_suite(
     open: Opener,
 ) -> Result<Report> {
     let gpu = open(device)?;
+    harness::reserve_buffers(&gpu, selection, opts)?;
     let mut progress = Progress::new(steps(selection), args.quiet);
     let mut report = Report {
         schema: crate::table::SCHEMA,

@@ -13,10 +13,13 @@ use cust::memory::{DeviceBuffer, DeviceCopy};
 use cust::module::Module;
 use cust::stream::{Stream, StreamFlags};
 use serde::{Deserialize, Serialize};
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::sync::OnceLock;
 
 use kernels::handle::KernelInfo;
 
+use crate::arena::{Arena, Lease};
 use crate::error::{Error, Result};
 use crate::ptx::{self, PtxModule};
 
@@ -78,6 +81,8 @@ pub struct Gpu {
     substitutes: Vec<Substitute>,
     /// The first error after which the context cannot run anything (a kernel fault).
     poisoned: OnceLock<String>,
+    /// Where experiments take their buffers from, once [`Gpu::reserve`] made one.
+    arena: RefCell<Option<Rc<Arena>>>,
     // Declared last: dropped after every module and the stream that live in it.
     _context: Context,
 }
@@ -218,6 +223,7 @@ impl Gpu {
             modules,
             substitutes: Vec::new(),
             poisoned: OnceLock::new(),
+            arena: RefCell::new(None),
             _context: context,
         })
     }
@@ -319,6 +325,51 @@ impl Gpu {
             "allocating {} on the device",
             crate::units::format_bytes((len * size_of::<T>()) as u64)
         )))
+    }
+
+    /// Allocates `bytes` for experiments' buffers to be carved from ([`crate::arena`]),
+    /// replacing any earlier reservation; `false` (and none) if the allocation fails.
+    pub fn reserve(&self, bytes: u64) -> Result<bool> {
+        self.usable()?;
+        self.arena.replace(None);
+        // SAFETY: u8 is plain data; every buffer carved from it is written before read.
+        let memory = match unsafe { DeviceBuffer::<u8>::uninitialized(bytes as usize) } {
+            Err(CudaError::OutOfMemory) => return Ok(false),
+            made => made.map_err(self.cuda_error("reserving memory for the experiments' buffers"))?,
+        };
+        self.arena.replace(Some(Arena::new(memory)));
+        Ok(true)
+    }
+
+    /// Buffers of `lens` f32 elements from the reservation, if there is one, no other
+    /// experiment holds it and they fit. One they do not fit is given back, so that
+    /// their own allocations have its memory.
+    pub fn lease(&self, lens: &[usize]) -> Option<Lease> {
+        let mut arena = self.arena.borrow_mut();
+        let a = arena.as_ref().filter(|a| !a.leased())?;
+        let lease = a.lease(lens);
+        if lease.is_none() {
+            *arena = None;
+        }
+        lease
+    }
+
+    /// The reservation's device address and size, if there is one.
+    pub fn reserved(&self) -> Option<(u64, u64)> {
+        self.arena.borrow().as_ref().map(|a| (a.address(), a.bytes()))
+    }
+
+    /// Free memory for an experiment's buffers: free device memory, plus the
+    /// reservation while no experiment holds it.
+    pub fn free_for_buffers(&self) -> Result<u64> {
+        let (free, _) = self.memory()?;
+        let reserved = self
+            .arena
+            .borrow()
+            .as_ref()
+            .filter(|a| !a.leased())
+            .map_or(0, |a| a.bytes());
+        Ok(free + reserved)
     }
 
     /// A new device buffer holding a copy of `data`.

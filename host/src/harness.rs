@@ -65,6 +65,39 @@ pub fn choose_problem(exp: &Experiment, opts: &RunOptions, info: &DeviceInfo, fr
     }
 }
 
+/// Reserves one allocation that each selected experiment's buffers fit in, in turn
+/// ([`crate::arena`]), so each runs on the same memory whatever ran before it. Where
+/// it would not fit beside the largest copy baseline in the memory [`choose_problem`]
+/// allows, none is made and each experiment allocates its own, as it would alone.
+pub fn reserve_buffers(gpu: &Gpu, selection: &[Selection], opts: &RunOptions) -> Result<()> {
+    let (free, _) = gpu.memory()?;
+    let (mut buffers, mut baseline) = (0u64, 0u64);
+    for s in selection {
+        // An experiment that cannot run says so when its turn comes.
+        let Ok(p) = choose_problem(s.experiment, opts, &gpu.info, free) else {
+            continue;
+        };
+        let lens: Option<Vec<usize>> = s
+            .experiment
+            .buffers_at(&p)
+            .ok()
+            .map(|b| b.iter().map(|b| b.len).collect());
+        let Some(bytes) = lens.as_deref().and_then(crate::arena::bytes_for) else {
+            continue;
+        };
+        buffers = buffers.max(bytes);
+        baseline = baseline.max(
+            baseline_bytes(&p)
+                .and_then(|b| b.checked_mul(2))
+                .unwrap_or(u64::MAX),
+        );
+    }
+    if buffers > 0 && buffers.checked_add(baseline).is_some_and(|n| n <= free / 10 * 9) {
+        gpu.reserve(buffers)?;
+    }
+    Ok(())
+}
+
 /// One line of the table.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Row {
@@ -186,8 +219,7 @@ pub fn measure(
     mut progress: impl FnMut(&str),
 ) -> Result<Measured> {
     let exp = selection.experiment;
-    let (free, _) = gpu.memory()?;
-    let problem = choose_problem(exp, opts, &gpu.info, free)?;
+    let problem = choose_problem(exp, opts, &gpu.info, gpu.free_for_buffers()?)?;
     let size = baseline_bytes(&problem).unwrap_or(0);
     progress(&format!("{}: {} per array", exp.name, format_bytes(size)));
     let mut p = Prepared::new(gpu, exp, problem, opts.seed)?;

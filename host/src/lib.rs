@@ -11,6 +11,7 @@
 //! [`report`] writes them as Markdown, JSON and SVG plots, and [`explain`] predicts
 //! how each warp's accesses coalesce, per source line.
 
+pub mod arena;
 pub mod args;
 pub mod buffers;
 pub mod calibrate;

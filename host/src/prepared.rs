@@ -4,8 +4,9 @@
 //! on those buffers, and judges the result by the experiment's reference.
 
 use cust::function::Function;
-use cust::memory::DeviceBuffer;
+use cust::memory::{DeviceBuffer, DeviceSlice};
 
+use crate::arena::Lease;
 use crate::buffers::{download, fill_uniform, poison};
 use crate::device::Gpu;
 use crate::error::{Error, Result};
@@ -30,7 +31,10 @@ pub struct Prepared {
     pub experiment: &'static Experiment,
     pub problem: Problem,
     buffers: Vec<Buffer>,
-    memory: Vec<DeviceBuffer<f32>>,
+    /// Each buffer on the device, in declaration order.
+    memory: Vec<DeviceSlice<f32>>,
+    /// What holds `memory`: declared after it, so it outlives every use.
+    _owner: Owner,
     /// Each variant's launch, or why this shape leaves it out (a tensor the copy
     /// engine cannot address).
     launches: Vec<std::result::Result<Launch, String>>,
@@ -45,10 +49,22 @@ impl Prepared {
     /// Allocates every buffer of `experiment` at `problem`; `seed` seeds the inputs.
     pub fn new(gpu: &Gpu, experiment: &'static Experiment, problem: Problem, seed: u64) -> Result<Prepared> {
         let buffers = experiment.buffers_at(&problem)?;
-        let memory = buffers
-            .iter()
-            .map(|b| gpu.alloc(b.len))
-            .collect::<Result<Vec<_>>>()?;
+        let lens: Vec<usize> = buffers.iter().map(|b| b.len).collect();
+        let (memory, owner) = match gpu.lease(&lens) {
+            Some(mut lease) => (std::mem::take(&mut lease.slices), Owner::Lease(lease)),
+            None => {
+                let own = lens
+                    .iter()
+                    .map(|&len| gpu.alloc(len))
+                    .collect::<Result<Vec<_>>>()?;
+                // SAFETY: views of buffers that `Owner::Buffers` keeps alive beside them.
+                let views = own
+                    .iter()
+                    .map(|b| unsafe { DeviceSlice::from_raw_parts(b.as_device_ptr(), b.len()) })
+                    .collect();
+                (views, Owner::Buffers(own))
+            }
+        };
         let (mut launches, mut maps) = (Vec::new(), Vec::new());
         for v in experiment.variants {
             let made = (v.launch)(&problem, &gpu.info)
@@ -70,6 +86,7 @@ impl Prepared {
             problem,
             buffers,
             memory,
+            _owner: owner,
             launches,
             maps,
             seed,
@@ -93,7 +110,7 @@ impl Prepared {
     }
 
     /// Buffer `b` of the declaration, on the device.
-    pub fn buffer(&self, b: usize) -> &DeviceBuffer<f32> {
+    pub fn buffer(&self, b: usize) -> &DeviceSlice<f32> {
         &self.memory[b]
     }
 
@@ -196,13 +213,20 @@ impl Prepared {
     }
 }
 
+/// Where an experiment's buffers live: the command's reservation, or allocations of
+/// their own when there is none (or it is too small).
+enum Owner {
+    Lease(#[allow(dead_code)] Lease),
+    Buffers(#[allow(dead_code)] Vec<DeviceBuffer<f32>>),
+}
+
 /// Variant `v`'s tensor maps at `problem`, encoded by the driver and copied to the
 /// device, in argument order.
 fn device_maps(
     gpu: &Gpu,
     v: &Variant,
     problem: &Problem,
-    memory: &[DeviceBuffer<f32>],
+    memory: &[DeviceSlice<f32>],
 ) -> Result<Vec<DeviceBuffer<u64>>> {
     v.args
         .iter()

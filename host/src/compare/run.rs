@@ -67,6 +67,7 @@ pub fn compare(
     dump: Option<&Path>,
     mut progress: impl FnMut(&str),
 ) -> Result<CompareReport> {
+    harness::reserve_buffers(gpu, selection, opts)?;
     let twins = build_twins(gpu, selection);
     if let Some(dir) = dump {
         dump_ptx(dir, twins.as_ref().ok())?;

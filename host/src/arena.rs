@@ -1,0 +1,104 @@
+//! One device allocation that a command's experiments take their buffers from, one
+//! experiment at a time, so each runs on the same memory whatever ran before it in
+//! the process. Buffers allocated after other experiments have freed theirs land
+//! elsewhere, and some kernels run measurably slower there than in a fresh process
+//! (the TMA transposes, docs/perf-notes.md); `coalesce run transpose` and a whole
+//! `coalesce report` should time a kernel alike.
+
+use std::cell::Cell;
+use std::rc::Rc;
+
+use cust::memory::{DeviceBuffer, DevicePointer, DeviceSlice};
+
+/// Each buffer starts on a boundary of the driver's large pages, as a buffer of its
+/// own would.
+pub const ALIGN: u64 = 2 << 20;
+
+/// Bytes an arena needs for buffers of `lens` f32 elements, each on an [`ALIGN`]
+/// boundary; `None` on overflow.
+pub fn bytes_for(lens: &[usize]) -> Option<u64> {
+    lens.iter().try_fold(0u64, |at, &len| {
+        let bytes = (len as u64).checked_mul(4)?;
+        at.checked_next_multiple_of(ALIGN)?.checked_add(bytes)
+    })
+}
+
+/// The reserved allocation; at most one [`Lease`] of it at a time.
+pub struct Arena {
+    memory: DeviceBuffer<u8>,
+    leased: Cell<bool>,
+}
+
+impl Arena {
+    pub fn new(memory: DeviceBuffer<u8>) -> Rc<Arena> {
+        Rc::new(Arena {
+            memory,
+            leased: Cell::new(false),
+        })
+    }
+
+    /// Its device address.
+    pub fn address(&self) -> u64 {
+        self.memory.as_device_ptr().as_raw()
+    }
+
+    /// Its size, in bytes.
+    pub fn bytes(&self) -> u64 {
+        self.memory.len() as u64
+    }
+
+    /// Whether a [`Lease`] holds it now.
+    pub fn leased(&self) -> bool {
+        self.leased.get()
+    }
+
+    /// Buffers of `lens` f32 elements laid out from its start, or `None` while another
+    /// lease holds it or when they do not fit.
+    pub fn lease(self: &Rc<Arena>, lens: &[usize]) -> Option<Lease> {
+        if self.leased.get() || bytes_for(lens)? > self.bytes() {
+            return None;
+        }
+        let base = self.address();
+        let mut at = 0u64;
+        let mut slices = Vec::with_capacity(lens.len());
+        for &len in lens {
+            at = at.next_multiple_of(ALIGN);
+            // SAFETY: [at, at + 4 len) lies inside the allocation (bytes_for above),
+            // f32-aligned, and no other lease shares it while this one lives.
+            slices.push(unsafe { DeviceSlice::from_raw_parts(DevicePointer::from_raw(base + at), len) });
+            at += len as u64 * 4;
+        }
+        self.leased.set(true);
+        Some(Lease {
+            arena: Rc::clone(self),
+            slices,
+        })
+    }
+}
+
+/// One experiment's buffers inside the arena; returns it when dropped.
+pub struct Lease {
+    arena: Rc<Arena>,
+    pub slices: Vec<DeviceSlice<f32>>,
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        self.arena.leased.set(false);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn buffers_start_on_large_page_boundaries() {
+        assert_eq!(bytes_for(&[]), Some(0));
+        assert_eq!(bytes_for(&[1]), Some(4));
+        // The second buffer starts at 2 MiB, the third at 4 MiB.
+        assert_eq!(bytes_for(&[1, 1, 3]), Some(2 * ALIGN + 12));
+        assert_eq!(bytes_for(&[(ALIGN / 4) as usize, 1]), Some(ALIGN + 4));
+        assert_eq!(bytes_for(&[usize::MAX]), None);
+    }
+}
