@@ -66,36 +66,32 @@ pub fn choose_problem(exp: &Experiment, opts: &RunOptions, info: &DeviceInfo, fr
 }
 
 /// Reserves one allocation that each selected experiment's buffers fit in, in turn
-/// ([`crate::arena`]), so each runs on the same memory whatever ran before it. Where
-/// it would not fit beside the largest copy baseline in the memory [`choose_problem`]
-/// allows, none is made and each experiment allocates its own, as it would alone.
+/// ([`crate::arena`]), so each runs on the same memory whatever ran before it.
 pub fn reserve_buffers(gpu: &Gpu, selection: &[Selection], opts: &RunOptions) -> Result<()> {
     let (free, _) = gpu.memory()?;
+    if let Some(bytes) = reservation(selection, opts, &gpu.info, free) {
+        gpu.reserve(bytes)?;
+    }
+    Ok(())
+}
+
+/// The bytes [`reserve_buffers`] reserves with `free` bytes free: the most any one
+/// selected experiment's buffers need at the problem [`choose_problem`] picks, each
+/// on an [`ALIGN`](crate::arena::ALIGN) boundary. `None` where that would not fit
+/// beside the largest copy baseline in the memory [`choose_problem`] allows: each
+/// experiment then allocates its own, as it would alone.
+pub fn reservation(selection: &[Selection], opts: &RunOptions, info: &DeviceInfo, free: u64) -> Option<u64> {
     let (mut buffers, mut baseline) = (0u64, 0u64);
     for s in selection {
         // An experiment that cannot run says so when its turn comes.
-        let Ok(p) = choose_problem(s.experiment, opts, &gpu.info, free) else {
+        let Ok(p) = choose_problem(s.experiment, opts, info, free) else {
             continue;
         };
-        let lens: Option<Vec<usize>> = s
-            .experiment
-            .buffers_at(&p)
-            .ok()
-            .map(|b| b.iter().map(|b| b.len).collect());
-        let Some(bytes) = lens.as_deref().and_then(crate::arena::bytes_for) else {
-            continue;
-        };
-        buffers = buffers.max(bytes);
-        baseline = baseline.max(
-            baseline_bytes(&p)
-                .and_then(|b| b.checked_mul(2))
-                .unwrap_or(u64::MAX),
-        );
+        let lens: Vec<usize> = s.experiment.buffers_at(&p).ok()?.iter().map(|b| b.len).collect();
+        buffers = buffers.max(crate::arena::bytes_for(&lens)?);
+        baseline = baseline.max(baseline_bytes(&p)?.checked_mul(2)?);
     }
-    if buffers > 0 && buffers.checked_add(baseline).is_some_and(|n| n <= free / 10 * 9) {
-        gpu.reserve(buffers)?;
-    }
-    Ok(())
+    (buffers > 0 && buffers.checked_add(baseline)? <= free / 10 * 9).then_some(buffers)
 }
 
 /// One line of the table.
@@ -375,6 +371,37 @@ mod tests {
         fill_speedups(&mut rows);
         let s: Vec<f64> = rows.iter().map(|r| r.speedup_over_slowest).collect();
         assert_eq!(s, [4.0, 1.0, 2.0]);
+    }
+
+    /// The whole suite on an H100: the largest experiment's buffers (stride 64 reads 64
+    /// times its 400 MiB output), reserved only where they fit beside a copy baseline.
+    #[test]
+    fn the_reservation_holds_the_largest_experiment() {
+        let all = crate::experiments::select(&[]).unwrap();
+        let opts = RunOptions {
+            size: None,
+            shape: None,
+            reps: Default::default(),
+            seed: 1,
+        };
+        let stride = 400u64 << 20;
+        let want = crate::arena::bytes_for(&[64 * (stride as usize / 4), stride as usize / 4]).unwrap();
+        let gib = 1u64 << 30;
+        assert_eq!(reservation(&all, &opts, &info(), 80 * gib), Some(want));
+        // Less memory: stride halves its arrays (as its run would), and the reservation with it.
+        let fewer = reservation(&all, &opts, &info(), 20 * gib).unwrap();
+        assert!(fewer < want && fewer + 2 * stride <= 18 * gib, "{fewer}");
+        // A size no experiment fits at: nothing is reserved (and the run says why).
+        let copy = crate::experiments::select(&["copy".to_string()]).unwrap();
+        let big = RunOptions {
+            size: Some(3 * gib),
+            ..opts
+        };
+        assert_eq!(reservation(&copy, &big, &info(), 10 * gib), None);
+        assert_eq!(
+            reservation(&copy, &big, &info(), 20 * gib),
+            Some(crate::arena::bytes_for(&[3 << 28; 2]).unwrap())
+        );
     }
 
     #[test]
