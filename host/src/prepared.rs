@@ -33,7 +33,7 @@ pub struct Prepared {
     buffers: Vec<Buffer>,
     /// Each buffer on the device, in declaration order.
     memory: Vec<DeviceSlice<f32>>,
-    /// What holds `memory`: declared after it, so it outlives every use.
+    /// What keeps `memory` allocated while this lives.
     _owner: Owner,
     /// Each variant's launch, or why this shape leaves it out (a tensor the copy
     /// engine cannot address).
@@ -46,7 +46,8 @@ pub struct Prepared {
 }
 
 impl Prepared {
-    /// Allocates every buffer of `experiment` at `problem`; `seed` seeds the inputs.
+    /// Every buffer of `experiment` at `problem`, from the GPU's reservation where it
+    /// has one ([`Gpu::lease`]) or allocated; `seed` seeds the inputs.
     pub fn new(gpu: &Gpu, experiment: &'static Experiment, problem: Problem, seed: u64) -> Result<Prepared> {
         let buffers = experiment.buffers_at(&problem)?;
         let lens: Vec<usize> = buffers.iter().map(|b| b.len).collect();
@@ -214,10 +215,10 @@ impl Prepared {
 }
 
 /// Where an experiment's buffers live: the command's reservation, or allocations of
-/// their own when there is none (or it is too small).
+/// their own when there is none (or it is too small). Held only to be dropped.
 enum Owner {
-    Lease(#[allow(dead_code)] Lease),
-    Buffers(#[allow(dead_code)] Vec<DeviceBuffer<f32>>),
+    Lease(#[expect(dead_code, reason = "held for its Drop")] Lease),
+    Buffers(#[expect(dead_code, reason = "held for its Drop")] Vec<DeviceBuffer<f32>>),
 }
 
 /// Variant `v`'s tensor maps at `problem`, encoded by the driver and copied to the
