@@ -52,9 +52,9 @@ impl Arena {
         self.leased.get()
     }
 
-    /// Buffers of `lens` f32 elements laid out from its start, or `None` while another
-    /// lease holds it or when they do not fit.
-    pub fn lease(self: &Rc<Arena>, lens: &[usize]) -> Option<Lease> {
+    /// Buffers of `lens` f32 elements laid out from its start, valid while the [`Lease`]
+    /// beside them lives; `None` while another lease holds it or when they do not fit.
+    pub fn lease(self: &Rc<Arena>, lens: &[usize]) -> Option<(Lease, Vec<DeviceSlice<f32>>)> {
         if self.leased.get() || bytes_for(lens)? > self.bytes() {
             return None;
         }
@@ -69,17 +69,18 @@ impl Arena {
             at += len as u64 * 4;
         }
         self.leased.set(true);
-        Some(Lease {
-            arena: Rc::clone(self),
+        Some((
+            Lease {
+                arena: Rc::clone(self),
+            },
             slices,
-        })
+        ))
     }
 }
 
-/// One experiment's buffers inside the arena; returns it when dropped.
+/// One experiment's hold on the arena; returns it when dropped.
 pub struct Lease {
     arena: Rc<Arena>,
-    pub slices: Vec<DeviceSlice<f32>>,
 }
 
 impl Drop for Lease {

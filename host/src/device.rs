@@ -9,7 +9,7 @@ use cust::context::Context;
 use cust::device::{Device, DeviceAttribute};
 use cust::error::CudaError;
 use cust::function::Function;
-use cust::memory::{DeviceBuffer, DeviceCopy};
+use cust::memory::{DeviceBuffer, DeviceCopy, DeviceSlice};
 use cust::module::Module;
 use cust::stream::{Stream, StreamFlags};
 use serde::{Deserialize, Serialize};
@@ -344,14 +344,17 @@ impl Gpu {
     /// Buffers of `lens` f32 elements from the reservation, if there is one, no other
     /// experiment holds it and they fit. One they do not fit is given back, so that
     /// their own allocations have its memory.
-    pub fn lease(&self, lens: &[usize]) -> Option<Lease> {
-        let mut arena = self.arena.borrow_mut();
-        let a = arena.as_ref().filter(|a| !a.leased())?;
-        let lease = a.lease(lens);
-        if lease.is_none() {
-            *arena = None;
+    pub fn lease(&self, lens: &[usize]) -> Option<(Lease, Vec<DeviceSlice<f32>>)> {
+        let leased = self.idle_reservation()?.lease(lens);
+        if leased.is_none() {
+            self.arena.replace(None);
         }
-        lease
+        leased
+    }
+
+    /// The reservation while no experiment holds it.
+    fn idle_reservation(&self) -> Option<Rc<Arena>> {
+        self.arena.borrow().as_ref().filter(|a| !a.leased()).cloned()
     }
 
     /// The reservation's device address and size, if there is one.
@@ -363,12 +366,7 @@ impl Gpu {
     /// reservation while no experiment holds it.
     pub fn free_for_buffers(&self) -> Result<u64> {
         let (free, _) = self.memory()?;
-        let reserved = self
-            .arena
-            .borrow()
-            .as_ref()
-            .filter(|a| !a.leased())
-            .map_or(0, |a| a.bytes());
+        let reserved = self.idle_reservation().map_or(0, |a| a.bytes());
         Ok(free + reserved)
     }
 

@@ -52,7 +52,7 @@ impl Prepared {
         let buffers = experiment.buffers_at(&problem)?;
         let lens: Vec<usize> = buffers.iter().map(|b| b.len).collect();
         let (memory, owner) = match gpu.lease(&lens) {
-            Some(mut lease) => (std::mem::take(&mut lease.slices), Owner::Lease(lease)),
+            Some((lease, slices)) => (slices, Owner::Lease(lease)),
             None => {
                 let own = lens
                     .iter()
