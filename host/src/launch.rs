@@ -127,6 +127,35 @@ impl Launch {
         })
     }
 
+    /// A 2D grid of blocks of `block` threads, each covering `span` = (rows, cols) of
+    /// a `rows` x `cols` `what` (a matrix, a product's C), x along cols, within CUDA's
+    /// grid limits.
+    pub fn tiles(
+        what: &str,
+        (rows, cols): (usize, usize),
+        span: (usize, usize),
+        block: (u32, u32, u32),
+    ) -> Result<Launch> {
+        let (gx, gy) = (
+            cols.div_ceil(span.1).max(1) as u64,
+            rows.div_ceil(span.0).max(1) as u64,
+        );
+        if gx > MAX_GRID_X || gy > MAX_GRID_YZ {
+            return Err(Error::TooLarge {
+                what: format!("a {rows} x {cols} {what}"),
+                why: format!(
+                    "needs a {gx} x {gy} grid of {} x {} tiles; CUDA allows {MAX_GRID_X} x {MAX_GRID_YZ}",
+                    span.0, span.1
+                ),
+            });
+        }
+        Ok(Launch {
+            grid: (gx as u32, gy as u32, 1),
+            block,
+            shared_bytes: 0,
+        })
+    }
+
     /// A grid-stride launch: enough blocks to fill every SM `blocks_per_sm` times,
     /// but no more than the work needs.
     pub fn grid_stride(work_items: usize, block: u32, sm_count: u32, blocks_per_sm: u32) -> Launch {

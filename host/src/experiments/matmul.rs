@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::experiment::{
     Arg, Buffer, DefaultSize, Dim, Experiment, Kind, Problem, Reference, Variant, Work,
 };
-use crate::launch::{Launch, MAX_GRID_X, MAX_GRID_YZ};
+use crate::launch::Launch;
 use crate::twin;
 
 /// `(m, n, k, a, b, c)`: every matmul and SGEMM kernel's parameters.
@@ -100,19 +100,7 @@ pub fn within_32_bit_indices(p: &Problem) -> Result<()> {
 /// and the kernels' 32-bit indices: the launch rule of every product kernel.
 pub fn tiles(p: &Problem, (bm, bn): (usize, usize), block: (u32, u32, u32)) -> Result<Launch> {
     within_32_bit_indices(p)?;
-    let (m, n) = (p.dim(Dim::M), p.dim(Dim::N));
-    let (gx, gy) = (n.div_ceil(bn).max(1) as u64, m.div_ceil(bm).max(1) as u64);
-    if gx > MAX_GRID_X || gy > MAX_GRID_YZ {
-        return Err(Error::TooLarge {
-            what: format!("a {m} x {n} product"),
-            why: format!("needs a {gx} x {gy} grid of {bm} x {bn} tiles; CUDA allows {MAX_GRID_X} x {MAX_GRID_YZ}"),
-        });
-    }
-    Ok(Launch {
-        grid: (gx as u32, gy as u32, 1),
-        block,
-        shared_bytes: 0,
-    })
+    Launch::tiles("product", (p.dim(Dim::M), p.dim(Dim::N)), (bm, bn), block)
 }
 
 #[cfg(test)]

@@ -330,7 +330,7 @@ mod tests {
         let err = choose_problem(transpose, &plan, &h100(), 79 << 30).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "a 4000000 x 1 matrix is too large: needs a 1 x 125000 grid of tiles; CUDA allows 2147483647 x 65535"
+            "a 4000000 x 1 matrix is too large: needs a 1 x 125000 grid of 32 x 32 tiles; CUDA allows 2147483647 x 65535"
         );
     }
 }

@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::experiment::{
     Arg, Buffer, Check, DefaultSize, Dim, Experiment, Kind, Problem, Reference, Variant, Work,
 };
-use crate::launch::{Launch, MAX_GRID_X, MAX_GRID_YZ, shared_for_blocks_per_sm90};
+use crate::launch::{Launch, MAX_GRID_X, shared_for_blocks_per_sm90};
 use crate::tensor_map::MapSpec;
 use crate::twin;
 
@@ -156,18 +156,7 @@ pub fn tiles(rows: usize, cols: usize) -> Result<Launch> {
 /// A 2D grid of blocks of `block` threads, each covering `span` = (rows, cols) of a
 /// `rows` x `cols` matrix (x along cols).
 pub fn grid_of(rows: usize, cols: usize, span: (usize, usize), block: (u32, u32, u32)) -> Result<Launch> {
-    let (gx, gy) = (cols.div_ceil(span.1) as u64, rows.div_ceil(span.0) as u64);
-    if gx > MAX_GRID_X || gy > MAX_GRID_YZ {
-        return Err(Error::TooLarge {
-            what: format!("a {rows} x {cols} matrix"),
-            why: format!("needs a {gx} x {gy} grid of tiles; CUDA allows {MAX_GRID_X} x {MAX_GRID_YZ}"),
-        });
-    }
-    Ok(Launch {
-        grid: (gx as u32, gy as u32, 1),
-        block,
-        shared_bytes: 0,
-    })
+    Launch::tiles("matrix", (rows, cols), span, block)
 }
 
 #[cfg(test)]
