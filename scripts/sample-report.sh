@@ -3,17 +3,24 @@
 # the shipped profiles' predictions, as `coalesce report --from ... --profile ...`
 # renders them. Run it after changing the report's code, the model or a shipped
 # profile, then commit docs/sample-report/; tests/sample_report.rs checks that the
-# committed report is what this renders. No GPU needed.
+# committed report is what this renders. The figures README.md and docs/*.md quote
+# from it carry a marker naming their source (`87.7%<!-- q: h100 sgemm/interior cublas -->`,
+# tests/quotes.rs says how); regenerating rewrites them too, and tests/quotes.rs fails
+# when one differs. No GPU needed.
 #
-#   scripts/sample-report.sh           rewrite docs/sample-report/
+#   scripts/sample-report.sh           rewrite docs/sample-report/ and the figures quoted from it
 #   scripts/sample-report.sh --check   render into a temporary folder and compare (exit 1 on a difference)
+#   scripts/sample-report.sh --quotes  only rewrite the quoted figures from the committed results (no ptxas needed)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 check=0
 case "${1:-}" in
   --check) check=1 ;;
+  --quotes)
+    COALESCE_QUOTES=write cargo test --quiet -p coalesce --test quotes quoted_figures_are_the_sample_reports -- --nocapture
+    exit ;;
   "") ;;
-  *) echo "usage: scripts/sample-report.sh [--check]" >&2; exit 2 ;;
+  *) echo "usage: scripts/sample-report.sh [--check | --quotes]" >&2; exit 2 ;;
 esac
 
 # The predictions' residency comes from ptxas; without it they count threads only.
@@ -47,4 +54,5 @@ else
   rm -rf docs/sample-report
   cp -r "$tmp/report" docs/sample-report
   echo "docs/sample-report: regenerated ($(find docs/sample-report -type f | wc -l) files)"
+  COALESCE_QUOTES=write cargo test --quiet -p coalesce --test quotes quoted_figures_are_the_sample_reports -- --nocapture
 fi
