@@ -1,4 +1,4 @@
-// Probe (issue 13, evidence for docs/perf-notes.md, not part of the suite): the tiled
+// Probe (evidence for docs/perf-notes.md, not part of the suite): the tiled
 // transposes lose 7% of copy on the H100 where a wave's writes spread over the whole
 // matrix, and not through the length of the runs they come in (perf-notes, "the tiled
 // transposes' gap is not a wave's runs"). Is it how far the runs spread (the 2 MiB

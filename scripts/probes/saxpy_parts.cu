@@ -1,4 +1,4 @@
-// Probe (issue 13, evidence for docs/perf-notes.md, not part of the suite): what makes
+// Probe (evidence for docs/perf-notes.md, not part of the suite): what makes
 // saxpy/f32x4-strided slower than `explain` predicts from calibrate's pitch sweep?
 //   1. saxpy/f32x4-strided's loop (2^26 floats, a 4096-row column-major walk of float4s,
 //      grid-stride over 33792 blocks on 132 SMs) split into its streams: x's gather alone,

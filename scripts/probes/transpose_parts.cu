@@ -1,4 +1,4 @@
-// Probe (issue 13, evidence for docs/perf-notes.md, not part of the suite): what makes a
+// Probe (evidence for docs/perf-notes.md, not part of the suite): what makes a
 // tiled transpose slower than a copy with the same bytes in flight per thread? Each part
 // of transpose/tiled-padded alone, in CUDA C++ as nvcc compiles it, timed with events
 // against cudaMemcpy at the same size:
