@@ -104,9 +104,9 @@ pub struct WarpTiling {
     /// k steps per unrolled group of the tile's compute loop (a divisor of bk, at most
     /// 8): the twin's `#pragma unroll` unrolls all bk, but which unrolling lets ptxas
     /// schedule shared loads ahead of the FMAs without losing occupancy depends on the
-    /// tuning (measured for issue 12): 8 for the 128 x 128 x 16 tiles, 2 where
-    /// it keeps 128 x 128 x 8 at 128 registers (two blocks of 256 per SM) and
-    /// 128 x 64 x 16 at 125 (four blocks of 128).
+    /// tuning (docs/perf-notes.md, "the tile's k steps unrolled per tuning"): 8 for the
+    /// 128 x 128 x 16 tiles, 2 where it keeps 128 x 128 x 8 at 128 registers (two blocks
+    /// of 256 per SM) and 128 x 64 x 16 at 125 (four blocks of 128).
     pub unroll: usize,
 }
 
