@@ -297,6 +297,7 @@ mod tests {
 
     #[test]
     fn a_stage_flips_its_phase_each_time_the_index_wraps() {
+        // SAFETY: never accessed: only the stages' arithmetic is under test.
         let tiles = unsafe { SharedArray::from_host_ptr(core::ptr::null_mut(), "t", 0) };
         let ring = Ring::new(tiles, STAGES, STAGE);
         let (mut p, mut c) = (ring.producer_start(), ring.consumer_start());
