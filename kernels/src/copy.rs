@@ -1,6 +1,6 @@
 //! copy: the practical bandwidth ceiling, next to the driver's device-to-device copy.
 
-use crate::gpu::barrier::fence_init;
+use crate::gpu::ring::Ring;
 use crate::gpu::shared::dynamic_shared_array;
 use crate::gpu::tma::{self, TensorMap};
 use crate::gpu::{Float4, Global, GlobalMut, thread};
@@ -61,16 +61,16 @@ kernel! {
         // SAFETY: the host launches with (TMA_BLOCK_ELEMENTS + 2) floats of dynamic
         // shared memory and maps of n floats in boxes of TMA_BOX.
         unsafe {
-            let tile = dynamic_shared_array::<f32>(TMA_BLOCK_ELEMENTS + 2);
-            let bar = tile.barrier(TMA_BLOCK_ELEMENTS);
-            bar.init(1);
-            fence_init();
+            // One stage, which this thread fills and drains.
+            let ring = Ring::new(dynamic_shared_array::<f32>(TMA_BLOCK_ELEMENTS + 2), 1, TMA_BLOCK_ELEMENTS);
+            let tile = ring.tiles();
+            ring.init();
             let first = thread::block_idx_x() as usize * TMA_BLOCK_ELEMENTS;
-            bar.arrive_expect_tx((TMA_BLOCK_ELEMENTS * 4) as u32);
+            let full = ring.acquire(ring.producer_start());
             for b in 0..TMA_BOXES {
-                tma::load_1d(src, (first + b * TMA_BOX) as i32, tile, b * TMA_BOX, bar);
+                tma::load_1d(src, (first + b * TMA_BOX) as i32, tile, b * TMA_BOX, full);
             }
-            bar.wait(0);
+            ring.wait(ring.consumer_start());
             for b in 0..TMA_BOXES {
                 tma::store_1d(dst, (first + b * TMA_BOX) as i32, tile, b * TMA_BOX);
             }

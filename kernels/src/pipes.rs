@@ -12,9 +12,9 @@
 //! A round's body is unrolled; besides the instructions it is declared to hold, it
 //! has the loop's own 3 (a 32-bit counter's add, a compare, a branch).
 
-use crate::gpu::barrier::fence_init;
 use crate::gpu::math::{fma, xor_and};
 use crate::gpu::mma::{mma_m16n8k8_tf32, to_tf32};
+use crate::gpu::ring::{Ring, Stage};
 use crate::gpu::shared::dynamic_shared_array;
 use crate::gpu::thread::{block_idx_x, grid_size_1d, sync_threads, thread_idx_x};
 use crate::gpu::tma::{self, TensorMap};
@@ -306,37 +306,37 @@ kernel! {
         // touches the stages, each after its barrier's phase completes.
         unsafe {
             let tiles = dynamic_shared_array::<f32>(BULK_STAGES * BULK_STAGE + 2 * BULK_STAGES);
-            let bar = |s: usize| tiles.barrier(BULK_STAGES * BULK_STAGE + 2 * s);
-            for s in 0..BULK_STAGES {
-                bar(s).init(1);
-            }
-            fence_init();
+            let ring = Ring::new(tiles, BULK_STAGES, BULK_STAGE);
+            ring.init();
             let b = block_idx_x() as usize;
             let total = rounds as usize * BULK_STAGES;
-            let issue = |i: usize| {
-                let s = i % BULK_STAGES;
+            let issue = |i: usize, s: Stage| {
                 let first = ((b / group + i * shift) % chunks) * BULK_STAGE;
-                bar(s).arrive_expect_tx((BULK_STAGE * 4) as u32);
+                let full = ring.acquire(s);
                 for k in 0..BULK_BOXES {
-                    let at = s * BULK_STAGE + k * BULK_BOX;
-                    tma::load_1d(src, (first + k * BULK_BOX) as i32, tiles, at, bar(s));
+                    let at = ring.stage(s) + k * BULK_BOX;
+                    tma::load_1d(src, (first + k * BULK_BOX) as i32, tiles, at, full);
                 }
             };
+            let mut load = ring.producer_start();
             for i in 0..BULK_STAGES.min(total) {
-                issue(i);
+                issue(i, load);
+                load.advance();
             }
             let mut sum = 0.0f32;
+            let mut s = ring.consumer_start();
             for i in 0..total {
-                let s = i % BULK_STAGES;
-                bar(s).wait(((i / BULK_STAGES) & 1) as u32);
+                ring.wait(s);
                 for k in 0..BULK_BOXES {
-                    sum += tiles.read(s * BULK_STAGE + k * BULK_BOX);
+                    sum += tiles.read(ring.stage(s) + k * BULK_BOX);
                 }
                 if i + BULK_STAGES < total {
                     // The copy engine writes the stage after this thread's reads of it.
                     tma::fence_proxy_async();
-                    issue(i + BULK_STAGES);
+                    issue(i + BULK_STAGES, load);
+                    load.advance();
                 }
+                s.advance();
             }
             out.write(b, sum);
         }

@@ -2,7 +2,7 @@
 //! follow NVIDIA's transpose sample, each one step from the last: a 32 x 32 tile per
 //! block of 32 x 8 threads, each thread handling 4 rows of the tile.
 
-use crate::gpu::barrier::fence_init;
+use crate::gpu::ring::Ring;
 use crate::gpu::shared::dynamic_shared_array;
 use crate::gpu::thread::{block_idx_x, block_idx_y, sync_threads, thread_idx_x, thread_idx_y};
 use crate::gpu::tma::{self, TensorMap, swizzled_128};
@@ -265,6 +265,23 @@ pub const TMA_TILE: usize = 64;
 /// Floats of one tile in shared memory: the loaded tile, then the transposed one.
 pub const TMA_TILE_FLOATS: usize = TMA_TILE * TMA_TILE;
 
+/// A TMA transpose's block: a ring of one stage, the loaded tile (the transposed tile
+/// follows it, then the barrier), and the corner (row, column) of its input tile.
+/// Blocks go down the columns of tiles.
+///
+/// # Safety
+/// The launch has 2 TMA_TILE_FLOATS + 258 floats of dynamic shared memory (the tiles
+/// from a 1024-byte boundary inside, and the barrier).
+#[inline(always)]
+unsafe fn tma_tile(rows: usize) -> (Ring, (usize, usize)) {
+    // SAFETY: the caller's.
+    let tiles = unsafe { dynamic_shared_array::<f32>(2 * TMA_TILE_FLOATS + 258).aligned(1024) };
+    let ring = Ring::new(tiles, 1, TMA_TILE_FLOATS).with_barriers_at(2 * TMA_TILE_FLOATS);
+    let tile_rows = rows.div_ceil(TMA_TILE);
+    let t = block_idx_x() as usize;
+    (ring, ((t % tile_rows) * TMA_TILE, (t / tile_rows) * TMA_TILE))
+}
+
 kernel! {
     #[requires(sm_90a)]
     /// The copy engine loads and stores the tiles: one thread names four 32 x 32 boxes
@@ -274,28 +291,23 @@ kernel! {
     /// down the columns of tiles, so the blocks resident at once write whole output
     /// rows. Boxes past the edges are zero-filled on load and dropped on store.
     pub fn transpose_tma(rows: usize, src: Global<TensorMap>, dst: Global<TensorMap>) {
-        // SAFETY: the host launches 128 threads with 2 TMA_TILE_FLOATS + 258 floats of
-        // dynamic shared memory (a 1024-byte boundary inside), maps of the rows x cols
-        // input and the cols x rows output in swizzled 32 x 32 boxes, and a block per
-        // tile.
+        // SAFETY: the host launches 128 threads with tma_tile's shared memory, maps of
+        // the rows x cols input and the cols x rows output in swizzled 32 x 32 boxes,
+        // and a block per tile.
         unsafe {
-            let tiles = dynamic_shared_array::<f32>(2 * TMA_TILE_FLOATS + 258).aligned(1024);
-            let bar = tiles.barrier(2 * TMA_TILE_FLOATS);
-            let tile_rows = rows.div_ceil(TMA_TILE);
-            let t = block_idx_x() as usize;
-            let (r0, c0) = ((t % tile_rows) * TMA_TILE, (t / tile_rows) * TMA_TILE);
+            let (ring, (r0, c0)) = tma_tile(rows);
+            let tiles = ring.tiles();
             let tid = thread_idx_x() as usize;
             if tid == 0 {
-                bar.init(1);
-                fence_init();
-                bar.arrive_expect_tx((TMA_TILE_FLOATS * 4) as u32);
+                ring.init();
+                let full = ring.acquire(ring.producer_start());
                 for b in 0..4 {
                     let at = [(c0 + 32 * (b % 2)) as i32, (r0 + 32 * (b / 2)) as i32];
-                    tma::load_2d(src, at, tiles, 1024 * b, bar);
+                    tma::load_2d(src, at, tiles, 1024 * b, full);
                 }
             }
-            sync_threads();
-            bar.wait(0);
+            ring.sync();
+            ring.wait(ring.consumer_start());
             // Warp w transposes box (w / 2, w % 2) into box (w % 2, w / 2).
             let (w, lane) = (tid / 32, tid % 32);
             let (from, to) = (1024 * w, TMA_TILE_FLOATS + 1024 * (2 * (w % 2) + w / 2));
@@ -330,29 +342,25 @@ kernel! {
     /// groups, and writes element k of float4 c to output row 4c + k at column l: bank
     /// l. Blocks go down the columns of tiles, as in `tma`.
     pub fn transpose_tma_dense(rows: usize, src: Global<TensorMap>, dst: Global<TensorMap>) {
-        // SAFETY: the host launches 128 threads with tma's shared memory (the 1024-byte
-        // boundary unused), maps of the rows x cols input and the cols x rows output in
-        // unswizzled 64 x 64 boxes, and a block per tile.
+        // SAFETY: the host launches 128 threads with tma_tile's shared memory (the
+        // 1024-byte boundary unused), maps of the rows x cols input and the cols x rows
+        // output in unswizzled 64 x 64 boxes, and a block per tile.
         unsafe {
-            let tiles = dynamic_shared_array::<f32>(2 * TMA_TILE_FLOATS + 258).aligned(1024);
-            let bar = tiles.barrier(2 * TMA_TILE_FLOATS);
-            let tile_rows = rows.div_ceil(TMA_TILE);
-            let t = block_idx_x() as usize;
-            let (r0, c0) = ((t % tile_rows) * TMA_TILE, (t / tile_rows) * TMA_TILE);
+            let (ring, (r0, c0)) = tma_tile(rows);
+            let tiles = ring.tiles();
             let tid = thread_idx_x() as usize;
             if tid == 0 {
-                bar.init(1);
-                fence_init();
+                ring.init();
             }
             // Initialised before the block barrier, armed after it: in one branch with the
             // load, ptxas runs it as warp-wide uniform instructions, and racecheck reports
             // the initialisation and the arrival as a race inside warp 0.
-            sync_threads();
+            ring.sync();
             if tid == 0 {
-                bar.arrive_expect_tx((TMA_TILE_FLOATS * 4) as u32);
-                tma::load_2d(src, [c0 as i32, r0 as i32], tiles, 0, bar);
+                let full = ring.acquire(ring.producer_start());
+                tma::load_2d(src, [c0 as i32, r0 as i32], tiles, 0, full);
             }
-            bar.wait(0);
+            ring.wait(ring.consumer_start());
             // Warp w: tile rows 32 (w / 2) + lane, float4 columns 8 (w % 2) .. + 8.
             let (w, lane) = (tid / 32, tid % 32);
             let r = 32 * (w / 2) + lane;

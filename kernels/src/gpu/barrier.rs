@@ -3,16 +3,10 @@
 //! bytes that asynchronous copies ([`super::tma`]) still owe it; the phase completes
 //! when both reach zero, and threads wait for a phase by its parity.
 //!
-//! The pipeline of a tile loop, per stage `s` of `S`:
-//!
-//! ```text
-//! producer:  wait(empty[s], parity of its last release);  full[s].arrive_expect_tx(bytes);
-//!            tma::load_2d(..., full[s])                    // completes `bytes` on full[s]
-//! consumer:  full[s].wait(parity of this use);  compute;  empty[s].arrive()
-//! ```
-//!
-//! Use `i` of stage `s` (the `i`-th time the ring comes round, from 0) waits for
-//! parity `i % 2`: a barrier starts in phase 0, and each completed phase flips it.
+//! Kernels use them through [`super::ring`], the pipeline of stages the copy engine
+//! fills, which keeps each side's stage and phase: use `i` of a stage (the `i`-th time
+//! the ring comes round, from 0) waits for parity `i % 2`, as a barrier starts in
+//! phase 0 and each completed phase flips it.
 //!
 //! On the emulator a barrier is a record beside the block's shared memory: arrivals
 //! and expected bytes count as on the GPU, and the copies a phase waits for land in

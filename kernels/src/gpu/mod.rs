@@ -12,6 +12,7 @@ pub mod math;
 pub mod mem;
 pub mod mma;
 pub mod param;
+pub mod ring;
 #[macro_use]
 pub mod shared;
 pub mod tensor_map;

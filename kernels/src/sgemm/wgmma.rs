@@ -1,5 +1,5 @@
 //! wgmma: the ladder on Hopper's own machinery (sm_90a): tiles fed by the copy engine
-//! ([`crate::gpu::tma`]) through transaction barriers ([`crate::gpu::barrier`]) and
+//! ([`crate::gpu::tma`]) through a ring of stages ([`crate::gpu::ring`]) and
 //! multiplied by warpgroups (`wgmma`, [`crate::gpu::wgmma`]). C = A B, row-major f32,
 //! TF32 tensor cores.
 //!
@@ -21,25 +21,28 @@
 //! multiples of 4, as the copy engine reads rows that start on 16-byte boundaries (the
 //! host refuses other shapes in one line).
 //!
-//! The rungs, one lesson each:
+//! The rungs, one lesson each, each a configuration of the ring:
 //! 1. [`sgemm_wgmma`]: every warpgroup computes; one thread also issues the copies,
-//!    STAGES - 1 k-tiles ahead, refilling the stage a block barrier has just freed.
+//!    STAGES - 1 k-tiles ahead, refilling the stage a block barrier has just freed (a
+//!    ring without `empty` barriers).
 //! 2. [`sgemm_wgmma_ws`]: warp specialisation. A producer warpgroup only issues copies
 //!    (one thread), waiting on each stage's `empty` barrier; two consumer warpgroups only
 //!    multiply, waiting on `full` barriers, loading the next k-tile's fragments while
-//!    the tensor cores run the current one. `setmaxnreg` moves registers from the
-//!    producer (40 a thread) to the consumers (232). No block barrier in the loop.
+//!    the tensor cores run the current one, and free each stage (a ring with consumers).
+//!    `setmaxnreg` moves registers from the producer (40 a thread) to the consumers
+//!    (232). No block barrier in the loop.
 //! 3. [`sgemm_wgmma_cluster`]: clusters of two blocks on the same rows of A (adjacent
 //!    column tiles of C): each copies half of A's tile and multicasts it to both,
-//!    halving A's reads from L2; a consumer frees a stage in both blocks.
+//!    halving A's reads from L2; a consumer frees a stage in both blocks (the ring of
+//!    rung 2, clustered).
 
-use crate::gpu::barrier::{Barrier, fence_init};
 use crate::gpu::mma::{Tf32, to_tf32};
+use crate::gpu::ring::{Ring, Stage};
 use crate::gpu::shared::dynamic_shared_array;
 use crate::gpu::thread::{block_idx_x, sync_threads, thread_idx_x};
 use crate::gpu::tma::{TensorMap, load_2d, load_2d_multicast, swizzled_128};
 use crate::gpu::wgmma::{self, Accumulator, Descriptor};
-use crate::gpu::{Global, GlobalMut, SharedArray, cluster};
+use crate::gpu::{Global, GlobalMut, SharedArray};
 
 /// k per tile: one 128-byte row of TF32.
 pub const BK: usize = 32;
@@ -47,6 +50,8 @@ pub const BK: usize = 32;
 pub const BN: usize = 128;
 /// Blocks of one band of m tiles run together ([`tile_of`]).
 pub const GROUP_M: u32 = 8;
+/// Warps of a warp-specialised block's two consumer warpgroups: each frees a stage.
+const CONSUMER_WARPS: u32 = 8;
 
 /// A Hopper tuning: m per block (the wgmma's N) and shared stages.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -114,92 +119,42 @@ pub fn tile_of(b: u32, m: u32, n: u32, bm: u32, bn: u32) -> (u32, u32) {
     ((first + within % rows) * bm, (within / rows) * bn)
 }
 
-/// The stages of a tiling in the dynamic segment, 1024-byte aligned, and the
-/// barrier `j` after them.
+/// The ring of a tiling: its stages from the dynamic segment's first 1024-byte
+/// boundary (the swizzle's), then their barriers.
 #[inline(always)]
-unsafe fn stages(t: WgmmaTiling) -> SharedArray<f32> {
+unsafe fn ring(t: WgmmaTiling) -> Ring {
     // SAFETY: the host launches with t.shared_bytes() of dynamic shared memory.
-    unsafe { dynamic_shared_array::<f32>(t.shared_bytes() / 4).aligned(1024) }
-}
-#[inline(always)]
-unsafe fn barrier(tiles: SharedArray<f32>, t: WgmmaTiling, j: usize) -> Barrier {
-    // SAFETY: the barriers follow the stages, inside the segment (shared_bytes).
-    unsafe { tiles.barrier(t.stages * t.stage_floats() + 2 * j) }
+    let tiles = unsafe { dynamic_shared_array::<f32>(t.shared_bytes() / 4).aligned(1024) };
+    Ring::new(tiles, t.stages, t.stage_floats())
 }
 
-/// A block's stages and the barriers that hand them over: `full(s)` completes when
-/// stage `s` has landed, `empty(s)` when its consumers have freed it.
-#[derive(Clone, Copy)]
-struct Pipeline {
-    tiles: SharedArray<f32>,
-    t: WgmmaTiling,
-}
-
-impl Pipeline {
-    /// The tiling's stages in the dynamic segment.
-    #[inline(always)]
-    unsafe fn new(t: WgmmaTiling) -> Pipeline {
-        // SAFETY: the caller's launch has t.shared_bytes() of dynamic shared memory.
-        Pipeline {
-            tiles: unsafe { stages(t) },
-            t,
-        }
-    }
-
-    #[inline(always)]
-    fn full(self, s: usize) -> Barrier {
-        // SAFETY: barrier s follows the stages, inside the segment.
-        unsafe { barrier(self.tiles, self.t, s) }
-    }
-
-    #[inline(always)]
-    fn empty(self, s: usize) -> Barrier {
-        // SAFETY: barrier stages + s follows the stages, inside the segment.
-        unsafe { barrier(self.tiles, self.t, self.t.stages + s) }
-    }
-
-    /// One thread sets up every stage's barriers: `full` for the one arrival that
-    /// brings the copy's bytes, and, where consumers free the stages, `empty` for
-    /// `consumers` arrivals; then makes them visible to the copy engine.
-    #[inline(always)]
-    unsafe fn init(self, consumers: Option<u32>) {
-        // SAFETY: one thread, before any arrival or copy (the caller's).
-        unsafe {
-            for s in 0..self.t.stages {
-                self.full(s).init(1);
-                if let Some(c) = consumers {
-                    self.empty(s).init(c);
-                }
-            }
-        }
-        fence_init();
-    }
-}
-
-/// Issues the copies of k-tile `i` into stage `s` (one thread): A's BM x 32 box, B's
-/// four 32 x 32 boxes, all completing on `full`.
+/// Issues the copies of k-tile `i` into the producer's stage `s` once it is free (one
+/// thread): A's BM x 32 box, B's four 32 x 32 boxes, all completing on its `full`
+/// barrier. In a cluster, this block copies its part of A's box into every block.
 #[inline(always)]
 unsafe fn load_stage(
     t: WgmmaTiling,
-    tiles: SharedArray<f32>,
-    s: usize,
-    full: Barrier,
+    ring: Ring,
+    s: Stage,
     (a, b): (Global<TensorMap>, Global<TensorMap>),
     (m0, n0, i): (u32, u32, u32),
 ) {
-    let stage = s * t.stage_floats();
-    // SAFETY: the stage is free (the caller waited for it) and expects these bytes.
+    let (tiles, stage, k) = (ring.tiles(), ring.stage(s), (i * BK as u32) as i32);
+    // SAFETY: the producer's ring; the stage's copies bring its bytes in all.
     unsafe {
-        full.arrive_expect_tx(t.stage_bytes());
-        load_2d(a, [(i * BK as u32) as i32, m0 as i32], tiles, stage, full);
+        let full = ring.acquire(s);
+        match ring.cluster() {
+            (1, _) => load_2d(a, [k, m0 as i32], tiles, stage, full),
+            (blocks, rank) => {
+                let rows = t.bm / blocks as usize;
+                let at = m0 + rank * rows as u32;
+                let dst = stage + rank as usize * rows * BK;
+                load_2d_multicast(a, [k, at as i32], tiles, dst, full, ring.multicast_mask());
+            }
+        }
         for j in 0..BN / 32 {
-            load_2d(
-                b,
-                [(n0 + 32 * j as u32) as i32, (i * BK as u32) as i32],
-                tiles,
-                stage + t.a_floats() + 1024 * j,
-                full,
-            );
+            let col = (n0 + 32 * j as u32) as i32;
+            load_2d(b, [col, k], tiles, stage + t.a_floats() + 1024 * j, full);
         }
     }
 }
@@ -232,8 +187,8 @@ impl Lane {
     /// step `kk`'s registers are `[kk][..]` = (row g, k t), (g + 8, t), (g, t + 4),
     /// (g + 8, t + 4) of the step's 64 x 8 tile.
     #[inline(always)]
-    unsafe fn fragments(self, tiles: SharedArray<f32>, t: WgmmaTiling, s: usize) -> [[Tf32; 4]; 4] {
-        let b = s * t.stage_floats() + t.a_floats() + 1024 * self.box_;
+    unsafe fn fragments(self, ring: Ring, t: WgmmaTiling, s: Stage) -> [[Tf32; 4]; 4] {
+        let (tiles, b) = (ring.tiles(), ring.stage(s) + t.a_floats() + 1024 * self.box_);
         // The swizzle depends on the row only modulo 8, so k step kk's element is the
         // first step's plus 8 rows (256 floats): four addresses a stage, and the
         // steps are constant offsets from them.
@@ -274,14 +229,8 @@ impl Lane {
 
 /// One k-tile's wgmmas from stage `s`: four `m64nBMk8`, one group.
 #[inline(always)]
-unsafe fn multiply<A: Accumulator>(
-    acc: &mut A,
-    frags: &[[Tf32; 4]; 4],
-    tiles: SharedArray<f32>,
-    t: WgmmaTiling,
-    s: usize,
-) {
-    let a = s * t.stage_floats();
+unsafe fn multiply<A: Accumulator>(acc: &mut A, frags: &[[Tf32; 4]; 4], ring: Ring, s: Stage) {
+    let (tiles, a) = (ring.tiles(), ring.stage(s));
     // SAFETY: the stage has landed; the group is waited for before the stage is freed.
     unsafe {
         let b: [Descriptor; 4] = core::array::from_fn(|kk| Descriptor::k_major_128b(tiles, a + 8 * kk));
@@ -300,7 +249,8 @@ fn zeroed<A: Accumulator>() -> A {
 }
 
 /// Rung 1: every warpgroup multiplies; thread 0 also copies, `stages - 1` k-tiles
-/// ahead, into the stage a block barrier has just freed.
+/// ahead, into the stage a block barrier has just freed (a ring without `empty`
+/// barriers).
 #[inline(always)]
 unsafe fn plain<A: Accumulator>(
     t: WgmmaTiling,
@@ -310,73 +260,122 @@ unsafe fn plain<A: Accumulator>(
 ) {
     // SAFETY: the host's launch (t.shared_bytes(), t.threads()) and maps of A and B.
     unsafe {
-        let p = Pipeline::new(t);
-        let (tiles, full) = (p.tiles, |s: usize| p.full(s));
+        let ring = ring(t);
         let (m0, n0) = tile_of(block_idx_x(), m, n, t.bm as u32, BN as u32);
-        let (ktiles, stages_) = (k.div_ceil(BK as u32), t.stages as u32);
+        let ktiles = k.div_ceil(BK as u32);
         let tid = thread_idx_x() as usize;
         if tid == 0 {
-            p.init(None);
-            for i in 0..(stages_ - 1).min(ktiles) {
-                load_stage(t, tiles, i as usize, full(i as usize), maps, (m0, n0, i));
-            }
+            ring.init();
         }
-        sync_threads();
+        // Every thread keeps the producer's place, so that it stays in uniform registers.
+        let mut load = ring.producer_start();
+        for i in 0..(t.stages as u32 - 1).min(ktiles) {
+            if tid == 0 {
+                load_stage(t, ring, load, maps, (m0, n0, i));
+            }
+            load.advance();
+        }
+        ring.sync();
         let me = Lane::new(tid / 128, tid % 128);
         let mut acc = zeroed::<A>();
+        let mut s = ring.consumer_start();
         for i in 0..ktiles {
-            let s = (i % stages_) as usize;
-            full(s).wait((i / stages_) & 1);
-            let frags = me.fragments(tiles, t, s);
-            multiply(&mut acc, &frags, tiles, t, s);
+            ring.wait(s);
+            let frags = me.fragments(ring, t, s);
+            multiply(&mut acc, &frags, ring, s);
             wgmma::wait_group::<0, A>(&mut acc);
             // Every warpgroup is done with k-tile i - 1's stage: refill it.
             sync_threads();
-            let next = i + stages_ - 1;
-            if tid == 0 && next < ktiles {
-                let s = (next % stages_) as usize;
-                load_stage(t, tiles, s, full(s), maps, (m0, n0, next));
+            let next = i + t.stages as u32 - 1;
+            if next < ktiles {
+                if tid == 0 {
+                    load_stage(t, ring, load, maps, (m0, n0, next));
+                }
+                load.advance();
             }
+            s.advance();
         }
         me.store(&mut acc, c, (m, n), (m0, n0));
     }
 }
 
 /// The consumer's loop of rungs 2 and 3: k-tile i's wgmmas from the fragments in
-/// `cur` while k-tile i + 1's are loaded into `next`; then the stage is freed through
-/// `release`.
+/// `cur` while k-tile i + 1's are loaded into `next`; then the stage is released.
 #[inline(always)]
-unsafe fn consume<A: Accumulator>(p: Pipeline, ktiles: u32, me: Lane, acc: &mut A, release: impl Fn(usize)) {
-    let (t, tiles, stages_) = (p.t, p.tiles, p.t.stages as u32);
-    // SAFETY: barriers and stages of this block (the caller's launch).
+unsafe fn consume<A: Accumulator>(ring: Ring, t: WgmmaTiling, ktiles: u32, me: Lane, acc: &mut A) {
+    // SAFETY: the ring of this block (the caller's launch).
     unsafe {
-        let full = |s: usize| p.full(s);
-        let step = |i: u32, acc: &mut A, cur: &[[Tf32; 4]; 4], next: &mut [[Tf32; 4]; 4]| {
-            let s = (i % stages_) as usize;
-            multiply(acc, cur, tiles, t, s);
+        let step = |i: u32, s: Stage, acc: &mut A, cur: &[[Tf32; 4]; 4], next: &mut [[Tf32; 4]; 4]| {
+            multiply(acc, cur, ring, s);
+            let s1 = s.next();
             if i + 1 < ktiles {
-                let s1 = ((i + 1) % stages_) as usize;
-                full(s1).wait(((i + 1) / stages_) & 1);
-                *next = me.fragments(tiles, t, s1);
+                ring.wait(s1);
+                *next = me.fragments(ring, t, s1);
             }
             wgmma::wait_group::<0, A>(acc);
-            release(s);
+            // One arrival a warp.
+            if me.lane == 0 {
+                ring.release(s);
+            }
+            s1
         };
-        full(0).wait(0);
-        let mut f0 = me.fragments(tiles, t, 0);
+        let mut s = ring.consumer_start();
+        ring.wait(s);
+        let mut f0 = me.fragments(ring, t, s);
         let mut f1 = f0;
         let mut i = 0;
         while i < ktiles {
-            step(i, acc, &f0, &mut f1);
+            s = step(i, s, acc, &f0, &mut f1);
             if i + 1 < ktiles {
-                step(i + 1, acc, &f1, &mut f0);
+                s = step(i + 1, s, acc, &f1, &mut f0);
             }
             i += 2;
         }
     }
 }
 
-/// Rung 2: warp specialisation. Warpgroup 0 copies (one thread), 1 and 2 multiply.
+/// Rungs 2 and 3: warpgroup 0 copies (one thread), 1 and 2 multiply, through a ring
+/// whose consumers free each stage (one arrival from each consumer warp, of every
+/// block of the cluster).
+#[inline(always)]
+unsafe fn specialised<A: Accumulator>(
+    t: WgmmaTiling,
+    ring: Ring,
+    (m, n, k): (u32, u32, u32),
+    (m0, n0): (u32, u32),
+    maps: (Global<TensorMap>, Global<TensorMap>),
+    c: GlobalMut<f32>,
+) {
+    // SAFETY: the host's launch (t.shared_bytes(), 384 threads) and maps of A and B.
+    unsafe {
+        let ktiles = k.div_ceil(BK as u32);
+        let tid = thread_idx_x() as usize;
+        if tid == 0 {
+            ring.init();
+        }
+        ring.sync();
+        if tid < 128 {
+            wgmma::shrink_registers::<40>();
+            if tid == 0 {
+                let mut s = ring.producer_start();
+                for i in 0..ktiles {
+                    load_stage(t, ring, s, maps, (m0, n0, i));
+                    s.advance();
+                }
+            }
+        } else {
+            wgmma::grow_registers::<232>();
+            let me = Lane::new(tid / 128 - 1, tid % 128);
+            let mut acc = zeroed::<A>();
+            consume(ring, t, ktiles, me, &mut acc);
+            me.store(&mut acc, c, (m, n), (m0, n0));
+        }
+        ring.tail();
+    }
+}
+
+/// Rung 2: warp specialisation. A producer warpgroup waits for each stage's `empty`
+/// barrier, the consumers for its `full` barrier.
 #[inline(always)]
 unsafe fn warp_specialised<A: Accumulator>(
     t: WgmmaTiling,
@@ -386,38 +385,9 @@ unsafe fn warp_specialised<A: Accumulator>(
 ) {
     // SAFETY: the host's launch (t.shared_bytes(), 384 threads) and maps of A and B.
     unsafe {
-        let p = Pipeline::new(t);
-        let (tiles, full, empty) = (p.tiles, |s: usize| p.full(s), |s: usize| p.empty(s));
-        let (m0, n0) = tile_of(block_idx_x(), m, n, t.bm as u32, BN as u32);
-        let (ktiles, stages_) = (k.div_ceil(BK as u32), t.stages as u32);
-        let tid = thread_idx_x() as usize;
-        if tid == 0 {
-            // One arrival from each consumer warp.
-            p.init(Some(8));
-        }
-        sync_threads();
-        if tid < 128 {
-            wgmma::shrink_registers::<40>();
-            if tid == 0 {
-                for i in 0..ktiles {
-                    let s = (i % stages_) as usize;
-                    if i >= stages_ {
-                        empty(s).wait(((i / stages_) & 1) ^ 1);
-                    }
-                    load_stage(t, tiles, s, full(s), maps, (m0, n0, i));
-                }
-            }
-        } else {
-            wgmma::grow_registers::<232>();
-            let me = Lane::new(tid / 128 - 1, tid % 128);
-            let mut acc = zeroed::<A>();
-            consume(p, ktiles, me, &mut acc, |s| {
-                if me.lane == 0 {
-                    empty(s).arrive();
-                }
-            });
-            me.store(&mut acc, c, (m, n), (m0, n0));
-        }
+        let ring = ring(t).with_consumers(CONSUMER_WARPS);
+        let tile = tile_of(block_idx_x(), m, n, t.bm as u32, BN as u32);
+        specialised::<A>(t, ring, (m, n, k), tile, maps, c)
     }
 }
 
@@ -427,71 +397,16 @@ unsafe fn warp_specialised<A: Accumulator>(
 unsafe fn clustered<A: Accumulator>(
     t: WgmmaTiling,
     (m, n, k): (u32, u32, u32),
-    (a_half, b): (Global<TensorMap>, Global<TensorMap>),
+    maps: (Global<TensorMap>, Global<TensorMap>),
     c: GlobalMut<f32>,
 ) {
-    // SAFETY: the host's launch (clusters of 2, t.shared_bytes(), 384 threads); a_half
-    // maps A in boxes of BM / 2 rows.
+    // SAFETY: the host's launch (clusters of 2, t.shared_bytes(), 384 threads); the
+    // first map is A's in boxes of BM / 2 rows.
     unsafe {
-        let p = Pipeline::new(t);
-        let (tiles, full, empty) = (p.tiles, |s: usize| p.full(s), |s: usize| p.empty(s));
-        let rank = cluster::rank();
+        let ring = ring(t).with_consumers(CONSUMER_WARPS).clustered(2);
         let (m0, pair) = tile_of(block_idx_x() / 2, m, n, t.bm as u32, 2 * BN as u32);
-        let n0 = pair + rank * BN as u32;
-        let (ktiles, stages_) = (k.div_ceil(BK as u32), t.stages as u32);
-        let tid = thread_idx_x() as usize;
-        if tid == 0 {
-            // One arrival from each consumer warp of both blocks.
-            p.init(Some(16));
-        }
-        // The partner's barriers exist before any copy or arrival reaches them.
-        cluster::sync();
-        if tid < 128 {
-            wgmma::shrink_registers::<40>();
-            if tid == 0 {
-                let half = t.a_floats() / 2;
-                for i in 0..ktiles {
-                    let s = (i % stages_) as usize;
-                    if i >= stages_ {
-                        empty(s).wait(((i / stages_) & 1) ^ 1);
-                    }
-                    let stage = s * t.stage_floats();
-                    full(s).arrive_expect_tx(t.stage_bytes());
-                    let rows = m0 + rank * (t.bm as u32 / 2);
-                    load_2d_multicast(
-                        a_half,
-                        [(i * BK as u32) as i32, rows as i32],
-                        tiles,
-                        stage + rank as usize * half,
-                        full(s),
-                        0b11,
-                    );
-                    for j in 0..BN / 32 {
-                        let col = n0 + 32 * j as u32;
-                        load_2d(
-                            b,
-                            [col as i32, (i * BK as u32) as i32],
-                            tiles,
-                            stage + t.a_floats() + 1024 * j,
-                            full(s),
-                        );
-                    }
-                }
-            }
-        } else {
-            wgmma::grow_registers::<232>();
-            let me = Lane::new(tid / 128 - 1, tid % 128);
-            let mut acc = zeroed::<A>();
-            consume(p, ktiles, me, &mut acc, |s| {
-                if me.lane == 0 {
-                    empty(s).arrive();
-                    empty(s).arrive_cluster(rank ^ 1);
-                }
-            });
-            me.store(&mut acc, c, (m, n), (m0, n0));
-        }
-        // Neither block leaves while the other may still write its shared memory.
-        cluster::sync();
+        let n0 = pair + ring.cluster().1 * BN as u32;
+        specialised::<A>(t, ring, (m, n, k), (m0, n0), maps, c)
     }
 }
 

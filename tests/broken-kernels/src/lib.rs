@@ -10,7 +10,7 @@
 #![cfg_attr(target_arch = "nvptx64", feature(abi_ptx, asm_experimental_arch))]
 
 use kernels::copy::{TMA_BLOCK_ELEMENTS, TMA_BOX, TMA_BOXES};
-use kernels::gpu::barrier::fence_init;
+use kernels::gpu::ring::Ring;
 use kernels::gpu::shared::dynamic_shared_array;
 use kernels::gpu::thread::{self, block_idx_x, block_idx_y, thread_idx_x, thread_idx_y};
 use kernels::gpu::tma::{self, TensorMap};
@@ -110,25 +110,25 @@ kernel! {
 
 kernel! {
     #[requires(sm_90a)]
-    /// `copy_tma` waiting for the wrong phase of its barrier (parity 1 where the copy
-    /// completes phase 0): the wait answers at once, as the phase before the first
-    /// counts as complete, so the stores read shared memory before the copy lands.
+    /// `copy_tma` waiting for its stage with the producer's place in the ring, a round
+    /// ahead (parity 1 where the copy completes phase 0): the wait answers at once, as
+    /// the phase before the first counts as complete, so the stores read shared memory
+    /// before the copy lands.
     pub fn copy_tma_wrong_phase(src: Global<TensorMap>, dst: Global<TensorMap>) {
         if thread::thread_idx_x() != 0 {
             return;
         }
         // SAFETY: copy_tma's launch and maps.
         unsafe {
-            let tile = dynamic_shared_array::<f32>(TMA_BLOCK_ELEMENTS + 2);
-            let bar = tile.barrier(TMA_BLOCK_ELEMENTS);
-            bar.init(1);
-            fence_init();
+            let ring = Ring::new(dynamic_shared_array::<f32>(TMA_BLOCK_ELEMENTS + 2), 1, TMA_BLOCK_ELEMENTS);
+            let tile = ring.tiles();
+            ring.init();
             let first = thread::block_idx_x() as usize * TMA_BLOCK_ELEMENTS;
-            bar.arrive_expect_tx((TMA_BLOCK_ELEMENTS * 4) as u32);
+            let full = ring.acquire(ring.producer_start());
             for b in 0..TMA_BOXES {
-                tma::load_1d(src, (first + b * TMA_BOX) as i32, tile, b * TMA_BOX, bar);
+                tma::load_1d(src, (first + b * TMA_BOX) as i32, tile, b * TMA_BOX, full);
             }
-            bar.wait(1);
+            ring.wait(ring.producer_start());
             for b in 0..TMA_BOXES {
                 tma::store_1d(dst, (first + b * TMA_BOX) as i32, tile, b * TMA_BOX);
             }
