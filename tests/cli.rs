@@ -996,3 +996,83 @@ fn products_are_predicted_beside_a_run_at_its_shape() {
         "{err}"
     );
 }
+
+/// Without a profile, explain names the ones that ship; with `--shape`, its sizes
+/// line says what the shape set.
+#[test]
+fn explain_names_the_shipped_profiles_and_the_shape_it_used() {
+    let out = coalesce()
+        .args(["explain", "copy/f32", "--size", "1M", "--quiet"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("predictions: uncalibrated (no profile: --profile H100 or --profile H200 predicts for a GPU whose profile ships with coalesce; on another GPU, run `coalesce calibrate` and pass --profile FILE)"),
+        "{text}"
+    );
+    // Each shipped name it gives picks its profile.
+    for name in ["H100", "H200"] {
+        coalesce()
+            .args([
+                "explain",
+                "copy/f32",
+                "--size",
+                "1M",
+                "--quiet",
+                "--blocks",
+                "1",
+                "--profile",
+                name,
+            ])
+            .assert()
+            .success();
+    }
+    let sizes = |args: &[&str]| {
+        let out = coalesce().args(args).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        text.lines()
+            .find(|l| l.starts_with("sizes: "))
+            .unwrap_or_else(|| panic!("no sizes line in {text}"))
+            .to_string()
+    };
+    let only = sizes(&["explain", "transpose/tiled", "--shape", "64x96", "--quiet"]);
+    assert!(
+        only.starts_with("sizes: --shape 64x96; grid-stride grids"),
+        "{only}"
+    );
+    let mixed = sizes(&[
+        "explain",
+        "transpose/tiled",
+        "copy/f32",
+        "--shape",
+        "64x96",
+        "--size",
+        "1M",
+        "--quiet",
+    ]);
+    assert!(
+        mixed.starts_with(
+            "sizes: --shape 64x96 where an experiment takes it, elsewhere --size 1.0 MiB per array;"
+        ),
+        "{mixed}"
+    );
+    let default = sizes(&[
+        "explain",
+        "transpose/tiled",
+        "copy/f32",
+        "--shape",
+        "64x96",
+        "--quiet",
+        "--blocks",
+        "1",
+    ]);
+    assert!(
+        default.contains("where an experiment takes it, elsewhere each experiment's default size"),
+        "{default}"
+    );
+}
