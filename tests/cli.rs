@@ -997,6 +997,163 @@ fn products_are_predicted_beside_a_run_at_its_shape() {
     );
 }
 
+/// `mkfifo PATH`: a FIFO, which an output must never replace (nor block on).
+fn mkfifo(path: &std::path::Path) {
+    let made = std::process::Command::new("mkfifo").arg(path).status().unwrap();
+    assert!(made.success(), "mkfifo {}", path.display());
+}
+
+fn is_link(path: &std::path::Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
+}
+
+/// `--json -` (or `/dev/stdout`) writes the JSON alone to standard output, so it can
+/// be piped; the text that would have gone there goes to standard error.
+#[test]
+fn json_to_standard_output_leaves_the_text_to_stderr() {
+    for target in ["-", "/dev/stdout"] {
+        let out = coalesce()
+            .args(["explain", "copy/f32", "--size", "1M", "--quiet", "--json", target])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{target}: {stderr}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "{target}: stdout is not JSON alone ({e}): {}",
+                String::from_utf8_lossy(&out.stdout)
+            )
+        });
+        assert_eq!(v["kernels"][0]["variant"], "f32", "{target}");
+        assert!(
+            stderr.contains("model sm70") && stderr.contains("copy.rs:"),
+            "{target}: {stderr}"
+        );
+    }
+    // Without it, the text is on stdout as before.
+    let out = coalesce()
+        .args(["explain", "copy/f32", "--size", "1M", "--quiet"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("model sm70"));
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// A `--json` link is written through to its target, and stays a link.
+#[test]
+fn json_is_written_through_a_link() {
+    let dir = fresh_dir("cli-json-link");
+    std::fs::create_dir(dir.join("real")).unwrap();
+    std::fs::write(dir.join("real/explain.json"), "old").unwrap();
+    let link = dir.join("explain.json");
+    std::os::unix::fs::symlink("real/explain.json", &link).unwrap();
+    coalesce()
+        .args(["explain", "copy/f32", "--size", "1M", "--quiet", "--json"])
+        .arg(&link)
+        .assert()
+        .success();
+    assert!(is_link(&link), "the link was replaced");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("real/explain.json")).unwrap()).unwrap();
+    assert_eq!(v["model"], "sm70");
+    let mut left: Vec<_> = std::fs::read_dir(dir.join("real"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["explain.json"], "no temporary file left");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A device or a FIFO as `--json` gets one line and exit 1 and is left as it is, and
+/// for the GPU commands that happens before the GPU is opened (so here, without one,
+/// it is that line and not "no NVIDIA GPU available").
+#[test]
+fn json_to_a_device_or_fifo_is_refused_before_any_work() {
+    let dir = fresh_dir("cli-json-special");
+    let fifo = dir.join("fifo");
+    mkfifo(&fifo);
+    let fifo = fifo.to_str().unwrap();
+    for (command, target, kind) in [
+        (
+            &["explain", "copy/f32", "--size", "1M"][..],
+            "/dev/full",
+            "a character device",
+        ),
+        (&["explain", "copy/f32", "--size", "1M"], fifo, "a FIFO"),
+        (&["run", "copy"], "/dev/full", "a character device"),
+        (&["run", "copy"], fifo, "a FIFO"),
+        (&["compare", "copy"], "/dev/null", "a character device"),
+        (&["--size", "1M"], "/dev/null", "a character device"),
+    ] {
+        let mut args = command.to_vec();
+        args.extend(["--json", target]);
+        let err = fails(&args, 1);
+        assert_eq!(
+            err.trim_end(),
+            format!(
+                "error: cannot write {target}: {kind}, not a regular file; it is left as it is (give - to write to standard output)"
+            ),
+            "{args:?}"
+        );
+    }
+    let fifo = std::path::Path::new(fifo);
+    assert!(std::os::unix::fs::FileTypeExt::is_fifo(
+        &std::fs::metadata(fifo).unwrap().file_type()
+    ));
+    assert!(std::os::unix::fs::FileTypeExt::is_char_device(
+        &std::fs::metadata("/dev/full").unwrap().file_type()
+    ));
+    let err = fails(&["calibrate", "--out", "/dev/full"], 1);
+    assert!(
+        err.contains("cannot write /dev/full: a character device"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `report --out` follows the same rule: through a link to the folder it names, never
+/// onto a device or a FIFO, and never standard output.
+#[test]
+fn a_report_folder_follows_links_and_refuses_devices() {
+    let dir = fixture_dir("out-targets");
+    let from = dir.join("h100.json");
+    let from = from.to_str().unwrap();
+    // A link to a folder, and a link to a folder not made yet.
+    std::fs::create_dir(dir.join("real")).unwrap();
+    let link = dir.join("link");
+    std::os::unix::fs::symlink("real", &link).unwrap();
+    let later = dir.join("later");
+    std::os::unix::fs::symlink("made-later", &later).unwrap();
+    for (out, real) in [(&link, dir.join("real")), (&later, dir.join("made-later"))] {
+        coalesce()
+            .args(["report", "--from", from, "--out"])
+            .arg(out)
+            .assert()
+            .success();
+        assert!(is_link(out), "{} was replaced", out.display());
+        assert!(real.join("report.md").is_file() && real.join("results.json").is_file());
+    }
+    let fifo = dir.join("fifo");
+    mkfifo(&fifo);
+    for (out, kind) in [
+        ("/dev/null", "a character device"),
+        (fifo.to_str().unwrap(), "a FIFO"),
+    ] {
+        let err = fails(&["report", "--from", from, "--out", out], 1);
+        assert_eq!(
+            err.trim_end(),
+            format!("error: cannot write {out}: {kind}, not a folder; it is left as it is")
+        );
+    }
+    assert!(std::os::unix::fs::FileTypeExt::is_fifo(
+        &std::fs::metadata(&fifo).unwrap().file_type()
+    ));
+    let err = fails(&["report", "--from", from, "--out", "-"], 2);
+    assert!(err.contains("a report is a folder of files"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// Without a profile, explain names the ones that ship; with `--shape`, its sizes
 /// line says what the shape set.
 #[test]

@@ -1,13 +1,11 @@
 //! The results of a run: printed as a table for people, saved as JSON for tools.
 
 use std::fmt::Write as _;
-use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
 use crate::columns::{Layout, columns, numbers_from};
 use crate::device::DeviceInfo;
-use crate::error::{Error, Result};
 use crate::harness::Row;
 use crate::timing::Baseline;
 use crate::units::{format_bytes, format_ms};
@@ -168,76 +166,6 @@ pub fn render(report: &Report) -> String {
     out
 }
 
-/// The temporary file [`write_file`] writes before renaming it to `path`.
-fn temp_beside(path: &Path) -> std::path::PathBuf {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    path.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
-}
-
-/// The one rule for every output (`--json FILE`, `report --out DIR`, `calibrate
-/// --out FILE`): the file or folder itself may be new, the folder it goes in must
-/// exist. A mistyped path is refused before a long run, not made into a tree of
-/// folders nobody asked for.
-pub fn check_folder_of(path: &Path) -> Result<()> {
-    let folder = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    if folder.is_dir() {
-        return Ok(());
-    }
-    let why = if folder.exists() {
-        format!("{} is not a folder", folder.display())
-    } else {
-        format!("the folder {} does not exist", folder.display())
-    };
-    Err(Error::Write {
-        path: path.display().to_string(),
-        source: std::io::Error::new(std::io::ErrorKind::NotFound, why),
-    })
-}
-
-/// Fails now if [`write_file`] could not write `path` later (a missing or read-only
-/// folder, a path that is a folder), so a long run does not end in a lost report.
-pub fn check_writable(path: &Path) -> Result<()> {
-    let err = |source| Error::Write {
-        path: path.display().to_string(),
-        source,
-    };
-    if path.is_dir() {
-        return Err(err(std::io::ErrorKind::IsADirectory.into()));
-    }
-    check_folder_of(path)?;
-    let tmp = temp_beside(path);
-    std::fs::File::create(&tmp).map_err(err)?;
-    let _ = std::fs::remove_file(&tmp);
-    Ok(())
-}
-
-/// Writes `value` as JSON to `path` without ever leaving a half-written file.
-pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
-    let text = serde_json::to_string_pretty(value)?;
-    write_file(path, &(text + "\n"))
-}
-
-/// Writes `text` to `path` through a temporary file beside it and a rename, so a
-/// reader never sees a half-written file.
-pub fn write_file(path: &Path, text: &str) -> Result<()> {
-    let err = |source| Error::Write {
-        path: path.display().to_string(),
-        source,
-    };
-    let tmp = temp_beside(path);
-    std::fs::write(&tmp, text).map_err(err)?;
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        err(e)
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -348,52 +276,13 @@ mod tests {
     }
 
     #[test]
-    fn json_round_trips_and_replaces_atomically() {
+    fn json_round_trips() {
         let dir = std::env::temp_dir().join(format!("coalesce-json-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("r.json");
-        write_json(&path, &report()).unwrap();
+        crate::output::write_json(&path, &report()).unwrap();
         let back: Report = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         assert_eq!(back, report());
-        assert_eq!(
-            std::fs::read_dir(&dir).unwrap().count(),
-            1,
-            "no temporary file left behind"
-        );
-        std::fs::remove_dir_all(&dir).unwrap();
-    }
-
-    #[test]
-    fn json_to_an_unwritable_path_is_an_error() {
-        let e = write_json(Path::new("/nonexistent-dir/r.json"), &report()).unwrap_err();
-        assert!(
-            e.to_string().starts_with("cannot write /nonexistent-dir/r.json"),
-            "{e}"
-        );
-    }
-
-    #[test]
-    fn writability_is_checked_up_front_and_leaves_nothing_behind() {
-        let e = check_writable(Path::new("/nonexistent-dir/r.json")).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "cannot write /nonexistent-dir/r.json: the folder /nonexistent-dir does not exist"
-        );
-        let e = check_writable(Path::new("/proc/version/r.json")).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "cannot write /proc/version/r.json: /proc/version is not a folder"
-        );
-        let dir = std::env::temp_dir().join(format!("coalesce-writable-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let e = check_writable(&dir).unwrap_err();
-        assert!(e.to_string().ends_with(": is a directory"), "{e}");
-        check_writable(&dir.join("r.json")).unwrap();
-        assert_eq!(
-            std::fs::read_dir(&dir).unwrap().count(),
-            0,
-            "the probe file is removed"
-        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
