@@ -1154,6 +1154,50 @@ fn a_report_folder_follows_links_and_refuses_devices() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// One exit-code rule: 1 for a file that cannot be read, 2 for one that is there but
+/// malformed, or for a bad argument.
+#[test]
+fn unreadable_inputs_exit_1_and_malformed_ones_2() {
+    let dir = fresh_dir("cli-inputs");
+    let missing = dir.join("missing.json");
+    let missing = missing.to_str().unwrap();
+    for args in [
+        &["report", "--from", missing][..],
+        &["explain", "copy", "--profile", missing],
+        &["explain", "copy", "--profile", "H100", "--against-run", missing],
+        &["refit", missing],
+    ] {
+        let err = fails(args, 1);
+        assert!(err.contains(&format!("cannot read {missing}")), "{args:?}: {err}");
+    }
+    let garbage = dir.join("garbage.json");
+    std::fs::write(&garbage, "not json").unwrap();
+    let binary = dir.join("binary.json");
+    std::fs::write(&binary, [0xff, 0xfe, 0x00, 0x80]).unwrap();
+    for file in [&garbage, &binary] {
+        let file = file.to_str().unwrap();
+        for args in [
+            &["report", "--from", file][..],
+            &["explain", "copy", "--profile", file],
+            &["explain", "copy", "--profile", "H100", "--against-run", file],
+            &["refit", file],
+        ] {
+            fails(args, 2);
+        }
+    }
+    // A folder with no Nsight Compute output in it is malformed input.
+    let err = fails(&["explain", "--against-ncu", dir.to_str().unwrap()], 2);
+    assert!(err.contains("not Nsight Compute CSV output"), "{err}");
+    // Nothing was written next to the inputs.
+    let mut left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["binary.json", "garbage.json"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// Without a profile, explain names the ones that ship; with `--shape`, its sizes
 /// line says what the shape set.
 #[test]

@@ -136,8 +136,11 @@ impl Error {
             | Error::UnknownExperiment { .. }
             | Error::UnknownVariant { .. }
             | Error::BadArgument(_)
+            | Error::NcuCsv { .. }
             | Error::BadResults { .. }
             | Error::BadProfile { .. } => 2,
+            // Read, but not text: a malformed file, not an unreadable one.
+            Error::Read { source, .. } if source.kind() == std::io::ErrorKind::InvalidData => 2,
             _ => 1,
         }
     }

@@ -94,11 +94,18 @@ fn shipped_profiles(devices: &[&str]) -> Result<Vec<(Profile, String)>> {
     Ok(out)
 }
 
+/// Whether a `--profile` that names nothing there was meant as a file: it has a
+/// folder or ends in `.json`. A missing file is then a file that cannot be read
+/// (exit 1), not an unknown GPU name (exit 2).
+fn names_a_file(what: &str) -> bool {
+    what.contains('/') || what.to_ascii_lowercase().ends_with(".json")
+}
+
 /// `--profile`: a file, or a shipped profile by its GPU's name.
 pub(super) fn profile_named(what: &str) -> Result<Profile> {
     use crate::profile::SHIPPED;
     let path = Path::new(what);
-    if path.exists() {
+    if path.exists() || names_a_file(what) {
         return Profile::load(path).map(crate::calibrate::upgrade);
     }
     Profile::shipped(what).unwrap_or_else(|| {
@@ -215,5 +222,20 @@ mod tests {
         assert_eq!(named[0].0.device, "NVIDIA H200");
         let e = profiles_named(&names(&["none", "H100"])).unwrap_err().to_string();
         assert!(e.contains("--profile none leaves predictions out"), "{e}");
+    }
+
+    #[test]
+    fn a_missing_profile_file_is_unreadable_and_an_unknown_name_is_a_bad_argument() {
+        let e = profile_named("no/such/profile.json").unwrap_err();
+        assert!(
+            e.to_string().starts_with("cannot read no/such/profile.json"),
+            "{e}"
+        );
+        assert_eq!(e.exit_code(), 1);
+        let e = profile_named("gpu.JSON").unwrap_err();
+        assert_eq!(e.exit_code(), 1, "{e}");
+        let e = profile_named("NVIDIA B300").unwrap_err();
+        assert!(e.to_string().contains("no profile ships"), "{e}");
+        assert_eq!(e.exit_code(), 2);
     }
 }
