@@ -60,7 +60,7 @@ pub fn check(experiments: &[String], device: &DeviceArg, seed: u64, open: Opener
     for d in device.ordinals()? {
         let gpu = open(d)?;
         let human = Human::STDOUT;
-        human.line(&table::device_line(&gpu.info, ptx::ARCH));
+        human.line(&table::device_line(&gpu.info, &table::ptx_loaded(&gpu.info)));
         let rows = crate::check::run_checks(&gpu, &selection, seed)?;
         human.print(&crate::check::render(&rows));
         failed += rows.iter().filter(|r| !r.validated).count();
@@ -102,7 +102,10 @@ fn info_one(device: u32, open: Opener) -> Result<Outcome> {
         say(line);
     }
     let gpu = open(device)?;
-    say(format!("device: {}", table::device_line(&gpu.info, ptx::ARCH)));
+    say(format!(
+        "device: {}",
+        table::device_line(&gpu.info, &table::ptx_loaded(&gpu.info))
+    ));
     let (free, total) = gpu.memory()?;
     say(format!(
         "memory: {} free of {}",
