@@ -859,10 +859,29 @@ fn report_sets_predictions_beside_measurements_with_a_profile_of_that_gpu() {
 fn calibrate_refuses_an_unwritable_file_before_any_work() {
     let err = fails(&["calibrate", "--out", "/proc/x.json"], 1);
     assert!(err.contains("cannot write /proc/x.json"), "{err}");
-    let dir = std::env::temp_dir();
-    let err = fails(&["calibrate", "--quick", "--out", dir.to_str().unwrap()], 1);
-    assert!(err.contains("cannot write"), "{err}");
+    let err = fails(&["calibrate", "--quick", "--out", "/no/such/folder/"], 1);
+    assert!(
+        err.contains("cannot write /no/such/folder/: the folder /no/such/folder/ does not exist"),
+        "{err}"
+    );
     assert!(fails(&["calibrate", "--device", "x"], 2).contains("--device"));
+}
+
+/// `calibrate --out DIR` writes DIR/<gpu>.json (`--out host/profiles/` names a new
+/// GPU's profile as the shipped ones are named), and `--out -` standard output: both
+/// pass the output checks and get as far as the GPU.
+#[test]
+fn calibrate_takes_a_folder_or_standard_output() {
+    if coalesce::device::driver().is_ok() {
+        return; // A machine with a driver: scripts/gpu-run.sh calibrate runs it.
+    }
+    let dir = fresh_dir("cli-calibrate-folder");
+    for out in [dir.to_str().unwrap(), "-"] {
+        let err = fails(&["calibrate", "--quick", "--out", out], 1);
+        assert!(err.contains("no NVIDIA GPU available"), "{out}: {err}");
+    }
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// Without a driver, `calibrate` is the one-line no-GPU error, and leaves no file in

@@ -83,8 +83,10 @@ pub struct CalibrateArgs {
     /// CUDA device ordinal.
     #[arg(long, allow_hyphen_values = true, default_value_t = 0)]
     pub device: u32,
-    /// The profile file (default: coalesce-profile-<device>.json in the current folder).
-    #[arg(long, value_name = "FILE")]
+    /// The profile file (`-`: standard output), or a folder to write it in as
+    /// <gpu>.json, the name host/profiles/ gives it (default:
+    /// coalesce-profile-<gpu>.json in the current folder).
+    #[arg(long, value_name = "FILE|DIR")]
     pub out: Option<PathBuf>,
     /// A smoke test: smaller arrays, fewer strides and repetitions (not a profile to use).
     #[arg(long)]

@@ -1,10 +1,10 @@
 //! `coalesce calibrate` (a GPU's profile for `explain --profile`) and `coalesce
 //! refit` (the profiles' fits again, for maintainers).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::args::CalibrateArgs;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::output::{self, Human};
 use crate::profile::Profile;
 use crate::progress::Progress;
@@ -12,17 +12,59 @@ use crate::table;
 
 use super::{Opener, Outcome};
 
+/// Where `calibrate --out` puts the profile.
+enum ProfileOut {
+    /// That file (`-`: standard output).
+    File(PathBuf),
+    /// `<gpu>.json` in that folder, the name host/profiles/ gives each GPU's profile.
+    Folder(PathBuf),
+    /// `coalesce-profile-<gpu>.json` in the current folder.
+    Default,
+}
+
+impl ProfileOut {
+    /// `--out` read, and checked as far as it can be before the GPU names the file.
+    fn checked(out: Option<&Path>) -> Result<ProfileOut> {
+        use crate::calibrate::default_path;
+        let Some(out) = out else {
+            // The default name needs the device's name: its folder is checked.
+            output::check_file(&default_path(""))?;
+            return Ok(ProfileOut::Default);
+        };
+        if out.is_dir() {
+            output::check_dir(out)?;
+            return Ok(ProfileOut::Folder(out.to_path_buf()));
+        }
+        if out.as_os_str().to_string_lossy().ends_with('/') {
+            return Err(Error::Write {
+                path: out.display().to_string(),
+                source: std::io::Error::other(format!("the folder {} does not exist", out.display())),
+            });
+        }
+        output::check_file(out)?;
+        Ok(ProfileOut::File(out.to_path_buf()))
+    }
+
+    /// The file, once the GPU's name is known.
+    fn path(self, device: &str) -> PathBuf {
+        match self {
+            ProfileOut::File(path) => path,
+            ProfileOut::Folder(dir) => dir.join(format!("{}.json", crate::device::slug(device))),
+            ProfileOut::Default => crate::calibrate::default_path(device),
+        }
+    }
+}
+
 /// `coalesce calibrate`: measures the profile and writes it, or, when a kernel fails
 /// validation, says which and writes nothing.
 pub fn calibrate(args: CalibrateArgs, open: Opener) -> Result<Outcome> {
     use crate::calibrate::{self as cal, Effort};
-    // An unwritable file fails now, not after minutes of measuring; the default name
-    // needs the device's name, so until the GPU is open, its folder is what is checked.
-    let probe = args.out.clone().unwrap_or_else(|| cal::default_path(""));
-    output::check_file(&probe)?;
+    // An unwritable file fails now, not after minutes of measuring (nor after the
+    // GPU is opened).
+    let out = ProfileOut::checked(args.out.as_deref())?;
     let human = Human::beside(args.out.as_deref());
     let gpu = open(args.device)?;
-    let path = args.out.unwrap_or_else(|| cal::default_path(&gpu.info.name));
+    let path = out.path(&gpu.info.name);
     output::check_file(&path)?;
     human.line(&format!(
         "calibrating {}",
