@@ -1,7 +1,7 @@
 //! Criterion benchmarks: one group per experiment in `coalesce::experiments::ALL`,
 //! one benchmark per variant (strides and offsets as the parameter), timed on the
-//! GPU with CUDA events around the launches, throughput in useful bytes (GB/s) or
-//! FLOPs (elements/s = FLOP/s).
+//! GPU with CUDA events around the launches, throughput in useful bytes (GB/s, as the
+//! table prints it) or, for the products, FLOPs (GFLOP/s, TFLOP/s: [`GpuTime`]).
 //!
 //! ```sh
 //! cargo bench                                     # every experiment, default size
@@ -19,6 +19,7 @@ use coalesce::harness::{self, RunOptions};
 use coalesce::prepared::Prepared;
 use coalesce::timing::{Reps, time_batch};
 use coalesce::units::{format_bytes, parse_size};
+use criterion::measurement::{Measurement, ValueFormatter};
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
 
 /// Bytes per array; unset means the harness's default (8 x L2, at least 256 MiB).
@@ -43,11 +44,97 @@ fn throughput(work: Work) -> Throughput {
     match work {
         // Decimal, so criterion's GB/s is the table's GB/s.
         Work::Bytes(b) => Throughput::BytesDecimal(b),
+        // Criterion has no FLOPs: one "element" is one FLOP, which [`Units`] names.
         Work::Flops { flops, .. } => Throughput::Elements(flops),
     }
 }
 
-fn bench_experiment(c: &mut Criterion, gpu: &Gpu, exp: &'static Experiment, opts: &RunOptions) -> Result<()> {
+/// Criterion's measurement for these benches: the time each sample's launches took
+/// on the GPU (CUDA events, through `iter_custom`), in [`Units`].
+struct GpuTime;
+
+/// Times as criterion shows them; throughputs in decimal units, the elements of
+/// [`throughput`] named as what they are, FLOPs (criterion's own formatter would say
+/// `Gelem/s`).
+struct Units;
+
+impl Measurement for GpuTime {
+    type Intermediate = std::time::Instant;
+    type Value = Duration;
+
+    // Only `iter_custom` runs here, which measures on the GPU; these two are what
+    // criterion's wall clock does, for completeness.
+    fn start(&self) -> Self::Intermediate {
+        std::time::Instant::now()
+    }
+    fn end(&self, i: Self::Intermediate) -> Self::Value {
+        i.elapsed()
+    }
+    fn add(&self, v1: &Self::Value, v2: &Self::Value) -> Self::Value {
+        *v1 + *v2
+    }
+    fn zero(&self) -> Self::Value {
+        Duration::ZERO
+    }
+    fn to_f64(&self, value: &Self::Value) -> f64 {
+        value.as_nanos() as f64
+    }
+    fn formatter(&self) -> &dyn ValueFormatter {
+        &Units
+    }
+}
+
+impl ValueFormatter for Units {
+    fn scale_values(&self, ns: f64, values: &mut [f64]) -> &'static str {
+        let (factor, unit) = match ns {
+            ns if ns < 1.0 => (1e3, "ps"),
+            ns if ns < 1e3 => (1.0, "ns"),
+            ns if ns < 1e6 => (1e-3, "µs"),
+            ns if ns < 1e9 => (1e-6, "ms"),
+            _ => (1e-9, "s"),
+        };
+        for v in values {
+            *v *= factor;
+        }
+        unit
+    }
+
+    fn scale_throughputs(
+        &self,
+        typical_ns: f64,
+        throughput: &Throughput,
+        values: &mut [f64],
+    ) -> &'static str {
+        const FLOPS: [&str; 5] = ["FLOP/s", "KFLOP/s", "MFLOP/s", "GFLOP/s", "TFLOP/s"];
+        const BYTES: [&str; 5] = ["B/s", "KB/s", "MB/s", "GB/s", "TB/s"];
+        const BITS: [&str; 5] = ["b/s", "Kb/s", "Mb/s", "Gb/s", "Tb/s"];
+        let (amount, units) = match *throughput {
+            Throughput::Elements(n) | Throughput::ElementsAndBytes { elements: n, .. } => (n, FLOPS),
+            Throughput::Bytes(n) | Throughput::BytesDecimal(n) => (n, BYTES),
+            Throughput::Bits(n) => (n, BITS),
+        };
+        let per_second = |ns: f64| amount as f64 * 1e9 / ns;
+        let mut step = 0;
+        while step + 1 < units.len() && per_second(typical_ns) >= 1000f64.powi(step as i32 + 1) {
+            step += 1;
+        }
+        for v in values {
+            *v = per_second(*v) / 1000f64.powi(step as i32);
+        }
+        units[step]
+    }
+
+    fn scale_for_machines(&self, _values: &mut [f64]) -> &'static str {
+        "ns"
+    }
+}
+
+fn bench_experiment(
+    c: &mut Criterion<GpuTime>,
+    gpu: &Gpu,
+    exp: &'static Experiment,
+    opts: &RunOptions,
+) -> Result<()> {
     let (free, _) = gpu.memory()?;
     let problem = harness::choose_problem(exp, opts, &gpu.info, free)?;
     let mut prepared = Prepared::new(gpu, exp, problem, opts.seed)?;
@@ -119,7 +206,9 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
     };
-    let mut c = Criterion::default().configure_from_args();
+    let mut c = Criterion::default()
+        .with_measurement(GpuTime)
+        .configure_from_args();
     let Some(gpu) = gpu else {
         return ExitCode::SUCCESS;
     };

@@ -859,10 +859,29 @@ fn report_sets_predictions_beside_measurements_with_a_profile_of_that_gpu() {
 fn calibrate_refuses_an_unwritable_file_before_any_work() {
     let err = fails(&["calibrate", "--out", "/proc/x.json"], 1);
     assert!(err.contains("cannot write /proc/x.json"), "{err}");
-    let dir = std::env::temp_dir();
-    let err = fails(&["calibrate", "--quick", "--out", dir.to_str().unwrap()], 1);
-    assert!(err.contains("cannot write"), "{err}");
+    let err = fails(&["calibrate", "--quick", "--out", "/no/such/folder/"], 1);
+    assert!(
+        err.contains("cannot write /no/such/folder/: the folder /no/such/folder/ does not exist"),
+        "{err}"
+    );
     assert!(fails(&["calibrate", "--device", "x"], 2).contains("--device"));
+}
+
+/// `calibrate --out DIR` writes DIR/<gpu>.json (`--out host/profiles/` names a new
+/// GPU's profile as the shipped ones are named), and `--out -` standard output: both
+/// pass the output checks and get as far as the GPU.
+#[test]
+fn calibrate_takes_a_folder_or_standard_output() {
+    if coalesce::device::driver().is_ok() {
+        return; // A machine with a driver: scripts/gpu-run.sh calibrate runs it.
+    }
+    let dir = fresh_dir("cli-calibrate-folder");
+    for out in [dir.to_str().unwrap(), "-"] {
+        let err = fails(&["calibrate", "--quick", "--out", out], 1);
+        assert!(err.contains("no NVIDIA GPU available"), "{out}: {err}");
+    }
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// Without a driver, `calibrate` is the one-line no-GPU error, and leaves no file in
@@ -994,5 +1013,286 @@ fn products_are_predicted_beside_a_run_at_its_shape() {
     assert!(
         err.contains("measured sgemm/interior at 4096x4096x4096, but explain predicted it at 1024x1024x1024: give --shape 4096x4096x4096"),
         "{err}"
+    );
+}
+
+/// `mkfifo PATH`: a FIFO, which an output must never replace (nor block on).
+fn mkfifo(path: &std::path::Path) {
+    let made = std::process::Command::new("mkfifo").arg(path).status().unwrap();
+    assert!(made.success(), "mkfifo {}", path.display());
+}
+
+fn is_link(path: &std::path::Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
+}
+
+/// `--json -` (or `/dev/stdout`) writes the JSON alone to standard output, so it can
+/// be piped; the text that would have gone there goes to standard error.
+#[test]
+fn json_to_standard_output_leaves_the_text_to_stderr() {
+    for target in ["-", "/dev/stdout"] {
+        let out = coalesce()
+            .args(["explain", "copy/f32", "--size", "1M", "--quiet", "--json", target])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{target}: {stderr}");
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!(
+                "{target}: stdout is not JSON alone ({e}): {}",
+                String::from_utf8_lossy(&out.stdout)
+            )
+        });
+        assert_eq!(v["kernels"][0]["variant"], "f32", "{target}");
+        assert!(
+            stderr.contains("model sm70") && stderr.contains("copy.rs:"),
+            "{target}: {stderr}"
+        );
+    }
+    // Without it, the text is on stdout as before.
+    let out = coalesce()
+        .args(["explain", "copy/f32", "--size", "1M", "--quiet"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("model sm70"));
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// A `--json` link is written through to its target, and stays a link.
+#[test]
+fn json_is_written_through_a_link() {
+    let dir = fresh_dir("cli-json-link");
+    std::fs::create_dir(dir.join("real")).unwrap();
+    std::fs::write(dir.join("real/explain.json"), "old").unwrap();
+    let link = dir.join("explain.json");
+    std::os::unix::fs::symlink("real/explain.json", &link).unwrap();
+    coalesce()
+        .args(["explain", "copy/f32", "--size", "1M", "--quiet", "--json"])
+        .arg(&link)
+        .assert()
+        .success();
+    assert!(is_link(&link), "the link was replaced");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("real/explain.json")).unwrap()).unwrap();
+    assert_eq!(v["model"], "sm70");
+    let mut left: Vec<_> = std::fs::read_dir(dir.join("real"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["explain.json"], "no temporary file left");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A device or a FIFO as `--json` gets one line and exit 1 and is left as it is, and
+/// for the GPU commands that happens before the GPU is opened (so here, without one,
+/// it is that line and not "no NVIDIA GPU available").
+#[test]
+fn json_to_a_device_or_fifo_is_refused_before_any_work() {
+    let dir = fresh_dir("cli-json-special");
+    let fifo = dir.join("fifo");
+    mkfifo(&fifo);
+    let fifo = fifo.to_str().unwrap();
+    for (command, target, kind) in [
+        (
+            &["explain", "copy/f32", "--size", "1M"][..],
+            "/dev/full",
+            "a character device",
+        ),
+        (&["explain", "copy/f32", "--size", "1M"], fifo, "a FIFO"),
+        (&["run", "copy"], "/dev/full", "a character device"),
+        (&["run", "copy"], fifo, "a FIFO"),
+        (&["compare", "copy"], "/dev/null", "a character device"),
+        (&["--size", "1M"], "/dev/null", "a character device"),
+    ] {
+        let mut args = command.to_vec();
+        args.extend(["--json", target]);
+        let err = fails(&args, 1);
+        assert_eq!(
+            err.trim_end(),
+            format!(
+                "error: cannot write {target}: {kind}, not a regular file; it is left as it is (give - to write to standard output)"
+            ),
+            "{args:?}"
+        );
+    }
+    let fifo = std::path::Path::new(fifo);
+    assert!(std::os::unix::fs::FileTypeExt::is_fifo(
+        &std::fs::metadata(fifo).unwrap().file_type()
+    ));
+    assert!(std::os::unix::fs::FileTypeExt::is_char_device(
+        &std::fs::metadata("/dev/full").unwrap().file_type()
+    ));
+    let err = fails(&["calibrate", "--out", "/dev/full"], 1);
+    assert!(
+        err.contains("cannot write /dev/full: a character device"),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// `report --out` follows the same rule: through a link to the folder it names, never
+/// onto a device or a FIFO, and never standard output.
+#[test]
+fn a_report_folder_follows_links_and_refuses_devices() {
+    let dir = fixture_dir("out-targets");
+    let from = dir.join("h100.json");
+    let from = from.to_str().unwrap();
+    // A link to a folder, and a link to a folder not made yet.
+    std::fs::create_dir(dir.join("real")).unwrap();
+    let link = dir.join("link");
+    std::os::unix::fs::symlink("real", &link).unwrap();
+    let later = dir.join("later");
+    std::os::unix::fs::symlink("made-later", &later).unwrap();
+    for (out, real) in [(&link, dir.join("real")), (&later, dir.join("made-later"))] {
+        coalesce()
+            .args(["report", "--from", from, "--out"])
+            .arg(out)
+            .assert()
+            .success();
+        assert!(is_link(out), "{} was replaced", out.display());
+        assert!(real.join("report.md").is_file() && real.join("results.json").is_file());
+    }
+    let fifo = dir.join("fifo");
+    mkfifo(&fifo);
+    for (out, kind) in [
+        ("/dev/null", "a character device"),
+        (fifo.to_str().unwrap(), "a FIFO"),
+    ] {
+        let err = fails(&["report", "--from", from, "--out", out], 1);
+        assert_eq!(
+            err.trim_end(),
+            format!("error: cannot write {out}: {kind}, not a folder; it is left as it is")
+        );
+    }
+    assert!(std::os::unix::fs::FileTypeExt::is_fifo(
+        &std::fs::metadata(&fifo).unwrap().file_type()
+    ));
+    let err = fails(&["report", "--from", from, "--out", "-"], 2);
+    assert!(err.contains("a report is a folder of files"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// One exit-code rule: 1 for a file that cannot be read, 2 for one that is there but
+/// malformed, or for a bad argument.
+#[test]
+fn unreadable_inputs_exit_1_and_malformed_ones_2() {
+    let dir = fresh_dir("cli-inputs");
+    let missing = dir.join("missing.json");
+    let missing = missing.to_str().unwrap();
+    for args in [
+        &["report", "--from", missing][..],
+        &["explain", "copy", "--profile", missing],
+        &["explain", "copy", "--profile", "H100", "--against-run", missing],
+        &["refit", missing],
+    ] {
+        let err = fails(args, 1);
+        assert!(err.contains(&format!("cannot read {missing}")), "{args:?}: {err}");
+    }
+    let garbage = dir.join("garbage.json");
+    std::fs::write(&garbage, "not json").unwrap();
+    let binary = dir.join("binary.json");
+    std::fs::write(&binary, [0xff, 0xfe, 0x00, 0x80]).unwrap();
+    for file in [&garbage, &binary] {
+        let file = file.to_str().unwrap();
+        for args in [
+            &["report", "--from", file][..],
+            &["explain", "copy", "--profile", file],
+            &["explain", "copy", "--profile", "H100", "--against-run", file],
+            &["refit", file],
+        ] {
+            fails(args, 2);
+        }
+    }
+    // A folder with no Nsight Compute output in it is malformed input.
+    let err = fails(&["explain", "--against-ncu", dir.to_str().unwrap()], 2);
+    assert!(err.contains("not Nsight Compute CSV output"), "{err}");
+    // Nothing was written next to the inputs.
+    let mut left: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["binary.json", "garbage.json"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Without a profile, explain names the ones that ship; with `--shape`, its sizes
+/// line says what the shape set.
+#[test]
+fn explain_names_the_shipped_profiles_and_the_shape_it_used() {
+    let out = coalesce()
+        .args(["explain", "copy/f32", "--size", "1M", "--quiet"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("predictions: uncalibrated (no profile: --profile H100 or --profile H200 predicts for a GPU whose profile ships with coalesce; on another GPU, run `coalesce calibrate` and pass --profile FILE)"),
+        "{text}"
+    );
+    // Each shipped name it gives picks its profile.
+    for name in ["H100", "H200"] {
+        coalesce()
+            .args([
+                "explain",
+                "copy/f32",
+                "--size",
+                "1M",
+                "--quiet",
+                "--blocks",
+                "1",
+                "--profile",
+                name,
+            ])
+            .assert()
+            .success();
+    }
+    let sizes = |args: &[&str]| {
+        let out = coalesce().args(args).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        text.lines()
+            .find(|l| l.starts_with("sizes: "))
+            .unwrap_or_else(|| panic!("no sizes line in {text}"))
+            .to_string()
+    };
+    let only = sizes(&["explain", "transpose/tiled", "--shape", "64x96", "--quiet"]);
+    assert!(
+        only.starts_with("sizes: --shape 64x96; grid-stride grids"),
+        "{only}"
+    );
+    let mixed = sizes(&[
+        "explain",
+        "transpose/tiled",
+        "copy/f32",
+        "--shape",
+        "64x96",
+        "--size",
+        "1M",
+        "--quiet",
+    ]);
+    assert!(
+        mixed.starts_with(
+            "sizes: --shape 64x96 where an experiment takes it, elsewhere --size 1.0 MiB per array;"
+        ),
+        "{mixed}"
+    );
+    let default = sizes(&[
+        "explain",
+        "transpose/tiled",
+        "copy/f32",
+        "--shape",
+        "64x96",
+        "--quiet",
+        "--blocks",
+        "1",
+    ]);
+    assert!(
+        default.contains("where an experiment takes it, elsewhere each experiment's default size"),
+        "{default}"
     );
 }

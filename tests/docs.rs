@@ -224,18 +224,23 @@ fn the_readme_names_every_variant() {
     }
 }
 
-/// docs/commands.md quotes the binary's messages for a misspelt experiment and a
-/// wrong variant word for word.
+/// docs/commands.md quotes the binary's messages for a misspelt experiment, a
+/// wrong variant word and a device as an output word for word.
 #[test]
 fn the_messages_docs_quote_are_the_binarys() {
     let doc = std::fs::read_to_string(root().join("docs/commands.md")).unwrap();
-    for args in [["run", "strid"], ["run", "copy/f64"]] {
+    for (args, code) in [
+        (&["run", "strid"][..], 2),
+        (&["run", "copy/f64"], 2),
+        (&["explain", "copy/f32", "--json", "/dev/full"], 1),
+        (&["report", "--out", "/dev/null"], 1),
+    ] {
         let out = assert_cmd::Command::cargo_bin("coalesce")
             .unwrap()
             .args(args)
             .output()
             .unwrap();
-        assert_eq!(out.status.code(), Some(2));
+        assert_eq!(out.status.code(), Some(code), "{args:?}");
         let err = String::from_utf8_lossy(&out.stderr);
         let line = err.trim().strip_prefix("error: ").unwrap_or(err.trim());
         assert!(

@@ -83,8 +83,10 @@ pub struct CalibrateArgs {
     /// CUDA device ordinal.
     #[arg(long, allow_hyphen_values = true, default_value_t = 0)]
     pub device: u32,
-    /// The profile file (default: coalesce-profile-<device>.json in the current folder).
-    #[arg(long, value_name = "FILE")]
+    /// The profile file (`-`: standard output), or a folder to write it in as
+    /// <gpu>.json, the name host/profiles/ gives it (default:
+    /// coalesce-profile-<gpu>.json in the current folder).
+    #[arg(long, value_name = "FILE|DIR")]
     pub out: Option<PathBuf>,
     /// A smoke test: smaller arrays, fewer strides and repetitions (not a profile to use).
     #[arg(long)]
@@ -112,7 +114,8 @@ pub struct ExplainArgs {
     /// Blocks to emulate per kernel, spread over the grid (the whole grid if it has fewer).
     #[arg(long, allow_hyphen_values = true, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=65_536))]
     pub blocks: u32,
-    /// Also write the analysis (or, with --against-ncu, the comparison) as JSON to FILE.
+    /// Also write the analysis (or, with --against-ncu, the comparison) as JSON to
+    /// FILE (`-`: to standard output, and the text to standard error).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Compare the predictions with Nsight Compute results: a folder of
@@ -138,7 +141,8 @@ pub struct ExplainArgs {
 pub struct RunArgs {
     #[command(flatten)]
     pub suite: SuiteArgs,
-    /// Also write the results as JSON to FILE.
+    /// Also write the results as JSON to FILE (`-`: to standard output, and the
+    /// table to standard error).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
 }
@@ -173,7 +177,8 @@ pub struct ReportArgs {
 pub struct CompareArgs {
     #[command(flatten)]
     pub suite: SuiteArgs,
-    /// Also write the comparison as JSON to FILE.
+    /// Also write the comparison as JSON to FILE (`-`: to standard output, and the
+    /// table to standard error).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Write the PTX of both sides (EXPERIMENT.cpp.ptx, rust-kernels.ptx) into DIR.

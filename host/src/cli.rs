@@ -16,8 +16,10 @@ use crate::device::Gpu;
 use crate::error::Result;
 
 /// The whole program: parses `args` (the first is the program name), runs the
-/// command, prints the one-line error if any, and returns the exit code: 0, 1 for a
-/// failed run or a kernel that failed validation, 2 for a bad command line.
+/// command, prints the one-line error if any, and returns the exit code (one rule,
+/// docs/commands.md): 0; 1 for a run that failed, a kernel that failed validation,
+/// or a file that cannot be read or written; 2 for a bad argument or a malformed
+/// input file.
 pub fn main_with<I, T>(args: I, open: Opener) -> u8
 where
     I: IntoIterator<Item = T>,
@@ -139,7 +141,7 @@ pub fn execute_on(cli: Cli, open: Opener) -> Result<Outcome> {
         Some(Command::Calibrate(args)) => calibrate(args, open),
         Some(Command::Refit { profiles }) => refit(&profiles),
         Some(Command::List { names }) => {
-            print!("{}", if names { list_names() } else { list() });
+            crate::output::Human::STDOUT.print(&if names { list_names() } else { list() });
             Ok(Outcome::Ok)
         }
         Some(Command::Check {

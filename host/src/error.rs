@@ -83,6 +83,10 @@ pub enum Error {
         source: std::io::Error,
     },
 
+    /// An option's value that is wrong whatever the files hold.
+    #[error("{0}")]
+    BadArgument(String),
+
     #[error("{path}: not Nsight Compute CSV output as scripts/gpu-run.sh ncu writes it: {why}")]
     NcuCsv { path: String, why: String },
 
@@ -118,7 +122,10 @@ fn devices(count: u32) -> String {
 }
 
 impl Error {
-    /// 2 for a bad command line (the user can fix the invocation), 1 for a failed run.
+    /// The one rule (docs/commands.md, "Exit codes"): 2 for what the user can fix in
+    /// the invocation or the input (a bad argument, a malformed input file), 1 for
+    /// everything that failed while doing it (no GPU, a CUDA error, a file that
+    /// cannot be read or written). Validation failures are 1 too ([`crate::cli`]).
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::DeviceOutOfRange { .. }
@@ -128,8 +135,12 @@ impl Error {
             | Error::TooLarge { .. }
             | Error::UnknownExperiment { .. }
             | Error::UnknownVariant { .. }
+            | Error::BadArgument(_)
+            | Error::NcuCsv { .. }
             | Error::BadResults { .. }
             | Error::BadProfile { .. } => 2,
+            // Read, but not text: a malformed file, not an unreadable one.
+            Error::Read { source, .. } if source.kind() == std::io::ErrorKind::InvalidData => 2,
             _ => 1,
         }
     }

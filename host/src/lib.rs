@@ -7,9 +7,9 @@
 //! on the GPU (the Rust PTX, or the C++ twins of [`compare`]), and
 //! [`explain::emulate`] on the CPU emulator; [`reference`] judges every result the
 //! same way. [`harness`] turns the declared work into timed, validated
-//! [`harness::Row`]s ([`timing`] times them), [`table`] prints and saves rows,
-//! [`report`] writes them as Markdown, JSON and SVG plots, and [`explain`] predicts
-//! how each warp's accesses coalesce, per source line.
+//! [`harness::Row`]s ([`timing`] times them), [`table`] prints rows, [`report`]
+//! renders them as Markdown, JSON and SVG plots ([`output`] writes every file), and
+//! [`explain`] predicts how each warp's accesses coalesce, per source line.
 
 pub mod arena;
 pub mod args;
@@ -28,6 +28,7 @@ pub mod explain;
 pub mod harness;
 pub mod launch;
 pub mod nvml;
+pub mod output;
 pub mod prepared;
 pub mod profile;
 pub mod progress;

@@ -1,14 +1,13 @@
 //! The results of a run: printed as a table for people, saved as JSON for tools.
 
 use std::fmt::Write as _;
-use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
 use crate::columns::{Layout, columns, numbers_from};
 use crate::device::DeviceInfo;
-use crate::error::{Error, Result};
 use crate::harness::Row;
+use crate::ptx::PtxModule;
 use crate::timing::Baseline;
 use crate::units::{format_bytes, format_ms};
 
@@ -49,10 +48,75 @@ impl Report {
     pub fn failures(&self) -> usize {
         self.rows.iter().filter(|r| !r.validated).count()
     }
+
+    /// The PTX modules its kernels came from ([`ptx_ran`]).
+    pub fn ptx_ran(&self) -> String {
+        ptx_ran(&self.ptx_arch, self.rows.iter().map(|r| r.kernel.as_str()))
+    }
 }
 
-/// One line describing the device.
-pub fn device_line(d: &DeviceInfo, ptx_arch: &str) -> String {
+/// `a`, `a and b`, `a, b and c`.
+fn and_list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
+/// The architecture a module's PTX was built for, when the baseline was built for
+/// `baseline`: the sm_80 module is built for sm_80 or the baseline, if newer.
+fn module_arch(module: PtxModule, baseline: &str) -> String {
+    let number = |arch: &str| {
+        arch.trim_start_matches("sm_")
+            .trim_end_matches('a')
+            .parse::<u32>()
+            .ok()
+    };
+    match module {
+        PtxModule::Baseline => baseline.to_string(),
+        PtxModule::Sm80 if number(baseline).is_some_and(|n| n > 80) => baseline.to_string(),
+        PtxModule::Sm80 => "sm_80".into(),
+        PtxModule::Sm90a => crate::ptx::SM90A_ARCH.into(),
+    }
+}
+
+/// The PTX modules a run's kernels came from, for the header's "kernels: PTX for
+/// ...": the baseline's architecture (`ptx_arch`, as the results record it), then
+/// `sm_80` and `sm_90a` where a kernel that ran is in those modules.
+pub fn ptx_ran<'a>(ptx_arch: &str, kernels: impl IntoIterator<Item = &'a str>) -> String {
+    let kernels: Vec<&str> = kernels.into_iter().collect();
+    let ran = |m: PtxModule| {
+        m == PtxModule::Baseline
+            || kernels
+                .iter()
+                .any(|&k| kernels::entry::ALL.iter().any(|e| e.name == k && e.module == m))
+    };
+    let mut archs: Vec<String> = PtxModule::ALL
+        .into_iter()
+        .filter(|&m| ran(m))
+        .map(|m| module_arch(m, ptx_arch))
+        .collect();
+    archs.dedup();
+    and_list(&archs)
+}
+
+/// The PTX modules this build loads on `device`, for the header of a command that
+/// names the device before it runs anything.
+pub fn ptx_loaded(device: &DeviceInfo) -> String {
+    let mut archs: Vec<String> = PtxModule::ALL
+        .into_iter()
+        .filter(|m| m.loads_on(device.compute_capability))
+        .map(crate::ptx::arch)
+        .map(str::to_string)
+        .collect();
+    archs.dedup();
+    and_list(&archs)
+}
+
+/// One line describing the device, and the PTX its kernels come from (`ptx`, from
+/// [`ptx_ran`] or [`ptx_loaded`]).
+pub fn device_line(d: &DeviceInfo, ptx: &str) -> String {
     let peak = d
         .peak_gb_per_s()
         .map(|p| format!("{p:.0} GB/s"))
@@ -63,7 +127,7 @@ pub fn device_line(d: &DeviceInfo, ptx_arch: &str) -> String {
         .map(|bus| format!(", PCI {bus}"))
         .unwrap_or_default();
     format!(
-        "{} (device {}{pci}, sm_{}{}, {} SMs, L2 {}, {} memory, peak {peak}); kernels: PTX for {ptx_arch}",
+        "{} (device {}{pci}, sm_{}{}, {} SMs, L2 {}, {} memory, peak {peak}); kernels: PTX for {ptx}",
         d.name,
         d.ordinal,
         d.compute_capability.0,
@@ -101,7 +165,7 @@ pub fn copy_shares(r: &Row) -> (String, String) {
 /// The human table.
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "{}", device_line(&report.device, &report.ptx_arch));
+    let _ = writeln!(out, "{}", device_line(&report.device, &report.ptx_ran()));
     for b in &report.baselines {
         let _ = writeln!(out, "{}", baseline_line(b));
     }
@@ -166,76 +230,6 @@ pub fn render(report: &Report) -> String {
         );
     }
     out
-}
-
-/// The temporary file [`write_file`] writes before renaming it to `path`.
-fn temp_beside(path: &Path) -> std::path::PathBuf {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    path.with_file_name(format!(".{name}.{}.tmp", std::process::id()))
-}
-
-/// The one rule for every output (`--json FILE`, `report --out DIR`, `calibrate
-/// --out FILE`): the file or folder itself may be new, the folder it goes in must
-/// exist. A mistyped path is refused before a long run, not made into a tree of
-/// folders nobody asked for.
-pub fn check_folder_of(path: &Path) -> Result<()> {
-    let folder = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    if folder.is_dir() {
-        return Ok(());
-    }
-    let why = if folder.exists() {
-        format!("{} is not a folder", folder.display())
-    } else {
-        format!("the folder {} does not exist", folder.display())
-    };
-    Err(Error::Write {
-        path: path.display().to_string(),
-        source: std::io::Error::new(std::io::ErrorKind::NotFound, why),
-    })
-}
-
-/// Fails now if [`write_file`] could not write `path` later (a missing or read-only
-/// folder, a path that is a folder), so a long run does not end in a lost report.
-pub fn check_writable(path: &Path) -> Result<()> {
-    let err = |source| Error::Write {
-        path: path.display().to_string(),
-        source,
-    };
-    if path.is_dir() {
-        return Err(err(std::io::ErrorKind::IsADirectory.into()));
-    }
-    check_folder_of(path)?;
-    let tmp = temp_beside(path);
-    std::fs::File::create(&tmp).map_err(err)?;
-    let _ = std::fs::remove_file(&tmp);
-    Ok(())
-}
-
-/// Writes `value` as JSON to `path` without ever leaving a half-written file.
-pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
-    let text = serde_json::to_string_pretty(value)?;
-    write_file(path, &(text + "\n"))
-}
-
-/// Writes `text` to `path` through a temporary file beside it and a rename, so a
-/// reader never sees a half-written file.
-pub fn write_file(path: &Path, text: &str) -> Result<()> {
-    let err = |source| Error::Write {
-        path: path.display().to_string(),
-        source,
-    };
-    let tmp = temp_beside(path);
-    std::fs::write(&tmp, text).map_err(err)?;
-    std::fs::rename(&tmp, path).map_err(|e| {
-        let _ = std::fs::remove_file(&tmp);
-        err(e)
-    })
 }
 
 #[cfg(test)]
@@ -348,52 +342,57 @@ mod tests {
     }
 
     #[test]
-    fn json_round_trips_and_replaces_atomically() {
+    fn json_round_trips() {
         let dir = std::env::temp_dir().join(format!("coalesce-json-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("r.json");
-        write_json(&path, &report()).unwrap();
+        crate::output::write_json(&path, &report()).unwrap();
         let back: Report = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         assert_eq!(back, report());
-        assert_eq!(
-            std::fs::read_dir(&dir).unwrap().count(),
-            1,
-            "no temporary file left behind"
-        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
-    fn json_to_an_unwritable_path_is_an_error() {
-        let e = write_json(Path::new("/nonexistent-dir/r.json"), &report()).unwrap_err();
+    fn the_header_names_every_ptx_module_that_ran() {
+        let first_of = |m: PtxModule| {
+            kernels::entry::ALL
+                .iter()
+                .find(|k| k.module == m)
+                .map(|k| k.name)
+                .unwrap()
+        };
+        let (base, sm80, sm90a) = (
+            first_of(PtxModule::Baseline),
+            first_of(PtxModule::Sm80),
+            first_of(PtxModule::Sm90a),
+        );
+        assert_eq!(ptx_ran("sm_70", [base]), "sm_70");
+        assert_eq!(ptx_ran("sm_70", [base, sm90a]), "sm_70 and sm_90a");
+        assert_eq!(
+            ptx_ran("sm_70", [sm80, base, sm90a, sm80]),
+            "sm_70, sm_80 and sm_90a"
+        );
+        // A baseline built newer than sm_80 builds the sm_80 module too; a kernel this
+        // build does not know (from an older run's file) is the baseline's.
+        assert_eq!(ptx_ran("sm_90", [sm80, "gone_kernel"]), "sm_90");
+        let mut r = report();
+        r.rows[0].kernel = sm80.into();
         assert!(
-            e.to_string().starts_with("cannot write /nonexistent-dir/r.json"),
-            "{e}"
+            render(&r)
+                .lines()
+                .next()
+                .unwrap()
+                .ends_with("; kernels: PTX for sm_70 and sm_80")
         );
-    }
-
-    #[test]
-    fn writability_is_checked_up_front_and_leaves_nothing_behind() {
-        let e = check_writable(Path::new("/nonexistent-dir/r.json")).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "cannot write /nonexistent-dir/r.json: the folder /nonexistent-dir does not exist"
+        let loaded = ptx_loaded(&DeviceInfo::h100());
+        assert!(
+            loaded.starts_with(crate::ptx::ARCH) && loaded.ends_with(" and sm_90a"),
+            "{loaded}"
         );
-        let e = check_writable(Path::new("/proc/version/r.json")).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "cannot write /proc/version/r.json: /proc/version is not a folder"
-        );
-        let dir = std::env::temp_dir().join(format!("coalesce-writable-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let e = check_writable(&dir).unwrap_err();
-        assert!(e.to_string().ends_with(": is a directory"), "{e}");
-        check_writable(&dir.join("r.json")).unwrap();
-        assert_eq!(
-            std::fs::read_dir(&dir).unwrap().count(),
-            0,
-            "the probe file is removed"
-        );
-        std::fs::remove_dir_all(&dir).unwrap();
+        let volta = DeviceInfo {
+            compute_capability: (7, 0),
+            ..DeviceInfo::h100()
+        };
+        assert_eq!(ptx_loaded(&volta), crate::ptx::ARCH);
     }
 }

@@ -31,11 +31,11 @@ pub fn shares(s: &Side) -> (String, String) {
 /// The human table.
 pub fn render(report: &CompareReport) -> String {
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{}",
-        table::device_line(&report.device, &report.rust_ptx_arch)
+    let ptx = table::ptx_ran(
+        &report.rust_ptx_arch,
+        report.rows.iter().map(|r| r.kernel.as_str()),
     );
+    let _ = writeln!(out, "{}", table::device_line(&report.device, &ptx));
     for line in report.toolkit() {
         let _ = writeln!(out, "{line}");
     }

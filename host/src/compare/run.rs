@@ -29,17 +29,8 @@ fn build_twins(gpu: &Gpu, selection: &[Selection]) -> std::result::Result<Twins,
 /// modules as `rust-kernels.ptx`, `rust-kernels-sm80.ptx` and `rust-kernels-sm90a.ptx`
 /// into `dir`, for diffing the two compilers' output.
 fn dump_ptx(dir: &Path, twins: Option<&Twins>) -> Result<()> {
-    let write = |name: &str, text: &str| {
-        let path = dir.join(name);
-        std::fs::write(&path, text).map_err(|source| Error::Write {
-            path: path.display().to_string(),
-            source,
-        })
-    };
-    std::fs::create_dir_all(dir).map_err(|source| Error::Write {
-        path: dir.display().to_string(),
-        source,
-    })?;
+    let write = |name: &str, text: &str| crate::output::write_file(&dir.join(name), text);
+    crate::output::prepare_dir(dir)?;
     let suffix = |m: PtxModule| m.requires().map(|a| a.replace('_', "")).unwrap_or_default();
     for m in PtxModule::ALL {
         let name = match m.requires() {

@@ -549,12 +549,27 @@ pub fn explain(
         "an H100"
     };
     let grids = format!("grid-stride grids sized for {} SMs ({which})", gpu.sm_count);
-    let sizes = match opts.size {
+    let size = match opts.size {
         None => format!(
-            "each experiment's default size as `coalesce run` picks it on {which} ({} of L2); {grids}",
+            "each experiment's default size as `coalesce run` picks it on {which} ({} of L2)",
             crate::units::format_bytes(gpu.l2_bytes)
         ),
-        Some(bytes) => format!("--size {} per array; {grids}", crate::units::format_bytes(bytes)),
+        Some(bytes) => format!("--size {} per array", crate::units::format_bytes(bytes)),
+    };
+    let sizes = match opts.shape.as_deref() {
+        None => format!("{size}; {grids}"),
+        Some(shape) => {
+            let dims: Vec<String> = shape.iter().map(usize::to_string).collect();
+            let shape_for = |s: &Selection| s.experiment.shape_rank() == shape.len();
+            if selection.iter().all(shape_for) {
+                format!("--shape {}; {grids}", dims.join("x"))
+            } else {
+                format!(
+                    "--shape {} where an experiment takes it, elsewhere {size}; {grids}",
+                    dims.join("x")
+                )
+            }
+        }
     };
     Ok(ExplainReport {
         coalesce_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -566,12 +581,33 @@ pub fn explain(
                 "predictions for {} from its profile (measured {}, coalesce {}): docs/model.md",
                 p.device, p.measured, p.coalesce_version
             ),
-            None => "predictions: uncalibrated (no profile: run `coalesce calibrate` on a GPU and pass --profile FILE)".into(),
+            None => uncalibrated(),
         },
         max_occurrences: MAX_OCCURRENCES,
         kernels,
         skipped,
     })
+}
+
+/// The calibration line without a profile: the shipped profiles by the names
+/// `--profile` takes (`--profile H100`), and what to do on another GPU.
+fn uncalibrated() -> String {
+    let names: Vec<&str> = crate::profile::SHIPPED.iter().map(|(name, _)| *name).collect();
+    // A name's first word with a digit (H100) where it picks that profile alone.
+    let short = |name: &'static str| {
+        name.split_whitespace()
+            .find(|w| w.chars().any(|c| c.is_ascii_digit()))
+            .filter(|w| {
+                let w = w.to_lowercase();
+                names.iter().filter(|n| n.to_lowercase().contains(&w)).count() == 1
+            })
+            .map_or_else(|| format!("\"{name}\""), str::to_string)
+    };
+    let shipped: Vec<String> = names.iter().map(|n| format!("--profile {}", short(n))).collect();
+    format!(
+        "predictions: uncalibrated (no profile: {} predicts for a GPU whose profile ships with coalesce; on another GPU, run `coalesce calibrate` and pass --profile FILE)",
+        shipped.join(" or ")
+    )
 }
 
 #[cfg(test)]

@@ -64,7 +64,11 @@ pub fn render(results: &Results, plots: &[Plot]) -> String {
     let report = &results.run;
     let mut out = String::new();
     let _ = writeln!(out, "# coalesce report\n");
-    let _ = writeln!(out, "- Device: {}", device_line(&report.device, &report.ptx_arch));
+    let _ = writeln!(
+        out,
+        "- Device: {}",
+        device_line(&report.device, &report.ptx_ran())
+    );
     let _ = writeln!(out, "- Date: {}", results.date());
     let took = if results.elapsed_s > 0.0 {
         format!(", took {:.0} s", results.elapsed_s)

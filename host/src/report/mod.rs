@@ -18,8 +18,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::compare::CompareReport;
-use crate::error::{Error, Result};
-use crate::table::{Report, write_file, write_json};
+use crate::error::Result;
+use crate::output::{prepare_dir, write_file, write_json};
+use crate::table::Report;
 
 /// What results.json holds: the run (the same fields `coalesce run --json` writes,
 /// its date among them) with how long it took, and the comparison with the C++
@@ -94,45 +95,6 @@ pub fn utc_date(time: SystemTime) -> String {
     let (y, m, d) = civil_date(secs.div_euclid(86_400));
     let s = secs.rem_euclid(86_400);
     format!("{y:04}-{m:02}-{d:02} {:02}:{:02} UTC", s / 3600, s / 60 % 60)
-}
-
-/// Makes `dir` (and its parents) and checks that a file can be written there, so a
-/// bad `--out` fails before a long run rather than after it.
-pub fn prepare_dir(dir: &Path) -> Result<()> {
-    let err = |source| Error::Write {
-        path: dir.display().to_string(),
-        source,
-    };
-    std::fs::create_dir_all(dir).map_err(err)?;
-    let probe = dir.join(format!(".coalesce-write-test.{}", std::process::id()));
-    std::fs::write(&probe, b"").map_err(err)?;
-    std::fs::remove_file(&probe).map_err(err)
-}
-
-/// Fails now if `dir` could not be made and written later: a writable folder, or a
-/// new one in a writable folder that exists (the rule of every output,
-/// [`crate::table::check_folder_of`]). Nothing is created.
-pub fn check_dir(dir: &Path) -> Result<()> {
-    let err = |source| Error::Write {
-        path: dir.display().to_string(),
-        source,
-    };
-    let at = match std::fs::metadata(dir) {
-        Ok(m) if !m.is_dir() => return Err(err(std::io::ErrorKind::NotADirectory.into())),
-        Ok(_) => dir,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            crate::table::check_folder_of(dir)?;
-            match dir.parent() {
-                Some(p) if !p.as_os_str().is_empty() => p,
-                _ => Path::new("."),
-            }
-        }
-        Err(e) => return Err(err(e)),
-    };
-    // Permission bits do not tell everything (root, read-only mounts): try.
-    let probe = at.join(format!(".coalesce-write-test.{}", std::process::id()));
-    std::fs::write(&probe, b"").map_err(err)?;
-    std::fs::remove_file(&probe).map_err(err)
 }
 
 /// Writes report.md, results.json and every plot the results allow into `dir`;

@@ -486,7 +486,7 @@ fn a_profile_without_tools_falls_back_to_the_ptx() {
 /// model's author: `cargo test -p coalesce --lib mix::tests::table -- --ignored
 /// --nocapture`.
 #[test]
-#[ignore]
+#[ignore = "prints a table for the model's author and asserts nothing: run with --ignored --nocapture"]
 fn table() {
     println!(
         "{:<30} {:>11} {:>6} {:>5} {:>4} {:>5} {:>4} {:>4} {:>4} {:>4} {:>4} {:>9} {:>8} {:>6}  outer: total ldg sts tma bar",
