@@ -32,9 +32,6 @@ pub mod sgemm;
 pub mod stride;
 pub mod transpose;
 
-// Until the host names them by their new paths.
-pub use calibrate::{chase, pipes, pitch, spread, throughput};
-
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod handle;
 

@@ -1,4 +1,4 @@
-//! The compute rates (kernels/src/pipes.rs): FFMAs, instructions issued, tensor-core
+//! The compute rates (kernels/src/calibrate/pipes.rs): FFMAs, instructions issued, tensor-core
 //! MMAs, L2 reads (the SMs' and the copy engine's), and the latencies of a dependent
 //! FFMA and a dependent shared load.
 //! Each rate is one declared count of work per launch ([`compute_units`]) over the
@@ -7,15 +7,15 @@
 
 use cust::function::BlockSize;
 use cust::memory::CopyDestination;
-use kernels::entry;
-use kernels::gpu::tma::TensorMap;
-use kernels::gpu::{Float4, Global, GlobalMut};
-use kernels::handle::{Kernel, KernelInfo};
-use kernels::pipes::{
+use kernels::calibrate::pipes::{
     BLOCK, BULK_SHARED_BYTES, BULK_STAGE, BULK_STAGES, CHASE_THREADS, FMA_PER_ROUND, ISSUE_FMA_PER_ROUND,
     ISSUE_LOP3_PER_ROUND, LATENCY_STEPS, MMA_PER_ROUND, REQUEST_WINDOW, REQUESTS_PER_ROUND, WGMMA_N,
     WGMMA_PER_ROUND, WGMMA_SHARED_BYTES, WGMMA_THREADS,
 };
+use kernels::entry;
+use kernels::gpu::tma::TensorMap;
+use kernels::gpu::{Float4, Global, GlobalMut};
+use kernels::handle::{Kernel, KernelInfo};
 
 use super::{Effort, per_sm_rate};
 
@@ -277,7 +277,7 @@ impl BulkRead {
         let (chunks, shift) = bulk_shape(gpu.info.l2_bytes);
         let host: Vec<f32> = (0..chunks * BULK_STAGE).map(|i| l2_value(i) as f32).collect();
         let src = gpu.upload(&host)?;
-        let map = MapSpec::line(0, Dim::Len, kernels::pipes::BULK_BOX as u32)
+        let map = MapSpec::line(0, Dim::Len, kernels::calibrate::pipes::BULK_BOX as u32)
             .for_gpu(&Problem::Elements { n: host.len() }, src.as_device_ptr().as_raw())?;
         Ok(BulkRead {
             rounds: bulk_rounds(u64::from(blocks), quick),

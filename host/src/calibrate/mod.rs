@@ -214,7 +214,7 @@ pub fn measure(gpu: &Gpu, effort: Effort, mut progress: impl FnMut(&str)) -> Res
     let (pitch_points, pitch_failures) =
         pitch::pitch_sweep(gpu, effort.quick, effort.reps(), wave, &mut progress)?;
     // The spread kernels' blocks, as many as the SMs' threads hold.
-    let wave_blocks = wave / u64::from(kernels::spread::BLOCK);
+    let wave_blocks = wave / u64::from(kernels::calibrate::spread::BLOCK);
     let (spread_points, spread_failures) =
         spread::spread_sweep(gpu, effort.quick, effort.reps(), wave_blocks, &mut progress)?;
     progress("copy baseline again");
