@@ -125,7 +125,7 @@ impl Effort {
             + 1
             + ON_CHIP.len()
             + COMPUTE.len()
-            + crate::profile::power::POWER_RUNS.len()
+            + crate::profile::power::Energy::ALL.len()
             + 1
             + pitch_grid(self.quick).len() * pitch::ITERATIONS.len()
             + 1

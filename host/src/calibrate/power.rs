@@ -13,7 +13,7 @@ use super::compute::{BulkRead, Chains, L2Read, compute_rounds, compute_units, fu
 use crate::device::Gpu;
 use crate::error::Result;
 use crate::nvml::Board;
-use crate::profile::power::{POWER_RUNS, PowerRates, PowerRun, fit};
+use crate::profile::power::{Energy, PowerRates, PowerRun, fit};
 
 /// How long each run's window lasts, after how long a warm-up: long enough for the
 /// board to settle at its limit's clock where the kernel meets it.
@@ -26,7 +26,7 @@ fn window(effort: Effort) -> (Duration, Duration) {
 }
 
 /// The power fit, or why there is none (no NVML, a run that drew too little), and the
-/// runs' validation failures. `progress` hears of each run ([`POWER_RUNS`]).
+/// runs' validation failures. `progress` hears of each run ([`Energy::ALL`]).
 pub fn power_rates(
     gpu: &Gpu,
     effort: Effort,
@@ -41,15 +41,15 @@ pub fn power_rates(
     {
         Ok(b) => b,
         Err(why) => {
-            POWER_RUNS.iter().for_each(|k| progress(k));
+            Energy::ALL.iter().for_each(|e| progress(e.run()));
             return Ok((Err(why), Vec::new()));
         }
     };
     let mut runs = Vec::new();
     let mut failures = Vec::new();
-    for kernel in POWER_RUNS {
-        progress(kernel);
-        if let Some((r, failure)) = run(gpu, &board, kernel, effort)? {
+    for energy in Energy::ALL {
+        progress(energy.run());
+        if let Some((r, failure)) = run(gpu, &board, energy.run(), effort)? {
             runs.push(r);
             failures.extend(failure);
         }
