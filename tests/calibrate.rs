@@ -190,7 +190,7 @@ fn the_power_runs_fit_energies_under_the_boards_limit() {
     })
     .unwrap();
     assert!(failures.is_empty(), "{failures:?}");
-    assert_eq!(steps.len(), coalesce::profile::power::Energy::ALL.len());
+    assert_eq!(steps.len(), coalesce::calibrate::compute::power_runs().len());
     let p = fit.unwrap();
     let text = format!("{p:?}");
     assert!(p.base_w > 20.0 && p.base_w < p.limit_w, "{text}");

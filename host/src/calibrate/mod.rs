@@ -35,7 +35,7 @@ pub mod spread;
 pub mod stride;
 pub mod summary;
 
-pub use compute::{COMPUTE, ComputeRun, compute_units};
+pub use compute::{COMPUTE, ComputeRun};
 pub use fit::{
     BELOW_CEILING, CHASE_SPACING, GRANULARITY_STRIDES, Granularity, LatencyFit, bytes_in_flight_per_sm,
     chase_buffer, follow, latency_points, loaded_latency, per_sm_rate, read_granularity,
@@ -125,7 +125,7 @@ impl Effort {
             + 1
             + ON_CHIP.len()
             + COMPUTE.len()
-            + crate::profile::power::Energy::ALL.len()
+            + compute::power_runs().len()
             + 1
             + pitch_grid(self.quick).len() * pitch::ITERATIONS.len()
             + 1

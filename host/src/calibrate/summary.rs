@@ -311,12 +311,12 @@ mod tests {
             on_chip_rounds: 2048,
             compute_runs: crate::calibrate::COMPUTE
                 .iter()
-                .map(|k| ComputeRun {
-                    kernel: k.name,
+                .map(|b| ComputeRun {
+                    kernel: b.kernel().name,
                     blocks: 1056,
                     threads: 256,
                     rounds: 2048,
-                    skipped: (k.name == "wgmma_tf32_throughput")
+                    skipped: (b.kernel() == kernels::entry::wgmma_tf32_throughput.info())
                         .then(|| "needs sm_90a (this GPU is 8.0)".into()),
                 })
                 .collect(),

@@ -159,7 +159,7 @@ pub fn check_wgmma_blocks(got: &[f32], rounds: usize, a: f32, b: f32) -> Option<
         .map(|block| block.iter().map(|v| f64::from(*v)).sum::<f64>())
         .enumerate()
         .find(|(_, sum)| sum.is_nan() || (sum - want).abs() > 0.01 * want)
-        .map(|(i, sum)| format!("wgmma_tf32_throughput: block {i} stored {sum} in all instead of {want}"))
+        .map(|(i, sum)| format!("block {i} stored {sum} in all instead of {want}"))
 }
 
 /// What every thread of `fma_latency` stores.
@@ -176,7 +176,7 @@ pub fn chase_end(lane: usize, rounds: usize) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::calibrate::compute::compute_rounds;
+    use crate::calibrate::compute::COMPUTE;
     use kernels::entry;
 
     #[test]
@@ -210,8 +210,12 @@ mod tests {
         let short = [share * 7.0 / 8.0; 128];
         assert!(check_wgmma_blocks(&short, 1024, MMA_A, WGMMA_B).is_some());
         // The chase ends elsewhere than it started at the full and quick rounds.
+        let chase = COMPUTE
+            .iter()
+            .find(|b| b.kernel() == entry::shared_chase.info())
+            .unwrap();
         for quick in [false, true] {
-            let rounds = compute_rounds(&entry::shared_chase, quick);
+            let rounds = chase.rounds.count(quick, 1);
             assert_ne!(chase_end(5, rounds), 5);
             assert_eq!(chase_end(5, rounds) % 32, 5, "in the lane's own bank");
         }
