@@ -314,4 +314,60 @@ mod tests {
         );
         assert!(quick.rounds() < full.rounds());
     }
+
+    /// A kernel added to kernels/src/calibrate/ without its place in calibrate (a table
+    /// entry, or a sweep that launches it) fails here, not on the first GPU it meets.
+    #[test]
+    fn calibrate_runs_every_kernel_of_kernels_src_calibrate() {
+        use kernels::entry;
+        use kernels::handle::KernelInfo;
+        use std::collections::BTreeMap;
+        let names = |ks: &[&KernelInfo]| -> Vec<String> {
+            let mut v: Vec<String> = ks.iter().map(|k| k.name.to_string()).collect();
+            v.sort();
+            v
+        };
+        let compute: Vec<&KernelInfo> = COMPUTE.iter().map(|b| b.kernel()).collect();
+        let on_chip: Vec<&KernelInfo> = ON_CHIP.iter().map(|(k, _)| *k).collect();
+        let pitch = [
+            entry::pitch_read.info(),
+            entry::pitch_write.info(),
+            entry::pitch_update.info(),
+        ];
+        let spread = [crate::profile::Stream::Reads, crate::profile::Stream::Writes]
+            .map(|s| spread::kernel_of(s).info());
+        let launched = BTreeMap::from([
+            ("chase".to_string(), names(&[entry::chase.info()])),
+            ("pipes".to_string(), names(&compute)),
+            ("pitch".to_string(), names(&pitch)),
+            ("spread".to_string(), names(&spread)),
+            ("throughput".to_string(), names(&on_chip)),
+        ]);
+        // The kernels of each file there: its `pub fn`s named as entry points (kernel
+        // names are unique).
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels/src/calibrate");
+        let mut declared: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for file in std::fs::read_dir(&dir).unwrap() {
+            let path = file.unwrap().path();
+            let module = path.file_stem().unwrap().to_string_lossy().to_string();
+            if module == "mod" {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let found: Vec<String> = text
+                .lines()
+                .filter_map(|l| l.trim_start().strip_prefix("pub fn "))
+                .map(|l| {
+                    l.split(|c: char| !c.is_alphanumeric() && c != '_')
+                        .next()
+                        .unwrap()
+                })
+                .filter(|name| kernels::HOST_KERNELS.iter().any(|k| k.name == *name))
+                .map(str::to_string)
+                .collect();
+            declared.insert(module, found);
+        }
+        declared.values_mut().for_each(|ks| ks.sort());
+        assert_eq!(declared, launched);
+    }
 }
