@@ -121,7 +121,7 @@ fn a_quick_calibration_is_plausible() {
     println!("{text}");
 }
 
-/// The compute rates (kernels/src/pipes.rs), measured as a quick calibration does:
+/// The compute rates (kernels/src/calibrate/pipes.rs), measured as a quick calibration does:
 /// every kernel validated, and each rate within what the device can do at its highest
 /// clock (device attribute CLOCK_RATE), per SM per clock: at most 4 warp FFMAs (128
 /// FP32 lanes), 4 warp instructions issued (4 schedulers), one m16n8k8 TF32 MMA and
@@ -190,7 +190,7 @@ fn the_power_runs_fit_energies_under_the_boards_limit() {
     })
     .unwrap();
     assert!(failures.is_empty(), "{failures:?}");
-    assert_eq!(steps.len(), coalesce::profile::power::POWER_RUNS.len());
+    assert_eq!(steps.len(), coalesce::calibrate::compute::power_runs().len());
     let p = fit.unwrap();
     let text = format!("{p:?}");
     assert!(p.base_w > 20.0 && p.base_w < p.limit_w, "{text}");
@@ -248,11 +248,11 @@ fn traffic_of(kernel: impl Fn() + Sync, grid: u32, block: u32) -> coalesce::expl
     coalesce::explain::traffic::traffic(&log)
 }
 
-/// Runs one of calibrate's on-chip kernels (kernels/src/throughput.rs) on the emulator
+/// Runs one of calibrate's on-chip kernels (kernels/src/calibrate/throughput.rs) on the emulator
 /// over `blocks` blocks and counts its traffic as `explain` does: the units its rate is
 /// stated in are the units the model counts.
 fn on_chip(kernel: &KernelInfo, blocks: u32, rounds: usize) -> coalesce::explain::traffic::Traffic {
-    use kernels::throughput::{BLOCK, STORE_MASK, STORE_WINDOW};
+    use kernels::calibrate::throughput::{BLOCK, STORE_MASK, STORE_WINDOW};
     // Only its bytes are used, through the pointers below.
     let mut window = vec![ZERO_LINE; blocks as usize * STORE_WINDOW / 32];
     let mut out = vec![0f32; (blocks * BLOCK) as usize];
@@ -309,7 +309,7 @@ fn the_on_chip_kernels_touch_what_their_rates_are_stated_in() {
 
 /// Blocks of the pitch kernels for `threads` threads.
 fn pitch_blocks(threads: usize) -> u32 {
-    threads.div_ceil(kernels::pitch::BLOCK as usize) as u32
+    threads.div_ceil(kernels::calibrate::pitch::BLOCK as usize) as u32
 }
 
 /// Runs `pitch_read` on the emulator over a rows x pitch view of `src` (float4s) and
@@ -335,7 +335,7 @@ fn pitch_read(
     );
     // SAFETY: buf holds rows x pitch float4s, out one sum per thread.
     let run = unsafe { entry::pitch_read.bind(args) };
-    let t = traffic_of(run, pitch_blocks(threads), kernels::pitch::BLOCK);
+    let t = traffic_of(run, pitch_blocks(threads), kernels::calibrate::pitch::BLOCK);
     (out, t)
 }
 
@@ -369,7 +369,7 @@ fn the_pitch_write_stores_down_the_same_columns() {
     let dst = GlobalMut::from_ptr(buf.as_mut_ptr().cast::<Float4>());
     // SAFETY: buf holds rows x pitch float4s.
     let run = unsafe { entry::pitch_write.bind((rows.trailing_zeros(), pitch, cols, 2.5, dst)) };
-    let t = traffic_of(run, pitch_blocks(rows * cols), kernels::pitch::BLOCK);
+    let t = traffic_of(run, pitch_blocks(rows * cols), kernels::calibrate::pitch::BLOCK);
     for i in 0..rows * pitch {
         let want = if i % pitch < cols { 2.5 } else { 0.0 };
         assert_eq!(buf[i / 8].0[i % 8], [want; 4], "float4 {i}");
@@ -398,7 +398,7 @@ fn pitch_update(
     let dst = GlobalMut::from_ptr(buf.as_mut_ptr().cast::<Float4>());
     // SAFETY: buf holds rows x pitch float4s.
     let run = unsafe { entry::pitch_update.bind((rows.trailing_zeros(), pitch, cols, dst)) };
-    let t = traffic_of(run, blocks, kernels::pitch::BLOCK);
+    let t = traffic_of(run, blocks, kernels::calibrate::pitch::BLOCK);
     (buf, t)
 }
 
@@ -470,7 +470,7 @@ fn the_spread_kernels_place_every_chunk_and_explain_counts_the_pages_calibrate_d
     use coalesce::calibrate::spread::kernel_of;
     use coalesce::calibrate::spread::{misplaced, wave_spread};
     use coalesce::profile::Stream;
-    use kernels::spread::{BLOCK, CHUNK_LOG2, PER_BLOCK};
+    use kernels::calibrate::spread::{BLOCK, CHUNK_LOG2, PER_BLOCK};
     let launch_on =
         |stream: Stream, chunks: u32, rows: u32, src: &[u32], dst: &mut [u32], blocks: Option<Vec<usize>>| {
             let n = 1usize << (chunks + CHUNK_LOG2);

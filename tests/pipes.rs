@@ -1,4 +1,4 @@
-//! `coalesce calibrate`'s compute microbenchmarks (kernels/src/pipes.rs): on the CPU
+//! `coalesce calibrate`'s compute microbenchmarks (kernels/src/calibrate/pipes.rs): on the CPU
 //! emulator each stores what calibrate's CPU reference of its arithmetic says; and
 //! where ptxas and nvdisasm are found, the loop of each holds, in SASS, the
 //! instructions its declared count says a round does, and next to nothing else.
@@ -13,13 +13,13 @@ use coalesce::calibrate::compute::{
 };
 use coalesce::ptx::{PTX, PTX_SM80, PTX_SM90A};
 use common::{fresh_dir, nvdisasm, ptxas, sass_functions, sass_listing};
-use kernels::entry;
-use kernels::gpu::emu::{Dim3, LaunchConfig, launch};
-use kernels::gpu::{Float4, Global, GlobalMut};
-use kernels::pipes::{
+use kernels::calibrate::pipes::{
     BLOCK, CHASE_THREADS, FMA_PER_ROUND, ISSUE_FMA_PER_ROUND, ISSUE_LOP3_PER_ROUND, LATENCY_STEPS,
     MMA_PER_ROUND, REQUEST_WINDOW, REQUESTS_PER_ROUND, WGMMA_PER_ROUND, WGMMA_SHARED_BYTES, WGMMA_THREADS,
 };
+use kernels::entry;
+use kernels::gpu::emu::{Dim3, LaunchConfig, launch};
+use kernels::gpu::{Float4, Global, GlobalMut};
 
 fn run(grid: u32, block: u32, shared: usize, kernel: impl Fn() + Sync) {
     let cfg = LaunchConfig {
@@ -111,7 +111,7 @@ fn each_kernel_stores_what_its_reference_computes() {
 fn the_copy_engines_l2_read_sums_each_stage_it_waited_for() {
     use coalesce::experiment::problem::{Dim, Problem};
     use coalesce::tensor_map::MapSpec;
-    use kernels::pipes::{BULK_BOX, BULK_SHARED_BYTES, BULK_STAGE};
+    use kernels::calibrate::pipes::{BULK_BOX, BULK_SHARED_BYTES, BULK_STAGE};
     // 5 chunks of a stage's floats (a quarter of a 160 KiB L2), 3 blocks, 2 rounds.
     let (chunks, shift) = bulk_shape(160 << 10);
     assert_eq!((chunks, shift), (5, 2));

@@ -20,20 +20,16 @@ pub mod gpu;
 
 pub mod fill;
 
-pub mod chase;
+pub mod calibrate;
 pub mod complex;
 pub mod copy;
 pub mod inflight;
 pub mod matmul;
 pub mod offset;
 pub mod particles;
-pub mod pipes;
-pub mod pitch;
 pub mod saxpy;
 pub mod sgemm;
-pub mod spread;
 pub mod stride;
-pub mod throughput;
 pub mod transpose;
 
 #[cfg(not(target_arch = "nvptx64"))]

@@ -35,7 +35,7 @@ pub mod spread;
 pub mod stride;
 pub mod summary;
 
-pub use compute::{COMPUTE, ComputeRun, compute_units};
+pub use compute::{COMPUTE, ComputeRun};
 pub use fit::{
     BELOW_CEILING, CHASE_SPACING, GRANULARITY_STRIDES, Granularity, LatencyFit, bytes_in_flight_per_sm,
     chase_buffer, follow, latency_points, loaded_latency, per_sm_rate, read_granularity,
@@ -125,7 +125,7 @@ impl Effort {
             + 1
             + ON_CHIP.len()
             + COMPUTE.len()
-            + crate::profile::power::POWER_RUNS.len()
+            + compute::power_runs().len()
             + 1
             + pitch_grid(self.quick).len() * pitch::ITERATIONS.len()
             + 1
@@ -214,7 +214,7 @@ pub fn measure(gpu: &Gpu, effort: Effort, mut progress: impl FnMut(&str)) -> Res
     let (pitch_points, pitch_failures) =
         pitch::pitch_sweep(gpu, effort.quick, effort.reps(), wave, &mut progress)?;
     // The spread kernels' blocks, as many as the SMs' threads hold.
-    let wave_blocks = wave / u64::from(kernels::spread::BLOCK);
+    let wave_blocks = wave / u64::from(kernels::calibrate::spread::BLOCK);
     let (spread_points, spread_failures) =
         spread::spread_sweep(gpu, effort.quick, effort.reps(), wave_blocks, &mut progress)?;
     progress("copy baseline again");
@@ -313,5 +313,61 @@ mod tests {
             2 + 1 + 64 + 1 + 8 + 1 + 1 + 3 + 9 + 7 + 1 + 31 * 3 + 1 + 8 * 2
         );
         assert!(quick.rounds() < full.rounds());
+    }
+
+    /// A kernel added to kernels/src/calibrate/ without its place in calibrate (a table
+    /// entry, or a sweep that launches it) fails here, not on the first GPU it meets.
+    #[test]
+    fn calibrate_runs_every_kernel_of_kernels_src_calibrate() {
+        use kernels::entry;
+        use kernels::handle::KernelInfo;
+        use std::collections::BTreeMap;
+        let names = |ks: &[&KernelInfo]| -> Vec<String> {
+            let mut v: Vec<String> = ks.iter().map(|k| k.name.to_string()).collect();
+            v.sort();
+            v
+        };
+        let compute: Vec<&KernelInfo> = COMPUTE.iter().map(|b| b.kernel()).collect();
+        let on_chip: Vec<&KernelInfo> = ON_CHIP.iter().map(|(k, _)| *k).collect();
+        let pitch = [
+            entry::pitch_read.info(),
+            entry::pitch_write.info(),
+            entry::pitch_update.info(),
+        ];
+        let spread = [crate::profile::Stream::Reads, crate::profile::Stream::Writes]
+            .map(|s| spread::kernel_of(s).info());
+        let launched = BTreeMap::from([
+            ("chase".to_string(), names(&[entry::chase.info()])),
+            ("pipes".to_string(), names(&compute)),
+            ("pitch".to_string(), names(&pitch)),
+            ("spread".to_string(), names(&spread)),
+            ("throughput".to_string(), names(&on_chip)),
+        ]);
+        // The kernels of each file there: its `pub fn`s named as entry points (kernel
+        // names are unique).
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../kernels/src/calibrate");
+        let mut declared: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for file in std::fs::read_dir(&dir).unwrap() {
+            let path = file.unwrap().path();
+            let module = path.file_stem().unwrap().to_string_lossy().to_string();
+            if module == "mod" {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let found: Vec<String> = text
+                .lines()
+                .filter_map(|l| l.trim_start().strip_prefix("pub fn "))
+                .map(|l| {
+                    l.split(|c: char| !c.is_alphanumeric() && c != '_')
+                        .next()
+                        .unwrap()
+                })
+                .filter(|name| kernels::HOST_KERNELS.iter().any(|k| k.name == *name))
+                .map(str::to_string)
+                .collect();
+            declared.insert(module, found);
+        }
+        declared.values_mut().for_each(|ks| ks.sort());
+        assert_eq!(declared, launched);
     }
 }

@@ -1,4 +1,4 @@
-//! The on-chip rates (kernels/src/throughput.rs): lines of global loads and stores,
+//! The on-chip rates (kernels/src/calibrate/throughput.rs): lines of global loads and stores,
 //! and shared-memory wavefronts, per ns per SM.
 
 use kernels::entry;
@@ -11,7 +11,7 @@ use crate::launch::{DeviceArg, Launch};
 use crate::timing::time_launches;
 use crate::units::format_bytes;
 
-/// The on-chip microbenchmarks (kernels/src/throughput.rs): kernel, and the units
+/// The on-chip microbenchmarks (kernels/src/calibrate/throughput.rs): kernel, and the units
 /// (lines or wavefronts) one warp handles per round.
 pub static ON_CHIP: [(&KernelInfo, u64); 3] = [
     (entry::lines_load.info(), 32),
@@ -23,7 +23,7 @@ pub static ON_CHIP: [(&KernelInfo, u64); 3] = [
 /// `rounds` rounds: 32 per warp per round; `bank_conflicts` also fills its tile (32
 /// conflict-free store requests per block, a wavefront each).
 pub fn on_chip_units(kernel: &KernelInfo, blocks: u32, rounds: usize) -> u64 {
-    let warps = u64::from(blocks) * u64::from(kernels::throughput::BLOCK / 32);
+    let warps = u64::from(blocks) * u64::from(kernels::calibrate::throughput::BLOCK / 32);
     let per_round = ON_CHIP.iter().find(|(k, _)| *k == kernel).map_or(0, |(_, u)| *u);
     let fill = if kernel == entry::bank_conflicts.info() {
         u64::from(blocks) * (32 * 32 / 32)
@@ -36,7 +36,7 @@ pub fn on_chip_units(kernel: &KernelInfo, blocks: u32, rounds: usize) -> u64 {
 /// What `lines_store` writes, for the summary: each warp's own lines, and whether the
 /// windows of `blocks` blocks fit the L2 (where they do not, the DRAM may set the rate).
 pub(super) fn store_windows(blocks: u32, l2_bytes: u64) -> String {
-    let bytes = u64::from(blocks) * (4 * kernels::throughput::STORE_WINDOW) as u64;
+    let bytes = u64::from(blocks) * (4 * kernels::calibrate::throughput::STORE_WINDOW) as u64;
     let fit = if bytes <= l2_bytes {
         "L2-resident".to_string()
     } else {
@@ -56,7 +56,7 @@ pub(super) fn on_chip_rates(
     effort: Effort,
     progress: &mut impl FnMut(&str),
 ) -> Result<([f64; 3], u32)> {
-    use kernels::throughput::{BLOCK, STORE_WINDOW};
+    use kernels::calibrate::throughput::{BLOCK, STORE_WINDOW};
     let blocks = gpu.info.sm_count.max(1) * (gpu.info.max_threads_per_sm / BLOCK).max(1);
     let mut window = gpu.alloc::<f32>(blocks as usize * STORE_WINDOW)?;
     let out = gpu.alloc::<f32>((blocks * BLOCK) as usize)?;
@@ -78,7 +78,12 @@ pub(super) fn on_chip_rates(
     // In ON_CHIP's order.
     let launches: [&mut dyn FnMut() -> Result<()>; 3] = [
         &mut || load.launch(cfg, (rounds, window_in, out)),
-        &mut || store.launch(cfg, (rounds, kernels::throughput::STORE_MASK, window_out)),
+        &mut || {
+            store.launch(
+                cfg,
+                (rounds, kernels::calibrate::throughput::STORE_MASK, window_out),
+            )
+        },
         &mut || banks.launch(cfg, (rounds, out)),
     ];
     let mut rates = [0.0; 3];

@@ -1,5 +1,5 @@
 //! The pitch sweep: `pitch_write`, `pitch_update` and `pitch_read`
-//! (kernels/src/pitch.rs), 32 lanes one pitch apart, over a grid of pitches and
+//! (kernels/src/calibrate/pitch.rs), 32 lanes one pitch apart, over a grid of pitches and
 //! spans. The profile keeps it (schema 4): `explain` times a kernel's scattered
 //! requests (a segment per lane, no other request's) at its rates.
 
@@ -54,7 +54,7 @@ pub const ITERATIONS: [u32; 3] = [1, 2, 4];
 /// The threads of a pitch kernel's grid that walk `items` float4s in `iterations`
 /// iterations each: whole blocks, at least one.
 pub fn grid_threads(items: u64, iterations: u32) -> u64 {
-    let block = u64::from(kernels::pitch::BLOCK);
+    let block = u64::from(kernels::calibrate::pitch::BLOCK);
     items
         .div_ceil(u64::from(iterations.max(1)))
         .div_ceil(block)
@@ -95,7 +95,7 @@ pub(super) fn pitch_sweep(
     wave: u64,
     progress: &mut impl FnMut(&str),
 ) -> Result<(Vec<PitchPoint>, Vec<String>)> {
-    use kernels::pitch::BLOCK;
+    use kernels::calibrate::pitch::BLOCK;
     let read = pitch_read_bytes(quick);
     let threads = (read / 16) as usize;
     let (free, _) = gpu.memory()?;

@@ -6,14 +6,12 @@
 
 use std::time::{Duration, Instant};
 
-use kernels::entry;
-
 use super::Effort;
-use super::compute::{BulkRead, Chains, L2Read, compute_rounds, compute_units, full_launch};
+use super::compute::{Inputs, Microbenchmark, power_runs};
 use crate::device::Gpu;
 use crate::error::Result;
 use crate::nvml::Board;
-use crate::profile::power::{POWER_RUNS, PowerRates, PowerRun, fit};
+use crate::profile::power::{Energy, PowerRates, PowerRun, fit};
 
 /// How long each run's window lasts, after how long a warm-up: long enough for the
 /// board to settle at its limit's clock where the kernel meets it.
@@ -26,7 +24,7 @@ fn window(effort: Effort) -> (Duration, Duration) {
 }
 
 /// The power fit, or why there is none (no NVML, a run that drew too little), and the
-/// runs' validation failures. `progress` hears of each run ([`POWER_RUNS`]).
+/// runs' validation failures. `progress` hears of each run ([`power_runs`]).
 pub fn power_rates(
     gpu: &Gpu,
     effort: Effort,
@@ -41,15 +39,15 @@ pub fn power_rates(
     {
         Ok(b) => b,
         Err(why) => {
-            POWER_RUNS.iter().for_each(|k| progress(k));
+            power_runs().iter().for_each(|(e, _)| progress(e.run()));
             return Ok((Err(why), Vec::new()));
         }
     };
     let mut runs = Vec::new();
     let mut failures = Vec::new();
-    for kernel in POWER_RUNS {
-        progress(kernel);
-        if let Some((r, failure)) = run(gpu, &board, kernel, effort)? {
+    for (energy, bench) in power_runs() {
+        progress(energy.run());
+        if let Some((r, failure)) = run(gpu, &board, energy, bench, effort)? {
             runs.push(r);
             failures.extend(failure);
         }
@@ -61,74 +59,53 @@ pub fn power_rates(
     Ok((fit(limit, runs), failures))
 }
 
-/// One kernel's run: its launches, then a check of what the last one stored. None
-/// where this GPU cannot load it.
-fn run(gpu: &Gpu, board: &Board, name: &str, effort: Effort) -> Result<Option<(PowerRun, Option<String>)>> {
+/// The run pricing `energy`, by `bench`'s launches, then a check of what the last one
+/// stored. None where this GPU cannot load its kernel.
+fn run(
+    gpu: &Gpu,
+    board: &Board,
+    energy: Energy,
+    bench: &Microbenchmark,
+    effort: Effort,
+) -> Result<Option<(PowerRun, Option<String>)>> {
     let info = &gpu.info;
-    let kernel = match name {
-        "fma_latency" => entry::fma_latency.info(),
-        "fma_throughput" => entry::fma_throughput.info(),
-        "mma_tf32_throughput" => entry::mma_tf32_throughput.info(),
-        "wgmma_tf32_throughput" => entry::wgmma_tf32_throughput.info(),
-        "l2_bulk_read" => entry::l2_bulk_read.info(),
-        _ => entry::l2_read.info(),
-    };
-    if !kernel.module.loads_on(info.compute_capability) {
+    if !bench.kernel().module.loads_on(info.compute_capability) {
         return Ok(None);
     }
-    // The base: one warp on every SM. The others: as many blocks as fit.
-    let base = (name == "fma_latency").then_some(info.sm_count.max(1));
-    let cfg = full_launch(gpu, kernel, base)?;
-    let (blocks, threads) = (cfg.grid.0, cfg.block.0);
-    let n = (blocks * threads) as usize;
-    let rounds = compute_rounds(kernel, effort.quick);
+    // The base: one warp on every SM. The others: as its microbenchmark runs.
+    let base = energy == Energy::Base;
+    let cfg = bench.launch(gpu, base.then_some(info.sm_count.max(1)))?;
+    // The DRAM's: 32 times the L2-resident buffer, 8 x the L2.
+    let span = if energy == Energy::Dram {
+        32 * info.l2_bytes
+    } else {
+        info.l2_bytes
+    };
+    let inputs = Inputs {
+        quick: effort.quick,
+        span,
+        group: 1,
+    };
     let (warm, length) = window(effort);
-    let (watts, launches, seconds, rounds, layers, failure) = match name {
-        "l2_bulk_read" => {
-            let bulk = BulkRead::new(gpu, blocks, effort.quick)?;
-            let k = gpu.load(&entry::l2_bulk_read)?;
-            let (w, l, s) = energy(gpu, board, warm, length, || k.launch(cfg, bulk.args(1)))?;
-            (w, l, s, bulk.rounds, 1, bulk.check(gpu, 1)?)
-        }
-        "l2_read" | "l2_read_dram" => {
-            // L2-resident: as the rate's run; from DRAM: 32 times its buffer, 8 x the L2.
-            let span = if name == "l2_read" {
-                info.l2_bytes
-            } else {
-                32 * info.l2_bytes
-            };
-            let l2 = L2Read::new(gpu, n, span, effort.quick)?;
-            let k = gpu.load(&entry::l2_read)?;
-            let (w, l, s) = energy(gpu, board, warm, length, || k.launch(cfg, l2.args()))?;
-            (w, l, s, l2.rounds, l2.layers, l2.check(gpu, name)?)
-        }
-        _ => {
-            let chains = Chains::new(gpu, name, n, rounds)?;
-            let k = gpu.load(chains.kernel)?;
-            let (w, l, s) = energy(gpu, board, warm, length, || k.launch(cfg, chains.args()))?;
-            (w, l, s, rounds, 1, chains.check(gpu)?)
-        }
-    };
-    let units = match name {
-        // The base's work is not priced: its rate is its launches'.
-        "fma_latency" => 1,
-        _ => compute_units(kernel, blocks, rounds, layers),
-    };
+    let ran = bench.run(gpu, cfg, inputs, |launch| draw(gpu, board, warm, length, launch))?;
+    let (watts, launches, seconds) = ran.measured;
+    // The base's work is not priced: its rate is its launches'.
+    let units = if base { 1 } else { ran.units };
     Ok(Some((
         PowerRun {
-            kernel: name.to_string(),
+            kernel: energy.run().to_string(),
             watts,
             units_per_s: launches as f64 * units as f64 / seconds,
             seconds,
         },
-        failure,
+        ran.failure,
     )))
 }
 
 /// Launches `launch` for `warm`, then until `length` has passed between two changes of
 /// the energy counter: the mean watts, the launches that ran between them and the
 /// seconds. Launches go four at a time, so the GPU never waits on the host.
-fn energy(
+fn draw(
     gpu: &Gpu,
     board: &Board,
     warm: Duration,

@@ -1,4 +1,4 @@
-//! The spread sweep: `spread_writes` and `spread_reads` (kernels/src/spread.rs), a
+//! The spread sweep: `spread_writes` and `spread_reads` (kernels/src/calibrate/spread.rs), a
 //! coalesced copy whose waves write, or read, 128-byte chunks spread over 1 to 128
 //! times the bytes they move. The profile keeps it (schema 5): `explain` slows a
 //! kernel's DRAM bytes by the rate the sweep measured at the pages its first wave's
@@ -12,10 +12,10 @@ use crate::launch::{DeviceArg, Launch};
 use crate::profile::{PAGE_BYTES, SpreadPoint, Stream, pages_filled, spread};
 use crate::timing::{Reps, time_launches};
 use crate::units::{format_bytes, gb_per_s};
+use kernels::calibrate::spread::{BLOCK, CHUNK_LOG2, PER_BLOCK, placed};
 use kernels::entry;
 use kernels::gpu::{Global, GlobalMut};
 use kernels::handle::Kernel;
-use kernels::spread::{BLOCK, CHUNK_LOG2, PER_BLOCK, placed};
 
 /// log2 of the chunks of the array at every point: 2^21 chunks of 128 bytes, 256 MiB
 /// (2^19, 64 MiB, for `calibrate --quick`), 5 x the L2 of an H100.

@@ -5,6 +5,7 @@ use super::on_chip::store_windows;
 use super::pitch::pitch_table;
 use super::spread::spread_table;
 use super::{BELOW_CEILING, ComputeRun, Notes};
+use crate::profile::power::Energy;
 use crate::profile::{ComputeRates, PowerRates, Profile, SweepPoint};
 use crate::units::format_bytes;
 
@@ -215,12 +216,13 @@ fn compute_lines(c: &ComputeRates, n: &Notes) -> Vec<(&'static str, String, Stri
 
 /// One line per power parameter: its value, and the run it comes from.
 fn power_lines(p: &PowerRates) -> Vec<(&'static str, String, String)> {
-    let run = |k: &str| {
+    let run = |e: Energy| {
+        let k = e.run();
         p.runs.iter().find(|r| r.kernel == k).map_or(String::new(), |r| {
             format!("{k}: {:.0} W over {:.2} s", r.watts, r.seconds)
         })
     };
-    let above = |k: &str, per: &str| format!("{}; (W - base_w) / {per} a second", run(k));
+    let above = |e: Energy, per: &str| format!("{}; (W - base_w) / {per} a second", run(e));
     let pj = |v: Option<f64>, unit: &str| v.map_or("null".to_string(), |v| format!("{v:.3} {unit}"));
     vec![
         (
@@ -231,39 +233,39 @@ fn power_lines(p: &PowerRates) -> Vec<(&'static str, String, String)> {
         (
             "base_w",
             format!("{:.1} W", p.base_w),
-            format!("{}, one warp an SM", run("fma_latency")),
+            format!("{}, one warp an SM", run(Energy::Base)),
         ),
         (
             "ffma_pj",
             pj(Some(p.ffma_pj), "pJ"),
-            above("fma_throughput", "warp FFMAs"),
+            above(Energy::Ffma, "warp FFMAs"),
         ),
         (
             "mma_tf32_pj",
             pj(p.mma_tf32_pj, "pJ"),
-            above("mma_tf32_throughput", "warp mma.syncs"),
+            above(Energy::MmaTf32, "warp mma.syncs"),
         ),
         (
             "wgmma_tf32_pj_per_flop",
             pj(p.wgmma_tf32_pj_per_flop, "pJ"),
-            above("wgmma_tf32_throughput", "FLOPs"),
+            above(Energy::WgmmaTf32, "FLOPs"),
         ),
         (
             "l2_pj_per_byte",
             pj(Some(p.l2_pj_per_byte), "pJ"),
-            above("l2_read", "bytes"),
+            above(Energy::L2, "bytes"),
         ),
         (
             "l2_bulk_pj_per_byte",
             pj(p.l2_bulk_pj_per_byte, "pJ"),
-            above("l2_bulk_read", "bytes"),
+            above(Energy::L2Bulk, "bytes"),
         ),
         (
             "dram_pj_per_byte",
             pj(Some(p.dram_pj_per_byte), "pJ"),
             format!(
                 "{}, over 8 x the L2; less its bytes' L2 energy",
-                above("l2_read_dram", "bytes")
+                above(Energy::Dram, "bytes")
             ),
         ),
     ]
@@ -309,12 +311,12 @@ mod tests {
             on_chip_rounds: 2048,
             compute_runs: crate::calibrate::COMPUTE
                 .iter()
-                .map(|k| ComputeRun {
-                    kernel: k.name,
+                .map(|b| ComputeRun {
+                    kernel: b.kernel().name,
                     blocks: 1056,
                     threads: 256,
                     rounds: 2048,
-                    skipped: (k.name == "wgmma_tf32_throughput")
+                    skipped: (b.kernel() == kernels::entry::wgmma_tf32_throughput.info())
                         .then(|| "needs sm_90a (this GPU is 8.0)".into()),
                 })
                 .collect(),

@@ -1,5 +1,5 @@
 //! The compute rates of a profile (schema 6): what a compute-bound kernel meets on the
-//! GPU, measured by `coalesce calibrate`'s own microbenchmarks (kernels/src/pipes.rs,
+//! GPU, measured by `coalesce calibrate`'s own microbenchmarks (kernels/src/calibrate/pipes.rs,
 //! host/src/calibrate/compute.rs), each from one declared count of work per launch.
 
 use serde::{Deserialize, Serialize};

@@ -127,13 +127,13 @@ pub struct Profile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shared_wavefronts_per_ns_per_sm: Option<f64>,
     /// The pitch sweep (schema 4; `None` before): `pitch_read`, `pitch_write` and
-    /// `pitch_update` (kernels/src/pitch.rs), 32 lanes one pitch apart, at pitches
+    /// `pitch_update` (kernels/src/calibrate/pitch.rs), 32 lanes one pitch apart, at pitches
     /// from 64 B to 1 MiB and at spans of up to 32 x 256 MiB: the rates at which the
     /// GPU serves warp requests whose lanes each read or write a segment of their own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pitch_sweep: Option<Vec<PitchPoint>>,
     /// The spread sweep (schema 5; `None` before): `spread_writes` and `spread_reads`
-    /// (kernels/src/spread.rs), a coalesced copy whose waves write, or read, 128-byte
+    /// (kernels/src/calibrate/spread.rs), a coalesced copy whose waves write, or read, 128-byte
     /// chunks spread over 4 MiB to 256 MiB: the rate of a stream so spread.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub spread_sweep: Option<Vec<SpreadPoint>>,

@@ -10,13 +10,12 @@ use serde::{Deserialize, Serialize};
 /// done per second, each over the same window of the energy counter.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PowerRun {
-    /// The kernel: `fma_latency` (the base), `fma_throughput`, `mma_tf32_throughput`,
-    /// `wgmma_tf32_throughput`, `l2_read` (L2-resident) or `l2_read_dram` (the same
-    /// kernel over 8 x the L2).
+    /// The run, named by [`Energy::run`]: its kernel's name (`fma_latency`, the base,
+    /// ...), or `l2_read_dram` for `l2_read` over 8 x the L2.
     pub kernel: String,
     pub watts: f64,
-    /// Units a second, in [`crate::calibrate::compute_units`]'s units (warp FFMAs,
-    /// warp `mma.sync`s, wgmma FLOPs, bytes).
+    /// Units a second, in its microbenchmark's units of work (warp FFMAs, warp
+    /// `mma.sync`s, wgmma FLOPs, bytes).
     pub units_per_s: f64,
     pub seconds: f64,
 }
@@ -47,46 +46,85 @@ pub struct PowerRates {
     pub runs: Vec<PowerRun>,
 }
 
-/// The runs [`fit`] needs, by kernel name: the base first.
-pub const POWER_RUNS: [&str; 7] = [
-    "fma_latency",
-    "fma_throughput",
-    "mma_tf32_throughput",
-    "wgmma_tf32_throughput",
-    "l2_read",
-    "l2_bulk_read",
-    "l2_read_dram",
-];
+/// What one power run prices: the base, or the energy of one kind of work.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Energy {
+    /// The board's power while every SM runs one warp's dependent FFMA chain.
+    Base,
+    /// A warp FFMA.
+    Ffma,
+    /// A warp `mma.sync` m16n8k8 TF32.
+    MmaTf32,
+    /// A FLOP of `wgmma` TF32.
+    WgmmaTf32,
+    /// A byte the L2 serves to loads.
+    L2,
+    /// A byte the L2 serves to the copy engine.
+    L2Bulk,
+    /// A byte the DRAM reads, beyond its L2 energy.
+    Dram,
+}
+
+impl Energy {
+    /// The runs [`fit`] needs, in the order calibrate makes them: the base first.
+    pub const ALL: [Energy; 7] = [
+        Energy::Base,
+        Energy::Ffma,
+        Energy::MmaTf32,
+        Energy::WgmmaTf32,
+        Energy::L2,
+        Energy::L2Bulk,
+        Energy::Dram,
+    ];
+
+    /// Its run's name in a profile ([`PowerRun::kernel`]): the kernel's, or
+    /// `l2_read_dram` for the L2 kernel over 8 x the L2.
+    pub const fn run(self) -> &'static str {
+        match self {
+            Energy::Base => "fma_latency",
+            Energy::Ffma => "fma_throughput",
+            Energy::MmaTf32 => "mma_tf32_throughput",
+            Energy::WgmmaTf32 => "wgmma_tf32_throughput",
+            Energy::L2 => "l2_read",
+            Energy::L2Bulk => "l2_bulk_read",
+            Energy::Dram => "l2_read_dram",
+        }
+    }
+}
 
 /// Fits the energies: each run's power above the base over its work a second; the
 /// DRAM's after the L2 energy of the same bytes. Runs of kernels this GPU lacks (the
 /// tensor cores' before sm_80 and sm_90) are left out and their energy is None.
 pub fn fit(limit_w: f64, runs: Vec<PowerRun>) -> Result<PowerRates, String> {
-    let find = |k: &str| runs.iter().find(|r| r.kernel == k);
-    let base = find("fma_latency").ok_or("no base run (fma_latency)")?.watts;
-    let above = |k: &str, less: f64| -> Result<Option<f64>, String> {
-        let Some(r) = find(k) else { return Ok(None) };
+    let find = |e: Energy| runs.iter().find(|r| r.kernel == e.run());
+    let base = find(Energy::Base)
+        .ok_or_else(|| format!("no base run ({})", Energy::Base.run()))?
+        .watts;
+    let above = |e: Energy, less: f64| -> Result<Option<f64>, String> {
+        let Some(r) = find(e) else { return Ok(None) };
         let pj = (r.watts - base - less * r.units_per_s) / r.units_per_s * 1e12;
         if pj.is_finite() && pj > 0.0 {
             Ok(Some(pj))
         } else {
             Err(format!(
-                "{k} drew {:.0} W against the base's {base:.0} W: no energy to fit",
+                "{} drew {:.0} W against the base's {base:.0} W: no energy to fit",
+                e.run(),
                 r.watts
             ))
         }
     };
-    let need = |k: &str, v: Option<f64>| v.ok_or_else(|| format!("no {k} run"));
-    let l2 = need("l2_read", above("l2_read", 0.0)?)?;
+    // The energies every GPU has a run for.
+    let need = |e: Energy, less: f64| above(e, less)?.ok_or_else(|| format!("no {} run", e.run()));
+    let l2 = need(Energy::L2, 0.0)?;
     let rates = PowerRates {
         limit_w,
         base_w: base,
-        ffma_pj: need("fma_throughput", above("fma_throughput", 0.0)?)?,
-        mma_tf32_pj: above("mma_tf32_throughput", 0.0)?,
-        wgmma_tf32_pj_per_flop: above("wgmma_tf32_throughput", 0.0)?,
+        ffma_pj: need(Energy::Ffma, 0.0)?,
+        mma_tf32_pj: above(Energy::MmaTf32, 0.0)?,
+        wgmma_tf32_pj_per_flop: above(Energy::WgmmaTf32, 0.0)?,
         l2_pj_per_byte: l2,
-        l2_bulk_pj_per_byte: above("l2_bulk_read", 0.0)?,
-        dram_pj_per_byte: need("l2_read_dram", above("l2_read_dram", l2 * 1e-12)?)?,
+        l2_bulk_pj_per_byte: above(Energy::L2Bulk, 0.0)?,
+        dram_pj_per_byte: need(Energy::Dram, l2 * 1e-12)?,
         runs,
     };
     rates.check()?;

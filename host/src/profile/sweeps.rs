@@ -29,7 +29,7 @@ pub enum RequestKind {
     Update,
 }
 
-/// One point of the pitch sweep (kernels/src/pitch.rs, measured by
+/// One point of the pitch sweep (kernels/src/calibrate/pitch.rs, measured by
 /// `calibrate::pitch`): each kernel walks 256 MiB in float4s one pitch apart down the
 /// columns of a span of rows x pitch bytes, at every SM's full residency. The DRAM
 /// bytes a lane moves are counted as `explain` counts a kernel's (over the first wave,
@@ -104,7 +104,7 @@ pub enum Stream {
     Writes,
 }
 
-/// One point of the spread sweep (kernels/src/spread.rs, measured by
+/// One point of the spread sweep (kernels/src/calibrate/spread.rs, measured by
 /// `calibrate::spread`): a copy of 256 MiB whose waves read, or write, 128-byte chunks
 /// placed `apart` chunks apart, at every SM's full residency. The spreads are counted
 /// as `explain` counts a kernel's ([`spread`] over the first wave), so

@@ -1,7 +1,7 @@
 //! What each compute microbenchmark must store, computed on the CPU with the same
 //! arithmetic: `calibrate` checks every launch against it before its time is used.
 
-use kernels::pipes::{
+use kernels::calibrate::pipes::{
     BULK_STAGE, BULK_STAGES, CHAINS, CHASE_RING, FMA_PER_ROUND, ISSUE_STEPS, LATENCY_STEPS, MMA_CHAINS,
     MMA_PER_ROUND, REQUEST_WINDOW, REQUESTS_PER_ROUND, WGMMA_THREADS,
 };
@@ -10,7 +10,7 @@ use kernels::pipes::{
 /// values stay normal floats however long the chain.
 pub const FMA_A: f32 = 1.0 - 1.0 / 1024.0;
 pub const FMA_B: f32 = 0.5;
-/// [`kernels::pipes::issue_mix`]'s mask.
+/// [`kernels::calibrate::pipes::issue_mix`]'s mask.
 pub const ISSUE_K: u32 = 0x5bd1_e995;
 /// The MMAs' operands: every product a power of two, so every sum the tensor cores
 /// make is exact, whatever their order of additions (an m16n8k8 adds 36 A B or 72 A B
@@ -23,7 +23,7 @@ pub const WGMMA_B: f32 = 1.0 / 8.0;
 /// it read, stage `i` from chunk (b / group + i x shift) mod chunks.
 pub fn bulk_sum(b: usize, group: usize, chunks: usize, shift: usize, rounds: usize) -> f32 {
     let b = b / group.max(1);
-    use kernels::pipes::{BULK_BOX, BULK_BOXES};
+    use kernels::calibrate::pipes::{BULK_BOX, BULK_BOXES};
     (0..rounds * BULK_STAGES)
         .map(|i| {
             let first = ((b + i * shift) % chunks) * BULK_STAGE;
@@ -134,7 +134,7 @@ pub fn mma_sum(rounds: usize, a: f32, b: f32) -> f32 {
 /// (B's column k summed), with each float's (row, k) read through the 128-byte
 /// swizzle (16-byte chunk c of row r holds the row's chunk c xor r mod 8).
 pub fn wgmma_block_total(rounds: usize, a: f32, b: f32) -> f64 {
-    use kernels::pipes::{WGMMA_A_TILE, WGMMA_B_TILE, wgmma_tile_value};
+    use kernels::calibrate::pipes::{WGMMA_A_TILE, WGMMA_B_TILE, wgmma_tile_value};
     // Column k of a tile starting at float `base` of `rows` rows, summed.
     let column = |base: usize, rows: usize, k: usize| -> f64 {
         (0..rows)
@@ -159,7 +159,7 @@ pub fn check_wgmma_blocks(got: &[f32], rounds: usize, a: f32, b: f32) -> Option<
         .map(|block| block.iter().map(|v| f64::from(*v)).sum::<f64>())
         .enumerate()
         .find(|(_, sum)| sum.is_nan() || (sum - want).abs() > 0.01 * want)
-        .map(|(i, sum)| format!("wgmma_tf32_throughput: block {i} stored {sum} in all instead of {want}"))
+        .map(|(i, sum)| format!("block {i} stored {sum} in all instead of {want}"))
 }
 
 /// What every thread of `fma_latency` stores.
@@ -176,7 +176,7 @@ pub fn chase_end(lane: usize, rounds: usize) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::calibrate::compute::compute_rounds;
+    use crate::calibrate::compute::COMPUTE;
     use kernels::entry;
 
     #[test]
@@ -210,8 +210,12 @@ mod tests {
         let short = [share * 7.0 / 8.0; 128];
         assert!(check_wgmma_blocks(&short, 1024, MMA_A, WGMMA_B).is_some());
         // The chase ends elsewhere than it started at the full and quick rounds.
+        let chase = COMPUTE
+            .iter()
+            .find(|b| b.kernel() == entry::shared_chase.info())
+            .unwrap();
         for quick in [false, true] {
-            let rounds = compute_rounds(&entry::shared_chase, quick);
+            let rounds = chase.rounds.count(quick, 1);
             assert_ne!(chase_end(5, rounds), 5);
             assert_eq!(chase_end(5, rounds) % 32, 5, "in the lane's own bank");
         }
