@@ -29,6 +29,7 @@ pub mod harness;
 pub mod launch;
 pub mod nvml;
 pub mod prepared;
+pub mod problem;
 pub mod profile;
 pub mod progress;
 pub mod ptx;
