@@ -20,6 +20,7 @@ pub mod cli;
 pub mod columns;
 pub mod commands;
 pub mod compare;
+pub mod date;
 pub mod device;
 pub mod error;
 pub mod experiment;

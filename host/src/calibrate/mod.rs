@@ -232,7 +232,7 @@ pub fn measure(gpu: &Gpu, effort: Effort, mut progress: impl FnMut(&str)) -> Res
         schema: PROFILE_SCHEMA,
         coalesce_version: env!("CARGO_PKG_VERSION").to_string(),
         device: info.name.clone(),
-        measured: crate::report::utc_date(SystemTime::now()),
+        measured: crate::date::utc_date(SystemTime::now()),
         sm_count: info.sm_count,
         l2_bytes: info.l2_bytes,
         max_threads_per_sm: info.max_threads_per_sm,
