@@ -216,7 +216,7 @@ fn profile_named(what: &str) -> Result<Profile> {
     use crate::profile::SHIPPED;
     let path = std::path::Path::new(what);
     if path.exists() {
-        return Profile::load(path).map(crate::calibrate::upgrade);
+        return Profile::load(path);
     }
     Profile::shipped(what).unwrap_or_else(|| {
         let shipped: Vec<&str> = SHIPPED.iter().map(|(name, _)| *name).collect();
@@ -276,9 +276,9 @@ pub fn refit(paths: &[std::path::PathBuf]) -> Result<Outcome> {
     let refitted = paths
         .iter()
         .map(|path| {
-            let before = Profile::load(path)?;
+            let before = Profile::load_as_written(path)?;
             let mut after = before.clone();
-            crate::calibrate::refit(&mut after);
+            crate::profile::refit(&mut after);
             table::check_writable(path)?;
             Ok((path, before, after))
         })

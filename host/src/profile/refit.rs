@@ -1,9 +1,9 @@
 //! A profile fitted again from the raw sweeps it keeps, with this coalesce's fits:
 //! `coalesce refit` rewrites profile files so (host/profiles, after a fit changes),
-//! and a schema-1 file is upgraded so when it is loaded.
+//! and a schema-1 file is upgraded so when it is loaded ([`Profile::load`]).
 
+use super::Profile;
 use super::fit::{loaded_latency, read_granularity};
-use crate::profile::Profile;
 
 /// Fits every fitted parameter again from the raw sweeps the profile keeps: the DRAM
 /// read granularity from `stride_sweep`, the loaded latency and its queueing from
@@ -59,7 +59,7 @@ mod tests {
         let p = upgrade(Profile::parse(&v1.to_string(), "v1.json").unwrap());
         assert_eq!(p.schema, 2);
         assert_eq!((p.loaded_latency_ns, p.queueing_latency_ns), (900.0, 0.0));
-        // With one: the fit of [`crate::calibrate::loaded_latency`] replaces it.
+        // With one: the fit of [`crate::profile::fit::loaded_latency`] replaces it.
         let sweep = vec![
             point(8192.0, 2415.962327813314),
             point(16384.0, 2824.218949611766),
