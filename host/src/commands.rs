@@ -6,7 +6,7 @@ use crate::args::{CalibrateArgs, CompareArgs, DeviceArg, ExplainArgs, ReportArgs
 use crate::device::Gpu;
 use crate::error::Result;
 use crate::experiments::{self, ALL, Selection};
-use crate::explain::{self, model::Model, ncu};
+use crate::explain::{self, emulate::model::Model, ncu};
 use crate::harness::{self, RunOptions};
 use crate::profile::Profile;
 use crate::progress::Progress;

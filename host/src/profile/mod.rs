@@ -1,7 +1,7 @@
 //! A GPU's calibration profile: the few numbers, measured by `coalesce calibrate`
 //! with microbenchmarks of our own, that turn `explain`'s address streams into a
 //! predicted time. Every parameter is per GPU, never per kernel. docs/model.md gives
-//! the formulas; [`crate::explain::predict`] applies them. [`schema`] reads and checks
+//! the formulas; [`crate::explain::bandwidth`] applies them. [`schema`] reads and checks
 //! a file; [`sweeps`] holds the raw measurements a profile keeps.
 
 use std::path::Path;
