@@ -79,6 +79,26 @@ mod tests {
         assert_eq!(upgrade(later.clone()), later);
     }
 
+    /// `Profile::load` upgrades a schema-1 file as it reads it; `load_as_written` does
+    /// not, so `coalesce refit` can say what changed.
+    #[test]
+    fn loading_a_file_upgrades_it_and_loading_it_as_written_does_not() {
+        let mut v1 = serde_json::to_value(schema_2()).unwrap();
+        let obj = v1.as_object_mut().unwrap();
+        obj.insert("schema".into(), 1.into());
+        obj.remove("queueing_latency_ns");
+        let dir = std::env::temp_dir().join(format!("coalesce-upgrade-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("v1.json");
+        std::fs::write(&path, v1.to_string()).unwrap();
+        let written = Profile::load_as_written(&path).unwrap();
+        assert_eq!(written.schema, 1);
+        let loaded = Profile::load(&path).unwrap();
+        assert_eq!(loaded, upgrade(written));
+        assert_eq!(loaded.schema, 2);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     #[test]
     fn the_shipped_profiles_are_their_measurements_refitted() {
         use crate::calibrate::pitch::ITERATIONS;
