@@ -243,15 +243,19 @@ const ZERO_LINE: Line = Line([[0.0; 4]; 8]);
 /// Runs `kernel` (a kernel bound to live host buffers of the sizes it indexes) on the
 /// emulator over `grid` blocks of `block` threads and counts its traffic as `explain`
 /// does.
-fn traffic_of(kernel: impl Fn() + Sync, grid: u32, block: u32) -> coalesce::explain::traffic::Traffic {
+fn traffic_of(
+    kernel: impl Fn() + Sync,
+    grid: u32,
+    block: u32,
+) -> coalesce::explain::emulate::traffic::Traffic {
     let log = common::recorded(grid, block, kernel);
-    coalesce::explain::traffic::traffic(&log)
+    coalesce::explain::emulate::traffic::traffic(&log)
 }
 
 /// Runs one of calibrate's on-chip kernels (kernels/src/calibrate/throughput.rs) on the emulator
 /// over `blocks` blocks and counts its traffic as `explain` does: the units its rate is
 /// stated in are the units the model counts.
-fn on_chip(kernel: &KernelInfo, blocks: u32, rounds: usize) -> coalesce::explain::traffic::Traffic {
+fn on_chip(kernel: &KernelInfo, blocks: u32, rounds: usize) -> coalesce::explain::emulate::traffic::Traffic {
     use kernels::calibrate::throughput::{BLOCK, STORE_MASK, STORE_WINDOW};
     // Only its bytes are used, through the pointers below.
     let mut window = vec![ZERO_LINE; blocks as usize * STORE_WINDOW / 32];
@@ -319,7 +323,7 @@ fn pitch_read(
     rows: usize,
     pitch: usize,
     cols: usize,
-) -> (Vec<f32>, coalesce::explain::traffic::Traffic) {
+) -> (Vec<f32>, coalesce::explain::emulate::traffic::Traffic) {
     let mut buf = vec![ZERO_LINE; src.len().div_ceil(8)];
     for (i, v) in src.iter().enumerate() {
         buf[i / 8].0[i % 8] = *v;
@@ -389,7 +393,7 @@ const VIEW: (usize, usize, usize) = (64, 40, 24);
 fn pitch_update(
     init: impl Fn(usize) -> f32,
     blocks: u32,
-) -> (Vec<Line>, coalesce::explain::traffic::Traffic) {
+) -> (Vec<Line>, coalesce::explain::emulate::traffic::Traffic) {
     let (rows, pitch, cols) = VIEW;
     let mut buf = vec![ZERO_LINE; rows * pitch / 8];
     for (i, v) in buf.iter_mut().flat_map(|l| l.0.iter_mut()).enumerate() {
@@ -507,7 +511,7 @@ fn the_spread_kernels_place_every_chunk_and_explain_counts_the_pages_calibrate_d
         let dst = on_a_page(&mut b, n);
         let log = launch_on(stream, chunks, rows, src, dst, Some((0..40).collect()));
         let buffers = [src.as_ptr_range(), dst.as_ptr_range()].map(|r| r.start as usize..r.end as usize);
-        let counted = coalesce::explain::traffic::spread_of(&log, &buffers);
+        let counted = coalesce::explain::emulate::traffic::spread_of(&log, &buffers);
         let (read, write) = wave_spread(stream, chunks, rows, 40);
         assert_eq!((counted.read, counted.write), (read, write), "{name}");
         let (near, far) = if stream == Stream::Writes {

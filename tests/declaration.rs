@@ -10,9 +10,9 @@ use coalesce::experiment::{
     Arg, Buffer, Check, DefaultSize, Dim, Experiment, Kind, Problem, Reference, Twin, Variant, Work,
 };
 use coalesce::experiments::{Selection, select_from};
-use coalesce::explain::analyse::Direction;
+use coalesce::explain::emulate::analyse::Direction;
+use coalesce::explain::emulate::model::Model;
 use coalesce::explain::emulate::{self, EmuLaunch};
-use coalesce::explain::model::Model;
 use coalesce::launch::Launch;
 use kernels::entry;
 

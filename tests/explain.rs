@@ -1,9 +1,9 @@
 //! `coalesce explain` on the CPU: the lessons' numbers come out of the kernels' own
-//! source. (The model rules themselves are unit-tested in `explain::model`.)
+//! source. (The model rules themselves are unit-tested in `explain::emulate::model`.)
 
 use coalesce::experiments::select;
-use coalesce::explain::analyse::{Direction, Memory, Pattern, SiteStats};
-use coalesce::explain::model::Model;
+use coalesce::explain::emulate::analyse::{Direction, Memory, Pattern, SiteStats};
+use coalesce::explain::emulate::model::Model;
 use coalesce::explain::{KernelReport, Options, Step, explain};
 
 /// Explains `EXPERIMENT/VARIANT` at `size` bytes per array (None: the default).
@@ -472,7 +472,7 @@ fn a_16_byte_cp_async_counts_the_shared_sectors_it_writes() {
 }
 
 /// The scalar rungs' shared loads as the GPU makes them: ptxas loads a thread's
-/// 4-byte reads of one aligned 16-byte window with one `LDS.128` (explain::vectorize,
+/// 4-byte reads of one aligned 16-byte window with one `LDS.128` (explain::emulate::vectorize,
 /// checked against the SASS in tests/ptx.rs), and a warp-wide broadcast of one float4
 /// takes 2 wavefronts.
 #[test]
@@ -615,7 +615,7 @@ fn progress_follows_the_blocks_of_each_emulation() {
 
 /// The prediction for `EXPERIMENT/VARIANT` at its default size with the shipped H100
 /// profile.
-fn predicted_on_the_h100(word: &str) -> coalesce::explain::predict::Prediction {
+fn predicted_on_the_h100(word: &str) -> coalesce::explain::bandwidth::Prediction {
     let profile = coalesce::profile::Profile::shipped("H100").unwrap().unwrap();
     let selection = select(&[word.to_string()]).unwrap();
     let opts = Options {

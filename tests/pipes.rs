@@ -109,7 +109,7 @@ fn each_kernel_stores_what_its_reference_computes() {
 
 #[test]
 fn the_copy_engines_l2_read_sums_each_stage_it_waited_for() {
-    use coalesce::experiment::problem::{Dim, Problem};
+    use coalesce::problem::{Dim, Problem};
     use coalesce::tensor_map::MapSpec;
     use kernels::calibrate::pipes::{BULK_BOX, BULK_SHARED_BYTES, BULK_STAGE};
     // 5 chunks of a stage's floats (a quarter of a 160 KiB L2), 3 blocks, 2 rounds.

@@ -474,7 +474,7 @@ fn sgemm_tf32_rungs_multiply_on_tensor_cores() {
     }
 }
 
-/// What `explain` assumes ptxas does with scalar shared accesses (explain::vectorize:
+/// What `explain` assumes ptxas does with scalar shared accesses (explain::emulate::vectorize:
 /// 4-byte `ld.shared`/`st.shared` off one base in one block, in an aligned 16- or
 /// 8-byte window, become one `LDS.128`/`LDS.64`), counted in the SASS of every
 /// kernel with scalar shared accesses: its vector shared accesses are the PTX's own
@@ -497,7 +497,7 @@ fn ptxas_merges_the_shared_accesses_explain_assumes() {
         let listing = sass_listing(&ptxas, &nvdisasm, &dir, name, ptx, "sm_90");
         let sass = sass_functions(&listing);
         for kernel in entry_points(ptx) {
-            let v = coalesce::explain::vectorize::analyse(ptx, kernel).unwrap();
+            let v = coalesce::explain::emulate::vectorize::analyse(ptx, kernel).unwrap();
             let code = sass.get(kernel).unwrap_or_else(|| panic!("no SASS for {kernel}"));
             let b = body(kernel);
             for (dir, ptx_op, sass_op) in [(0, "ld.shared", "LDS"), (1, "st.shared", "STS")] {

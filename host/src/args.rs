@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use crate::error::Result;
-use crate::explain::model::Model;
+use crate::explain::emulate::model::Model;
 use crate::units::parse_size;
 
 #[derive(Debug, Parser)]

@@ -187,7 +187,7 @@ fn run_suite(
             .extend(measured.rows.into_iter().map(|(rust, _, _)| rust));
     }
     progress.finish();
-    report.date = Some(crate::report::utc_date(SystemTime::now()));
+    report.date = Some(crate::date::utc_date(SystemTime::now()));
     Ok(report)
 }
 
@@ -247,7 +247,7 @@ fn run_comparison(
     let mut progress = Progress::new(steps(selection), args.quiet);
     let mut report = crate::compare::run::compare(&gpu, selection, opts, dump_ptx, |msg| progress.step(msg))?;
     progress.finish();
-    report.date = Some(crate::report::utc_date(SystemTime::now()));
+    report.date = Some(crate::date::utc_date(SystemTime::now()));
     Ok(report)
 }
 

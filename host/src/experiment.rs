@@ -24,8 +24,7 @@ use crate::validate::Tolerance;
 // `Experiment::requested_problem`: what `--size` and `--shape` ask of an experiment.
 mod requested;
 
-pub mod problem;
-pub use problem::{AWKWARD_2D, AWKWARD_3D, AWKWARD_N, DefaultSize, Dim, Kind, Problem};
+pub use crate::problem::{AWKWARD_2D, AWKWARD_3D, AWKWARD_N, DefaultSize, Dim, Kind, Problem};
 
 /// An experiment: a family of kernels doing the same work with different access
 /// patterns, declared once.

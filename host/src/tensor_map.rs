@@ -8,7 +8,7 @@ use std::ffi::c_void;
 use kernels::gpu::tensor_map::{Swizzle, TensorMap, TileMap};
 
 use crate::error::{Error, Result};
-use crate::experiment::problem::{Dim, Problem};
+use crate::problem::{Dim, Problem};
 
 /// One buffer seen as a tensor: a kernel parameter (the map's address).
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -109,7 +109,7 @@ pub fn ptxas() -> Option<String> {
 /// nvdisasm, to read the SASS ptxas makes: where `explain` finds it (`$NVDISASM`, else
 /// next to `$PTXAS`, else on the PATH).
 pub fn nvdisasm() -> Option<String> {
-    coalesce::explain::mix::nvdisasm().ok()
+    coalesce::explain::product::mix::nvdisasm().ok()
 }
 
 /// The SASS listing (`nvdisasm -c`) of `ptx` assembled by `ptxas` for `arch`, the

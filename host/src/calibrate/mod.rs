@@ -1,6 +1,7 @@
 //! `coalesce calibrate`: measures a [`Profile`] on one GPU with microbenchmarks of our
 //! own. [`measure`] runs and times them on the GPU; every parameter is then fitted by
-//! a pure function of those timings ([`fit`]), tested on synthetic ones without a GPU.
+//! a pure function of those timings ([`fit`]; [`crate::profile::fit`] for the sweeps
+//! a profile keeps), tested on synthetic ones without a GPU.
 //!
 //! What is measured, in order, each sweep in its own module: the driver's
 //! device-to-device copy (the ceiling); [`stride`]: the `stride` experiment's
@@ -17,7 +18,8 @@
 //! columns at pitches and spans (the rates of scattered requests); [`spread`]: copies
 //! whose waves spread over many pages; the copy again (the faster copy is kept, as
 //! the harness does, so a slow first copy cannot inflate the fits). [`summary`] prints
-//! what was measured; [`refit`] fits a profile again from the sweeps it keeps.
+//! what was measured; [`refit`](mod@crate::profile::refit) fits a profile again from
+//! the sweeps it keeps.
 
 use std::path::PathBuf;
 use std::time::SystemTime;
@@ -30,19 +32,18 @@ pub mod occupancy;
 pub mod on_chip;
 pub mod pitch;
 pub mod power;
-pub mod refit;
 pub mod spread;
 pub mod stride;
 pub mod summary;
 
-pub use compute::{COMPUTE, ComputeRun};
-pub use fit::{
-    BELOW_CEILING, CHASE_SPACING, GRANULARITY_STRIDES, Granularity, LatencyFit, bytes_in_flight_per_sm,
-    chase_buffer, follow, latency_points, loaded_latency, per_sm_rate, read_granularity,
+pub use crate::profile::fit::{
+    BELOW_CEILING, GRANULARITY_STRIDES, Granularity, LatencyFit, latency_points, loaded_latency,
+    read_granularity,
 };
+pub use compute::{COMPUTE, ComputeRun};
+pub use fit::{CHASE_SPACING, bytes_in_flight_per_sm, chase_buffer, follow, per_sm_rate};
 pub use on_chip::{ON_CHIP, on_chip_units};
 pub use pitch::{PAGE_BYTES, PitchPoint, pitch_grid, pitch_read_bytes, pitch_table};
-pub use refit::{refit, upgrade};
 pub use summary::summary;
 
 use crate::device::{DeviceInfo, Gpu};
@@ -232,7 +233,7 @@ pub fn measure(gpu: &Gpu, effort: Effort, mut progress: impl FnMut(&str)) -> Res
         schema: PROFILE_SCHEMA,
         coalesce_version: env!("CARGO_PKG_VERSION").to_string(),
         device: info.name.clone(),
-        measured: crate::report::utc_date(SystemTime::now()),
+        measured: crate::date::utc_date(SystemTime::now()),
         sm_count: info.sm_count,
         l2_bytes: info.l2_bytes,
         max_threads_per_sm: info.max_threads_per_sm,

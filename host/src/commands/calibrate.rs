@@ -105,9 +105,9 @@ pub fn refit(paths: &[PathBuf]) -> Result<Outcome> {
     let refitted = paths
         .iter()
         .map(|path| {
-            let before = Profile::load(path)?;
+            let before = Profile::load_as_written(path)?;
             let mut after = before.clone();
-            crate::calibrate::refit(&mut after);
+            crate::profile::refit(&mut after);
             output::check_file(path)?;
             Ok((path, before, after))
         })

@@ -4,7 +4,7 @@
 use crate::args::ExplainArgs;
 use crate::error::Result;
 use crate::experiments::{self, Selection};
-use crate::explain::{self, model::Model, ncu};
+use crate::explain::{self, emulate::model::Model, ncu};
 use crate::output::{self, Human};
 use crate::progress::Progress;
 use crate::report;

@@ -106,7 +106,7 @@ pub(super) fn profile_named(what: &str) -> Result<Profile> {
     use crate::profile::SHIPPED;
     let path = Path::new(what);
     if path.exists() || names_a_file(what) {
-        return Profile::load(path).map(crate::calibrate::upgrade);
+        return Profile::load(path);
     }
     Profile::shipped(what).unwrap_or_else(|| {
         let shipped: Vec<&str> = SHIPPED.iter().map(|(name, _)| *name).collect();

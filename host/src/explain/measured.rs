@@ -9,9 +9,9 @@
 
 use serde::Serialize;
 
-use super::ExplainReport;
-use super::predict::Bound;
+use super::bandwidth::Bound;
 use super::product::ProductBound;
+use super::report::ExplainReport;
 use crate::columns::{Layout, columns};
 use crate::error::{Error, Result};
 use crate::table::Report;

@@ -2,9 +2,9 @@
 
 use std::fmt::Write as _;
 
-use super::analyse::{Direction, Memory, SiteStats};
-use super::model::Model;
-use super::{ExplainReport, KernelReport};
+use super::emulate::analyse::{Direction, Memory, SiteStats};
+use super::emulate::model::Model;
+use super::report::{ExplainReport, KernelReport};
 use crate::columns::{Layout, columns};
 use crate::experiment::Problem;
 use crate::units::format_bytes;
@@ -240,7 +240,7 @@ pub fn product_line(p: &super::product::ProductPrediction) -> String {
     line
 }
 
-pub fn prediction_line(p: &super::predict::Prediction) -> String {
+pub fn prediction_line(p: &super::bandwidth::Prediction) -> String {
     let resources = match p.resources {
         Some(r) => format!(
             "{} registers, {} B shared per block (ptxas)",
@@ -248,7 +248,7 @@ pub fn prediction_line(p: &super::predict::Prediction) -> String {
         ),
         None => "threads only".into(),
     };
-    let timed = |b: &super::predict::BoundTime| {
+    let timed = |b: &super::bandwidth::BoundTime| {
         format!("{} {}", b.bound.describe(), crate::units::format_ms(b.time_ms))
     };
     let parts: Vec<String> = p.l1_parts.iter().map(timed).collect();
@@ -287,8 +287,8 @@ pub fn prediction_line(p: &super::predict::Prediction) -> String {
         .bounds
         .iter()
         .map(|b| match b.bound {
-            super::predict::Bound::L1 => format!("{} ({})", timed(b), parts.join(" + ")),
-            super::predict::Bound::Scattered => format!("{} ({})", timed(b), scattered.join(" + ")),
+            super::bandwidth::Bound::L1 => format!("{} ({})", timed(b), parts.join(" + ")),
+            super::bandwidth::Bound::Scattered => format!("{} ({})", timed(b), scattered.join(" + ")),
             _ => timed(b),
         })
         .collect();

@@ -46,7 +46,7 @@ pub fn parse_ptxas_log(log: &str) -> HashMap<String, Resources> {
 }
 
 /// A module as ptxas assembled it: every entry's resources (`-v`), and the cubin,
-/// which the instruction mix disassembles ([`super::mix`]), so that each module is
+/// which the instruction mix disassembles ([`super::product::mix`]), so that each module is
 /// assembled once per process for both.
 pub struct Assembly {
     pub resources: HashMap<String, Resources>,

@@ -1,7 +1,7 @@
 //! A GPU's calibration profile: the few numbers, measured by `coalesce calibrate`
 //! with microbenchmarks of our own, that turn `explain`'s address streams into a
 //! predicted time. Every parameter is per GPU, never per kernel. docs/model.md gives
-//! the formulas; [`crate::explain::predict`] applies them. [`schema`] reads and checks
+//! the formulas; [`crate::explain::bandwidth`] applies them. [`schema`] reads and checks
 //! a file; [`sweeps`] holds the raw measurements a profile keeps.
 
 use std::path::Path;
@@ -11,12 +11,15 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 
 pub mod compute;
+pub mod fit;
 pub mod power;
+pub mod refit;
 pub mod schema;
 pub mod sweeps;
 
 pub use compute::ComputeRates;
 pub use power::{PowerRates, PowerRun};
+pub use refit::{refit, upgrade};
 pub use schema::{PROFILE_SCHEMA, SCHEMA_3_FIELDS};
 pub use sweeps::{
     PAGE_BYTES, PitchPoint, RequestKind, SpreadPoint, Stream, SweepPoint, pages_filled, spread,
@@ -98,14 +101,14 @@ pub struct Profile {
     /// at DRAM utilisation rho (read + written rate / copy ceiling): L0 and Lq
     /// (`queueing_latency_ns`) are the least-squares line through the inflight sweep's
     /// latency-bound copies, each giving rho and, by Little's law (bytes in flight =
-    /// rate x latency), its latency ([`crate::calibrate::loaded_latency`]). L0 is an
+    /// rate x latency), its latency ([`fit::loaded_latency`]). L0 is an
     /// intercept, not the idle latency: it includes what a thread slot spends besides
     /// waiting for its load (its stores, its block's exit and the next block's launch).
     pub loaded_latency_ns: f64,
     /// Lq, ns: the queueing delay per unit of rho / (1 - rho). 0 when the sweep has fewer
     /// than two latency-bound copies (a constant latency, and a hard knee at the ceiling).
     /// Absent from schema-1 files: 0, their one constant latency, until
-    /// `calibrate::refit::upgrade` fits the line to their inflight sweep.
+    /// [`upgrade`] fits the line to their inflight sweep.
     #[serde(default)]
     pub queueing_latency_ns: f64,
     /// Residency limits besides threads (schema 3; `None` before: residency counts
@@ -162,8 +165,15 @@ pub const SHIPPED: &[(&str, &str)] = &[
 ];
 
 impl Profile {
-    /// Reads a profile file.
+    /// Reads a profile file as `coalesce` uses it: an older schema upgraded
+    /// ([`upgrade`]).
     pub fn load(path: &Path) -> Result<Profile> {
+        Profile::load_as_written(path).map(upgrade)
+    }
+
+    /// Reads a profile file as it is written, an older schema not upgraded (what
+    /// `coalesce refit` fits again and reports the change of).
+    pub fn load_as_written(path: &Path) -> Result<Profile> {
         let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
             path: path.display().to_string(),
             source,

@@ -113,7 +113,7 @@ impl Profile {
             serde_json::from_value(value).map_err(|e| bad(format!("not a coalesce profile: {e}")))?;
         if schema < 2 {
             // Schema 1 kept one constant latency: read as it is, with no queueing
-            // (`calibrate::refit::upgrade` fits the line to its inflight sweep).
+            // (`profile::refit::upgrade` fits the line to its inflight sweep).
             profile.queueing_latency_ns = 0.0;
         }
         profile.check().map_err(bad)?;

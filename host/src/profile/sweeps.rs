@@ -108,7 +108,7 @@ pub enum Stream {
 /// `calibrate::spread`): a copy of 256 MiB whose waves read, or write, 128-byte chunks
 /// placed `apart` chunks apart, at every SM's full residency. The spreads are counted
 /// as `explain` counts a kernel's ([`spread`] over the first wave), so
-/// `explain::sweep::spread_factor` reads a kernel's on the same scale.
+/// `explain::bandwidth::sweep::spread_factor` reads a kernel's on the same scale.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SpreadPoint {
     /// Which stream the chunks' placement spreads.

@@ -10,7 +10,7 @@ use super::markdown_table::table;
 use crate::error::Result;
 use crate::experiment::Kind;
 use crate::experiments::{Selection, named};
-use crate::explain::{self, model::Model};
+use crate::explain::{self, emulate::model::Model};
 use crate::profile::Profile;
 
 /// One kernel's predicted rate on the profile's GPU.

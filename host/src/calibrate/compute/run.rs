@@ -16,8 +16,8 @@ use super::table::{Blocks, Microbenchmark, Setup, Work};
 use super::{first_wrong, read};
 use crate::device::Gpu;
 use crate::error::Result;
-use crate::experiment::problem::{Dim, Problem};
 use crate::launch::{DeviceArg, Launch};
+use crate::problem::{Dim, Problem};
 use crate::tensor_map::MapSpec;
 
 /// What a run needs besides its launch.

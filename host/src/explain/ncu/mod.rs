@@ -9,8 +9,8 @@ mod tests;
 
 use serde::Serialize;
 
-use super::ExplainReport;
-use super::analyse::Direction;
+use super::emulate::analyse::Direction;
+use super::report::{ExplainReport, KernelReport};
 use csv::{
     DRAM_READ, DRAM_WRITE, GLD_REQUESTS, GLD_SECTORS, GST_REQUESTS, GST_SECTORS, LDGSTS_INSTRUCTIONS,
     LDGSTS_WAVEFRONTS, LDGSTS_WAVEFRONTS_SASS, SLD_INSTRUCTIONS, SLD_INSTRUCTIONS_ON, SLD_WAVEFRONTS,
@@ -75,7 +75,7 @@ impl Comparison {
 /// Kernels the harness launches around the measured one (input filling).
 const HELPER_KERNELS: [&str; 1] = ["fill_uniform"];
 
-fn prediction<'r>(report: &'r ExplainReport, m: &KernelCounts) -> Option<&'r super::KernelReport> {
+fn prediction<'r>(report: &'r ExplainReport, m: &KernelCounts) -> Option<&'r KernelReport> {
     report
         .kernels
         .iter()
@@ -96,7 +96,7 @@ pub fn unpaired(report: &ExplainReport, measured: &[KernelCounts]) -> Vec<String
 struct Class {
     access: &'static str,
     unit: &'static str,
-    predicted: fn(&super::KernelReport) -> Option<f64>,
+    predicted: fn(&KernelReport) -> Option<f64>,
     numerator: &'static [&'static str],
     denominator: &'static [&'static str],
 }
@@ -133,7 +133,7 @@ const CLASSES: [Class; 5] = [
     Class {
         access: "cp.async shared",
         unit: "wavefronts/req",
-        predicted: super::KernelReport::async_copy_wavefronts_per_request,
+        predicted: KernelReport::async_copy_wavefronts_per_request,
         numerator: &[LDGSTS_WAVEFRONTS_SASS, LDGSTS_WAVEFRONTS],
         denominator: &[LDGSTS_INSTRUCTIONS],
     },

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::{Agreement, COUNT_TOLERANCE, Comparison, DRAM_TOLERANCE, Measurements, unpaired};
-use crate::explain::ExplainReport;
+use crate::explain::report::ExplainReport;
 
 /// The comparison table, with a verdict per line and a count of misses.
 pub fn render(rows: &[Comparison], report: &ExplainReport, found: &Measurements) -> String {

@@ -4,9 +4,9 @@
 
 use serde::Serialize;
 
-use crate::explain::analyse::{Direction, Memory, SiteStats};
-use crate::explain::mix::InstructionMix;
-use crate::explain::traffic::Traffic;
+use super::mix::InstructionMix;
+use crate::explain::emulate::analyse::{Direction, Memory, SiteStats};
+use crate::explain::emulate::traffic::Traffic;
 
 /// What one warp's iteration of the hot loop does and asks for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]

@@ -1,6 +1,6 @@
 use super::*;
-use crate::explain::analyse::{Direction, Memory, SiteStats};
-use crate::explain::traffic::Traffic;
+use crate::explain::emulate::analyse::{Direction, Memory, SiteStats};
+use crate::explain::emulate::traffic::Traffic;
 use crate::profile::tests::{sample, schema_5};
 
 /// The sample profile without its power limit: the pace alone sets the clock.
@@ -357,7 +357,7 @@ fn site(space: Memory, op: Direction, requests: u64, executions: u64, per: u64) 
         wavefronts: per * requests,
         bank_ways_max: 1,
         line_rows: 0,
-        pattern: crate::explain::analyse::Pattern::Coalesced,
+        pattern: crate::explain::emulate::analyse::Pattern::Coalesced,
         pattern_share: 1.0,
     }
 }

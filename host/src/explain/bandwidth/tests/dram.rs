@@ -132,7 +132,7 @@ fn blocks_resident_together_share_their_segments_in_l2() {
     let opts = crate::explain::Options {
         size: None,
         shape: None,
-        model: crate::explain::model::Model::Sm70,
+        model: crate::explain::emulate::model::Model::Sm70,
         blocks: 8,
         profile: Some(profile),
         memory_limit: crate::explain::EMULATION_BYTES,

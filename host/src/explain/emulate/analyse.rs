@@ -95,7 +95,7 @@ pub struct SiteStats {
     pub lane_bytes: u64,
     /// Distinct 32-byte sectors, summed over requests (global: whatever the model;
     /// shared: of shared memory, which Nsight Compute counts as the global sectors of
-    /// a 16-byte `cp.async`: see [`super::KernelReport::ncu_sectors_per_request`]).
+    /// a 16-byte `cp.async`: see [`crate::explain::KernelReport::ncu_sectors_per_request`]).
     pub sectors: u64,
     /// Global: distinct 128-byte lines, summed.
     pub lines: u64,

@@ -112,7 +112,7 @@ fn the_shipped_profiles_predict_their_calibration_copies_without_a_gpu() {
         let opts = crate::explain::Options {
             size: None,
             shape: None,
-            model: crate::explain::model::Model::Sm70,
+            model: crate::explain::emulate::model::Model::Sm70,
             blocks: 8,
             profile: Some(profile),
             memory_limit: crate::explain::EMULATION_BYTES,

@@ -1,8 +1,8 @@
 use kernels::gpu::emu::{Access, Op, Space};
 
+use super::super::emulate::traffic::tests::global;
+use super::super::emulate::traffic::{Scattered, traffic};
 use super::super::residency::Limit;
-use super::super::traffic::tests::global;
-use super::super::traffic::{Scattered, traffic};
 use super::*;
 use crate::profile::tests::{sample, schema_2};
 

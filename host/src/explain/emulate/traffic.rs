@@ -3,7 +3,7 @@
 //! the L2 serves every later touch), the bytes a thread keeps in flight, and the L1's
 //! work (128-byte lines per global request, wavefronts per shared request), and the
 //! scattered requests the pitch sweep times ([`Scattered`]). The prediction
-//! ([`super::predict`]) turns these counts into time on one GPU.
+//! ([`crate::explain::bandwidth`]) turns these counts into time on one GPU.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -36,7 +36,7 @@ pub struct Scattered {
     pub pitch_bytes: u64,
     pub requests: u64,
     /// The lanes those requests have in all (an update's counted once): with the
-    /// launch's threads, how many of them each thread runs ([`super::predict`]).
+    /// launch's threads, how many of them each thread runs ([`crate::explain::bandwidth`]).
     pub lanes: u64,
     pub dram_bytes: u64,
 }
@@ -82,7 +82,7 @@ pub struct Traffic {
     /// misses; docs/model.md, "Partial writes").
     pub fill_sectors: u64,
     /// How far the first wave's accesses spread, where `explain` counted it (a profile
-    /// with a spread sweep: [`super::explain_variant`]); the rest of this struct is
+    /// with a spread sweep: [`crate::explain::explain_variant`]); the rest of this struct is
     /// over the window.
     pub wave_spread: Option<Spread>,
 }
@@ -484,7 +484,7 @@ pub fn traffic(accesses: &[Access]) -> Traffic {
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+pub(in crate::explain) mod tests {
     use super::*;
 
     /// Thread `thread` of block 0 accesses `bytes` of global memory at `addr`, from one

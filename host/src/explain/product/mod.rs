@@ -1,6 +1,6 @@
 //! How fast a matrix product will run, and what bounds it: the hot loop's instruction
-//! mix ([`super::mix`]: read from the kernel's SASS, or its PTX), the emulated window's
-//! shared wavefronts, lines and sectors ([`super::traffic`]), the warps an SM holds
+//! mix ([`mix`]: read from the kernel's SASS, or its PTX), the emulated window's
+//! shared wavefronts, lines and sectors ([`super::emulate::traffic`]), the warps an SM holds
 //! ([`super::residency`]) and a GPU's calibrated rates ([`Profile`]). docs/model.md
 //! ("Products") states the same model in the same words.
 //!
@@ -17,7 +17,7 @@
 //! - **Warps hide latency**: the warps each scheduler holds take turns: a warp issues
 //!   a request, then waits for the unit to serve it while the others issue theirs. The
 //!   units work in parallel, so each unit with the issue slots is a closed queueing
-//!   network of its own, solved by mean value analysis ([`super::queue`]); the slowest
+//!   network of its own, solved by mean value analysis ([`queue`]); the slowest
 //!   of them sets the iterations per ns. Few warps leave a unit idle while each waits;
 //!   many run at that unit's own pace. The FP32 pipe takes FFMAs as they issue (it
 //!   caps the pace, no warp waits on it); a block that drains its `wgmma`s at a block
@@ -41,15 +41,17 @@
 //! the tensor pipe of a block that empties it at a barrier each iteration), or the
 //! power limit where it slows the launch more than that unit's idle time does.
 
+pub mod mix;
+pub mod queue;
+mod step;
+
 use serde::Serialize;
 
-use super::analyse::{Direction, Memory};
-use super::mix::{MixSource, instruction_mix};
-use super::queue;
+use super::emulate::analyse::{Direction, Memory};
 use super::residency::{LaunchSize, Residency, Resources, blocks_per_sm};
 use crate::profile::{PowerRates, Profile};
+use mix::{MixSource, instruction_mix};
 
-mod step;
 pub use step::{Issued, Step, Window, Work};
 
 /// Warp schedulers (SM sub-partitions) per SM: four on every GPU from sm_70 to sm_90.
@@ -61,7 +63,7 @@ pub const SCHEDULERS_PER_SM: f64 = 4.0;
 pub const BUSY_ENOUGH: f64 = 0.8;
 
 /// `kernel`'s prediction for a launch of `flops` FLOPs that must move `bytes`: its hot
-/// loop's instruction mix ([`super::mix`]), the emulated `window`'s traffic per FLOP,
+/// loop's instruction mix ([`mix`]), the emulated `window`'s traffic per FLOP,
 /// its residency ([`super::residency`]), on the profile's GPU.
 pub fn of_kernel(
     kernel: &str,

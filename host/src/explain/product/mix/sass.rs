@@ -36,7 +36,7 @@ pub fn nvdisasm() -> Result<String, String> {
 /// before they require the SASS.
 #[cfg(test)]
 pub(super) fn tools() -> Result<(), String> {
-    let ptxas = super::super::residency::ptxas();
+    let ptxas = crate::explain::residency::ptxas();
     Command::new(&ptxas)
         .arg("--version")
         .output()
@@ -84,7 +84,7 @@ pub(super) fn module_listing(module: PtxModule, arch: &str) -> Result<Listing, S
     if let Some((_, _, l)) = cache.iter().find(|(m, a, _)| *m == module && a == arch) {
         return l.clone();
     }
-    let l = super::super::residency::assembled(module, arch)
+    let l = crate::explain::residency::assembled(module, arch)
         .and_then(|a| disassemble(&a.cubin, arch, &format!("{module:?}")));
     cache.push((module, arch.to_string(), l.clone()));
     l

@@ -1,9 +1,9 @@
 //! A profile fitted again from the raw sweeps it keeps, with this coalesce's fits:
 //! `coalesce refit` rewrites profile files so (host/profiles, after a fit changes),
-//! and a schema-1 file is upgraded so when it is loaded.
+//! and a schema-1 file is upgraded so when it is loaded ([`Profile::load`]).
 
+use super::Profile;
 use super::fit::{loaded_latency, read_granularity};
-use crate::profile::Profile;
 
 /// Fits every fitted parameter again from the raw sweeps the profile keeps: the DRAM
 /// read granularity from `stride_sweep`, the loaded latency and its queueing from
@@ -59,7 +59,7 @@ mod tests {
         let p = upgrade(Profile::parse(&v1.to_string(), "v1.json").unwrap());
         assert_eq!(p.schema, 2);
         assert_eq!((p.loaded_latency_ns, p.queueing_latency_ns), (900.0, 0.0));
-        // With one: the fit of [`crate::calibrate::loaded_latency`] replaces it.
+        // With one: the fit of [`crate::profile::fit::loaded_latency`] replaces it.
         let sweep = vec![
             point(8192.0, 2415.962327813314),
             point(16384.0, 2824.218949611766),
@@ -77,6 +77,26 @@ mod tests {
         let mut later = sample();
         later.inflight_sweep = sweep;
         assert_eq!(upgrade(later.clone()), later);
+    }
+
+    /// `Profile::load` upgrades a schema-1 file as it reads it; `load_as_written` does
+    /// not, so `coalesce refit` can say what changed.
+    #[test]
+    fn loading_a_file_upgrades_it_and_loading_it_as_written_does_not() {
+        let mut v1 = serde_json::to_value(schema_2()).unwrap();
+        let obj = v1.as_object_mut().unwrap();
+        obj.insert("schema".into(), 1.into());
+        obj.remove("queueing_latency_ns");
+        let dir = std::env::temp_dir().join(format!("coalesce-upgrade-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("v1.json");
+        std::fs::write(&path, v1.to_string()).unwrap();
+        let written = Profile::load_as_written(&path).unwrap();
+        assert_eq!(written.schema, 1);
+        let loaded = Profile::load(&path).unwrap();
+        assert_eq!(loaded, upgrade(written));
+        assert_eq!(loaded.schema, 2);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

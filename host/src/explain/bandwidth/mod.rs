@@ -1,5 +1,5 @@
 //! How fast a bandwidth-bound kernel will run, and why: the emulated address stream's
-//! counts ([`Traffic`], [`super::traffic`]), the blocks an SM holds
+//! counts ([`Traffic`], [`super::emulate::traffic`]), the blocks an SM holds
 //! ([`super::residency`]) and a GPU's calibration ([`Profile`]) give the DRAM bytes it moves
 //! and the bytes it keeps in flight; Little's law with a latency that rises with the
 //! DRAM's load turns those into a rate. docs/model.md states the model in the same words.
@@ -24,7 +24,7 @@
 //!   them one after another, so their times add.
 //! - **Scattered requests** (a 64-byte segment per lane): their DRAM bytes at the rate
 //!   the pitch sweep's kernel of the same kind moved its own at that pitch and pages
-//!   ([`super::sweep`]), the kernel's other DRAM bytes at the copy ceiling; one DRAM
+//!   ([`sweep`]), the kernel's other DRAM bytes at the copy ceiling; one DRAM
 //!   serves them all, so their times add.
 //!
 //! The predicted time is the largest of the DRAM's, the L1's and the scattered requests'.
@@ -32,10 +32,12 @@
 //! What explain sees but the profile has no rate for is named in
 //! [`Prediction::not_modelled`].
 
+pub mod sweep;
+
 use serde::Serialize;
 
+use super::emulate::traffic::{GRANULARITIES, Spread, Traffic};
 use super::residency::{LaunchSize, Residency, Resources, blocks_per_sm, resident_threads};
-use super::traffic::{GRANULARITIES, Spread, Traffic};
 use crate::profile::{Profile, RequestKind};
 
 /// Which bound sets the predicted time.
@@ -123,7 +125,7 @@ pub struct Prediction {
     /// The read + write rate those bytes in flight sustain, GB/s (at most the ceiling).
     pub in_flight_gb_per_s: f64,
     /// How far the first wave spreads ([`Traffic::wave_spread`]) and the share of
-    /// the copy ceiling streams so spread keep ([`super::sweep::spread_factor`]): the
+    /// the copy ceiling streams so spread keep ([`sweep::spread_factor`]): the
     /// DRAM-bytes and in-flight rates are over that ceiling. `None` and 1 without a
     /// spread sweep.
     pub spread: Option<Spread>,
@@ -232,7 +234,7 @@ pub fn predict(
     // bytes' rates are over it.
     let spread = traffic.wave_spread.filter(|_| profile.spread_sweep.is_some());
     let spread_share = match (&profile.spread_sweep, spread) {
-        (Some(sweep), Some(s)) => super::sweep::spread_factor(sweep, s.read, s.write),
+        (Some(sweep), Some(s)) => sweep::spread_factor(sweep, s.read, s.write),
         _ => 1.0,
     };
     let ceiling = profile.copy_gb_per_s * spread_share;
@@ -336,7 +338,7 @@ pub fn predict(
             let pages = traffic.scattered_pages;
             // The launch's lanes of the group per launched thread.
             let iterations = s.lanes as f64 * scale / threads;
-            let rate = super::sweep::dram_gb_per_s(sweep, s.kind, s.pitch_bytes, pages, iterations, c);
+            let rate = sweep::dram_gb_per_s(sweep, s.kind, s.pitch_bytes, pages, iterations, c);
             if let Some(rate) = rate {
                 let bytes = s.dram_bytes as f64 * scale;
                 scattered_parts.push(ScatteredTime {

@@ -1,4 +1,7 @@
-//! Running one kernel launch on the CPU emulator, two ways:
+//! The emulation: a kernel's launch run on the CPU emulator, and what its warps'
+//! accesses cost the memory system, before any GPU's parameters.
+//!
+//! This module runs one kernel launch on the CPU emulator, two ways:
 //!
 //! - [`validate`]: with real host buffers (inputs random, outputs poisoned), the whole
 //!   grid, then every buffer compared with the CPU reference: the kernel-body tests.
@@ -6,6 +9,22 @@
 //!   allocations ([`regions`]), on a sample of blocks, each block's recording handed
 //!   on as it ends: what `coalesce explain` analyses. Nothing is
 //!   allocated per element, so any size the GPU could run can be explained.
+//!
+//! `window` emulates a window of a launch's blocks (a sample, or a wave) block by
+//! block; [`requests`] groups a block's log into warp requests, [`analyse`] sums them
+//! per access site under a [`model::Model`] (sectors, wavefronts, bank conflicts,
+//! useful bytes), [`traffic`] into what the DRAM and L2 see (`coverage`: the bytes
+//! of a line a window touches), and [`vectorize`] merges scalar shared accesses as
+//! ptxas does.
+
+pub mod analyse;
+mod coverage;
+mod hash;
+pub mod model;
+pub mod requests;
+pub mod traffic;
+pub mod vectorize;
+pub(super) mod window;
 
 use std::ops::Range;
 
@@ -19,6 +38,10 @@ use crate::error::{Error, Result};
 use crate::experiment::{Buffer, Experiment, Inputs, Problem, Role, Variant};
 use crate::reference::{Scope, judge};
 use crate::validate::Validation;
+
+/// Each thread's first this-many executions of an access site are recorded: loops
+/// repeat their pattern, and the log stays small at any problem size.
+pub const MAX_OCCURRENCES: usize = 16;
 
 /// One launch of one declared variant at one problem size, ready to emulate: the
 /// grid and block of its GPU launch rule, the experiment's buffers, and the Rust

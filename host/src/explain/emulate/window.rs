@@ -10,11 +10,11 @@ use kernels::gpu::emu::LaunchError;
 
 use super::MAX_OCCURRENCES;
 use super::analyse::{SiteStats, Sites};
-use super::emulate::{self, EmuLaunch, Regions};
 use super::model::Model;
 use super::requests::Requests;
 use super::traffic::Counter;
 use super::vectorize::{self, Vectorized};
+use super::{self as emulate, EmuLaunch, Regions};
 use crate::error::{Error, Result};
 use crate::units::format_bytes;
 
@@ -143,8 +143,9 @@ mod tests {
     use kernels::gpu::emu::Recording;
 
     use super::*;
-    use crate::explain::traffic::spread_of;
-    use crate::explain::{analyse, reference_gpu};
+    use crate::explain::emulate::analyse;
+    use crate::explain::emulate::traffic::spread_of;
+    use crate::explain::reference_gpu;
 
     /// Counting a window block by block, as explain does, gives what counting its
     /// whole log at once gives: per site, the traffic and the spread.

@@ -5,12 +5,12 @@
 //!
 //! **Which code.** [`instruction_mix`] reads the SASS where it can: ptxas assembles
 //! the kernel's own embedded module for the profile's architecture (`sm_90a` for the
-//! sm_90a module's kernels, as [`super::residency`] does), nvdisasm disassembles it
+//! sm_90a module's kernels, as [`super::super::residency`] does), nvdisasm disassembles it
 //! (`$NVDISASM`, else beside `$PTXAS`, else on the PATH), once per module and
 //! architecture in a process. Without them it reads the embedded PTX, which is always
 //! there; [`InstructionMix::source`] says which, [`InstructionMix::fallback`] why.
 //! PTX counts are a rougher guide: ptxas unrolls, merges scalar shared accesses into
-//! vector ones ([`super::vectorize`]) and adds or removes address arithmetic.
+//! vector ones ([`crate::explain::emulate::vectorize`]) and adds or removes address arithmetic.
 //!
 //! **Which loop.** The loops are the natural loops of the control-flow graph
 //! (`mix/cfg.rs` says why not "a backward branch and its target"). A loop's *direct*
@@ -201,7 +201,7 @@ pub fn instruction_mix(kernel: &str, profile: &Profile) -> Result<InstructionMix
 /// `kernel`'s mix from the SASS of its module assembled for `sm` (`sm_90`; its own
 /// architecture for sm_90a kernels).
 pub fn sass_mix(kernel: &str, sm: &str) -> Result<InstructionMix, String> {
-    let (module, arch) = super::residency::module_of(kernel, sm);
+    let (module, arch) = super::super::residency::module_of(kernel, sm);
     let listing = sass::module_listing(module, &arch)?;
     let function = listing
         .get(kernel)

@@ -1,4 +1,4 @@
-//! The DRAM rate of a kernel's scattered requests ([`super::traffic::Scattered`]) from
+//! The DRAM rate of a kernel's scattered requests ([`crate::explain::emulate::traffic::Scattered`]) from
 //! the profile's pitch sweep: the points measured at that pitch, then between pitches.
 //! docs/model.md ("Scattered requests") states the same rule.
 
