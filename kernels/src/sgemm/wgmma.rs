@@ -267,6 +267,11 @@ unsafe fn plain<A: Accumulator>(
         if tid == 0 {
             ring.init();
         }
+        // Initialised before the block barrier, armed after it (as the ring's contract
+        // says): in one branch with the first loads, ptxas runs the initialisation as
+        // warp-wide uniform instructions, and racecheck reports it and the arrival as a
+        // race inside warp 0.
+        ring.sync();
         // Every thread keeps the producer's place, so that it stays in uniform registers.
         let mut load = ring.producer_start();
         for i in 0..(t.stages as u32 - 1).min(ktiles) {
@@ -275,7 +280,6 @@ unsafe fn plain<A: Accumulator>(
             }
             load.advance();
         }
-        ring.sync();
         let me = Lane::new(tid / 128, tid % 128);
         let mut acc = zeroed::<A>();
         let mut s = ring.consumer_start();
@@ -287,12 +291,11 @@ unsafe fn plain<A: Accumulator>(
             // Every warpgroup is done with k-tile i - 1's stage: refill it.
             sync_threads();
             let next = i + t.stages as u32 - 1;
-            if next < ktiles {
-                if tid == 0 {
-                    load_stage(t, ring, load, maps, (m0, n0, next));
-                }
-                load.advance();
+            if tid == 0 && next < ktiles {
+                load_stage(t, ring, load, maps, (m0, n0, next));
             }
+            // Past the last k-tile the producer's place is not used again.
+            load.advance();
             s.advance();
         }
         me.store(&mut acc, c, (m, n), (m0, n0));
