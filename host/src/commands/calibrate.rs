@@ -72,7 +72,7 @@ pub fn calibrate(args: CalibrateArgs, open: Opener) -> Result<Outcome> {
     ));
     let effort = Effort { quick: args.quick };
     let mut progress = Progress::new(effort.steps(), args.quiet);
-    let c = cal::measure(&gpu, effort, |msg| progress.step(msg))?;
+    let c = cal::calibrate(&gpu, effort, |msg| progress.step(msg))?;
     progress.finish();
     if !c.failures.is_empty() {
         for f in &c.failures {

@@ -3,7 +3,7 @@
 //! validated by the same check and timed by the same harness, interleaved.
 //!
 //! This module is the data model; [`run`] measures (through the one harness,
-//! [`crate::harness::measure`]), [`render`] prints. [`twins`] compiles the C++
+//! [`crate::harness::run_experiment`]), [`render`] prints. [`twins`] compiles the C++
 //! sources NVRTC ([`nvrtc`]) and loads them, [`cublas`] wraps SGEMM and [`libs`]
 //! finds the toolkit's libraries at run time, so a machine without them builds,
 //! tests, and still gets the Rust-only table.

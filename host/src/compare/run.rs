@@ -1,5 +1,5 @@
 //! Running a comparison: the twins compiled for the selected experiments, then every
-//! experiment through the one harness ([`harness::measure`]) with the twin timed beside
+//! experiment through the one harness ([`harness::run_experiment`]) with the twin timed beside
 //! each Rust kernel, and cuBLAS on a product's own buffers.
 
 use std::path::Path;
@@ -102,7 +102,7 @@ pub fn compare(
             _ => Ok(()),
         };
         let mut sgemm = Vec::new();
-        let measured = harness::measure(
+        let measured = harness::run_experiment(
             gpu,
             s,
             opts,

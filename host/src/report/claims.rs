@@ -199,7 +199,7 @@ fn pct_of_cublas(row: &Row, comparison: Option<&CompareReport>) -> String {
 }
 
 /// What the rows (and the comparison's cuBLAS baseline, where it ran) say about `claim`.
-pub fn measure(claim: &Claim, rows: &[Row], comparison: Option<&CompareReport>) -> String {
+pub fn figure_of(claim: &Claim, rows: &[Row], comparison: Option<&CompareReport>) -> String {
     const NOT_RUN: &str = "not run";
     match claim.measure {
         Measure::PctOf { row, of } => match (row_of(rows, row), row_of(rows, of)) {
@@ -249,7 +249,7 @@ pub fn verdicts(rows: &[Row], comparison: Option<&CompareReport>) -> Vec<Verdict
             claim: c.claim,
             source: c.source,
             says: c.says,
-            measured: measure(c, rows, comparison),
+            measured: figure_of(c, rows, comparison),
         })
         .collect()
 }
