@@ -791,14 +791,14 @@ fn results_json_holds_the_comparison_and_round_trips() {
 /// silently read "not run".
 #[test]
 fn claims_and_contrasts_name_declared_variants() {
-    use coalesce::report::claims::{CLAIMS, Measure};
+    use coalesce::report::claims::{CLAIMS, Figure};
     use coalesce::report::plots::CONTRASTS;
     let mut named = Vec::new();
     for c in CLAIMS {
-        match c.measure {
-            Measure::PctOf { row, of } => named.extend([row, of]),
-            Measure::PctOfCublas { row } | Measure::PctOfCopy { row } => named.push(row),
-            Measure::Speedup { fast, slow } => named.extend([fast, slow]),
+        match c.figure {
+            Figure::PctOf { row, of } => named.extend([row, of]),
+            Figure::PctOfCublas { row } | Figure::PctOfCopy { row } => named.push(row),
+            Figure::Speedup { fast, slow } => named.extend([fast, slow]),
         }
     }
     for &(good, bad) in CONTRASTS {

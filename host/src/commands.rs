@@ -177,7 +177,8 @@ fn run_suite(
         rows: Vec::new(),
     };
     for s in selection {
-        let measured = harness::run_experiment(&gpu, s, opts, None, None, |_| Ok(()), |msg| progress.step(msg))?;
+        let measured =
+            harness::run_experiment(&gpu, s, opts, None, None, |_| Ok(()), |msg| progress.step(msg))?;
         report.baselines.push(ExperimentBaseline {
             experiment: s.experiment.name.to_string(),
             baseline: measured.baseline,

@@ -85,13 +85,16 @@ pub fn explain_command(args: ExplainArgs) -> Result<Outcome> {
     };
     let report = emulate(&selection, &opts, args.quiet)?;
     if let Some((run, origin)) = run {
-        let rows = explain::measured::against(&report, &run, &origin)?;
-        let products = explain::measured::against_products(&report, &run, &origin)?;
+        let rows = explain::against_run::against(&report, &run, &origin)?;
+        let products = explain::against_run::against_products(&report, &run, &origin)?;
         if !rows.is_empty() || products.is_empty() {
-            human.print(&explain::measured::render(&rows, &run.device.name));
+            human.print(&explain::against_run::render(&rows, &run.device.name));
         }
         if !products.is_empty() {
-            human.print(&explain::measured::render_products(&products, &run.device.name));
+            human.print(&explain::against_run::render_products(
+                &products,
+                &run.device.name,
+            ));
         }
         if let Some(path) = &args.json {
             output::write_json(

@@ -12,12 +12,12 @@
 //!
 //! Both predictions stand on the emulation and on [`residency`] (the blocks an SM
 //! holds). Above them: [`explain`] runs each variant ([`explain_variant`], side by
-//! side), [`render`] prints, [`measured`] and [`ncu`] set the predictions beside
+//! side), [`render`] prints, [`against_run`] and [`ncu`] set the predictions beside
 //! what a run or Nsight Compute measured on a GPU.
 
+pub mod against_run;
 pub mod bandwidth;
 pub mod emulate;
-pub mod measured;
 pub mod ncu;
 mod options;
 pub mod product;

@@ -249,7 +249,7 @@ pub fn render(out: &mut String, results: &Results) {
             .collect();
         let within = pairs
             .iter()
-            .filter(|d| d.abs() <= crate::explain::measured::PRODUCT_TOLERANCE)
+            .filter(|d| d.abs() <= crate::explain::against_run::PRODUCT_TOLERANCE)
             .count();
         let _ = writeln!(
             out,
@@ -261,7 +261,7 @@ pub fn render(out: &mut String, results: &Results) {
              lowers the clock). {within} of {} \
              rungs within {:.0}% of measured.",
             pairs.len(),
-            100.0 * crate::explain::measured::PRODUCT_TOLERANCE
+            100.0 * crate::explain::against_run::PRODUCT_TOLERANCE
         );
     }
     if let Some(b) = l.best() {

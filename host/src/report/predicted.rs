@@ -39,10 +39,10 @@ pub struct Predicted {
 
 impl Predicted {
     /// (predicted %, measured %) of the profile's ceiling for the run's `row`, as the
-    /// predict stage compares them ([`crate::explain::measured::pct_of_ceiling`]).
+    /// predict stage compares them ([`crate::explain::against_run::pct_of_ceiling`]).
     pub fn versus(&self, row: &crate::harness::Row) -> Option<(f64, f64)> {
         let (gb_per_s, ceiling) = (self.gb_per_s?, self.ceiling_gb_per_s?);
-        Some(crate::explain::measured::pct_of_ceiling(
+        Some(crate::explain::against_run::pct_of_ceiling(
             gb_per_s,
             row.gb_per_s,
             ceiling,
