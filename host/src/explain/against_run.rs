@@ -91,7 +91,7 @@ pub fn against(report: &ExplainReport, run: &Report, origin: &str) -> Result<Vec
         .collect())
 }
 
-/// The table, with a verdict per line and a count.
+/// The table, with ok or MISS per line and a count.
 pub fn render(rows: &[Versus], device: &str) -> String {
     let cells = rows
         .iter()
@@ -109,7 +109,7 @@ pub fn render(rows: &[Versus], device: &str) -> String {
             (row, d)
         })
         .collect();
-    verdicts(
+    deviation_table(
         &format!(
             "predicted (coalesce explain --profile) against measured (coalesce run) on {device}; \
              % of the profile's copy ceiling (GB/s against GB/s; the run's own % of copy beside)"
@@ -130,9 +130,9 @@ pub fn render(rows: &[Versus], device: &str) -> String {
 }
 
 /// A table of predictions against measurements: `title`, the header, one row of cells
-/// per kernel with its deviation (a verdict appended: ok within `tolerance`, else
-/// MISS), and the count within it. `right`: which of the header's columns align right.
-fn verdicts(
+/// per kernel with its deviation (then ok within `tolerance`, else MISS), and the
+/// count within it. `right`: which of the header's columns align right.
+fn deviation_table(
     title: &str,
     header: &[&str],
     right: &[bool],
@@ -225,7 +225,7 @@ pub fn against_products(report: &ExplainReport, run: &Report, origin: &str) -> R
     Ok(out)
 }
 
-/// The products' table, with a verdict per line and a count.
+/// The products' table, with ok or MISS per line and a count.
 pub fn render_products(rows: &[ProductVersus], device: &str) -> String {
     let cells = rows
         .iter()
@@ -244,7 +244,7 @@ pub fn render_products(rows: &[ProductVersus], device: &str) -> String {
             (row, d)
         })
         .collect();
-    verdicts(
+    deviation_table(
         &format!(
             "products: predicted (coalesce explain --profile) against measured (coalesce run) on {device}, GFLOP/s"
         ),

@@ -146,7 +146,7 @@ pub const CLAIMS: &[Claim] = &[
 
 /// One line of the claims table.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Verdict {
+pub struct ClaimLine {
     pub claim: &'static str,
     pub source: Source,
     pub says: &'static str,
@@ -242,10 +242,10 @@ pub fn figure_of(claim: &Claim, rows: &[Row], comparison: Option<&CompareReport>
 }
 
 /// Every claim with what the rows (and the comparison, where it ran) say about it.
-pub fn verdicts(rows: &[Row], comparison: Option<&CompareReport>) -> Vec<Verdict> {
+pub fn claim_lines(rows: &[Row], comparison: Option<&CompareReport>) -> Vec<ClaimLine> {
     CLAIMS
         .iter()
-        .map(|c| Verdict {
+        .map(|c| ClaimLine {
             claim: c.claim,
             source: c.source,
             says: c.says,

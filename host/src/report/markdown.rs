@@ -127,7 +127,7 @@ pub fn render(results: &Results, plots: &[Plot]) -> String {
     table(
         &mut out,
         &["claim", "said by", "measured on", "they say", "this GPU"],
-        claims::verdicts(&report.rows, results.compare.as_ref())
+        claims::claim_lines(&report.rows, results.compare.as_ref())
             .into_iter()
             .map(|v| {
                 vec![

@@ -63,7 +63,7 @@ impl Comparison {
             _ => None,
         }
     }
-    pub fn verdict(&self) -> Agreement {
+    pub fn agreement(&self) -> Agreement {
         match (self.measured_requests, self.deviation()) {
             (None, _) => Agreement::NotMeasured,
             (Some(_), Some(d)) if d.abs() <= self.tolerance => Agreement::Match,
