@@ -24,14 +24,14 @@ use crate::error::{Error, Result};
 /// Where a kernel reads a buffer's bytes as another type (a u32 buffer as f32 words,
 /// f32s as float4s), `global_as::<U>()` says so. Device allocations are 256-byte
 /// aligned, so any element type's alignment holds at the start.
-pub trait DeviceArg<T: Element> {
+pub trait AsGlobal<T: Element> {
     fn global(&self) -> Global<T>;
     fn global_mut(&self) -> GlobalMut<T>;
     fn global_as<U: Element>(&self) -> Global<U>;
     fn global_mut_as<U: Element>(&self) -> GlobalMut<U>;
 }
 
-impl<T: Element + DeviceCopy> DeviceArg<T> for DeviceSlice<T> {
+impl<T: Element + DeviceCopy> AsGlobal<T> for DeviceSlice<T> {
     fn global(&self) -> Global<T> {
         self.global_as()
     }
