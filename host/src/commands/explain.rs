@@ -19,8 +19,8 @@ fn variant_count(selection: &[Selection]) -> u64 {
 /// Emulates `selection` with a progress bar.
 fn emulate(selection: &[Selection], opts: &explain::Options, quiet: bool) -> Result<explain::ExplainReport> {
     let mut progress = Progress::new(variant_count(selection), quiet);
-    let report = explain::explain(selection, opts, |step| match step {
-        explain::Step::Blocks {
+    let report = explain::explain(selection, opts, |event| match event {
+        explain::ExplainEvent::Blocks {
             variant,
             done,
             of,
@@ -34,7 +34,7 @@ fn emulate(selection: &[Selection], opts: &explain::Options, quiet: bool) -> Res
             };
             progress.note(&format!("emulating {variant}: block {done} of {of}{left}"))
         }
-        explain::Step::Explained(variant) => progress.step(&format!("emulated {variant}")),
+        explain::ExplainEvent::Explained(variant) => progress.step(&format!("emulated {variant}")),
     });
     progress.finish();
     report

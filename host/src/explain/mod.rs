@@ -31,7 +31,7 @@ pub use emulate::MAX_OCCURRENCES;
 pub use options::{EMULATION_BYTES, Options, problem, reference_gpu, sizing_gpu};
 pub use report::{DramWindow, ExplainReport, KernelReport};
 pub use variant::explain_variant;
-pub use workers::Step;
+pub use workers::ExplainEvent;
 
 use crate::error::{Error, Result};
 use crate::experiments::Selection;
@@ -41,7 +41,7 @@ use emulate::EmuLaunch;
 pub fn explain(
     selection: &[Selection],
     opts: &Options,
-    mut progress: impl FnMut(Step),
+    mut progress: impl FnMut(ExplainEvent),
 ) -> Result<ExplainReport> {
     let mut jobs = Vec::new();
     let mut skipped = Vec::new();

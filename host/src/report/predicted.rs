@@ -131,8 +131,8 @@ pub fn predict(
             profile: Some(profile.clone()),
             memory_limit: explain::EMULATION_BYTES,
         };
-        let report = explain::explain(&[measured(results, exp)], &opts, |step| {
-            if let explain::Step::Explained(variant) = step {
+        let report = explain::explain(&[measured(results, exp)], &opts, |event| {
+            if let explain::ExplainEvent::Explained(variant) = event {
                 progress(variant)
             }
         })?;
