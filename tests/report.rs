@@ -15,7 +15,7 @@ use coalesce::device::DeviceInfo;
 use coalesce::experiment::{Problem, Work};
 use coalesce::harness::{Case, Row, fill_speedups, row};
 use coalesce::report::{self, Results, claims};
-use coalesce::table::{ExperimentBaseline, Report};
+use coalesce::table::{ExperimentBaseline, Run};
 use coalesce::timing::{Baseline, Timing};
 use coalesce::validate::Validation;
 
@@ -133,7 +133,7 @@ fn fixture(only: &[&str]) -> Results {
     experiments.dedup();
     Results {
         elapsed_s: 312.4,
-        run: Report {
+        run: Run {
             schema: coalesce::table::SCHEMA,
             coalesce_version: "0.1.0".into(),
             date: Some("2026-11-23 04:12 UTC".into()),
@@ -438,7 +438,7 @@ fn round_trip(dir: &str, results: &Results) -> String {
     let text = read(&dir.join("results.json"));
     let back: Results = serde_json::from_str(&text).unwrap();
     assert_eq!(&back, results);
-    let run: Report = serde_json::from_str(&text).unwrap();
+    let run: Run = serde_json::from_str(&text).unwrap();
     assert_eq!(run, results.run);
     text
 }

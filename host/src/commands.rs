@@ -19,7 +19,7 @@ use crate::harness::{self, RunOptions};
 use crate::output::{self, Human};
 use crate::progress::Progress;
 use crate::ptx;
-use crate::table::{self, ExperimentBaseline, Report};
+use crate::table::{self, ExperimentBaseline, Run};
 use crate::timing::Reps;
 
 /// What a command ended with, for the exit code.
@@ -162,11 +162,11 @@ fn run_suite(
     selection: &[Selection],
     opts: &RunOptions,
     open: Opener,
-) -> Result<Report> {
+) -> Result<Run> {
     let gpu = open(device)?;
     harness::reserve_buffers(&gpu, selection, opts)?;
     let mut progress = Progress::new(steps(selection), args.quiet);
-    let mut report = Report {
+    let mut report = Run {
         schema: crate::table::SCHEMA,
         coalesce_version: env!("CARGO_PKG_VERSION").to_string(),
         date: None,
@@ -228,7 +228,7 @@ pub fn run(args: RunArgs, open: Opener) -> Result<Outcome> {
         ));
         reports.push(report);
     }
-    let failures = reports.iter().map(Report::failures).sum();
+    let failures = reports.iter().map(Run::failures).sum();
     if let Some(path) = &args.json {
         write_per_device(path, "runs", reports)?;
     }

@@ -22,7 +22,7 @@ use self::cublas::Math;
 use crate::device::DeviceInfo;
 use crate::experiment::Arithmetic;
 use crate::harness::{self, Row};
-use crate::table::{ExperimentBaseline, Report};
+use crate::table::{ExperimentBaseline, Run};
 use crate::timing::Timing;
 
 /// One side (Rust or C++) of a comparison row.
@@ -196,7 +196,7 @@ impl CompareReport {
 
     /// The Rust side alone, as `coalesce run` reports it: the same harness made
     /// these numbers, so the report's results table reads them like a plain run.
-    pub fn rust_run(&self) -> Report {
+    pub fn rust_run(&self) -> Run {
         let mut rows: Vec<Row> = self
             .rows
             .iter()
@@ -219,7 +219,7 @@ impl CompareReport {
             })
             .collect();
         harness::fill_speedups(&mut rows);
-        Report {
+        Run {
             schema: crate::table::SCHEMA,
             coalesce_version: self.coalesce_version.clone(),
             date: self.date.clone(),

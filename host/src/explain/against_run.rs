@@ -14,7 +14,7 @@ use super::product::ProductBound;
 use super::report::ExplainReport;
 use crate::columns::{Layout, columns};
 use crate::error::{Error, Result};
-use crate::table::Report;
+use crate::table::Run;
 
 /// A predicted rate within this fraction of the measured one counts as a match.
 pub const RATE_TOLERANCE: f64 = 0.10;
@@ -56,7 +56,7 @@ impl Versus {
 
 /// Pairs every predicted kernel with the run's row of the same variant; the run must
 /// come from the GPU the profile describes.
-pub fn against(report: &ExplainReport, run: &Report, origin: &str) -> Result<Vec<Versus>> {
+pub fn against(report: &ExplainReport, run: &Run, origin: &str) -> Result<Vec<Versus>> {
     let profiled = report.kernels.iter().find_map(|k| {
         k.prediction
             .as_ref()
@@ -190,7 +190,7 @@ impl ProductVersus {
 /// Pairs every predicted product with the run's validated row of the same variant
 /// (the run's GPU was checked by [`against`]); a row measured at another shape than
 /// the prediction's is refused, naming the shape to give.
-pub fn against_products(report: &ExplainReport, run: &Report, origin: &str) -> Result<Vec<ProductVersus>> {
+pub fn against_products(report: &ExplainReport, run: &Run, origin: &str) -> Result<Vec<ProductVersus>> {
     let mut out = Vec::new();
     for k in &report.kernels {
         let Some(p) = k.product.as_ref() else { continue };

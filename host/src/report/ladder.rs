@@ -320,7 +320,7 @@ pub(crate) mod tests {
     ) -> Results {
         Results {
             elapsed_s: 0.0,
-            run: crate::table::Report {
+            run: crate::table::Run {
                 schema: crate::table::SCHEMA,
                 coalesce_version: "test".into(),
                 date: None,

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::compare::CompareReport;
 use crate::error::Result;
 use crate::output::{prepare_dir, write_file, write_json};
-use crate::table::Report;
+use crate::table::Run;
 
 /// What results.json holds: the run (the same fields `coalesce run --json` writes,
 /// its date among them) with how long it took, and the comparison with the C++
@@ -30,7 +30,7 @@ pub struct Results {
     #[serde(default)]
     pub elapsed_s: f64,
     #[serde(flatten)]
-    pub run: Report,
+    pub run: Run,
     /// None with `--rust-only`; its `rows[].rust` are the numbers in `run`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compare: Option<CompareReport>,

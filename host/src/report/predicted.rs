@@ -305,7 +305,7 @@ mod tests {
         };
         let results = Results {
             elapsed_s: 0.0,
-            run: crate::table::Report {
+            run: crate::table::Run {
                 schema: crate::table::SCHEMA,
                 coalesce_version: "test".into(),
                 date: None,
