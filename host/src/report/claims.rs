@@ -6,7 +6,7 @@
 use crate::compare::CompareReport;
 use crate::experiments::{matmul, particles, saxpy, stride};
 use crate::harness::Row;
-use crate::report::named::VariantOf;
+use crate::report::variant_of::VariantOf;
 
 /// The figure a claim states, and how the rows of a run give it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

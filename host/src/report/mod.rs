@@ -7,9 +7,9 @@ pub mod gpus;
 pub mod ladder;
 pub mod markdown;
 pub mod markdown_table;
-pub mod named;
 pub mod plots;
 pub mod predicted;
+pub mod variant_of;
 pub mod versus;
 
 use std::path::{Path, PathBuf};

@@ -10,7 +10,7 @@ use crate::experiments::{copy, matmul, particles, stride, transpose};
 use crate::harness::Row;
 use crate::report::Results;
 use crate::report::ladder::ladder;
-use crate::report::named::VariantOf;
+use crate::report::variant_of::VariantOf;
 
 pub const FILE: &str = "summary.svg";
 pub const TITLE: &str = "Bad access patterns and their fixes, on each GPU";
