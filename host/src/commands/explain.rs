@@ -72,7 +72,7 @@ pub fn explain_command(args: ExplainArgs) -> Result<Outcome> {
     // The run to compare with is read before the analysis, so a bad file fails first.
     let run = match &args.against_run {
         Some(path) => {
-            let mut all = report::gpus::load(path)?;
+            let mut all = report::from_files::load(path)?;
             if all.len() != 1 {
                 return Err(crate::Error::BadResults {
                     path: path.display().to_string(),

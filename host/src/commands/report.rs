@@ -136,7 +136,7 @@ fn report_from(args: &ReportArgs) -> Result<Outcome> {
     output::check_dir(&args.out)?;
     // Saved results are rendered as they are: predictions only where asked for.
     let profiles = profiles_named(&args.profile)?.unwrap_or_default();
-    let mut all = report::gpus::load_all(&args.from)?;
+    let mut all = report::from_files::load_all(&args.from)?;
     with_predictions(&mut all, profiles, args.suite.quiet)?;
     let files = report::write_from(&args.out, &all)?;
     Human::STDOUT.line(&format!(

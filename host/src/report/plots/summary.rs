@@ -167,7 +167,7 @@ pub fn plot(all: &[Results]) -> Result<Option<Plot>> {
         return Ok(None);
     }
     // Each GPU by its report's label: GPUs of one model apart by ordinal and bus.
-    let names = crate::report::gpus::labels(all);
+    let names = crate::report::from_files::labels(all);
     let devices = names.join(" / ");
     let svg = chart::bar_chart(&BarChart {
         title: TITLE,
