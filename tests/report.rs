@@ -15,7 +15,7 @@ use coalesce::device::DeviceInfo;
 use coalesce::experiment::{Problem, Work};
 use coalesce::harness::{Case, Row, fill_speedups, row};
 use coalesce::report::{self, Results, claims};
-use coalesce::table::{ExperimentBaseline, Run};
+use coalesce::run_table::{ExperimentBaseline, Run};
 use coalesce::timing::{Baseline, Timing};
 use coalesce::validate::Validation;
 
@@ -134,7 +134,7 @@ fn fixture(only: &[&str]) -> Results {
     Results {
         elapsed_s: 312.4,
         run: Run {
-            schema: coalesce::table::SCHEMA,
+            schema: coalesce::run_table::SCHEMA,
             coalesce_version: "0.1.0".into(),
             date: Some("2026-11-23 04:12 UTC".into()),
             device: device(),
@@ -195,7 +195,7 @@ fn comparison(results: &Results, twins: bool) -> CompareReport {
     let run = &results.run;
     let matmul = run.rows.iter().any(|r| r.experiment == "matmul");
     CompareReport {
-        schema: coalesce::table::SCHEMA,
+        schema: coalesce::run_table::SCHEMA,
         coalesce_version: run.coalesce_version.clone(),
         date: run.date.clone(),
         device: run.device.clone(),

@@ -10,7 +10,7 @@ use crate::output::{self, Human};
 use crate::profile::Profile;
 use crate::progress::Progress;
 use crate::report::{self, Results};
-use crate::table;
+use crate::run_table;
 
 use super::{Opener, Outcome, outcome, run_comparison, run_suite, suite_options};
 
@@ -163,7 +163,7 @@ pub fn write_report(args: ReportArgs, open: Opener) -> Result<Outcome> {
         let start = Instant::now();
         all.push(if args.rust_only {
             let run = run_suite(&args.suite, d, &selection, &opts, open)?;
-            human.print(&table::render(&run));
+            human.print(&run_table::render(&run));
             Results {
                 elapsed_s: start.elapsed().as_secs_f64(),
                 run,

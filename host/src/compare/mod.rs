@@ -22,7 +22,7 @@ use self::cublas::Math;
 use crate::device::DeviceInfo;
 use crate::experiment::Arithmetic;
 use crate::harness::{self, Row};
-use crate::table::{ExperimentBaseline, Run};
+use crate::run_table::{ExperimentBaseline, Run};
 use crate::timing::Timing;
 
 /// One side (Rust or C++) of a comparison row.
@@ -160,8 +160,8 @@ impl CublasRow {
 /// Everything `coalesce compare` measured.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CompareReport {
-    /// [`crate::table::SCHEMA`] when written.
-    #[serde(default = "crate::table::schema_1")]
+    /// [`crate::run_table::SCHEMA`] when written.
+    #[serde(default = "crate::run_table::schema_1")]
     pub schema: u32,
     pub coalesce_version: String,
     /// When the comparison finished, `YYYY-MM-DD HH:MM UTC` (None in files written
@@ -220,7 +220,7 @@ impl CompareReport {
             .collect();
         harness::fill_speedups(&mut rows);
         Run {
-            schema: crate::table::SCHEMA,
+            schema: crate::run_table::SCHEMA,
             coalesce_version: self.coalesce_version.clone(),
             date: self.date.clone(),
             device: self.device.clone(),

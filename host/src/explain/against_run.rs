@@ -14,7 +14,7 @@ use super::product::ProductBound;
 use super::report::ExplainReport;
 use crate::columns::{Layout, columns};
 use crate::error::{Error, Result};
-use crate::table::Run;
+use crate::run_table::Run;
 
 /// A predicted rate within this fraction of the measured one counts as a match.
 pub const RATE_TOLERANCE: f64 = 0.10;

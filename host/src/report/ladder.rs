@@ -320,8 +320,8 @@ pub(crate) mod tests {
     ) -> Results {
         Results {
             elapsed_s: 0.0,
-            run: crate::table::Run {
-                schema: crate::table::SCHEMA,
+            run: crate::run_table::Run {
+                schema: crate::run_table::SCHEMA,
                 coalesce_version: "test".into(),
                 date: None,
                 device: crate::device::DeviceInfo::h100(),
@@ -338,7 +338,7 @@ pub(crate) mod tests {
     /// A comparison of `rows` on an H100, with no cuBLAS lines.
     pub(crate) fn comparison(rows: Vec<crate::compare::CompareRow>) -> crate::compare::CompareReport {
         crate::compare::CompareReport {
-            schema: crate::table::SCHEMA,
+            schema: crate::run_table::SCHEMA,
             coalesce_version: "test".into(),
             date: None,
             device: crate::device::DeviceInfo::h100(),

@@ -9,7 +9,7 @@ use super::markdown_table::table;
 use super::plots::Plot;
 use super::{claims, ladder, predicted, versus};
 use crate::harness::Row;
-use crate::table::{copy_shares, device_line};
+use crate::run_table::{copy_shares, device_line};
 use crate::units::{format_bytes, format_ms};
 
 /// The cells of one result row, in [`RESULT_HEADER`] order. A product's rate is

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::compare::CompareReport;
 use crate::error::Result;
 use crate::output::{prepare_dir, write_file, write_json};
-use crate::table::Run;
+use crate::run_table::Run;
 
 /// What results.json holds: the run (the same fields `coalesce run --json` writes,
 /// its date among them) with how long it took, and the comparison with the C++

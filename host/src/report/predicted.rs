@@ -305,8 +305,8 @@ mod tests {
         };
         let results = Results {
             elapsed_s: 0.0,
-            run: crate::table::Run {
-                schema: crate::table::SCHEMA,
+            run: crate::run_table::Run {
+                schema: crate::run_table::SCHEMA,
                 coalesce_version: "test".into(),
                 date: None,
                 device,

@@ -275,7 +275,7 @@ mod tests {
             ..good.clone()
         };
         Run {
-            schema: crate::table::SCHEMA,
+            schema: crate::run_table::SCHEMA,
             coalesce_version: "test".into(),
             date: None,
             device,
