@@ -37,7 +37,7 @@ fn product(m: usize, n: usize, k: usize) -> Problem {
 
 /// Validates `variant` of `exp` at `params` with its real kernel and with `wrong`
 /// (an entry of the broken PTX) on the same buffers and launch: the real one must
-/// pass; returns the wrong one's verdict.
+/// pass; returns the wrong one's validation (passed, and its account).
 fn real_then_wrong(
     gpu: &Gpu,
     broken: &Module,

@@ -72,11 +72,11 @@ fn the_chase_is_in_the_ptx() {
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn a_quick_calibration_is_plausible() {
-    use coalesce::calibrate::{Effort, measure, summary};
+    use coalesce::calibrate::{Effort, calibrate, summary};
     let gpu = common::gpu();
     let effort = Effort { quick: true };
     let mut steps = 0;
-    let c = measure(&gpu, effort, |_| steps += 1).unwrap();
+    let c = calibrate(&gpu, effort, |_| steps += 1).unwrap();
     assert_eq!(steps, effort.steps());
     assert!(c.failures.is_empty(), "{:?}", c.failures);
     let p = &c.profile;

@@ -116,7 +116,7 @@ fn its_twin_compiles_where_nvrtc_is_installed() {
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn check_run_and_compare_run_it_on_the_gpu() {
-    use coalesce::harness::{RunOptions, measure};
+    use coalesce::harness::{RunOptions, run_experiment};
     use coalesce::timing::Reps;
     let gpu = common::gpu();
     let rows = coalesce::check::run_checks(&gpu, &demo(), 3).unwrap();
@@ -132,7 +132,7 @@ fn check_run_and_compare_run_it_on_the_gpu() {
         reps: Reps { warmup: 1, timed: 3 },
         seed: 5,
     };
-    let measured = measure(&gpu, &demo()[0], &opts, None, None, |_| Ok(()), |_| {}).unwrap();
+    let measured = run_experiment(&gpu, &demo()[0], &opts, None, None, |_| Ok(()), |_| {}).unwrap();
     assert_eq!(measured.rows.len(), 2);
     assert!(
         measured
@@ -146,7 +146,7 @@ fn check_run_and_compare_run_it_on_the_gpu() {
         calls.set(calls.get() + 1);
         Ok(())
     };
-    let beside = measure(&gpu, &demo()[0], &opts, None, Some(&count), |_| Ok(()), |_| {}).unwrap();
+    let beside = run_experiment(&gpu, &demo()[0], &opts, None, Some(&count), |_| Ok(()), |_| {}).unwrap();
     assert!(beside.rows.iter().all(|(_, _, t)| t.is_some_and(|t| t.reps == 3)));
     assert_eq!(calls.get(), 2 * (1 + 3));
     let compared = coalesce::compare::run::compare(&gpu, &demo(), &opts, None, |_| {}).unwrap();

@@ -4,7 +4,7 @@
 use coalesce::experiments::select;
 use coalesce::explain::emulate::analyse::{Direction, Memory, Pattern, SiteStats};
 use coalesce::explain::emulate::model::Model;
-use coalesce::explain::{KernelReport, Options, Step, explain};
+use coalesce::explain::{ExplainEvent, KernelReport, Options, explain};
 
 /// Explains `EXPERIMENT/VARIANT` at `size` bytes per array (None: the default).
 fn explain_at(word: &str, size: Option<u64>, shape: Option<Vec<usize>>, model: Model) -> KernelReport {
@@ -519,8 +519,8 @@ fn variants_explained_at_once_come_back_in_the_order_asked() {
         memory_limit: coalesce::explain::EMULATION_BYTES,
     };
     let mut heard = Vec::new();
-    let report = explain(&selection, &opts, |step| {
-        if let Step::Explained(v) = step {
+    let report = explain(&selection, &opts, |event| {
+        if let ExplainEvent::Explained(v) = event {
             heard.push(v.to_string())
         }
     })
@@ -598,11 +598,11 @@ fn progress_follows_the_blocks_of_each_emulation() {
     };
     let mut heard: Vec<(String, usize, usize)> = Vec::new();
     let mut explained = Vec::new();
-    explain(&selection, &opts, |step| match step {
-        Step::Blocks {
+    explain(&selection, &opts, |event| match event {
+        ExplainEvent::Blocks {
             variant, done, of, ..
         } => heard.push((variant.to_string(), done, of)),
-        Step::Explained(v) => explained.push(v.to_string()),
+        ExplainEvent::Explained(v) => explained.push(v.to_string()),
     })
     .unwrap();
     assert_eq!(explained.len(), 2);

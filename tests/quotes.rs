@@ -51,7 +51,7 @@ fn sample() -> Vec<(String, Results)> {
     folders
         .iter()
         .map(|f| {
-            let mut r = report::gpus::load(&f.join("results.json")).unwrap();
+            let mut r = report::from_files::load(&f.join("results.json")).unwrap();
             assert_eq!(r.len(), 1, "{} holds one GPU's results", f.display());
             (f.file_name().unwrap().to_string_lossy().into_owned(), r.remove(0))
         })

@@ -15,7 +15,7 @@ use coalesce::device::DeviceInfo;
 use coalesce::experiment::{Problem, Work};
 use coalesce::harness::{Case, Row, fill_speedups, row};
 use coalesce::report::{self, Results, claims};
-use coalesce::table::{ExperimentBaseline, Report};
+use coalesce::run_table::{ExperimentBaseline, Run};
 use coalesce::timing::{Baseline, Timing};
 use coalesce::validate::Validation;
 
@@ -133,8 +133,8 @@ fn fixture(only: &[&str]) -> Results {
     experiments.dedup();
     Results {
         elapsed_s: 312.4,
-        run: Report {
-            schema: coalesce::table::SCHEMA,
+        run: Run {
+            schema: coalesce::run_table::SCHEMA,
             coalesce_version: "0.1.0".into(),
             date: Some("2026-11-23 04:12 UTC".into()),
             device: device(),
@@ -195,7 +195,7 @@ fn comparison(results: &Results, twins: bool) -> CompareReport {
     let run = &results.run;
     let matmul = run.rows.iter().any(|r| r.experiment == "matmul");
     CompareReport {
-        schema: coalesce::table::SCHEMA,
+        schema: coalesce::run_table::SCHEMA,
         coalesce_version: run.coalesce_version.clone(),
         date: run.date.clone(),
         device: run.device.clone(),
@@ -438,7 +438,7 @@ fn round_trip(dir: &str, results: &Results) -> String {
     let text = read(&dir.join("results.json"));
     let back: Results = serde_json::from_str(&text).unwrap();
     assert_eq!(&back, results);
-    let run: Report = serde_json::from_str(&text).unwrap();
+    let run: Run = serde_json::from_str(&text).unwrap();
     assert_eq!(run, results.run);
     text
 }
@@ -791,14 +791,14 @@ fn results_json_holds_the_comparison_and_round_trips() {
 /// silently read "not run".
 #[test]
 fn claims_and_contrasts_name_declared_variants() {
-    use coalesce::report::claims::{CLAIMS, Measure};
+    use coalesce::report::claims::{CLAIMS, Figure};
     use coalesce::report::plots::CONTRASTS;
     let mut named = Vec::new();
     for c in CLAIMS {
-        match c.measure {
-            Measure::PctOf { row, of } => named.extend([row, of]),
-            Measure::PctOfCublas { row } | Measure::PctOfCopy { row } => named.push(row),
-            Measure::Speedup { fast, slow } => named.extend([fast, slow]),
+        match c.figure {
+            Figure::PctOf { row, of } => named.extend([row, of]),
+            Figure::PctOfCublas { row } | Figure::PctOfCopy { row } => named.push(row),
+            Figure::Speedup { fast, slow } => named.extend([fast, slow]),
         }
     }
     for &(good, bad) in CONTRASTS {

@@ -55,7 +55,7 @@ fn out_dir(name: &str) -> PathBuf {
 fn loaded() -> Vec<Results> {
     let files = results_files();
     assert!(files.len() >= 2, "docs/sample-report has {files:?}");
-    report::gpus::load_all(&files).unwrap()
+    report::from_files::load_all(&files).unwrap()
 }
 
 /// Rendered again from its results files, the sample report is the committed one:

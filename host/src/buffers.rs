@@ -6,7 +6,7 @@ use kernels::entry;
 
 use crate::device::Gpu;
 use crate::error::{Error, Result};
-use crate::launch::{DeviceArg, Launch};
+use crate::launch::{AsGlobal, Launch};
 
 /// A quiet NaN with a recognisable payload: never equal to anything, so an output
 /// element the kernel did not write fails validation.

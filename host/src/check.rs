@@ -64,9 +64,9 @@ pub fn run_checks(gpu: &Gpu, selection: &[Selection], seed: u64) -> Result<Vec<C
 pub fn render(rows: &[CheckRow]) -> String {
     let mut out = String::new();
     for r in rows {
-        let verdict = if r.validated { "ok  " } else { "FAIL" };
+        let mark = if r.validated { "ok  " } else { "FAIL" };
         out.push_str(&format!(
-            "{verdict} {:<10} {:<14} {:<16} {}\n",
+            "{mark} {:<10} {:<14} {:<16} {}\n",
             r.experiment,
             r.variant,
             r.problem,

@@ -19,7 +19,7 @@ use crate::harness::{self, RunOptions};
 use crate::output::{self, Human};
 use crate::progress::Progress;
 use crate::ptx;
-use crate::table::{self, ExperimentBaseline, Report};
+use crate::run_table::{self, ExperimentBaseline, Run};
 use crate::timing::Reps;
 
 /// What a command ended with, for the exit code.
@@ -60,7 +60,10 @@ pub fn check(experiments: &[String], device: &DeviceArg, seed: u64, open: Opener
     for d in device.ordinals()? {
         let gpu = open(d)?;
         let human = Human::STDOUT;
-        human.line(&table::device_line(&gpu.info, &table::ptx_loaded(&gpu.info)));
+        human.line(&run_table::device_line(
+            &gpu.info,
+            &run_table::ptx_loaded(&gpu.info),
+        ));
         let rows = crate::check::run_checks(&gpu, &selection, seed)?;
         human.print(&crate::check::render(&rows));
         failed += rows.iter().filter(|r| !r.validated).count();
@@ -104,7 +107,7 @@ fn info_one(device: u32, open: Opener) -> Result<Outcome> {
     let gpu = open(device)?;
     say(format!(
         "device: {}",
-        table::device_line(&gpu.info, &table::ptx_loaded(&gpu.info))
+        run_table::device_line(&gpu.info, &run_table::ptx_loaded(&gpu.info))
     ));
     let (free, total) = gpu.memory()?;
     say(format!(
@@ -162,12 +165,12 @@ fn run_suite(
     selection: &[Selection],
     opts: &RunOptions,
     open: Opener,
-) -> Result<Report> {
+) -> Result<Run> {
     let gpu = open(device)?;
     harness::reserve_buffers(&gpu, selection, opts)?;
     let mut progress = Progress::new(steps(selection), args.quiet);
-    let mut report = Report {
-        schema: crate::table::SCHEMA,
+    let mut report = Run {
+        schema: crate::run_table::SCHEMA,
         coalesce_version: env!("CARGO_PKG_VERSION").to_string(),
         date: None,
         device: gpu.info.clone(),
@@ -177,7 +180,8 @@ fn run_suite(
         rows: Vec::new(),
     };
     for s in selection {
-        let measured = harness::measure(&gpu, s, opts, None, None, |_| Ok(()), |msg| progress.step(msg))?;
+        let measured =
+            harness::run_experiment(&gpu, s, opts, None, None, |_| Ok(()), |msg| progress.step(msg))?;
         report.baselines.push(ExperimentBaseline {
             experiment: s.experiment.name.to_string(),
             baseline: measured.baseline,
@@ -204,7 +208,7 @@ fn write_per_device<T: serde::Serialize>(path: &std::path::Path, key: &str, mut 
         return output::write_json(path, &all.remove(0));
     }
     let mut doc = serde_json::Map::new();
-    doc.insert("schema".into(), crate::table::SCHEMA.into());
+    doc.insert("schema".into(), crate::run_table::SCHEMA.into());
     doc.insert("coalesce_version".into(), env!("CARGO_PKG_VERSION").into());
     doc.insert(key.into(), serde_json::to_value(all)?);
     output::write_json(path, &doc)
@@ -223,11 +227,11 @@ pub fn run(args: RunArgs, open: Opener) -> Result<Outcome> {
         human.print(&format!(
             "{}{}",
             if i > 0 { "\n" } else { "" },
-            table::render(&report)
+            run_table::render(&report)
         ));
         reports.push(report);
     }
-    let failures = reports.iter().map(Report::failures).sum();
+    let failures = reports.iter().map(Run::failures).sum();
     if let Some(path) = &args.json {
         write_per_device(path, "runs", reports)?;
     }

@@ -1,7 +1,7 @@
 //! The one harness: picks each experiment's problem size, runs its declared
 //! variants on the GPU (and, for `compare`, each beside its C++ twin), validates
 //! every one, times it, and turns the declared useful work into every number in
-//! the table. `run`, `compare`, `report` and the benches all go through [`measure`].
+//! the table. `run`, `compare`, `report` and the benches all go through [`run_experiment`].
 
 use cust::function::Function;
 use serde::{Deserialize, Serialize};
@@ -205,7 +205,7 @@ pub struct Measured {
 /// given, and with `beside` when given: under a power limit a launch's clock depends
 /// on what ran before it, so what is compared is timed in the same rounds);
 /// `library` runs last on the same buffers (cuBLAS for a product, validated).
-pub fn measure(
+pub fn run_experiment(
     gpu: &Gpu,
     selection: &Selection,
     opts: &RunOptions,

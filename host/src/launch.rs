@@ -24,14 +24,14 @@ use crate::error::{Error, Result};
 /// Where a kernel reads a buffer's bytes as another type (a u32 buffer as f32 words,
 /// f32s as float4s), `global_as::<U>()` says so. Device allocations are 256-byte
 /// aligned, so any element type's alignment holds at the start.
-pub trait DeviceArg<T: Element> {
+pub trait AsGlobal<T: Element> {
     fn global(&self) -> Global<T>;
     fn global_mut(&self) -> GlobalMut<T>;
     fn global_as<U: Element>(&self) -> Global<U>;
     fn global_mut_as<U: Element>(&self) -> GlobalMut<U>;
 }
 
-impl<T: Element + DeviceCopy> DeviceArg<T> for DeviceSlice<T> {
+impl<T: Element + DeviceCopy> AsGlobal<T> for DeviceSlice<T> {
     fn global(&self) -> Global<T> {
         self.global_as()
     }
@@ -226,14 +226,14 @@ impl Gpu {
         params: &[*mut c_void],
         cluster: u32,
     ) -> Result<()> {
-        let mut attribute = LaunchAttribute {
+        let mut attribute = CuLaunchAttribute {
             id: CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
             pad: [0; 4],
             value: [0; 8],
         };
         attribute.value[0] = u64::from(cluster) | (1 << 32);
         attribute.value[1] = 1;
-        let config = LaunchConfig {
+        let config = CuLaunchConfig {
             grid: [cfg.grid.0, cfg.grid.1, cfg.grid.2],
             block: [cfg.block.0, cfg.block.1, cfg.block.2],
             shared_bytes: cfg.shared_bytes,
@@ -342,19 +342,19 @@ mod tests {
 
 /// cuda.h's `CUlaunchConfig`.
 #[repr(C)]
-struct LaunchConfig {
+struct CuLaunchConfig {
     grid: [u32; 3],
     block: [u32; 3],
     shared_bytes: u32,
     stream: *mut c_void,
-    attributes: *mut LaunchAttribute,
+    attributes: *mut CuLaunchAttribute,
     count: u32,
 }
 
 /// cuda.h's `CUlaunchAttribute`: an id, then a 64-byte union (`clusterDim` is its
 /// first three words).
 #[repr(C)]
-struct LaunchAttribute {
+struct CuLaunchAttribute {
     id: u32,
     pad: [u8; 4],
     value: [u64; 8],
@@ -366,7 +366,7 @@ const CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION: u32 = 4;
 // point (host/cuda-stub/symbols.txt).
 unsafe extern "C" {
     fn cuLaunchKernelEx(
-        config: *const LaunchConfig,
+        config: *const CuLaunchConfig,
         f: *mut c_void,
         params: *mut *mut c_void,
         extra: *mut *mut c_void,

@@ -7,7 +7,7 @@
 //! on the GPU (the Rust PTX, or the C++ twins of [`compare`]), and
 //! [`explain::emulate`] on the CPU emulator; [`reference`] judges every result the
 //! same way. [`harness`] turns the declared work into timed, validated
-//! [`harness::Row`]s ([`timing`] times them), [`table`] prints rows, [`report`]
+//! [`harness::Row`]s ([`timing`] times them), [`run_table`] prints rows, [`report`]
 //! renders them as Markdown, JSON and SVG plots ([`output`] writes every file), and
 //! [`explain`] predicts how each warp's accesses coalesce, per source line.
 
@@ -37,7 +37,7 @@ pub mod progress;
 pub mod ptx;
 pub mod reference;
 pub mod report;
-pub mod table;
+pub mod run_table;
 pub mod tensor_map;
 pub mod timing;
 pub mod units;

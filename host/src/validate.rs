@@ -5,7 +5,7 @@ use kernels::fill::mix64;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-/// The verdict on one output: passed or not, and a one-line account.
+/// How one output compared with its reference: passed or not, and a one-line account.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Validation {
     pub ok: bool,

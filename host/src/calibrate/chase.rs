@@ -8,7 +8,7 @@ use super::{Effort, SEED, chase_buffer, follow};
 use crate::device::Gpu;
 use crate::error::Result;
 use crate::experiment::DefaultSize;
-use crate::launch::{DeviceArg, Launch};
+use crate::launch::{AsGlobal, Launch};
 use crate::timing::time_launches;
 use crate::units::format_bytes;
 

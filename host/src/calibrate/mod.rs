@@ -1,5 +1,5 @@
 //! `coalesce calibrate`: measures a [`Profile`] on one GPU with microbenchmarks of our
-//! own. [`measure`] runs and times them on the GPU; every parameter is then fitted by
+//! own. [`calibrate`] runs and times them on the GPU; every parameter is then fitted by
 //! a pure function of those timings ([`fit`]; [`crate::profile::fit`] for the sweeps
 //! a profile keeps), tested on synthetic ones without a GPU.
 //!
@@ -113,7 +113,7 @@ impl Effort {
         if self.quick { 256 } else { 2048 }
     }
 
-    /// Progress steps of [`measure`]: two copies, each sweep's setup and points, the
+    /// Progress steps of [`calibrate`]: two copies, each sweep's setup and points, the
     /// chase, the residency limits, the three on-chip rates, the compute kernels (each
     /// one, run or skipped), the pitch sweep's setup and
     /// points (each at every iteration count), the spread sweep's setup and points.
@@ -134,7 +134,7 @@ impl Effort {
     }
 }
 
-/// What [`measure`] did besides the profile, for the summary.
+/// What [`calibrate`] did besides the profile, for the summary.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Notes {
     /// Bytes per array of the copy baseline.
@@ -198,7 +198,7 @@ struct Sweep {
 
 /// Runs every microbenchmark on `gpu` and fits the profile; `progress` hears of each
 /// step ([`Effort::steps`] in all).
-pub fn measure(gpu: &Gpu, effort: Effort, mut progress: impl FnMut(&str)) -> Result<Calibration> {
+pub fn calibrate(gpu: &Gpu, effort: Effort, mut progress: impl FnMut(&str)) -> Result<Calibration> {
     let info = &gpu.info;
     let reps = effort.reps();
     let copy_bytes = effort.size(info);

@@ -7,7 +7,7 @@ use kernels::handle::KernelInfo;
 use super::{Effort, per_sm_rate};
 use crate::device::Gpu;
 use crate::error::Result;
-use crate::launch::{DeviceArg, Launch};
+use crate::launch::{AsGlobal, Launch};
 use crate::timing::time_launches;
 use crate::units::format_bytes;
 

@@ -9,7 +9,7 @@ use kernels::gpu::Float4;
 
 use crate::device::Gpu;
 use crate::error::Result;
-use crate::launch::{DeviceArg, Launch};
+use crate::launch::{AsGlobal, Launch};
 pub use crate::profile::{PAGE_BYTES, PitchPoint, RequestKind};
 use crate::timing::{Reps, time_launches};
 use crate::units::{format_bytes, gb_per_s};

@@ -8,7 +8,7 @@ use cust::memory::{AsyncCopyDestination, CopyDestination};
 
 use crate::device::Gpu;
 use crate::error::Result;
-use crate::launch::{DeviceArg, Launch};
+use crate::launch::{AsGlobal, Launch};
 use crate::profile::{PAGE_BYTES, SpreadPoint, Stream, pages_filled, spread};
 use crate::timing::{Reps, time_launches};
 use crate::units::{format_bytes, gb_per_s};

@@ -7,7 +7,7 @@ use super::{Effort, GRANULARITY_STRIDES, SEED, Sweep, problem_for};
 use crate::device::Gpu;
 use crate::error::Result;
 use crate::experiments::stride;
-use crate::launch::DeviceArg;
+use crate::launch::AsGlobal;
 use crate::prepared::Prepared;
 use crate::profile::SweepPoint;
 use crate::timing::time_launches;

@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::output::{self, Human};
 use crate::profile::Profile;
 use crate::progress::Progress;
-use crate::table;
+use crate::run_table;
 
 use super::{Opener, Outcome};
 
@@ -68,11 +68,11 @@ pub fn calibrate(args: CalibrateArgs, open: Opener) -> Result<Outcome> {
     output::check_file(&path)?;
     human.line(&format!(
         "calibrating {}",
-        table::device_line(&gpu.info, &table::ptx_loaded(&gpu.info))
+        run_table::device_line(&gpu.info, &run_table::ptx_loaded(&gpu.info))
     ));
     let effort = Effort { quick: args.quick };
     let mut progress = Progress::new(effort.steps(), args.quiet);
-    let c = cal::measure(&gpu, effort, |msg| progress.step(msg))?;
+    let c = cal::calibrate(&gpu, effort, |msg| progress.step(msg))?;
     progress.finish();
     if !c.failures.is_empty() {
         for f in &c.failures {

@@ -19,8 +19,8 @@ fn variant_count(selection: &[Selection]) -> u64 {
 /// Emulates `selection` with a progress bar.
 fn emulate(selection: &[Selection], opts: &explain::Options, quiet: bool) -> Result<explain::ExplainReport> {
     let mut progress = Progress::new(variant_count(selection), quiet);
-    let report = explain::explain(selection, opts, |step| match step {
-        explain::Step::Blocks {
+    let report = explain::explain(selection, opts, |event| match event {
+        explain::ExplainEvent::Blocks {
             variant,
             done,
             of,
@@ -34,7 +34,7 @@ fn emulate(selection: &[Selection], opts: &explain::Options, quiet: bool) -> Res
             };
             progress.note(&format!("emulating {variant}: block {done} of {of}{left}"))
         }
-        explain::Step::Explained(variant) => progress.step(&format!("emulated {variant}")),
+        explain::ExplainEvent::Explained(variant) => progress.step(&format!("emulated {variant}")),
     });
     progress.finish();
     report
@@ -72,7 +72,7 @@ pub fn explain_command(args: ExplainArgs) -> Result<Outcome> {
     // The run to compare with is read before the analysis, so a bad file fails first.
     let run = match &args.against_run {
         Some(path) => {
-            let mut all = report::gpus::load(path)?;
+            let mut all = report::from_files::load(path)?;
             if all.len() != 1 {
                 return Err(crate::Error::BadResults {
                     path: path.display().to_string(),
@@ -85,13 +85,16 @@ pub fn explain_command(args: ExplainArgs) -> Result<Outcome> {
     };
     let report = emulate(&selection, &opts, args.quiet)?;
     if let Some((run, origin)) = run {
-        let rows = explain::measured::against(&report, &run, &origin)?;
-        let products = explain::measured::against_products(&report, &run, &origin)?;
+        let rows = explain::against_run::against(&report, &run, &origin)?;
+        let products = explain::against_run::against_products(&report, &run, &origin)?;
         if !rows.is_empty() || products.is_empty() {
-            human.print(&explain::measured::render(&rows, &run.device.name));
+            human.print(&explain::against_run::render(&rows, &run.device.name));
         }
         if !products.is_empty() {
-            human.print(&explain::measured::render_products(&products, &run.device.name));
+            human.print(&explain::against_run::render_products(
+                &products,
+                &run.device.name,
+            ));
         }
         if let Some(path) = &args.json {
             output::write_json(

@@ -10,7 +10,7 @@ use crate::output::{self, Human};
 use crate::profile::Profile;
 use crate::progress::Progress;
 use crate::report::{self, Results};
-use crate::table;
+use crate::run_table;
 
 use super::{Opener, Outcome, outcome, run_comparison, run_suite, suite_options};
 
@@ -136,7 +136,7 @@ fn report_from(args: &ReportArgs) -> Result<Outcome> {
     output::check_dir(&args.out)?;
     // Saved results are rendered as they are: predictions only where asked for.
     let profiles = profiles_named(&args.profile)?.unwrap_or_default();
-    let mut all = report::gpus::load_all(&args.from)?;
+    let mut all = report::from_files::load_all(&args.from)?;
     with_predictions(&mut all, profiles, args.suite.quiet)?;
     let files = report::write_from(&args.out, &all)?;
     Human::STDOUT.line(&format!(
@@ -163,7 +163,7 @@ pub fn write_report(args: ReportArgs, open: Opener) -> Result<Outcome> {
         let start = Instant::now();
         all.push(if args.rust_only {
             let run = run_suite(&args.suite, d, &selection, &opts, open)?;
-            human.print(&table::render(&run));
+            human.print(&run_table::render(&run));
             Results {
                 elapsed_s: start.elapsed().as_secs_f64(),
                 run,

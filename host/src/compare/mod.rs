@@ -3,7 +3,7 @@
 //! validated by the same check and timed by the same harness, interleaved.
 //!
 //! This module is the data model; [`run`] measures (through the one harness,
-//! [`crate::harness::measure`]), [`render`] prints. [`twins`] compiles the C++
+//! [`crate::harness::run_experiment`]), [`render`] prints. [`twins`] compiles the C++
 //! sources NVRTC ([`nvrtc`]) and loads them, [`cublas`] wraps SGEMM and [`libs`]
 //! finds the toolkit's libraries at run time, so a machine without them builds,
 //! tests, and still gets the Rust-only table.
@@ -22,7 +22,7 @@ use self::cublas::Math;
 use crate::device::DeviceInfo;
 use crate::experiment::Arithmetic;
 use crate::harness::{self, Row};
-use crate::table::{ExperimentBaseline, Report};
+use crate::run_table::{ExperimentBaseline, Run};
 use crate::timing::Timing;
 
 /// One side (Rust or C++) of a comparison row.
@@ -160,8 +160,8 @@ impl CublasRow {
 /// Everything `coalesce compare` measured.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CompareReport {
-    /// [`crate::table::SCHEMA`] when written.
-    #[serde(default = "crate::table::schema_1")]
+    /// [`crate::run_table::SCHEMA`] when written.
+    #[serde(default = "crate::run_table::schema_1")]
     pub schema: u32,
     pub coalesce_version: String,
     /// When the comparison finished, `YYYY-MM-DD HH:MM UTC` (None in files written
@@ -196,7 +196,7 @@ impl CompareReport {
 
     /// The Rust side alone, as `coalesce run` reports it: the same harness made
     /// these numbers, so the report's results table reads them like a plain run.
-    pub fn rust_run(&self) -> Report {
+    pub fn rust_run(&self) -> Run {
         let mut rows: Vec<Row> = self
             .rows
             .iter()
@@ -219,8 +219,8 @@ impl CompareReport {
             })
             .collect();
         harness::fill_speedups(&mut rows);
-        Report {
-            schema: crate::table::SCHEMA,
+        Run {
+            schema: crate::run_table::SCHEMA,
             coalesce_version: self.coalesce_version.clone(),
             date: self.date.clone(),
             device: self.device.clone(),

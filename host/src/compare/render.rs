@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use super::{CompareReport, Side};
 use crate::columns::{Layout, columns, numbers_from};
 use crate::experiment::Arithmetic;
-use crate::table;
+use crate::run_table;
 use crate::units::format_bytes;
 
 /// A side's rate with its unit: GFLOP/s where the work is FLOPs, else GB/s.
@@ -31,16 +31,16 @@ pub fn shares(s: &Side) -> (String, String) {
 /// The human table.
 pub fn render(report: &CompareReport) -> String {
     let mut out = String::new();
-    let ptx = table::ptx_ran(
+    let ptx = run_table::ptx_ran(
         &report.rust_ptx_arch,
         report.rows.iter().map(|r| r.kernel.as_str()),
     );
-    let _ = writeln!(out, "{}", table::device_line(&report.device, &ptx));
+    let _ = writeln!(out, "{}", run_table::device_line(&report.device, &ptx));
     for line in report.toolkit() {
         let _ = writeln!(out, "{line}");
     }
     for b in &report.baselines {
-        let _ = writeln!(out, "{}", table::baseline_line(b));
+        let _ = writeln!(out, "{}", run_table::baseline_line(b));
     }
     for c in &report.cublas_rows {
         let _ = writeln!(
@@ -194,7 +194,7 @@ mod tests {
     fn report(cpp: Option<(f64, bool)>) -> CompareReport {
         let cpp = cpp.map(|(ms, ok)| row(ms, ok));
         CompareReport {
-            schema: crate::table::SCHEMA,
+            schema: crate::run_table::SCHEMA,
             coalesce_version: "0".into(),
             date: None,
             device: info(),

@@ -1,5 +1,5 @@
 //! Running a comparison: the twins compiled for the selected experiments, then every
-//! experiment through the one harness ([`harness::measure`]) with the twin timed beside
+//! experiment through the one harness ([`harness::run_experiment`]) with the twin timed beside
 //! each Rust kernel, and cuBLAS on a product's own buffers.
 
 use std::path::Path;
@@ -14,7 +14,7 @@ use crate::experiments::Selection;
 use crate::harness::{self, RunOptions};
 use crate::prepared::Prepared;
 use crate::ptx::PtxModule;
-use crate::table::ExperimentBaseline;
+use crate::run_table::ExperimentBaseline;
 use crate::timing::time_launches;
 use crate::units::gflop_per_s;
 
@@ -69,7 +69,7 @@ pub fn compare(
         Err(Unusable::Broken(why)) => (format!("C++ twins: BROKEN, Rust only: {why}"), true),
     };
     let mut report = CompareReport {
-        schema: crate::table::SCHEMA,
+        schema: crate::run_table::SCHEMA,
         coalesce_version: env!("CARGO_PKG_VERSION").to_string(),
         date: None,
         device: gpu.info.clone(),
@@ -102,7 +102,7 @@ pub fn compare(
             _ => Ok(()),
         };
         let mut sgemm = Vec::new();
-        let measured = harness::measure(
+        let measured = harness::run_experiment(
             gpu,
             s,
             opts,

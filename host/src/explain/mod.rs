@@ -12,12 +12,12 @@
 //!
 //! Both predictions stand on the emulation and on [`residency`] (the blocks an SM
 //! holds). Above them: [`explain`] runs each variant ([`explain_variant`], side by
-//! side), [`render`] prints, [`measured`] and [`ncu`] set the predictions beside
+//! side), [`render`] prints, [`against_run`] and [`ncu`] set the predictions beside
 //! what a run or Nsight Compute measured on a GPU.
 
+pub mod against_run;
 pub mod bandwidth;
 pub mod emulate;
-pub mod measured;
 pub mod ncu;
 mod options;
 pub mod product;
@@ -31,7 +31,7 @@ pub use emulate::MAX_OCCURRENCES;
 pub use options::{EMULATION_BYTES, Options, problem, reference_gpu, sizing_gpu};
 pub use report::{DramWindow, ExplainReport, KernelReport};
 pub use variant::explain_variant;
-pub use workers::Step;
+pub use workers::ExplainEvent;
 
 use crate::error::{Error, Result};
 use crate::experiments::Selection;
@@ -41,7 +41,7 @@ use emulate::EmuLaunch;
 pub fn explain(
     selection: &[Selection],
     opts: &Options,
-    mut progress: impl FnMut(Step),
+    mut progress: impl FnMut(ExplainEvent),
 ) -> Result<ExplainReport> {
     let mut jobs = Vec::new();
     let mut skipped = Vec::new();

@@ -30,7 +30,7 @@ pub fn explain_variant(
     // The GPU runs what ptxas made of the source: its vector shared accesses.
     let vectorized = vectorize::of_kernel(launch.kernel);
     let name = format!("{}/{}", experiment.name, variant.name);
-    let windows = window::Launch {
+    let windows = window::WindowedLaunch {
         launch: &launch,
         name: &name,
         regions: &regions,

@@ -1,5 +1,5 @@
 //! Many variants explained side by side, each emulation on an OS thread of its own,
-//! and what the caller hears as they go ([`Step`]).
+//! and what the caller hears as they go ([`ExplainEvent`]).
 
 use super::options::Options;
 use super::report::KernelReport;
@@ -29,7 +29,7 @@ fn available_memory() -> Option<u64> {
 
 /// What [`super::explain`] tells its caller as it goes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Step<'a> {
+pub enum ExplainEvent<'a> {
     /// `variant` (`EXPERIMENT/VARIANT`) has emulated `done` of the `of` blocks of the
     /// window it counts now (its sample, or a wave), and the rest will take about
     /// `left` at the rate so far.
@@ -58,7 +58,7 @@ const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_millis(100
 pub(super) fn explain_all(
     jobs: &[Job],
     opts: &Options,
-    progress: &mut impl FnMut(Step),
+    progress: &mut impl FnMut(ExplainEvent),
 ) -> Result<Vec<KernelReport>> {
     use std::sync::atomic::{AtomicUsize, Ordering};
     let workers = workers(jobs.len(), opts.memory_limit);
@@ -117,14 +117,14 @@ pub(super) fn explain_all(
         drop(tx);
         for heard in rx {
             match heard {
-                Heard::Blocks(at, done, of, left) => progress(Step::Blocks {
+                Heard::Blocks(at, done, of, left) => progress(ExplainEvent::Blocks {
                     variant: &names[at],
                     done,
                     of,
                     left,
                 }),
                 Heard::Done(at, report) => {
-                    progress(Step::Explained(&names[at]));
+                    progress(ExplainEvent::Explained(&names[at]));
                     reports[at] = Some(*report);
                 }
             }

@@ -6,11 +6,11 @@
 use crate::compare::CompareReport;
 use crate::experiments::{matmul, particles, saxpy, stride};
 use crate::harness::Row;
-use crate::report::named::VariantOf;
+use crate::report::variant_of::VariantOf;
 
-/// How a claim is checked against the rows of a run.
+/// The figure a claim states, and how the rows of a run give it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Measure {
+pub enum Figure {
     /// `row`'s rate as a percentage of `of`'s.
     PctOf { row: VariantOf, of: VariantOf },
     /// `row`'s GFLOP/s as a percentage of cuBLAS SGEMM (FP32) on the same matrices.
@@ -61,7 +61,7 @@ pub struct Claim {
     pub source: Source,
     /// What the source says.
     pub says: &'static str,
-    pub measure: Measure,
+    pub figure: Figure,
 }
 
 pub const CLAIMS: &[Claim] = &[
@@ -69,7 +69,7 @@ pub const CLAIMS: &[Claim] = &[
         claim: "stride 2: a warp uses half of every line it fetches",
         source: BEST_PRACTICES,
         says: "50% of useful bytes",
-        measure: Measure::PctOf {
+        figure: Figure::PctOf {
             row: VariantOf::new(&stride::EXPERIMENT, &stride::S2),
             of: VariantOf::new(&stride::EXPERIMENT, &stride::S1),
         },
@@ -78,7 +78,7 @@ pub const CLAIMS: &[Claim] = &[
         claim: "stride 4: a quarter",
         source: BEST_PRACTICES,
         says: "25%",
-        measure: Measure::PctOf {
+        figure: Figure::PctOf {
             row: VariantOf::new(&stride::EXPERIMENT, &stride::S4),
             of: VariantOf::new(&stride::EXPERIMENT, &stride::S1),
         },
@@ -87,7 +87,7 @@ pub const CLAIMS: &[Claim] = &[
         claim: "stride 32: one useful f32 per 128-byte line",
         source: BEST_PRACTICES,
         says: "~3%",
-        measure: Measure::PctOf {
+        figure: Figure::PctOf {
             row: VariantOf::new(&stride::EXPERIMENT, &stride::S32),
             of: VariantOf::new(&stride::EXPERIMENT, &stride::S1),
         },
@@ -96,7 +96,7 @@ pub const CLAIMS: &[Claim] = &[
         claim: "particles: SoA coalesces where AoS does not",
         source: SOA_ADVICE,
         says: "SoA faster than AoS",
-        measure: Measure::Speedup {
+        figure: Figure::Speedup {
             fast: VariantOf::new(&particles::EXPERIMENT, &particles::SOA),
             slow: VariantOf::new(&particles::EXPERIMENT, &particles::AOS),
         },
@@ -105,7 +105,7 @@ pub const CLAIMS: &[Claim] = &[
         claim: "saxpy float4, coalesced grid-stride walk",
         source: FLOAT4_SAXPY,
         says: "91%",
-        measure: Measure::PctOfCopy {
+        figure: Figure::PctOfCopy {
             row: VariantOf::new(&saxpy::EXPERIMENT, &saxpy::F32X4),
         },
     },
@@ -113,7 +113,7 @@ pub const CLAIMS: &[Claim] = &[
         claim: "saxpy float4, strided walk: vector loads do not fix a bad pattern",
         source: FLOAT4_SAXPY,
         says: "25%",
-        measure: Measure::PctOfCopy {
+        figure: Figure::PctOfCopy {
             row: VariantOf::new(&saxpy::EXPERIMENT, &saxpy::F32X4_STRIDED),
         },
     },
@@ -121,7 +121,7 @@ pub const CLAIMS: &[Claim] = &[
         claim: "matmul naive, % of cuBLAS SGEMM",
         source: SIBOEHM,
         says: "1.3%",
-        measure: Measure::PctOfCublas {
+        figure: Figure::PctOfCublas {
             row: VariantOf::new(&matmul::EXPERIMENT, &matmul::NAIVE),
         },
     },
@@ -129,7 +129,7 @@ pub const CLAIMS: &[Claim] = &[
         claim: "matmul remapped, % of cuBLAS SGEMM",
         source: SIBOEHM,
         says: "8.5%",
-        measure: Measure::PctOfCublas {
+        figure: Figure::PctOfCublas {
             row: VariantOf::new(&matmul::EXPERIMENT, &matmul::REMAPPED),
         },
     },
@@ -137,7 +137,7 @@ pub const CLAIMS: &[Claim] = &[
         claim: "matmul: the two-line remap over naive",
         source: SIBOEHM,
         says: "6.4x",
-        measure: Measure::Speedup {
+        figure: Figure::Speedup {
             fast: VariantOf::new(&matmul::EXPERIMENT, &matmul::REMAPPED),
             slow: VariantOf::new(&matmul::EXPERIMENT, &matmul::NAIVE),
         },
@@ -146,7 +146,7 @@ pub const CLAIMS: &[Claim] = &[
 
 /// One line of the claims table.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Verdict {
+pub struct ClaimLine {
     pub claim: &'static str,
     pub source: Source,
     pub says: &'static str,
@@ -199,10 +199,10 @@ fn pct_of_cublas(row: &Row, comparison: Option<&CompareReport>) -> String {
 }
 
 /// What the rows (and the comparison's cuBLAS baseline, where it ran) say about `claim`.
-pub fn measure(claim: &Claim, rows: &[Row], comparison: Option<&CompareReport>) -> String {
+pub fn figure_of(claim: &Claim, rows: &[Row], comparison: Option<&CompareReport>) -> String {
     const NOT_RUN: &str = "not run";
-    match claim.measure {
-        Measure::PctOf { row, of } => match (row_of(rows, row), row_of(rows, of)) {
+    match claim.figure {
+        Figure::PctOf { row, of } => match (row_of(rows, row), row_of(rows, of)) {
             (Some(r), Some(o)) => {
                 let (x, y, _) = rates(r, o);
                 let copy = if r.flops.is_none() {
@@ -215,18 +215,18 @@ pub fn measure(claim: &Claim, rows: &[Row], comparison: Option<&CompareReport>) 
             (Some(_), None) => format!("{} {} not run", of.experiment.name, of.variant.name),
             _ => NOT_RUN.into(),
         },
-        Measure::PctOfCublas { row } => match row_of(rows, row) {
+        Figure::PctOfCublas { row } => match row_of(rows, row) {
             Some(r) => pct_of_cublas(r, comparison),
             None => NOT_RUN.into(),
         },
-        Measure::PctOfCopy { row } => match row_of(rows, row) {
+        Figure::PctOfCopy { row } => match row_of(rows, row) {
             Some(r) => match r.pct_of_peak {
                 Some(p) => format!("{:.1}% of copy, {p:.1}% of peak", r.pct_of_copy),
                 None => format!("{:.1}% of copy", r.pct_of_copy),
             },
             None => NOT_RUN.into(),
         },
-        Measure::Speedup { fast, slow } => match (row_of(rows, fast), row_of(rows, slow)) {
+        Figure::Speedup { fast, slow } => match (row_of(rows, fast), row_of(rows, slow)) {
             (Some(f), Some(s)) => {
                 let (x, y, unit) = rates(f, s);
                 format!(
@@ -242,14 +242,14 @@ pub fn measure(claim: &Claim, rows: &[Row], comparison: Option<&CompareReport>) 
 }
 
 /// Every claim with what the rows (and the comparison, where it ran) say about it.
-pub fn verdicts(rows: &[Row], comparison: Option<&CompareReport>) -> Vec<Verdict> {
+pub fn claim_lines(rows: &[Row], comparison: Option<&CompareReport>) -> Vec<ClaimLine> {
     CLAIMS
         .iter()
-        .map(|c| Verdict {
+        .map(|c| ClaimLine {
             claim: c.claim,
             source: c.source,
             says: c.says,
-            measured: measure(c, rows, comparison),
+            measured: figure_of(c, rows, comparison),
         })
         .collect()
 }

@@ -249,7 +249,7 @@ pub fn render(out: &mut String, results: &Results) {
             .collect();
         let within = pairs
             .iter()
-            .filter(|d| d.abs() <= crate::explain::measured::PRODUCT_TOLERANCE)
+            .filter(|d| d.abs() <= crate::explain::against_run::PRODUCT_TOLERANCE)
             .count();
         let _ = writeln!(
             out,
@@ -261,7 +261,7 @@ pub fn render(out: &mut String, results: &Results) {
              lowers the clock). {within} of {} \
              rungs within {:.0}% of measured.",
             pairs.len(),
-            100.0 * crate::explain::measured::PRODUCT_TOLERANCE
+            100.0 * crate::explain::against_run::PRODUCT_TOLERANCE
         );
     }
     if let Some(b) = l.best() {
@@ -320,8 +320,8 @@ pub(crate) mod tests {
     ) -> Results {
         Results {
             elapsed_s: 0.0,
-            run: crate::table::Report {
-                schema: crate::table::SCHEMA,
+            run: crate::run_table::Run {
+                schema: crate::run_table::SCHEMA,
                 coalesce_version: "test".into(),
                 date: None,
                 device: crate::device::DeviceInfo::h100(),
@@ -338,7 +338,7 @@ pub(crate) mod tests {
     /// A comparison of `rows` on an H100, with no cuBLAS lines.
     pub(crate) fn comparison(rows: Vec<crate::compare::CompareRow>) -> crate::compare::CompareReport {
         crate::compare::CompareReport {
-            schema: crate::table::SCHEMA,
+            schema: crate::run_table::SCHEMA,
             coalesce_version: "test".into(),
             date: None,
             device: crate::device::DeviceInfo::h100(),

@@ -9,7 +9,7 @@ use super::markdown_table::table;
 use super::plots::Plot;
 use super::{claims, ladder, predicted, versus};
 use crate::harness::Row;
-use crate::table::{copy_shares, device_line};
+use crate::run_table::{copy_shares, device_line};
 use crate::units::{format_bytes, format_ms};
 
 /// The cells of one result row, in [`RESULT_HEADER`] order. A product's rate is
@@ -127,7 +127,7 @@ pub fn render(results: &Results, plots: &[Plot]) -> String {
     table(
         &mut out,
         &["claim", "said by", "measured on", "they say", "this GPU"],
-        claims::verdicts(&report.rows, results.compare.as_ref())
+        claims::claim_lines(&report.rows, results.compare.as_ref())
             .into_iter()
             .map(|v| {
                 vec![

@@ -3,13 +3,13 @@
 //! C++, published claims beside this GPU's numbers), results.json, and SVG plots.
 
 pub mod claims;
-pub mod gpus;
+pub mod from_files;
 pub mod ladder;
 pub mod markdown;
 pub mod markdown_table;
-pub mod named;
 pub mod plots;
 pub mod predicted;
+pub mod variant_of;
 pub mod versus;
 
 use std::path::{Path, PathBuf};
@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::compare::CompareReport;
 use crate::error::Result;
 use crate::output::{prepare_dir, write_file, write_json};
-use crate::table::Report;
+use crate::run_table::Run;
 
 /// What results.json holds: the run (the same fields `coalesce run --json` writes,
 /// its date among them) with how long it took, and the comparison with the C++
@@ -30,7 +30,7 @@ pub struct Results {
     #[serde(default)]
     pub elapsed_s: f64,
     #[serde(flatten)]
-    pub run: Report,
+    pub run: Run,
     /// None with `--rust-only`; its `rows[].rust` are the numbers in `run`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compare: Option<CompareReport>,
@@ -53,7 +53,7 @@ impl Results {
     /// When the run finished, or that the file does not say (one written by `run
     /// --json` or `compare --json` before they recorded it).
     pub fn date(&self) -> &str {
-        self.run.date.as_deref().unwrap_or(gpus::NOT_RECORDED)
+        self.run.date.as_deref().unwrap_or(from_files::NOT_RECORDED)
     }
 
     /// Kernels (and cuBLAS lines, and broken twins) that failed validation.
@@ -96,10 +96,10 @@ pub fn write_from(dir: &Path, all: &[Results]) -> Result<Vec<PathBuf>> {
         write_file(&path, &p.svg)?;
         files.push(path);
     }
-    for (r, folder) in all.iter().zip(gpus::folders(all)) {
+    for (r, folder) in all.iter().zip(from_files::folders(all)) {
         files.extend(write(&dir.join(folder), r)?);
     }
-    write_file(&files[0], &gpus::render(all, plot.as_ref()))?;
+    write_file(&files[0], &from_files::render(all, plot.as_ref()))?;
     Ok(files)
 }
 

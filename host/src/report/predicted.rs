@@ -39,10 +39,10 @@ pub struct Predicted {
 
 impl Predicted {
     /// (predicted %, measured %) of the profile's ceiling for the run's `row`, as the
-    /// predict stage compares them ([`crate::explain::measured::pct_of_ceiling`]).
+    /// predict stage compares them ([`crate::explain::against_run::pct_of_ceiling`]).
     pub fn versus(&self, row: &crate::harness::Row) -> Option<(f64, f64)> {
         let (gb_per_s, ceiling) = (self.gb_per_s?, self.ceiling_gb_per_s?);
-        Some(crate::explain::measured::pct_of_ceiling(
+        Some(crate::explain::against_run::pct_of_ceiling(
             gb_per_s,
             row.gb_per_s,
             ceiling,
@@ -131,8 +131,8 @@ pub fn predict(
             profile: Some(profile.clone()),
             memory_limit: explain::EMULATION_BYTES,
         };
-        let report = explain::explain(&[measured(results, exp)], &opts, |step| {
-            if let explain::Step::Explained(variant) = step {
+        let report = explain::explain(&[measured(results, exp)], &opts, |event| {
+            if let explain::ExplainEvent::Explained(variant) = event {
                 progress(variant)
             }
         })?;
@@ -305,8 +305,8 @@ mod tests {
         };
         let results = Results {
             elapsed_s: 0.0,
-            run: crate::table::Report {
-                schema: crate::table::SCHEMA,
+            run: crate::run_table::Run {
+                schema: crate::run_table::SCHEMA,
                 coalesce_version: "test".into(),
                 date: None,
                 device,

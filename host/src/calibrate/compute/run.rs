@@ -16,7 +16,7 @@ use super::table::{Blocks, Microbenchmark, Setup, Work};
 use super::{first_wrong, read};
 use crate::device::Gpu;
 use crate::error::Result;
-use crate::launch::{DeviceArg, Launch};
+use crate::launch::{AsGlobal, Launch};
 use crate::problem::{Dim, Problem};
 use crate::tensor_map::MapSpec;
 

@@ -1,5 +1,7 @@
-//! The DRAM rate of a kernel's scattered requests ([`crate::explain::emulate::traffic::Scattered`]) from
-//! the profile's pitch sweep: the points measured at that pitch, then between pitches.
+//! What the profile's sweeps say of a kernel: the DRAM rate of its scattered requests
+//! ([`crate::explain::emulate::traffic::Scattered`]) from the pitch sweep (the points
+//! measured at that pitch, then between pitches), and the share of the ceiling its
+//! spread keeps from the spread sweep ([`spread_factor`]).
 //! docs/model.md ("Scattered requests") states the same rule.
 
 use std::collections::BTreeMap;

@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 use crate::units::format_bytes;
 
 /// A launch ready to be counted over windows of its blocks.
-pub struct Launch<'a> {
+pub struct WindowedLaunch<'a> {
     pub launch: &'a EmuLaunch,
     /// `EXPERIMENT/VARIANT`, as the user names it.
     pub name: &'a str,
@@ -55,7 +55,7 @@ pub struct Counted {
     pub tensor_flops: u64,
 }
 
-impl Launch<'_> {
+impl WindowedLaunch<'_> {
     /// Emulates `blocks` (the whole grid when `None`) and counts what `what` asks for.
     pub fn count(&self, blocks: Option<Vec<usize>>, what: What) -> Result<Counted> {
         let total = blocks.as_ref().map_or(self.launch.grid.count(), Vec::len);
@@ -190,7 +190,7 @@ mod tests {
             )
             .unwrap();
             let folded = vectorize::merge(&mut all.accesses, &vectorized);
-            let windows = Launch {
+            let windows = WindowedLaunch {
                 launch: &launch,
                 name: word,
                 regions: &regions,

@@ -63,7 +63,7 @@ impl Comparison {
             _ => None,
         }
     }
-    pub fn verdict(&self) -> Agreement {
+    pub fn agreement(&self) -> Agreement {
         match (self.measured_requests, self.deviation()) {
             (None, _) => Agreement::NotMeasured,
             (Some(_), Some(d)) if d.abs() <= self.tolerance => Agreement::Match,
@@ -150,7 +150,7 @@ fn first_of(m: &KernelCounts, names: &'static [&'static str]) -> (&'static str, 
 
 /// What `m` measured for `class`: the ratio, its denominator (requests or
 /// instructions) and the two metrics it divides.
-fn measure(m: &KernelCounts, class: &Class) -> (Option<f64>, Option<f64>, [&'static str; 2]) {
+fn counted(m: &KernelCounts, class: &Class) -> (Option<f64>, Option<f64>, [&'static str; 2]) {
     let (numerator, count) = first_of(m, class.numerator);
     let (denominator, requests) = first_of(m, class.denominator);
     let ratio = match (count, requests) {
@@ -170,7 +170,7 @@ pub fn compare(report: &ExplainReport, measured: &[KernelCounts]) -> Vec<Compari
         };
         for class in &CLASSES {
             let predicted = (class.predicted)(k);
-            let (measured, requests, measured_as) = measure(m, class);
+            let (measured, requests, measured_as) = counted(m, class);
             // Nothing predicted and nothing counted: the kernel has no such access.
             if predicted.is_none() && measured.is_none() {
                 continue;

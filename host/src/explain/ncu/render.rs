@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use super::{Agreement, COUNT_TOLERANCE, Comparison, DRAM_TOLERANCE, Measurements, unpaired};
 use crate::explain::report::ExplainReport;
 
-/// The comparison table, with a verdict per line and a count of misses.
+/// The comparison table, with each line's agreement and a count of misses.
 pub fn render(rows: &[Comparison], report: &ExplainReport, found: &Measurements) -> String {
     let mut table = vec![
         [
@@ -37,7 +37,7 @@ pub fn render(rows: &[Comparison], report: &ExplainReport, found: &Measurements)
             r.deviation()
                 .map(|d| format!("{:+.1}%", 100.0 * d))
                 .unwrap_or_else(|| "-".into()),
-            match r.verdict() {
+            match r.agreement() {
                 Agreement::Match => "ok",
                 Agreement::Miss => "MISS",
                 Agreement::NotMeasured => "not measured",
@@ -45,7 +45,7 @@ pub fn render(rows: &[Comparison], report: &ExplainReport, found: &Measurements)
             .into(),
         ]);
     }
-    let count = |v: Agreement| rows.iter().filter(|r| r.verdict() == v).count();
+    let count = |v: Agreement| rows.iter().filter(|r| r.agreement() == v).count();
     let (matched, misses) = (count(Agreement::Match), count(Agreement::Miss));
     let sampled = report
         .kernels

@@ -24,7 +24,7 @@
 //!   barrier each iteration is one customer of the tensor pipe ([`pace`]).
 //! - **Tiles on the edge**: the iterations are those of the FLOPs the blocks compute
 //!   (the emulator's count of their tensor-core instructions, whole tiles), the rate
-//!   quoted in the declared FLOPs ([`Work`]).
+//!   quoted in the declared FLOPs ([`LaunchFlops`]).
 //! - **Waves**: the busiest SM runs its ceil(blocks / SMs) blocks, as many at once as
 //!   residency allows, the last round with fewer warps.
 //! - **Epilogue**: a block stores its tile of C after its loop; the blocks of a round
@@ -52,7 +52,7 @@ use super::residency::{LaunchSize, Residency, Resources, blocks_per_sm};
 use crate::profile::{PowerRates, Profile};
 use mix::{MixSource, instruction_mix};
 
-pub use step::{Issued, Step, Window, Work};
+pub use step::{Issued, LaunchFlops, Step, Window};
 
 /// Warp schedulers (SM sub-partitions) per SM: four on every GPU from sm_70 to sm_90.
 /// Each issues for its own warps and has a quarter of the SM's pipes.
@@ -105,7 +105,7 @@ pub fn of_kernel(
         MixSource::Ptx => "PTX",
     };
     predict(
-        Work {
+        LaunchFlops {
             declared: flops as f64,
             computed: window.launch_flops,
         },
@@ -231,7 +231,7 @@ pub struct ProductPrediction {
 /// Predicts a launch of `work` whose warps' iterations are `step`, or says why it
 /// cannot (a profile without compute rates).
 pub fn predict(
-    work: impl Into<Work>,
+    work: impl Into<LaunchFlops>,
     step: Step,
     mix_source: &str,
     launch: LaunchSize,

@@ -1,6 +1,6 @@
 //! What one warp's iteration of a product's hot loop does and asks for ([`Step`]):
 //! its instructions as read from the kernel's code ([`Issued`]), and the emulated
-//! window's traffic per FLOP ([`Window`]); and the launch's FLOPs ([`Work`]).
+//! window's traffic per FLOP ([`Window`]); and the launch's FLOPs ([`LaunchFlops`]).
 
 use serde::Serialize;
 
@@ -69,15 +69,15 @@ pub struct Window<'a> {
 /// A launch's FLOPs: those its rate is quoted in (2 m n k), and those its blocks
 /// compute, whole tiles on the edges too.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Work {
+pub struct LaunchFlops {
     pub declared: f64,
     pub computed: f64,
 }
 
-/// Work whose blocks compute exactly the declared FLOPs.
-impl From<f64> for Work {
-    fn from(flops: f64) -> Work {
-        Work {
+/// A launch whose blocks compute exactly the declared FLOPs.
+impl From<f64> for LaunchFlops {
+    fn from(flops: f64) -> LaunchFlops {
+        LaunchFlops {
             declared: flops,
             computed: flops,
         }

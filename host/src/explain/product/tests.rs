@@ -158,7 +158,7 @@ fn tiles_on_the_edge_compute_more_than_the_declared_flops() {
     let step = simt();
     let declared = step.flops * 132.0 * 100.0;
     let exact = predict(declared, step, "SASS", launch(132, 32), &p, None).unwrap();
-    let padded = Work {
+    let padded = LaunchFlops {
         declared,
         computed: declared * 1.25,
     };

@@ -12,7 +12,7 @@ use super::{Results, predicted};
 use crate::error::Result;
 use crate::experiments::{complex, copy, matmul, offset, particles, saxpy, stride, transpose};
 use crate::harness::Row;
-use crate::report::named::VariantOf;
+use crate::report::variant_of::VariantOf;
 
 /// One drawn plot.
 #[derive(Clone, Debug, PartialEq)]

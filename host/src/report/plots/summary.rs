@@ -10,7 +10,7 @@ use crate::experiments::{copy, matmul, particles, stride, transpose};
 use crate::harness::Row;
 use crate::report::Results;
 use crate::report::ladder::ladder;
-use crate::report::named::VariantOf;
+use crate::report::variant_of::VariantOf;
 
 pub const FILE: &str = "summary.svg";
 pub const TITLE: &str = "Bad access patterns and their fixes, on each GPU";
@@ -167,7 +167,7 @@ pub fn plot(all: &[Results]) -> Result<Option<Plot>> {
         return Ok(None);
     }
     // Each GPU by its report's label: GPUs of one model apart by ordinal and bus.
-    let names = crate::report::gpus::labels(all);
+    let names = crate::report::from_files::labels(all);
     let devices = names.join(" / ");
     let svg = chart::bar_chart(&BarChart {
         title: TITLE,

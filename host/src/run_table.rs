@@ -22,7 +22,7 @@ pub fn schema_1() -> u32 {
 
 /// Everything one run measured, with the device it ran on.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Report {
+pub struct Run {
     #[serde(default = "schema_1")]
     pub schema: u32,
     pub coalesce_version: String,
@@ -44,7 +44,7 @@ pub struct ExperimentBaseline {
     pub baseline: Baseline,
 }
 
-impl Report {
+impl Run {
     pub fn failures(&self) -> usize {
         self.rows.iter().filter(|r| !r.validated).count()
     }
@@ -163,10 +163,10 @@ pub fn copy_shares(r: &Row) -> (String, String) {
 }
 
 /// The human table.
-pub fn render(report: &Report) -> String {
+pub fn render(run: &Run) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "{}", device_line(&report.device, &report.ptx_ran()));
-    for b in &report.baselines {
+    let _ = writeln!(out, "{}", device_line(&run.device, &run.ptx_ran()));
+    for b in &run.baselines {
         let _ = writeln!(out, "{}", baseline_line(b));
     }
     let header = [
@@ -181,7 +181,7 @@ pub fn render(report: &Report) -> String {
         "valid",
     ];
     let mut cells: Vec<Vec<String>> = vec![header.map(String::from).to_vec()];
-    for r in &report.rows {
+    for r in &run.rows {
         let rate = match r.gflop_per_s {
             Some(g) => format!("{g:.0} GFLOP/s"),
             None => format!("{:.1}", r.gb_per_s),
@@ -208,7 +208,7 @@ pub fn render(report: &Report) -> String {
             ..Layout::default()
         },
     ));
-    let mut products: Vec<&str> = report
+    let mut products: Vec<&str> = run
         .rows
         .iter()
         .filter(|r| r.gflop_per_s.is_some())
@@ -222,7 +222,7 @@ pub fn render(report: &Report) -> String {
             products.join(", ")
         );
     }
-    for r in report.rows.iter().filter(|r| !r.validated) {
+    for r in run.rows.iter().filter(|r| !r.validated) {
         let _ = writeln!(
             out,
             "NOT VALIDATED {}/{} ({}): {}",
@@ -240,7 +240,7 @@ mod tests {
     use crate::timing::Timing;
     use crate::validate::Validation;
 
-    fn report() -> Report {
+    fn report() -> Run {
         let device = DeviceInfo {
             name: "Test GPU".into(),
             ..DeviceInfo::h100()
@@ -274,8 +274,8 @@ mod tests {
             check: "exact: 1 of 9 differ".into(),
             ..good.clone()
         };
-        Report {
-            schema: crate::table::SCHEMA,
+        Run {
+            schema: crate::run_table::SCHEMA,
             coalesce_version: "test".into(),
             date: None,
             device,
@@ -347,7 +347,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("r.json");
         crate::output::write_json(&path, &report()).unwrap();
-        let back: Report = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let back: Run = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         assert_eq!(back, report());
         std::fs::remove_dir_all(&dir).unwrap();
     }

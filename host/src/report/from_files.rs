@@ -9,7 +9,7 @@ use super::markdown_table::table;
 use super::plots::Plot;
 use crate::compare::CompareReport;
 use crate::error::{Error, Result};
-use crate::table::SCHEMA;
+use crate::run_table::SCHEMA;
 
 /// The date of results from a `run --json` or `compare --json` of a coalesce that
 /// recorded none.

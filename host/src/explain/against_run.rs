@@ -14,7 +14,7 @@ use super::product::ProductBound;
 use super::report::ExplainReport;
 use crate::columns::{Layout, columns};
 use crate::error::{Error, Result};
-use crate::table::Report;
+use crate::run_table::Run;
 
 /// A predicted rate within this fraction of the measured one counts as a match.
 pub const RATE_TOLERANCE: f64 = 0.10;
@@ -56,7 +56,7 @@ impl Versus {
 
 /// Pairs every predicted kernel with the run's row of the same variant; the run must
 /// come from the GPU the profile describes.
-pub fn against(report: &ExplainReport, run: &Report, origin: &str) -> Result<Vec<Versus>> {
+pub fn against(report: &ExplainReport, run: &Run, origin: &str) -> Result<Vec<Versus>> {
     let profiled = report.kernels.iter().find_map(|k| {
         k.prediction
             .as_ref()
@@ -91,7 +91,7 @@ pub fn against(report: &ExplainReport, run: &Report, origin: &str) -> Result<Vec
         .collect())
 }
 
-/// The table, with a verdict per line and a count.
+/// The table, with ok or MISS per line and a count.
 pub fn render(rows: &[Versus], device: &str) -> String {
     let cells = rows
         .iter()
@@ -109,7 +109,7 @@ pub fn render(rows: &[Versus], device: &str) -> String {
             (row, d)
         })
         .collect();
-    verdicts(
+    deviation_table(
         &format!(
             "predicted (coalesce explain --profile) against measured (coalesce run) on {device}; \
              % of the profile's copy ceiling (GB/s against GB/s; the run's own % of copy beside)"
@@ -130,9 +130,9 @@ pub fn render(rows: &[Versus], device: &str) -> String {
 }
 
 /// A table of predictions against measurements: `title`, the header, one row of cells
-/// per kernel with its deviation (a verdict appended: ok within `tolerance`, else
-/// MISS), and the count within it. `right`: which of the header's columns align right.
-fn verdicts(
+/// per kernel with its deviation (then ok within `tolerance`, else MISS), and the
+/// count within it. `right`: which of the header's columns align right.
+fn deviation_table(
     title: &str,
     header: &[&str],
     right: &[bool],
@@ -190,7 +190,7 @@ impl ProductVersus {
 /// Pairs every predicted product with the run's validated row of the same variant
 /// (the run's GPU was checked by [`against`]); a row measured at another shape than
 /// the prediction's is refused, naming the shape to give.
-pub fn against_products(report: &ExplainReport, run: &Report, origin: &str) -> Result<Vec<ProductVersus>> {
+pub fn against_products(report: &ExplainReport, run: &Run, origin: &str) -> Result<Vec<ProductVersus>> {
     let mut out = Vec::new();
     for k in &report.kernels {
         let Some(p) = k.product.as_ref() else { continue };
@@ -225,7 +225,7 @@ pub fn against_products(report: &ExplainReport, run: &Report, origin: &str) -> R
     Ok(out)
 }
 
-/// The products' table, with a verdict per line and a count.
+/// The products' table, with ok or MISS per line and a count.
 pub fn render_products(rows: &[ProductVersus], device: &str) -> String {
     let cells = rows
         .iter()
@@ -244,7 +244,7 @@ pub fn render_products(rows: &[ProductVersus], device: &str) -> String {
             (row, d)
         })
         .collect();
-    verdicts(
+    deviation_table(
         &format!(
             "products: predicted (coalesce explain --profile) against measured (coalesce run) on {device}, GFLOP/s"
         ),
