@@ -55,6 +55,35 @@ impl<T: SharedWord> SharedArray<T> {
     }
 }
 
+/// A barrier of another block of the cluster, as [`Barrier::in_block`] maps it.
+#[derive(Clone, Copy)]
+pub struct PeerBarrier {
+    #[cfg(target_arch = "nvptx64")]
+    addr: u32,
+    #[cfg(not(target_arch = "nvptx64"))]
+    rank: u32,
+    #[cfg(not(target_arch = "nvptx64"))]
+    ptr: usize,
+}
+
+impl PeerBarrier {
+    /// One arrival on it (`mbarrier.arrive.shared::cluster`).
+    ///
+    /// # Safety
+    /// As for [`Barrier::arrive`], on that block's barrier; its block is in the cluster.
+    #[inline(always)]
+    pub unsafe fn arrive(self) {
+        #[cfg(target_arch = "nvptx64")]
+        // SAFETY: a cluster address of an initialised barrier (the caller).
+        unsafe {
+            core::arch::asm!("mbarrier.arrive.shared::cluster.b64 _, [{b}];",
+                b = in(reg32) self.addr, options(nostack, preserves_flags));
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        super::emu::barrier_arrive_in(self.rank, self.ptr);
+    }
+}
+
 impl Barrier {
     /// The barrier's address in the shared window (a copy's completion operand).
     #[cfg(target_arch = "nvptx64")]
@@ -127,15 +156,32 @@ impl Barrier {
     /// As for [`Barrier::arrive`], on that block's barrier; `rank` is in the cluster.
     #[inline(always)]
     pub unsafe fn arrive_cluster(self, rank: u32) {
+        // SAFETY: the caller's.
+        unsafe { self.in_block(rank).arrive() }
+    }
+
+    /// The barrier at the same shared offset in block `rank` of this block's cluster
+    /// (`mapa`), for arrivals from here ([`PeerBarrier::arrive`]). Worked out apart
+    /// from the arrival so that a loop can have it ready before the arrival is due.
+    #[inline(always)]
+    pub fn in_block(self, rank: u32) -> PeerBarrier {
         #[cfg(target_arch = "nvptx64")]
-        // SAFETY: mapa gives the cluster address of the same offset in block `rank`.
-        unsafe {
-            core::arch::asm!(
-                "{{ .reg .b32 r; mapa.shared::cluster.u32 r, {b}, {k}; mbarrier.arrive.shared::cluster.b64 _, [r]; }}",
-                b = in(reg32) self.addr, k = in(reg32) rank, options(nostack, preserves_flags));
+        {
+            let addr: u32;
+            // SAFETY: mapa only computes an address. Not `pure`: the compiler keeps it
+            // where it is written rather than sinking it next to the arrival.
+            unsafe {
+                core::arch::asm!("mapa.shared::cluster.u32 {r}, {b}, {k};",
+                    r = out(reg32) addr, b = in(reg32) self.addr, k = in(reg32) rank,
+                    options(nostack, nomem, preserves_flags));
+            }
+            PeerBarrier { addr }
         }
         #[cfg(not(target_arch = "nvptx64"))]
-        super::emu::barrier_arrive_in(rank, self.ptr as usize);
+        PeerBarrier {
+            rank,
+            ptr: self.ptr as usize,
+        }
     }
 
     /// `mbarrier.try_wait.parity`: whether the phase of parity `parity` has completed

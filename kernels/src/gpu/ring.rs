@@ -30,7 +30,7 @@
 //!
 //! This module and [`super::barrier`] are the only code that knows a barrier's phase.
 
-use super::barrier::{Barrier, fence_init};
+use super::barrier::{Barrier, PeerBarrier, fence_init};
 use super::{SharedArray, cluster, thread};
 
 /// A place in a ring: which stage, and the parity of the round the ring is in there.
@@ -63,6 +63,41 @@ impl Stage {
     pub fn next(mut self) -> Stage {
         self.advance();
         self
+    }
+}
+
+/// A stage's `empty` barriers, this block's and the cluster's others', ready for one
+/// consumer arrival ([`Ring::releaser`]).
+#[derive(Clone, Copy)]
+pub struct Release {
+    ring: Ring,
+    empty: Barrier,
+    /// The next block's barrier, mapped ahead (with a cluster).
+    peer: Option<PeerBarrier>,
+}
+
+impl Release {
+    /// One arrival on each: the stage is free in every block.
+    ///
+    /// # Safety
+    /// As for [`Ring::release`].
+    #[inline(always)]
+    pub unsafe fn arrive(self) {
+        let ring = self.ring;
+        if ring.arrivals == 0 {
+            return;
+        }
+        // SAFETY: the caller's; every block of the cluster has the barrier at the same
+        // offset.
+        unsafe {
+            self.empty.arrive();
+            if let Some(peer) = self.peer {
+                peer.arrive();
+            }
+            for d in 2..ring.blocks {
+                self.empty.arrive_cluster(ring.rank ^ d);
+            }
+        }
     }
 }
 
@@ -255,17 +290,20 @@ impl Ring {
     /// for, done with the stage (its reads issued and completed).
     #[inline(always)]
     pub unsafe fn release(self, s: Stage) {
-        if self.arrivals == 0 {
-            return;
-        }
+        // SAFETY: the caller's.
+        unsafe { self.releaser(s).arrive() }
+    }
+
+    /// The barriers a [`Ring::release`] of stage `s` arrives on, worked out ahead
+    /// (the other blocks' through `mapa`), so that a consumer can have them ready
+    /// before its last reads of the stage complete and arrive at once after.
+    #[inline(always)]
+    pub fn releaser(self, s: Stage) -> Release {
         let empty = self.empty(s.index());
-        // SAFETY: the caller's; every block of the cluster has the barrier at the same
-        // offset.
-        unsafe {
-            empty.arrive();
-            for d in 1..self.blocks {
-                empty.arrive_cluster(self.rank ^ d);
-            }
+        Release {
+            ring: self,
+            empty,
+            peer: (self.arrivals > 0 && self.blocks > 1).then(|| empty.in_block(self.rank ^ 1)),
         }
     }
 

@@ -309,6 +309,9 @@ unsafe fn consume<A: Accumulator>(ring: Ring, t: WgmmaTiling, ktiles: u32, me: L
     // SAFETY: the ring of this block (the caller's launch).
     unsafe {
         let step = |i: u32, s: Stage, acc: &mut A, cur: &[[Tf32; 4]; 4], next: &mut [[Tf32; 4]; 4]| {
+            // The stage's barriers (the partner's mapped) before the wgmmas, so that
+            // the release follows the wait for them at once.
+            let free = ring.releaser(s);
             multiply(acc, cur, ring, s);
             let s1 = s.next();
             if i + 1 < ktiles {
@@ -318,7 +321,7 @@ unsafe fn consume<A: Accumulator>(ring: Ring, t: WgmmaTiling, ktiles: u32, me: L
             wgmma::wait_group::<0, A>(acc);
             // One arrival a warp.
             if me.lane == 0 {
-                ring.release(s);
+                free.arrive();
             }
             s1
         };
