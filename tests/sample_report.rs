@@ -46,7 +46,16 @@ fn files_under(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
 }
 
 fn out_dir(name: &str) -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    // cargo's temporary folder, or the system's where the binary runs away from its
+    // build (the GPU bundle); the report's folder may be new, the one it goes in not.
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    let parent = if target.is_dir() {
+        target.to_path_buf()
+    } else {
+        std::env::temp_dir().join(format!("coalesce-tests-{}", std::process::id()))
+    };
+    std::fs::create_dir_all(&parent).expect("make the tests' folder");
+    let dir = parent.join(name);
     let _ = std::fs::remove_dir_all(&dir);
     dir
 }

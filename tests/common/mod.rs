@@ -56,6 +56,10 @@ pub fn temp_path(name: &str) -> PathBuf {
     };
     let _ = std::fs::remove_dir_all(&path);
     let _ = std::fs::remove_file(&path);
+    // Outputs go into folders that exist (docs/commands.md): the test's folder does.
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).expect("make the tests' folder");
+    }
     path
 }
 
