@@ -3,6 +3,8 @@
 //! No GPU needed. When the report's code or a shipped profile changes, regenerate it
 //! with `scripts/sample-report.sh` and commit the result.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -45,21 +47,6 @@ fn files_under(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     out
 }
 
-fn out_dir(name: &str) -> PathBuf {
-    // cargo's temporary folder, or the system's where the binary runs away from its
-    // build (the GPU bundle); the report's folder may be new, the one it goes in not.
-    let target = Path::new(env!("CARGO_TARGET_TMPDIR"));
-    let parent = if target.is_dir() {
-        target.to_path_buf()
-    } else {
-        std::env::temp_dir().join(format!("coalesce-tests-{}", std::process::id()))
-    };
-    std::fs::create_dir_all(&parent).expect("make the tests' folder");
-    let dir = parent.join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
-
 /// The results, as `report --from` reads them.
 fn loaded() -> Vec<Results> {
     let files = results_files();
@@ -72,7 +59,7 @@ fn loaded() -> Vec<Results> {
 /// here first).
 #[test]
 fn the_sample_report_is_what_its_results_render() {
-    let out = out_dir("sample-report");
+    let out = common::temp_path("sample-report");
     report::write_from(&out, &loaded()).unwrap();
     let (made, committed) = (files_under(&out), files_under(&sample()));
     let names = |m: &BTreeMap<PathBuf, Vec<u8>>| m.keys().cloned().collect::<Vec<_>>();
