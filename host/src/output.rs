@@ -35,11 +35,16 @@ enum Target {
     File(PathBuf),
 }
 
-fn write_error(path: &Path, why: impl Into<String>) -> Error {
-    Error::Write {
+/// The one line for an I/O error on `path`, as the user named it.
+fn write_failed(path: &Path) -> impl Fn(io::Error) -> Error + Copy + '_ {
+    move |source| Error::Write {
         path: path.display().to_string(),
-        source: io::Error::other(why.into()),
+        source,
     }
+}
+
+fn write_error(path: &Path, why: impl Into<String>) -> Error {
+    write_failed(path)(io::Error::other(why.into()))
 }
 
 /// What a file that is neither a regular file nor a folder is, for the one line.
@@ -87,10 +92,7 @@ fn follow_links(path: &Path) -> Result<PathBuf> {
     for _ in 0..40 {
         match fs::symlink_metadata(&at) {
             Ok(m) if m.file_type().is_symlink() => {
-                let to = fs::read_link(&at).map_err(|source| Error::Write {
-                    path: path.display().to_string(),
-                    source,
-                })?;
+                let to = fs::read_link(&at).map_err(write_failed(path))?;
                 at = match at.parent() {
                     Some(folder) => folder.join(to),
                     None => to,
@@ -137,16 +139,10 @@ fn file_target(path: &Path) -> Result<Target> {
     match fs::metadata(path) {
         Ok(m) if is_our_stdout(&m) => Ok(Target::Stdout),
         Ok(m) if m.is_file() => {
-            let real = fs::canonicalize(path).map_err(|source| Error::Write {
-                path: path.display().to_string(),
-                source,
-            })?;
+            let real = fs::canonicalize(path).map_err(write_failed(path))?;
             Ok(Target::File(real))
         }
-        Ok(m) if m.is_dir() => Err(Error::Write {
-            path: path.display().to_string(),
-            source: io::ErrorKind::IsADirectory.into(),
-        }),
+        Ok(m) if m.is_dir() => Err(write_failed(path)(io::ErrorKind::IsADirectory.into())),
         Ok(m) => Err(write_error(
             path,
             format!(
@@ -159,10 +155,7 @@ fn file_target(path: &Path) -> Result<Target> {
             check_folder_of(&real, path)?;
             Ok(Target::File(real))
         }
-        Err(source) => Err(Error::Write {
-            path: path.display().to_string(),
-            source,
-        }),
+        Err(source) => Err(write_failed(path)(source)),
     }
 }
 
@@ -188,10 +181,7 @@ fn may_replace(real: &Path, shown: &Path) -> Result<()> {
     match fs::OpenOptions::new().write(true).open(real) {
         Ok(_) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        Err(source) => Err(Error::Write {
-            path: shown.display().to_string(),
-            source,
-        }),
+        Err(source) => Err(write_failed(shown)(source)),
     }
 }
 
@@ -205,10 +195,7 @@ pub fn check_file(path: &Path) -> Result<()> {
     may_replace(&real, path)?;
     // Permission bits do not tell everything (root, read-only mounts): try.
     let tmp = temp_beside(&real);
-    fs::File::create(&tmp).map_err(|source| Error::Write {
-        path: path.display().to_string(),
-        source,
-    })?;
+    fs::File::create(&tmp).map_err(write_failed(path))?;
     let _ = fs::remove_file(&tmp);
     Ok(())
 }
@@ -223,10 +210,7 @@ pub fn write_json<T: Serialize>(path: &Path, value: &T) -> Result<()> {
 /// through a link to its target, and to a regular file by a temporary file and a
 /// rename, so a reader never sees it half-written.
 pub fn write_file(path: &Path, text: &str) -> Result<()> {
-    let err = |source| Error::Write {
-        path: path.display().to_string(),
-        source,
-    };
+    let err = write_failed(path);
     let real = match file_target(path)? {
         Target::Stdout => {
             let mut out = io::stdout().lock();
@@ -274,19 +258,13 @@ fn dir_target(dir: &Path) -> Result<PathBuf> {
             check_folder_of(&real, dir)?;
             Ok(real)
         }
-        Err(source) => Err(Error::Write {
-            path: dir.display().to_string(),
-            source,
-        }),
+        Err(source) => Err(write_failed(dir)(source)),
     }
 }
 
 /// Tries writing a file in `folder`, and removes it.
 fn probe(folder: &Path, shown: &Path) -> Result<()> {
-    let err = |source| Error::Write {
-        path: shown.display().to_string(),
-        source,
-    };
+    let err = write_failed(shown);
     let probe = folder.join(format!(".coalesce-write-test.{}", std::process::id()));
     fs::write(&probe, b"").map_err(err)?;
     fs::remove_file(&probe).map_err(err)
@@ -307,10 +285,7 @@ pub fn check_dir(dir: &Path) -> Result<()> {
 /// that a file can be written there.
 pub fn prepare_dir(dir: &Path) -> Result<()> {
     let real = dir_target(dir)?;
-    fs::create_dir_all(&real).map_err(|source| Error::Write {
-        path: dir.display().to_string(),
-        source,
-    })?;
+    fs::create_dir_all(&real).map_err(write_failed(dir))?;
     probe(&real, dir)
 }
 
