@@ -8,6 +8,7 @@
 pub mod async_copy;
 pub mod barrier;
 pub mod cluster;
+pub mod half;
 pub mod math;
 pub mod mem;
 pub mod mma;
@@ -24,6 +25,7 @@ pub mod wgmma;
 #[cfg(not(target_arch = "nvptx64"))]
 pub mod emu;
 
+pub use half::{Bf16, F16, Half};
 pub use mem::{Element, Global, GlobalMut};
 pub use shared::SharedArray;
 pub use vec::Float4;
