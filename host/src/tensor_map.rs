@@ -97,6 +97,7 @@ impl MapSpec {
             pitch,
             boxes: self.boxes,
             swizzle: self.swizzle,
+            elem_bytes: 4,
         }
         .encode())
     }

@@ -38,6 +38,8 @@ pub struct TileMap {
     /// The box, innermost first.
     pub boxes: [u32; 2],
     pub swizzle: Swizzle,
+    /// Bytes an element: 4 (f32) or 2 (the 16-bit floats).
+    pub elem_bytes: u32,
 }
 
 #[cfg(not(target_arch = "nvptx64"))]
@@ -58,6 +60,7 @@ impl TileMap {
             Swizzle::None => 0,
             Swizzle::B128 => 128,
         };
+        words[7] = u64::from(self.elem_bytes);
         TensorMap { words }
     }
 
@@ -74,6 +77,7 @@ impl TileMap {
             pitch: w[4],
             boxes: [w[5] as u32, (w[5] >> 32) as u32],
             swizzle: if w[6] == 128 { Swizzle::B128 } else { Swizzle::None },
+            elem_bytes: w[7] as u32,
         }
     }
 }

@@ -24,7 +24,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::vec::Vec;
 
-use super::tensor::{WarpgroupMma, box_elements, box_rows, k_major_128b};
+use super::tensor::{HalfTiles, WarpgroupMma, box_elements, box_rows, k_major_128b};
 use super::{BlockState, Cluster, with_thread};
 use crate::gpu::tensor_map::{TensorMap, TileMap};
 
@@ -49,19 +49,25 @@ struct TxBarrier {
     /// Bytes expected (`arrive_expect_tx`) less bytes landed, this phase.
     tx: i64,
     phase: u32,
-    /// Copies issued but not landed: each word's address and value.
-    queued: Vec<(usize, u32)>,
+    /// Copies issued but not landed: each element's address, value and bytes (4, or 2
+    /// for 16-bit data: the low half of the value).
+    queued: Vec<(usize, u32, u8)>,
 }
 
 impl TxBarrier {
     /// Lands the queued copies and, if every arrival and byte is in, completes the
     /// phase. Returns whether it completed one.
     fn settle(&mut self) -> bool {
-        for (addr, word) in self.queued.drain(..) {
+        for (addr, word, bytes) in self.queued.drain(..) {
             // SAFETY: the copy's destination, checked in bounds of the block's shared
             // memory when it was issued; shared storage lives as long as the block.
-            unsafe { (addr as *mut u32).write_unaligned(word) };
-            self.tx -= 4;
+            unsafe {
+                match bytes {
+                    2 => (addr as *mut u16).write_unaligned(word as u16),
+                    _ => (addr as *mut u32).write_unaligned(word),
+                }
+            };
+            self.tx -= i64::from(bytes);
         }
         if self.pending == 0 && self.tx == 0 {
             self.phase += 1;
@@ -215,25 +221,29 @@ pub unsafe fn tma_load(map: *const TensorMap, coords: [i32; 2], dst: usize, bar:
         super::record::record_bulk(start, bytes, super::Op::Load);
     }
     let faithful = !with_thread(|t| t.config.addresses_only);
-    let queued: Vec<(usize, u32)> = box_elements(&map, coords, dst)
+    let bytes = map.elem_bytes as u8;
+    let queued: Vec<(usize, u32, u8)> = box_elements(&map, coords, dst)
         .into_iter()
         .map(|e| {
             // SAFETY: inside the tensor the host described (checked by its extents).
             let word = match e.global {
+                Some(g) if faithful && bytes == 2 => u32::from(unsafe { (g as *const u16).read_unaligned() }),
                 Some(g) if faithful => unsafe { (g as *const u32).read_unaligned() },
                 _ => 0,
             };
-            (dst + e.shared, word)
+            (dst + e.shared, word, bytes)
         })
         .collect();
-    super::record::check_shared(dst, queued.len() * 4);
+    super::record::check_shared(dst, queued.len() * usize::from(bytes));
     if ctas == 0 {
         block().hopper.with(bar, |b| b.queued.extend(queued));
         return;
     }
     for rank in (0..16).filter(|r| ctas & (1 << r) != 0) {
         let ((to, at), (_, bar)) = (mapped(rank, dst), mapped(rank, bar));
-        let words = queued.iter().map(|&(addr, word)| (addr - dst + at, word));
+        let words = queued
+            .iter()
+            .map(|&(addr, word, bytes)| (addr - dst + at, word, bytes));
         to.hopper.with(bar, |b| b.queued.extend(words));
     }
 }
@@ -251,14 +261,20 @@ pub unsafe fn tma_store(map: *const TensorMap, coords: [i32; 2], src: usize) {
         super::record::record_bulk(start, bytes, super::Op::Store);
     }
     let elements = box_elements(&map, coords, src);
-    super::record::check_shared(src, elements.len() * 4);
+    super::record::check_shared(src, elements.len() * map.elem_bytes as usize);
     if with_thread(|t| t.config.addresses_only) {
         return;
     }
     for e in elements {
         if let Some(g) = e.global {
             // SAFETY: shared storage checked above; g inside the tensor.
-            unsafe { (g as *mut u32).write_unaligned(((src + e.shared) as *const u32).read_unaligned()) };
+            unsafe {
+                let from = src + e.shared;
+                match map.elem_bytes {
+                    2 => (g as *mut u16).write_unaligned((from as *const u16).read_unaligned()),
+                    _ => (g as *mut u32).write_unaligned((from as *const u32).read_unaligned()),
+                }
+            }
         }
     }
 }
@@ -281,6 +297,9 @@ struct Pending {
     a_tile: Option<usize>,
     b: usize,
     n: usize,
+    /// A 16-bit MMA (`m64nNk16`): the operands' significant bits (8: bf16, 11: f16)
+    /// and B's leading offset (MN-major); None for TF32.
+    half: Option<(u32, usize)>,
 }
 
 /// A thread's share of an `m64nNk8`'s FLOPs: 2 x 64 x N x 8 over the warpgroup's 128.
@@ -305,6 +324,7 @@ pub fn wgmma_mma_tf32(acc: &mut [f32], a: [u32; 4], b: usize, n: usize) {
             a_tile: None,
             b,
             n,
+            half: None,
         })
     });
 }
@@ -325,6 +345,29 @@ pub fn wgmma_mma_tf32_ss(acc: &mut [f32], a: usize, b: usize, n: usize) {
             a_tile: Some(a),
             b,
             n,
+            half: None,
+        })
+    });
+}
+
+/// `wgmma.mma_async` (16-bit, `m64nNk16`, A K-major and B MN-major from shared
+/// memory, B's 64-wide atoms `leading` bytes apart): both tiles are read at the
+/// `wait_group` that retires it.
+pub fn wgmma_mma_16bit_ss(acc: &mut [f32], a: usize, (b, leading): (usize, usize), n: usize, bits: u32) {
+    assert_eq!(
+        acc.len(),
+        n / 2,
+        "an m64n{n}k16 accumulator holds {} floats a thread",
+        n / 2
+    );
+    super::count_tensor_flops(2 * thread_share(n));
+    with_thread(|t| {
+        t.wgmma.open.push(Pending {
+            a: Vec::new(),
+            a_tile: Some(a),
+            b,
+            n,
+            half: Some((bits, leading)),
         })
     });
 }
@@ -365,6 +408,16 @@ pub fn wgmma_wait(acc: &mut [f32], n: usize) {
         return;
     }
     for mut p in retired {
+        if let Some((bits, leading)) = p.half {
+            let tiles = HalfTiles {
+                a: p.a_tile.expect("a 16-bit MMA reads A from shared memory"),
+                b: p.b,
+                leading,
+                bits,
+            };
+            tiles.accumulate(thread, acc, p.n);
+            continue;
+        }
         if let Some(start) = p.a_tile {
             p.a = fragments_of(start);
         }

@@ -5,6 +5,7 @@
 
 use std::vec::Vec;
 
+use crate::gpu::Half;
 use crate::gpu::tensor_map::{Swizzle, TileMap};
 
 /// The 128-byte swizzle of an address in a 1024-byte-aligned group: the 16-byte chunk
@@ -26,13 +27,14 @@ pub struct BoxElement {
 /// memory landing `dst` (the box's start address, whose low 10 bits the swizzle reads).
 pub fn box_elements(map: &TileMap, [c0, c1]: [i32; 2], dst: usize) -> Vec<BoxElement> {
     let [bx, by] = map.boxes.map(|b| b as usize);
+    let e = map.elem_bytes as usize;
     let mut out = Vec::with_capacity(bx * by);
     for r in 0..by {
         for c in 0..bx {
             let (x, y) = (i64::from(c0) + c as i64, i64::from(c1) + r as i64);
             let inside = x >= 0 && y >= 0 && (x as u64) < map.dims[0] && (y as u64) < map.dims[1];
-            let global = inside.then(|| map.base as usize + y as usize * map.pitch as usize + x as usize * 4);
-            let linear = dst + (r * bx + c) * 4;
+            let global = inside.then(|| map.base as usize + y as usize * map.pitch as usize + x as usize * e);
+            let linear = dst + (r * bx + c) * e;
             let shared = match map.swizzle {
                 Swizzle::None => linear,
                 Swizzle::B128 => swizzle_128(linear),
@@ -47,14 +49,15 @@ pub fn box_elements(map: &TileMap, [c0, c1]: [i32; 2], dst: usize) -> Vec<BoxEle
 /// reads (or writes), one line-aligned run per row.
 pub fn box_rows(map: &TileMap, [c0, c1]: [i32; 2]) -> Vec<(usize, usize)> {
     let [bx, by] = map.boxes.map(i64::from);
+    let e = map.elem_bytes as usize;
     let x0 = i64::from(c0).max(0);
     let x1 = (i64::from(c0) + bx).min(map.dims[0] as i64);
     (0..by)
         .map(|r| i64::from(c1) + r)
         .filter(|&y| y >= 0 && (y as u64) < map.dims[1] && x1 > x0)
         .map(|y| {
-            let start = map.base as usize + y as usize * map.pitch as usize + x0 as usize * 4;
-            (start, (x1 - x0) as usize * 4)
+            let start = map.base as usize + y as usize * map.pitch as usize + x0 as usize * e;
+            (start, (x1 - x0) as usize * e)
         })
         .collect()
 }
@@ -102,6 +105,51 @@ pub fn k_major_128b(start: usize, k: usize, n: usize) -> usize {
     swizzle_128(start + n * 128 + k * 4)
 }
 
+/// A 16-bit warpgroup MMA's operand tiles in shared memory (`m64nNk16`): A's 64 x 16
+/// K-major from `a` (rows of 128 bytes, 8-row groups 1024 bytes apart, the step's k
+/// offset inside the row), B's 16 x N MN-major from `b` (atoms of 64 n, k row `r` at
+/// 128 r bytes, atoms `leading` bytes apart), both swizzled by 128 bytes.
+pub struct HalfTiles {
+    pub a: usize,
+    pub b: usize,
+    pub leading: usize,
+    /// Significant bits of the element type: 8 (bf16) or 11 (f16).
+    pub bits: u32,
+}
+
+impl HalfTiles {
+    /// The f32 value of the 16-bit element at `addr`.
+    fn read(&self, addr: usize) -> f32 {
+        // SAFETY: inside an operand tile in the block's shared memory (the descriptor's contract).
+        let h = unsafe { (swizzle_128(addr) as *const u16).read_unaligned() };
+        match self.bits {
+            8 => <crate::gpu::Bf16 as Half>::from_bits(h).to_f32(),
+            _ => <crate::gpu::F16 as Half>::from_bits(h).to_f32(),
+        }
+    }
+
+    pub fn a(&self, row: usize, k: usize) -> f32 {
+        self.read(self.a + row * 128 + k * 2)
+    }
+
+    pub fn b(&self, k: usize, col: usize) -> f32 {
+        self.read(self.b + (col / 64) * self.leading + k * 128 + (col % 64) * 2)
+    }
+
+    /// `acc += A B` for thread `thread` of the group (the accumulator layout of
+    /// [`WarpgroupMma::accumulate`]). Products of 16-bit values are exact in f32; they
+    /// are added in k order, each addition rounded.
+    pub fn accumulate(&self, thread: usize, acc: &mut [f32], n: usize) {
+        let (w, lane) = (thread / 32, thread % 32);
+        let (g, t) = (lane / 4, lane % 4);
+        for (i, out) in acc.iter_mut().enumerate().take(n / 2) {
+            let (j, h, e) = (i / 4, (i / 2) % 2, i % 2);
+            let (row, col) = (16 * w + g + 8 * h, 8 * j + 2 * t + e);
+            *out = (0..16).fold(*out, |sum, k| self.a(row, k).mul_add(self.b(k, col), sum));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,6 +174,7 @@ mod tests {
             pitch: 256,
             boxes: [32, 32],
             swizzle: Swizzle::B128,
+            elem_bytes: 4,
         };
         let elems = box_elements(&map, [0, 0], 4096);
         for r in 0..32 {
@@ -149,6 +198,7 @@ mod tests {
             pitch: 160,
             boxes: [32, 4],
             swizzle: Swizzle::None,
+            elem_bytes: 4,
         };
         let elems = box_elements(&map, [32, 1], 0);
         assert_eq!(elems[0].global, Some(1000 + 160 + 32 * 4));
