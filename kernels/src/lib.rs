@@ -28,7 +28,9 @@ pub mod matmul;
 pub mod offset;
 pub mod particles;
 pub mod saxpy;
+#[macro_use]
 pub mod sgemm;
+pub mod hgemm;
 pub mod stride;
 pub mod transpose;
 
