@@ -23,6 +23,7 @@ pub mod fill;
 pub mod calibrate;
 pub mod complex;
 pub mod copy;
+pub mod hgemm;
 pub mod inflight;
 pub mod matmul;
 pub mod offset;
