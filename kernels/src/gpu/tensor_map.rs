@@ -61,6 +61,25 @@ impl TileMap {
         TensorMap { words }
     }
 
+    /// [`TileMap::encode`] for a tensor of `bytes`-byte elements. A 4-byte map is the
+    /// same 128 bytes as `encode` makes; any other size is kept in word 7.
+    pub fn encode_with_element(self, bytes: u32) -> TensorMap {
+        let mut map = self.encode();
+        if bytes != 4 {
+            map.words[7] = u64::from(bytes);
+        }
+        map
+    }
+
+    /// Bytes per element of the tensor `map` describes (4 unless
+    /// [`TileMap::encode_with_element`] said otherwise).
+    pub fn element_bytes(map: &TensorMap) -> usize {
+        match map.words[7] {
+            0 => 4,
+            b => b as usize,
+        }
+    }
+
     /// The map `encode` made.
     ///
     /// # Panics
