@@ -128,14 +128,28 @@ pub struct Row {
     pub validated: bool,
     pub check: String,
     /// What the kernel multiplies in: `FP32`, `TF32`, `BF16`, `FP16`
-    /// ([`crate::experiment::Arithmetic::label`]); FP32 in files that predate it.
-    #[serde(default = "fp32")]
+    /// ([`crate::experiment::Arithmetic::label`]); empty in files that predate it
+    /// (read it with [`Row::precision`]).
+    #[serde(default)]
     pub precision: String,
 }
 
-/// The precision of a row saved before rows named theirs.
-pub fn fp32() -> String {
-    "FP32".into()
+impl Row {
+    /// Its precision: as recorded, or for a file that predates the field, its
+    /// variant's as this build declares it ([`precision_of`]).
+    pub fn precision(&self) -> &str {
+        precision_of(&self.precision, &self.experiment, &self.variant)
+    }
+}
+
+/// `recorded`, or where it is empty (a file that predates it) the precision this
+/// build declares for `experiment`/`variant` (FP32 for one it does not know).
+pub fn precision_of<'a>(recorded: &'a str, experiment: &str, variant: &str) -> &'a str {
+    if recorded.is_empty() {
+        crate::experiments::arithmetic(experiment, variant).label()
+    } else {
+        recorded
+    }
 }
 
 /// What a row is of: the kernel, its problem and its declared work.

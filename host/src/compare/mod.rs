@@ -88,9 +88,17 @@ pub struct CompareRow {
     #[serde(default)]
     pub cublas_interleaved: bool,
     /// What the kernel multiplies in, and the cuBLAS mode its % of cuBLAS is of:
-    /// `FP32`, `TF32`, `BF16`, `FP16` (FP32 in files that predate it).
-    #[serde(default = "harness::fp32")]
+    /// `FP32`, `TF32`, `BF16`, `FP16`; empty in files that predate it (read it with
+    /// [`CompareRow::precision`]).
+    #[serde(default)]
     pub precision: String,
+}
+
+impl CompareRow {
+    /// Its precision, as [`Row::precision`] reads a row's.
+    pub fn precision(&self) -> &str {
+        harness::precision_of(&self.precision, &self.experiment, &self.variant)
+    }
 }
 
 /// The cuBLAS GFLOP/s a row's % of cuBLAS divides by, and how it was timed.
@@ -128,7 +136,7 @@ impl CompareRow {
             rust: rust_side,
             cpp,
             cublas_interleaved: matches!(cublas, Some(CublasRate::Interleaved(_))),
-            precision: rust.precision.clone(),
+            precision: rust.precision().to_string(),
         }
     }
 }
@@ -223,7 +231,7 @@ impl CompareReport {
                 speedup_over_slowest: 1.0,
                 validated: r.rust.validated,
                 check: r.rust.check.clone(),
-                precision: r.precision.clone(),
+                precision: r.precision().to_string(),
             })
             .collect();
         harness::fill_speedups(&mut rows);
