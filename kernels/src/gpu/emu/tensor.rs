@@ -23,16 +23,24 @@ pub struct BoxElement {
 }
 
 /// Every element of the box of `map` at (`c0`, `c1`), row by row, with its shared
-/// memory landing `dst` (the box's start address, whose low 10 bits the swizzle reads).
-pub fn box_elements(map: &TileMap, [c0, c1]: [i32; 2], dst: usize) -> Vec<BoxElement> {
+/// memory landing `dst` (the box's start address, whose low 10 bits the swizzle reads),
+/// for a tensor of f32s.
+pub fn box_elements(map: &TileMap, coords: [i32; 2], dst: usize) -> Vec<BoxElement> {
+    box_elements_of(map, 4, coords, dst)
+}
+
+/// [`box_elements`] for a tensor of `size`-byte elements (2 for BF16 and FP16): the
+/// box's rows are as many bytes as before over half the elements, and swizzle alike.
+pub fn box_elements_of(map: &TileMap, size: usize, [c0, c1]: [i32; 2], dst: usize) -> Vec<BoxElement> {
     let [bx, by] = map.boxes.map(|b| b as usize);
     let mut out = Vec::with_capacity(bx * by);
     for r in 0..by {
         for c in 0..bx {
             let (x, y) = (i64::from(c0) + c as i64, i64::from(c1) + r as i64);
             let inside = x >= 0 && y >= 0 && (x as u64) < map.dims[0] && (y as u64) < map.dims[1];
-            let global = inside.then(|| map.base as usize + y as usize * map.pitch as usize + x as usize * 4);
-            let linear = dst + (r * bx + c) * 4;
+            let global =
+                inside.then(|| map.base as usize + y as usize * map.pitch as usize + x as usize * size);
+            let linear = dst + (r * bx + c) * size;
             let shared = match map.swizzle {
                 Swizzle::None => linear,
                 Swizzle::B128 => swizzle_128(linear),
@@ -44,8 +52,13 @@ pub fn box_elements(map: &TileMap, [c0, c1]: [i32; 2], dst: usize) -> Vec<BoxEle
 }
 
 /// The global byte ranges of a box's rows inside the tensor: what the copy engine
-/// reads (or writes), one line-aligned run per row.
-pub fn box_rows(map: &TileMap, [c0, c1]: [i32; 2]) -> Vec<(usize, usize)> {
+/// reads (or writes), one line-aligned run per row, for a tensor of f32s.
+pub fn box_rows(map: &TileMap, coords: [i32; 2]) -> Vec<(usize, usize)> {
+    box_rows_of(map, 4, coords)
+}
+
+/// [`box_rows`] for a tensor of `size`-byte elements.
+pub fn box_rows_of(map: &TileMap, size: usize, [c0, c1]: [i32; 2]) -> Vec<(usize, usize)> {
     let [bx, by] = map.boxes.map(i64::from);
     let x0 = i64::from(c0).max(0);
     let x1 = (i64::from(c0) + bx).min(map.dims[0] as i64);
@@ -53,8 +66,8 @@ pub fn box_rows(map: &TileMap, [c0, c1]: [i32; 2]) -> Vec<(usize, usize)> {
         .map(|r| i64::from(c1) + r)
         .filter(|&y| y >= 0 && (y as u64) < map.dims[1] && x1 > x0)
         .map(|y| {
-            let start = map.base as usize + y as usize * map.pitch as usize + x0 as usize * 4;
-            (start, (x1 - x0) as usize * 4)
+            let start = map.base as usize + y as usize * map.pitch as usize + x0 as usize * size;
+            (start, (x1 - x0) as usize * size)
         })
         .collect()
 }
@@ -139,6 +152,43 @@ mod tests {
                 assert_eq!(e.global, Some(r * 256 + c * 4));
             }
         }
+    }
+
+    /// A box of 16-bit elements, 64 to a 128-byte row: each row's bytes land where an
+    /// f32 box's do (the swizzle permutes 16-byte chunks, 8 elements here), and the
+    /// rows read from the tensor are as many bytes.
+    #[test]
+    fn a_16_bit_box_lands_in_the_same_bytes_as_an_f32_one() {
+        let map = TileMap {
+            base: 0x10000,
+            dims: [200, 50],
+            pitch: 400,
+            boxes: [64, 16],
+            swizzle: Swizzle::B128,
+        };
+        let half = box_elements_of(&map, 2, [64, 8], 4096);
+        let word = box_elements(
+            &TileMap {
+                boxes: [32, 16],
+                ..map
+            },
+            [32, 8],
+            4096,
+        );
+        for r in 0..16 {
+            for c in 0..64 {
+                let e = half[r * 64 + c];
+                // The f32 element holding the same 4 bytes, and which half of it.
+                let w = word[r * 32 + c / 2];
+                assert_eq!(e.shared, w.shared + 2 * (c % 2), "({r}, {c})");
+                assert_eq!(e.global, Some(0x10000 + (8 + r) * 400 + (64 + c) * 2));
+            }
+        }
+        assert_eq!(box_rows_of(&map, 2, [64, 8])[0], (0x10000 + 8 * 400 + 128, 128));
+        // Past the tensor's 200 columns: columns 192..199 of the box at 192 are in.
+        let edge = box_elements_of(&map, 2, [192, 0], 0);
+        assert!(edge[7].global.is_some() && edge[8].global.is_none());
+        assert_eq!(box_rows_of(&map, 2, [192, 0])[0].1, 16);
     }
 
     #[test]
