@@ -116,16 +116,22 @@ impl Elem {
     pub fn decode(self, bytes: &[u8]) -> Vec<f32> {
         match self {
             Elem::F32 => bytes
-                .chunks_exact(4)
-                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .as_chunks::<4>()
+                .0
+                .iter()
+                .map(|&b| f32::from_le_bytes(b))
                 .collect(),
             Elem::Bf16 => bytes
-                .chunks_exact(2)
-                .map(|b| Bf16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f32())
+                .as_chunks::<2>()
+                .0
+                .iter()
+                .map(|&b| Bf16::from_bits(u16::from_le_bytes(b)).to_f32())
                 .collect(),
             Elem::F16 => bytes
-                .chunks_exact(2)
-                .map(|b| F16::from_bits(u16::from_le_bytes([b[0], b[1]])).to_f32())
+                .as_chunks::<2>()
+                .0
+                .iter()
+                .map(|&b| F16::from_bits(u16::from_le_bytes(b)).to_f32())
                 .collect(),
         }
     }

@@ -24,7 +24,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::vec::Vec;
 
-use super::tensor::{WarpgroupMma, box_elements_of, box_rows_of, k_major_128b};
+use super::tensor::{WarpgroupMma, box_elements, box_rows, k_major_128b};
 use super::{BlockState, Cluster, with_thread};
 use crate::gpu::tensor_map::{TensorMap, TileMap};
 
@@ -211,11 +211,11 @@ pub fn barrier_try_wait(addr: usize, parity: u32) -> bool {
 pub unsafe fn tma_load(map: *const TensorMap, coords: [i32; 2], dst: usize, bar: usize, ctas: u16) {
     // SAFETY: a map the host made for this launch (the kernel's contract).
     let (map, size) = unsafe { (TileMap::decode(&*map), TileMap::element_bytes(&*map)) };
-    for (start, bytes) in box_rows_of(&map, size, coords) {
+    for (start, bytes) in box_rows(&map, size, coords) {
         super::record::record_bulk(start, bytes, super::Op::Load);
     }
     let faithful = !with_thread(|t| t.config.addresses_only);
-    let queued: Vec<(usize, Element)> = box_elements_of(&map, size, coords, dst)
+    let queued: Vec<(usize, Element)> = box_elements(&map, size, coords, dst)
         .into_iter()
         .map(|e| {
             // SAFETY: inside the tensor the host described (checked by its extents).
@@ -247,10 +247,10 @@ pub unsafe fn tma_load(map: *const TensorMap, coords: [i32; 2], dst: usize, bar:
 pub unsafe fn tma_store(map: *const TensorMap, coords: [i32; 2], src: usize) {
     // SAFETY: as for `tma_load`.
     let (map, size) = unsafe { (TileMap::decode(&*map), TileMap::element_bytes(&*map)) };
-    for (start, bytes) in box_rows_of(&map, size, coords) {
+    for (start, bytes) in box_rows(&map, size, coords) {
         super::record::record_bulk(start, bytes, super::Op::Store);
     }
-    let elements = box_elements_of(&map, size, coords, src);
+    let elements = box_elements(&map, size, coords, src);
     super::record::check_shared(src, elements.len() * size);
     if with_thread(|t| t.config.addresses_only) {
         return;

@@ -24,14 +24,9 @@ pub struct BoxElement {
 
 /// Every element of the box of `map` at (`c0`, `c1`), row by row, with its shared
 /// memory landing `dst` (the box's start address, whose low 10 bits the swizzle reads),
-/// for a tensor of f32s.
-pub fn box_elements(map: &TileMap, coords: [i32; 2], dst: usize) -> Vec<BoxElement> {
-    box_elements_of(map, 4, coords, dst)
-}
-
-/// [`box_elements`] for a tensor of `size`-byte elements (2 for BF16 and FP16): the
-/// box's rows are as many bytes as before over half the elements, and swizzle alike.
-pub fn box_elements_of(map: &TileMap, size: usize, [c0, c1]: [i32; 2], dst: usize) -> Vec<BoxElement> {
+/// for a tensor of `size`-byte elements (4 for f32; 2 for BF16 and FP16, whose 128-byte
+/// rows hold twice the elements and swizzle alike).
+pub fn box_elements(map: &TileMap, size: usize, [c0, c1]: [i32; 2], dst: usize) -> Vec<BoxElement> {
     let [bx, by] = map.boxes.map(|b| b as usize);
     let mut out = Vec::with_capacity(bx * by);
     for r in 0..by {
@@ -51,14 +46,9 @@ pub fn box_elements_of(map: &TileMap, size: usize, [c0, c1]: [i32; 2], dst: usiz
     out
 }
 
-/// The global byte ranges of a box's rows inside the tensor: what the copy engine
-/// reads (or writes), one line-aligned run per row, for a tensor of f32s.
-pub fn box_rows(map: &TileMap, coords: [i32; 2]) -> Vec<(usize, usize)> {
-    box_rows_of(map, 4, coords)
-}
-
-/// [`box_rows`] for a tensor of `size`-byte elements.
-pub fn box_rows_of(map: &TileMap, size: usize, [c0, c1]: [i32; 2]) -> Vec<(usize, usize)> {
+/// The global byte ranges of a box's rows inside the tensor of `size`-byte elements:
+/// what the copy engine reads (or writes), one line-aligned run per row.
+pub fn box_rows(map: &TileMap, size: usize, [c0, c1]: [i32; 2]) -> Vec<(usize, usize)> {
     let [bx, by] = map.boxes.map(i64::from);
     let x0 = i64::from(c0).max(0);
     let x1 = (i64::from(c0) + bx).min(map.dims[0] as i64);
@@ -140,7 +130,7 @@ mod tests {
             boxes: [32, 32],
             swizzle: Swizzle::B128,
         };
-        let elems = box_elements(&map, [0, 0], 4096);
+        let elems = box_elements(&map, 4, [0, 0], 4096);
         for r in 0..32 {
             for c in 0..32 {
                 let e = elems[r * 32 + c];
@@ -166,12 +156,13 @@ mod tests {
             boxes: [64, 16],
             swizzle: Swizzle::B128,
         };
-        let half = box_elements_of(&map, 2, [64, 8], 4096);
+        let half = box_elements(&map, 2, [64, 8], 4096);
         let word = box_elements(
             &TileMap {
                 boxes: [32, 16],
                 ..map
             },
+            4,
             [32, 8],
             4096,
         );
@@ -184,11 +175,11 @@ mod tests {
                 assert_eq!(e.global, Some(0x10000 + (8 + r) * 400 + (64 + c) * 2));
             }
         }
-        assert_eq!(box_rows_of(&map, 2, [64, 8])[0], (0x10000 + 8 * 400 + 128, 128));
+        assert_eq!(box_rows(&map, 2, [64, 8])[0], (0x10000 + 8 * 400 + 128, 128));
         // Past the tensor's 200 columns: columns 192..199 of the box at 192 are in.
-        let edge = box_elements_of(&map, 2, [192, 0], 0);
+        let edge = box_elements(&map, 2, [192, 0], 0);
         assert!(edge[7].global.is_some() && edge[8].global.is_none());
-        assert_eq!(box_rows_of(&map, 2, [192, 0])[0].1, 16);
+        assert_eq!(box_rows(&map, 2, [192, 0])[0].1, 16);
     }
 
     #[test]
@@ -200,15 +191,15 @@ mod tests {
             boxes: [32, 4],
             swizzle: Swizzle::None,
         };
-        let elems = box_elements(&map, [32, 1], 0);
+        let elems = box_elements(&map, 4, [32, 1], 0);
         assert_eq!(elems[0].global, Some(1000 + 160 + 32 * 4));
         assert_eq!(elems[8].global, None, "column 40 is past the tensor");
         assert!(elems[64..].iter().all(|e| e.global.is_none()), "row 3 is past it");
         assert_eq!(
-            box_rows(&map, [32, 1]),
+            box_rows(&map, 4, [32, 1]),
             [(1000 + 160 + 128, 32), (1000 + 320 + 128, 32)]
         );
-        assert!(box_rows(&map, [40, 0]).is_empty());
+        assert!(box_rows(&map, 4, [40, 0]).is_empty());
     }
 
     #[test]
