@@ -196,18 +196,6 @@ impl Arithmetic {
             Arithmetic::F16 => "FP16",
         }
     }
-
-    /// The arithmetic a precision label names ([`Arithmetic::label`]).
-    pub fn from_label(label: &str) -> Option<Arithmetic> {
-        [
-            Arithmetic::Fp32,
-            Arithmetic::Tf32,
-            Arithmetic::Bf16,
-            Arithmetic::F16,
-        ]
-        .into_iter()
-        .find(|a| a.label() == label)
-    }
 }
 
 /// One kernel parameter, as declared.
