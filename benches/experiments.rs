@@ -138,7 +138,7 @@ fn bench_experiment(
     let (free, _) = gpu.memory()?;
     let problem = harness::choose_problem(exp, opts, &gpu.info, free)?;
     let mut prepared = Prepared::new(gpu, exp, problem, opts.seed)?;
-    let size = match harness::baseline_bytes(&problem) {
+    let size = match harness::baseline_bytes(exp, &problem) {
         Some(b) if problem.label().ends_with("elements") => format!("{} per array", format_bytes(b)),
         _ => problem.label(),
     };

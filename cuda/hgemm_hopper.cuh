@@ -1,12 +1,10 @@
 // The 16-bit Hopper rungs of the hgemm twin (included by hgemm.cu): C = A B, row-major,
-// A, B and C of one 16-bit type (__nv_bfloat16 or half), f32 accumulation; TMA-fed
+// A, B and C of one 16-bit type (bf16 or fp16, hgemm.cu's), f32 accumulation; TMA-fed
 // tiles multiplied by warpgroups from shared memory (wgmma, sm_90a), written as
 // hand-written Hopper GEMMs are: inline PTX. As in kernels/src/hgemm/wgmma.rs: A lands
 // K-major, B MN-major (the instruction transposes it), a 128 x 256 tile a block of two
 // consumer warpgroups. Any m; k and n multiples of 8 (the host checks).
 #pragma once
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
 #include "hopper.cuh"
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -36,16 +34,20 @@ __device__ __forceinline__ void wgmma_f16_n256(float* d, unsigned long long a, u
 }
 
 template <typename T> __device__ __forceinline__ void wgmma_n256(float* d, unsigned long long a, unsigned long long b);
-template <> __device__ __forceinline__ void wgmma_n256<__nv_bfloat16>(float* d, unsigned long long a, unsigned long long b) { wgmma_bf16_n256(d, a, b); }
-template <> __device__ __forceinline__ void wgmma_n256<half>(float* d, unsigned long long a, unsigned long long b) { wgmma_f16_n256(d, a, b); }
+template <> __device__ __forceinline__ void wgmma_n256<bf16>(float* d, unsigned long long a, unsigned long long b) { wgmma_bf16_n256(d, a, b); }
+template <> __device__ __forceinline__ void wgmma_n256<fp16>(float* d, unsigned long long a, unsigned long long b) { wgmma_f16_n256(d, a, b); }
 
-__device__ __forceinline__ unsigned pack2(__nv_bfloat16*, float lo, float hi) {
-    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<unsigned*>(&v);
+// lo and hi rounded to nearest even and packed, lo in the low half (cvt's first source
+// lands in the high half).
+__device__ __forceinline__ unsigned pack2(bf16*, float lo, float hi) {
+    unsigned d;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
+    return d;
 }
-__device__ __forceinline__ unsigned pack2(half*, float lo, float hi) {
-    half2 v = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<unsigned*>(&v);
+__device__ __forceinline__ unsigned pack2(fp16*, float lo, float hi) {
+    unsigned d;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
+    return d;
 }
 
 constexpr int H_BM = 128, H_BN = 256, H_BK = 64, H_BOX = 64, H_GROUP_M = 8;

@@ -68,6 +68,27 @@ fn an_off_by_one_guard_fails_validation() {
     }
 }
 
+/// A 16-bit GEMM that keeps its sum in the 16-bit type, rounding after every k step,
+/// fails the bound that allows C one rounding; the real kernel (f32 sum, rounded once)
+/// passes on the same inputs.
+#[test]
+fn a_16_bit_sum_rounded_every_step_fails_validation() {
+    let cases = [
+        ("gemm-bf16", broken::hgemm_simt_bf16_rounds_every_step.info()),
+        ("gemm-f16", broken::hgemm_simt_f16_rounds_every_step.info()),
+    ];
+    for (exp, wrong) in cases {
+        for (m, n, k) in [(33, 65, 17), (70, 45, 37)] {
+            let p = Problem::Product { m, n, k };
+            let good = validation(exp, "simt", p, None, Schedule::Concurrent);
+            assert!(good.ok, "{exp}/simt {m}x{n}x{k}: {}", good.detail);
+            let bad = validation(exp, "simt", p, Some(wrong), Schedule::Concurrent);
+            assert!(!bad.ok, "{exp}: rounding every k step passed at {m}x{n}x{k}");
+            assert!(bad.detail.contains("entries differ"), "{}", bad.detail);
+        }
+    }
+}
+
 #[test]
 fn a_transposed_index_fails_validation() {
     let run = |m, n, k, broken| {

@@ -16,6 +16,26 @@ fn list_needs_no_gpu() {
         .stdout(predicate::str::contains("stride").and(predicate::str::contains("1, 2, 4, 8, 16, 32, 64")));
 }
 
+/// Each product says what its variants multiply in; data movement says nothing.
+#[test]
+fn list_names_each_products_precision() {
+    let out = coalesce().arg("list").output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let after = |name: &str| {
+        let mut lines = text.lines().skip_while(|l| !l.starts_with(&format!("{name} ")));
+        lines.nth(2).unwrap_or_default().trim().to_string()
+    };
+    assert_eq!(after("gemm-bf16"), "precision: BF16", "{text}");
+    assert_eq!(after("gemm-f16"), "precision: FP16", "{text}");
+    assert_eq!(after("matmul"), "precision: FP32", "{text}");
+    assert!(
+        after("sgemm").starts_with("precision: FP32; TF32: tf32-128x128x32, tf32-128x256x32, wgmma,"),
+        "{text}"
+    );
+    assert_eq!(text.matches("precision:").count(), 4, "{text}");
+}
+
 #[test]
 fn unknown_experiment_lists_the_known_ones() {
     let err = fails(&["run", "nonsense"], 2);

@@ -1,6 +1,6 @@
 //! GPU tests of `coalesce compare`: every C++ twin against the CPU reference at
-//! awkward sizes, cuBLAS SGEMM against an f64 product, and a whole small
-//! comparison. They need an NVIDIA GPU and the CUDA toolkit's NVRTC and cuBLAS
+//! awkward sizes, cuBLAS (SGEMM, and GEMM in BF16 and FP16) against an f64 product,
+//! and a whole small comparison. They need an NVIDIA GPU and the CUDA toolkit's NVRTC and cuBLAS
 //! (`cargo test -- --ignored`, or the bundle's `tests`/`compare` stages).
 
 mod common;
@@ -14,12 +14,13 @@ use coalesce::compare::cublas::{Cublas, Math};
 use coalesce::compare::run::compare;
 use coalesce::compare::twins::Twins;
 use coalesce::device::Gpu;
+use coalesce::elem::Elem;
 use coalesce::experiments::{ALL, select};
 use coalesce::harness::RunOptions;
 use coalesce::prepared::{Gemm, Prepared};
 use coalesce::report::Results;
 use coalesce::timing::Reps;
-use coalesce::validate::check_rounded_product;
+use coalesce::validate::{ProductBound, check_product_bound, check_rounded_product};
 
 fn all_twins(gpu: &Gpu) -> Twins {
     Twins::build(gpu, ALL).unwrap_or_else(|e| panic!("the C++ twins need NVRTC: {e}"))
@@ -85,8 +86,10 @@ fn sgemm_check(m: usize, n: usize, k: usize, math: Math, gpu: &Gpu, blas: &Cubla
         a: da.as_device_ptr().as_raw(),
         b: db.as_device_ptr().as_raw(),
         c: dc.as_device_ptr().as_raw(),
+        input: Elem::F32,
+        output: Elem::F32,
     };
-    blas.sgemm(math, &g).unwrap();
+    blas.gemm(math, &g).unwrap();
     gpu.sync("sgemm").unwrap();
     let mut got = vec![0f32; m * n];
     dc.copy_to(&mut got[..]).unwrap();
@@ -114,6 +117,114 @@ fn cublas_sgemm_matches_an_f64_reference() {
     }
     drop(blas);
     assert!(errors.is_empty(), "{}", errors.join("\n"));
+}
+
+/// cuBLAS's BF16 and FP16 C = A B (`cublasGemmEx`, f32 accumulation) for one shape,
+/// against the f64 product of the inputs' exact values within the 16-bit bound.
+fn gemm_16_check(m: usize, n: usize, k: usize, math: Math, gpu: &Gpu, blas: &Cublas) -> Option<String> {
+    let elem = math.elem();
+    let a: Vec<f32> = (0..m * k)
+        .map(|i| elem.round(kernels::fill::uniform(1, i as u64)))
+        .collect();
+    let b: Vec<f32> = (0..k * n)
+        .map(|i| elem.round(kernels::fill::uniform(2, i as u64)))
+        .collect();
+    let (mut da, mut db, dc) = (
+        gpu.alloc::<u8>(m * k * 2).unwrap(),
+        gpu.alloc::<u8>(k * n * 2).unwrap(),
+        gpu.alloc::<u8>(m * n * 2).unwrap(),
+    );
+    da.copy_from(&elem.encode(&a)[..]).unwrap();
+    db.copy_from(&elem.encode(&b)[..]).unwrap();
+    let g = Gemm {
+        m,
+        n,
+        k,
+        a: da.as_device_ptr().as_raw(),
+        b: db.as_device_ptr().as_raw(),
+        c: dc.as_device_ptr().as_raw(),
+        input: elem,
+        output: elem,
+    };
+    blas.gemm(math, &g).unwrap();
+    gpu.sync("gemm").unwrap();
+    let mut bytes = vec![0u8; m * n * 2];
+    dc.copy_to(&mut bytes[..]).unwrap();
+    let got = elem.decode(&bytes);
+    let all: Vec<usize> = (0..m * n).collect();
+    let bound = ProductBound {
+        input: 0.0,
+        output: elem,
+    };
+    let v = check_product_bound(&got, (m, n, k), |i| a[i], |i| b[i], &all, bound);
+    (!v.ok).then(|| format!("{m}x{n}x{k} {}: {}", math.label(), v.detail))
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn cublas_16_bit_gemm_matches_an_f64_reference() {
+    let gpu = gpu();
+    let blas = Cublas::load(&gpu).unwrap_or_else(|e| panic!("{e}"));
+    let mut errors = Vec::new();
+    for (m, n, k) in [
+        (1, 1, 1),
+        (33, 65, 17),
+        (1000, 17, 33),
+        (17, 1000, 129),
+        (64, 48, 4096),
+    ] {
+        for math in [Math::Bf16, Math::F16] {
+            errors.extend(gemm_16_check(m, n, k, math, &gpu, &blas));
+        }
+    }
+    drop(blas);
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
+}
+
+/// The 16-bit experiments through `compare`: each simt kernel and its twin validated
+/// at an awkward shape, beside cuBLAS in the same precision (validated too), with
+/// every row and line naming its precision.
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn the_16_bit_gemms_run_validated_beside_cublas() {
+    let gpu = gpu();
+    let plan = RunOptions {
+        size: None,
+        shape: Some(vec![1000, 136, 77]),
+        reps: Reps { warmup: 1, timed: 3 },
+        seed: 11,
+    };
+    let words = ["gemm-bf16/simt".to_string(), "gemm-f16/simt".to_string()];
+    let report = compare(&gpu, &select(&words).unwrap(), &plan, None, |_| {}).unwrap();
+    assert_eq!(report.failures(), 0, "{report:#?}");
+    let rows: Vec<(&str, &str)> = report
+        .rows
+        .iter()
+        .map(|r| (r.experiment.as_str(), r.precision()))
+        .collect();
+    assert_eq!(rows, [("gemm-bf16", "BF16"), ("gemm-f16", "FP16")]);
+    for r in &report.rows {
+        assert!(
+            r.rust.validated && r.cpp.as_ref().is_some_and(|c| c.validated),
+            "{r:#?}"
+        );
+        assert!(r.rust.pct_of_cublas.is_some_and(|p| p > 0.0), "{r:#?}");
+        assert!(r.cublas_interleaved);
+    }
+    let lines: Vec<(&str, Math, bool)> = report
+        .cublas_rows
+        .iter()
+        .map(|c| (c.experiment.as_str(), c.math, c.validated))
+        .collect();
+    assert_eq!(
+        lines,
+        [("gemm-bf16", Math::Bf16, true), ("gemm-f16", Math::F16, true)]
+    );
+    assert!(
+        report.cublas_rows[0]
+            .describe()
+            .starts_with("cuBLAS GEMM BF16 1000x136x77 = ")
+    );
 }
 
 #[test]
@@ -155,9 +266,12 @@ fn compare_validates_every_row_on_both_sides() {
         .iter()
         .filter(|e| e.kind == coalesce::experiment::Kind::Product);
     let expected: Vec<(&str, Math)> = products
-        .flat_map(|e| [(e.name, Math::Fp32), (e.name, Math::Tf32)])
+        .flat_map(|e| Math::on(e.elem()).iter().map(|&m| (e.name, m)))
         .collect();
-    assert!(expected.len() >= 4, "matmul and sgemm are products");
+    assert!(
+        expected.len() >= 6,
+        "matmul, sgemm and the 16-bit GEMMs are products"
+    );
     assert_eq!(ran, expected, "{:?}", report.cublas);
     assert!(
         report

@@ -11,6 +11,7 @@ use coalesce::calibrate::compute::{
     FMA_A, FMA_B, ISSUE_K, MMA_A, MMA_B, WGMMA_B, bulk_shape, bulk_sum, chase_end, check_wgmma_blocks,
     fma_chain, fma_chains, issue_chains, l2_shape, l2_sums, l2_value, line_sum, line_value, mma_sum,
 };
+use coalesce::elem::Elem;
 use coalesce::ptx::{PTX, PTX_SM80, PTX_SM90A};
 use common::{fresh_dir, nvdisasm, ptxas, sass_functions, sass_listing};
 use kernels::calibrate::pipes::{
@@ -117,7 +118,11 @@ fn the_copy_engines_l2_read_sums_each_stage_it_waited_for() {
     assert_eq!((chunks, shift), (5, 2));
     let src: Vec<f32> = (0..chunks * BULK_STAGE).map(|i| l2_value(i) as f32).collect();
     let map = MapSpec::line(0, Dim::Len, BULK_BOX as u32)
-        .for_emulator(&Problem::Elements { n: src.len() }, src.as_ptr() as u64)
+        .for_emulator(
+            &Problem::Elements { n: src.len() },
+            Elem::F32,
+            src.as_ptr() as u64,
+        )
         .unwrap();
     // 4 blocks, each chunk read by one block, then by two at once.
     for group in [1, 2] {

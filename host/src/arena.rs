@@ -14,11 +14,10 @@ use cust::memory::{DeviceBuffer, DevicePointer, DeviceSlice};
 /// own would.
 pub const ALIGN: u64 = 2 << 20;
 
-/// Bytes an arena needs for buffers of `lens` f32 elements, each on an [`ALIGN`]
+/// Bytes an arena needs for buffers of `sizes` bytes, each on an [`ALIGN`]
 /// boundary; `None` on overflow.
-pub fn bytes_for(lens: &[usize]) -> Option<u64> {
-    lens.iter().try_fold(0u64, |at, &len| {
-        let bytes = (len as u64).checked_mul(4)?;
+pub fn bytes_for(sizes: &[u64]) -> Option<u64> {
+    sizes.iter().try_fold(0u64, |at, &bytes| {
         at.checked_next_multiple_of(ALIGN)?.checked_add(bytes)
     })
 }
@@ -52,21 +51,23 @@ impl Arena {
         self.leased.get()
     }
 
-    /// Buffers of `lens` f32 elements laid out from its start, valid while the [`Lease`]
+    /// Buffers of `sizes` bytes laid out from its start, valid while the [`Lease`]
     /// beside them lives; `None` while another lease holds it or when they do not fit.
-    pub fn lease(self: &Rc<Arena>, lens: &[usize]) -> Option<(Lease, Vec<DeviceSlice<f32>>)> {
-        if self.leased.get() || bytes_for(lens)? > self.bytes() {
+    pub fn lease(self: &Rc<Arena>, sizes: &[u64]) -> Option<(Lease, Vec<DeviceSlice<u8>>)> {
+        if self.leased.get() || bytes_for(sizes)? > self.bytes() {
             return None;
         }
         let base = self.address();
         let mut at = 0u64;
-        let mut slices = Vec::with_capacity(lens.len());
-        for &len in lens {
+        let mut slices = Vec::with_capacity(sizes.len());
+        for &bytes in sizes {
             at = at.next_multiple_of(ALIGN);
-            // SAFETY: [at, at + 4 len) lies inside the allocation (bytes_for above),
-            // f32-aligned, and no other lease shares it while this one lives.
-            slices.push(unsafe { DeviceSlice::from_raw_parts(DevicePointer::from_raw(base + at), len) });
-            at += len as u64 * 4;
+            // SAFETY: [at, at + bytes) lies inside the allocation (bytes_for above),
+            // aligned for any element, and no other lease shares it while this one lives.
+            slices.push(unsafe {
+                DeviceSlice::from_raw_parts(DevicePointer::from_raw(base + at), bytes as usize)
+            });
+            at += bytes;
         }
         self.leased.set(true);
         Some((
@@ -96,10 +97,10 @@ mod tests {
     #[test]
     fn buffers_start_on_large_page_boundaries() {
         assert_eq!(bytes_for(&[]), Some(0));
-        assert_eq!(bytes_for(&[1]), Some(4));
+        assert_eq!(bytes_for(&[4]), Some(4));
         // The second buffer starts at 2 MiB, the third at 4 MiB.
-        assert_eq!(bytes_for(&[1, 1, 3]), Some(2 * ALIGN + 12));
-        assert_eq!(bytes_for(&[(ALIGN / 4) as usize, 1]), Some(ALIGN + 4));
-        assert_eq!(bytes_for(&[usize::MAX]), None);
+        assert_eq!(bytes_for(&[4, 2, 12]), Some(2 * ALIGN + 12));
+        assert_eq!(bytes_for(&[ALIGN, 4]), Some(ALIGN + 4));
+        assert_eq!(bytes_for(&[1, u64::MAX - 1]), None);
     }
 }

@@ -1,45 +1,68 @@
 //! Device buffers as the harness uses them: filled with random data on the GPU,
-//! poisoned before a kernel writes them, copied back for validation.
+//! poisoned before a kernel writes them, copied back for validation. A buffer is its
+//! bytes on the device and the [`Elem`] they hold.
 
 use cust::memory::{CopyDestination, DeviceSlice};
 use kernels::entry;
+use kernels::gpu::{Bf16, F16};
 
 use crate::device::Gpu;
+use crate::elem::Elem;
 use crate::error::{Error, Result};
 use crate::launch::{AsGlobal, Launch};
 
-/// A quiet NaN with a recognisable payload: never equal to anything, so an output
-/// element the kernel did not write fails validation.
-pub const POISON_BITS: u32 = 0x7fc0_bad0;
+/// The f32 poison ([`Elem::poison`]): a quiet NaN with a recognisable payload.
+pub const POISON_BITS: u32 = Elem::F32.poison();
 
-/// Fills `buf` with `kernels::fill::uniform(seed, i)`, computed on the GPU.
-pub fn fill_uniform(gpu: &Gpu, buf: &DeviceSlice<f32>, seed: u64) -> Result<()> {
-    let cfg = Launch::grid_stride(buf.len(), kernels::fill::BLOCK, gpu.info.sm_count, 8);
-    gpu.launch(&entry::fill_uniform, cfg, (buf.len(), seed, buf.global_mut()))
+/// Fills `buf` (`elem` elements) with `kernels::fill::uniform(seed, i)` rounded to
+/// `elem`, computed on the GPU.
+pub fn fill_uniform(gpu: &Gpu, buf: &DeviceSlice<u8>, elem: Elem, seed: u64) -> Result<()> {
+    let n = buf.len() / elem.bytes();
+    let cfg = Launch::grid_stride(n, kernels::fill::BLOCK, gpu.info.sm_count, 8);
+    match elem {
+        Elem::F32 => gpu.launch(&entry::fill_uniform, cfg, (n, seed, buf.global_mut_as::<f32>())),
+        Elem::Bf16 => gpu.launch(
+            &entry::fill_uniform_bf16,
+            cfg,
+            (n, seed, buf.global_mut_as::<Bf16>()),
+        ),
+        Elem::F16 => gpu.launch(
+            &entry::fill_uniform_f16,
+            cfg,
+            (n, seed, buf.global_mut_as::<F16>()),
+        ),
+    }
 }
 
-/// Overwrites `buf` with [`POISON_BITS`].
-pub fn poison(gpu: &Gpu, buf: &mut DeviceSlice<f32>) -> Result<()> {
-    // SAFETY: the buffer outlives the stream work (callers sync before dropping it).
-    unsafe { buf.set_32_async(POISON_BITS, &gpu.stream) }
-        .map_err(gpu.cuda_error("poisoning an output buffer"))
+/// Overwrites `buf` with `elem`'s poison.
+pub fn poison(gpu: &Gpu, buf: &mut DeviceSlice<u8>, elem: Elem) -> Result<()> {
+    // SAFETY: the buffer outlives the stream work (callers sync before dropping it);
+    // its length is a whole number of elements and its start is aligned for them.
+    let set = unsafe {
+        match elem.bytes() {
+            4 => buf.set_32_async(elem.poison(), &gpu.stream),
+            _ => buf.set_16_async(elem.poison() as u16, &gpu.stream),
+        }
+    };
+    set.map_err(gpu.cuda_error("poisoning an output buffer"))
 }
 
-/// Waits for the stream, then copies `buf` to the host.
-pub fn download(gpu: &Gpu, buf: &DeviceSlice<f32>) -> Result<Vec<f32>> {
+/// Waits for the stream, then copies `buf` to the host as the exact values of its
+/// `elem` elements.
+pub fn download(gpu: &Gpu, buf: &DeviceSlice<u8>, elem: Elem) -> Result<Vec<f32>> {
     gpu.sync("finishing work before a copy to the host")?;
-    let mut host = vec![0f32; buf.len()];
+    let mut host = vec![0u8; buf.len()];
     buf.copy_to(&mut host[..])
         .map_err(gpu.cuda_error("copying a result to the host"))?;
-    Ok(host)
+    Ok(elem.decode(&host))
 }
 
-/// `count` f32 elements in `bytes`, which must hold at least one.
-pub fn f32_elements(bytes: u64) -> Result<usize> {
-    let n = bytes / 4;
+/// How many `elem` elements `bytes` holds; it must hold at least one.
+pub fn elements(bytes: u64, elem: Elem) -> Result<usize> {
+    let n = bytes / elem.bytes() as u64;
     if n == 0 {
         return Err(Error::Zero {
-            what: "--size (in whole f32 elements)",
+            what: "--size (in whole elements)",
         });
     }
     usize::try_from(n).map_err(|_| Error::TooLarge {
@@ -50,15 +73,71 @@ pub fn f32_elements(bytes: u64) -> Result<usize> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
     fn poison_is_nan() {
-        assert!(f32::from_bits(super::POISON_BITS).is_nan());
+        assert!(f32::from_bits(POISON_BITS).is_nan());
+    }
+
+    /// The GPU's fills, run on the emulator with the harness's own grid (a few blocks
+    /// striding over more elements than they have threads), store what `Inputs`
+    /// says each element holds: the f32 draw, rounded as the buffer's type stores it.
+    #[test]
+    fn the_fills_store_what_inputs_recompute() {
+        use kernels::gpu::GlobalMut;
+        use kernels::gpu::emu::{Dim3, LaunchConfig, launch};
+
+        use crate::experiment::Inputs;
+        let inputs = Inputs { seed: 9 };
+        let n = 3 * 256 * 2 + 77;
+        for (b, elem) in [Elem::F32, Elem::Bf16, Elem::F16].into_iter().enumerate() {
+            let cfg = Launch::grid_stride(n, kernels::fill::BLOCK, 3, 1);
+            let config = LaunchConfig {
+                grid: Dim3::from(cfg.grid.0),
+                block: Dim3::from(cfg.block.0),
+                ..Default::default()
+            };
+            let seed = inputs.stream(b);
+            let mut words = vec![0u32; n];
+            let at = words.as_mut_ptr();
+            // SAFETY (each): `words` holds n elements of any of the types.
+            let _ = unsafe {
+                match elem {
+                    Elem::F32 => launch(
+                        &config,
+                        entry::fill_uniform.bind((n, seed, GlobalMut::from_ptr(at.cast::<f32>()))),
+                    ),
+                    Elem::Bf16 => launch(
+                        &config,
+                        entry::fill_uniform_bf16.bind((n, seed, GlobalMut::from_ptr(at.cast::<Bf16>()))),
+                    ),
+                    Elem::F16 => launch(
+                        &config,
+                        entry::fill_uniform_f16.bind((n, seed, GlobalMut::from_ptr(at.cast::<F16>()))),
+                    ),
+                }
+            };
+            let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+            let got = elem.decode(&bytes[..n * elem.bytes()]);
+            let want: Vec<f32> = (0..n).map(|i| inputs.value(b, elem, i)).collect();
+            assert_eq!(got, want, "{elem:?}");
+            assert!(want.iter().all(|&x| elem.round(x) == x));
+            if elem != Elem::F32 {
+                assert!(
+                    (0..n).any(|i| want[i] != inputs.get(b, i)),
+                    "{elem:?} rounds some draw"
+                );
+            }
+        }
     }
 
     #[test]
     fn element_counts() {
-        assert_eq!(super::f32_elements(4096).unwrap(), 1024);
-        assert_eq!(super::f32_elements(7).unwrap(), 1);
-        assert!(super::f32_elements(3).is_err());
+        assert_eq!(elements(4096, Elem::F32).unwrap(), 1024);
+        assert_eq!(elements(7, Elem::F32).unwrap(), 1);
+        assert!(elements(3, Elem::F32).is_err());
+        assert_eq!(elements(7, Elem::Bf16).unwrap(), 3);
+        assert!(elements(1, Elem::F16).is_err());
     }
 }

@@ -49,8 +49,38 @@ pub fn list() -> String {
             "",
             e.variant_names().join(", ")
         ));
+        if let Some(line) = precisions(e) {
+            out.push_str(&format!("{:<10}   precision: {line}\n", ""));
+        }
     }
     out
+}
+
+/// What a product's variants multiply in: `BF16`, or `FP32; TF32: a, b` where they
+/// differ (the first variant's, then the others by precision). None for an
+/// experiment that moves data.
+fn precisions(e: &crate::experiment::Experiment) -> Option<String> {
+    if e.kind != crate::experiment::Kind::Product {
+        return None;
+    }
+    let first = e.variants.first()?.precision();
+    let mut line = first.to_string();
+    let mut others: Vec<&str> = Vec::new();
+    for p in e.variants.iter().map(|v| v.precision()) {
+        if p != first && !others.contains(&p) {
+            others.push(p);
+        }
+    }
+    for p in others {
+        let names: Vec<&str> = e
+            .variants
+            .iter()
+            .filter(|v| v.precision() == p)
+            .map(|v| v.name)
+            .collect();
+        line.push_str(&format!("; {p}: {}", names.join(", ")));
+    }
+    Some(line)
 }
 
 /// `coalesce check`: every selected kernel at awkward sizes, on each device.

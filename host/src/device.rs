@@ -341,11 +341,11 @@ impl Gpu {
         Ok(true)
     }
 
-    /// Buffers of `lens` f32 elements from the reservation, if there is one, no other
+    /// Buffers of `sizes` bytes from the reservation, if there is one, no other
     /// experiment holds it and they fit. One they do not fit is given back, so that
     /// their own allocations have its memory.
-    pub fn lease(&self, lens: &[usize]) -> Option<(Lease, Vec<DeviceSlice<f32>>)> {
-        let leased = self.idle_reservation()?.lease(lens);
+    pub fn lease(&self, sizes: &[u64]) -> Option<(Lease, Vec<DeviceSlice<u8>>)> {
+        let leased = self.idle_reservation()?.lease(sizes);
         if leased.is_none() {
             self.arena.replace(None);
         }

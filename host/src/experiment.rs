@@ -16,6 +16,7 @@ use kernels::handle::{Kernel, KernelInfo};
 use serde::{Deserialize, Serialize};
 
 use crate::device::DeviceInfo;
+pub use crate::elem::Elem;
 use crate::error::{Error, Result};
 use crate::launch::Launch;
 use crate::tensor_map::MapSpec;
@@ -122,6 +123,28 @@ impl Variant {
         }
     }
 
+    /// The same variant on BF16 tensor cores (or BF16 arithmetic of any kind): BF16
+    /// inputs, f32 accumulation, a BF16 C; compared with cuBLAS in the same precision.
+    pub const fn bf16(self) -> Variant {
+        Variant {
+            arithmetic: Arithmetic::Bf16,
+            ..self
+        }
+    }
+
+    /// [`Variant::bf16`] for FP16 (IEEE binary16, `half`).
+    pub const fn f16(self) -> Variant {
+        Variant {
+            arithmetic: Arithmetic::F16,
+            ..self
+        }
+    }
+
+    /// Its precision as the tables and JSON name it: `FP32`, `TF32`, `BF16`, `FP16`.
+    pub fn precision(&self) -> &'static str {
+        self.arithmetic.label()
+    }
+
     /// The relative rounding of each input its product's bound allows for.
     pub fn input_rounding(&self) -> f64 {
         self.rounding.unwrap_or(self.arithmetic.input_rounding())
@@ -145,6 +168,12 @@ pub enum Arithmetic {
     /// TF32 tensor cores: each input rounded to nearest (ties away) to 11 significant
     /// bits, products accumulated in f32 (`kernels::gpu::mma`).
     Tf32,
+    /// BF16 inputs (already BF16 values, so multiplied exactly), f32 accumulation, a
+    /// BF16 output: the output's rounding is in its product's bound
+    /// ([`crate::validate::ProductBound`]), taken from C's [`Elem`].
+    Bf16,
+    /// FP16 likewise.
+    F16,
 }
 
 impl Arithmetic {
@@ -153,8 +182,18 @@ impl Arithmetic {
     /// error bound ([`crate::validate::check_rounded_product`]).
     pub fn input_rounding(self) -> f64 {
         match self {
-            Arithmetic::Fp32 => 0.0,
+            Arithmetic::Fp32 | Arithmetic::Bf16 | Arithmetic::F16 => 0.0,
             Arithmetic::Tf32 => 2f64.powi(-11),
+        }
+    }
+
+    /// `FP32`, `TF32`, `BF16`, `FP16`: the precision column of every table.
+    pub const fn label(self) -> &'static str {
+        match self {
+            Arithmetic::Fp32 => "FP32",
+            Arithmetic::Tf32 => "TF32",
+            Arithmetic::Bf16 => "BF16",
+            Arithmetic::F16 => "FP16",
         }
     }
 }
@@ -214,12 +253,14 @@ pub enum Role {
     InOut,
 }
 
-/// One buffer, counted in f32 elements (structs are f32s in a row).
+/// One buffer, counted in elements of its [`Elem`] (f32 unless declared otherwise;
+/// structs are f32s in a row).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Buffer {
     pub name: &'static str,
     pub len: usize,
     pub role: Role,
+    pub elem: Elem,
 }
 
 impl Buffer {
@@ -228,21 +269,28 @@ impl Buffer {
             name,
             len,
             role: Role::Input,
+            elem: Elem::F32,
         }
     }
     pub fn output(name: &'static str, len: usize) -> Self {
         Buffer {
-            name,
-            len,
             role: Role::Output,
+            ..Buffer::input(name, len)
         }
     }
     pub fn in_out(name: &'static str, len: usize) -> Self {
         Buffer {
-            name,
-            len,
             role: Role::InOut,
+            ..Buffer::input(name, len)
         }
+    }
+    /// The same buffer of `elem` elements: `Buffer::input("a", n).of(Elem::Bf16)`.
+    pub fn of(self, elem: Elem) -> Self {
+        Buffer { elem, ..self }
+    }
+    /// Its size in bytes (None on overflow).
+    pub fn bytes(&self) -> Option<u64> {
+        self.elem.bytes_of(self.len)
     }
 }
 
@@ -282,9 +330,15 @@ impl Inputs {
     pub fn stream(&self, b: usize) -> u64 {
         kernels::fill::mix64(self.seed ^ (b as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15))
     }
-    /// Element i of buffer b before the launch.
+    /// Element i of buffer b before the launch, for an f32 buffer.
     pub fn get(&self, b: usize, i: usize) -> f32 {
         uniform(self.stream(b), i as u64)
+    }
+    /// Element i of buffer b before the launch, for a buffer of `elem` elements: the
+    /// same draw rounded as the type stores it (the 16-bit fills round to nearest
+    /// even), an exact f32.
+    pub fn value(&self, b: usize, elem: Elem, i: usize) -> f32 {
+        elem.round(self.get(b, i))
     }
 }
 
@@ -382,7 +436,20 @@ impl Experiment {
     pub fn device_bytes(&self, p: &Problem) -> Option<u64> {
         (self.buffers)(p)?
             .iter()
-            .try_fold(0u64, |sum, b| sum.checked_add((b.len as u64).checked_mul(4)?))
+            .try_fold(0u64, |sum, b| sum.checked_add(b.bytes()?))
+    }
+
+    /// The element type `--size` counts in: its first buffer's (f32 for an
+    /// experiment of no buffers).
+    pub fn elem(&self) -> Elem {
+        let unit = match self.kind {
+            Kind::Elements => Problem::Elements { n: 1 },
+            Kind::Matrix => Problem::Matrix { rows: 1, cols: 1 },
+            Kind::Product => Problem::Product { m: 1, n: 1, k: 1 },
+        };
+        (self.buffers)(&unit)
+            .and_then(|b| b.first().map(|b| b.elem))
+            .unwrap_or_default()
     }
 
     /// Every variant's launch at `p`, in variant order, checked without a GPU: CUDA's
@@ -404,9 +471,11 @@ impl Experiment {
     /// types, the copy engine can address its tensors). `Error::Unaddressable` where
     /// the copy engine cannot: the variant is skipped there.
     pub fn addressable(&self, v: &Variant, p: &Problem) -> Result<()> {
-        let buffers = self.buffers_at(p)?.len();
-        self.words(v, p, &vec![0; buffers], &mut |spec| spec.extents(p).map(|_| 0))
-            .map(|_| ())
+        let buffers = self.buffers_at(p)?;
+        self.words(v, p, &vec![0; buffers.len()], &mut |spec| {
+            spec.extents(p, buffers[spec.buffer].elem).map(|_| 0)
+        })
+        .map(|_| ())
     }
 
     /// A variant's arguments as 64-bit words (what the driver and the emulator read),
@@ -461,30 +530,39 @@ mod tests {
     #[test]
     fn problems_from_sizes_and_shapes() {
         assert_eq!(
-            Kind::Elements.problem(4096, None).unwrap(),
+            Kind::Elements.problem(4096, Elem::F32, None).unwrap(),
             Problem::Elements { n: 1024 }
         );
         assert_eq!(
-            Kind::Matrix.problem(8192 * 8192 * 4, None).unwrap(),
+            Kind::Matrix.problem(8192 * 8192 * 4, Elem::F32, None).unwrap(),
             Problem::Matrix {
                 rows: 8192,
                 cols: 8192
             }
         );
         assert_eq!(
-            Kind::Matrix.problem(4, Some(&[33, 65])).unwrap(),
+            Kind::Matrix.problem(4, Elem::F32, Some(&[33, 65])).unwrap(),
             Problem::Matrix { rows: 33, cols: 65 }
         );
         assert_eq!(
-            Kind::Product.problem(4096 * 4096 * 4, None).unwrap(),
+            Kind::Product.problem(4096 * 4096 * 4, Elem::F32, None).unwrap(),
             Problem::Product {
                 m: 4096,
                 n: 4096,
                 k: 4096
             }
         );
-        assert!(Kind::Elements.problem(3, None).is_err());
-        assert!(Kind::Matrix.problem(3, None).is_err());
+        // 16-bit elements: as many again in the same bytes.
+        assert_eq!(
+            Kind::Product.problem(4096 * 4096 * 2, Elem::Bf16, None).unwrap(),
+            Kind::Product.problem(4096 * 4096 * 4, Elem::F32, None).unwrap()
+        );
+        assert_eq!(
+            Kind::Elements.problem(7, Elem::F16, None).unwrap(),
+            Problem::Elements { n: 3 }
+        );
+        assert!(Kind::Elements.problem(3, Elem::F32, None).is_err());
+        assert!(Kind::Matrix.problem(3, Elem::F32, None).is_err());
     }
 
     #[test]

@@ -7,6 +7,7 @@ use cust::function::Function;
 use serde::{Deserialize, Serialize};
 
 use crate::device::{DeviceInfo, Gpu};
+use crate::elem::Elem;
 use crate::error::{Error, Result};
 use crate::experiment::{Experiment, Problem, Variant, Work};
 use crate::experiments::Selection;
@@ -26,9 +27,10 @@ pub struct RunOptions {
     pub seed: u64,
 }
 
-/// Bytes of the arrays the copy baseline moves for `p`: as many as its largest array.
-pub fn baseline_bytes(p: &Problem) -> Option<u64> {
-    (p.largest_array()? as u64).checked_mul(4)
+/// Bytes of the arrays the copy baseline moves for `exp` at `p`: as many as its
+/// largest array, of its elements ([`Experiment::elem`]).
+pub fn baseline_bytes(exp: &Experiment, p: &Problem) -> Option<u64> {
+    exp.elem().bytes_of(p.largest_array()?)
 }
 
 /// The problem one experiment runs at: the user's shape or size (which must fit), or
@@ -38,7 +40,7 @@ pub fn choose_problem(exp: &Experiment, opts: &RunOptions, info: &DeviceInfo, fr
     // The experiment's buffers plus the copy baseline's two arrays.
     let needs = |p: &Problem| {
         exp.device_bytes(p)
-            .and_then(|b| b.checked_add(baseline_bytes(p)?.checked_mul(2)?))
+            .and_then(|b| b.checked_add(baseline_bytes(exp, p)?.checked_mul(2)?))
     };
     let budget = free / 10 * 9;
     let oom = |needed: Option<u64>| Error::OutOfMemory {
@@ -53,7 +55,7 @@ pub fn choose_problem(exp: &Experiment, opts: &RunOptions, info: &DeviceInfo, fr
         let mut size = exp.default_size.bytes(info);
         while needs(&problem).is_none_or(|n| n > budget) && size > (1 << 20) {
             size /= 2;
-            problem = exp.kind.problem(size, None)?;
+            problem = exp.kind.problem(size, exp.elem(), None)?;
         }
     }
     match needs(&problem) {
@@ -87,9 +89,15 @@ pub fn reservation(selection: &[Selection], opts: &RunOptions, info: &DeviceInfo
         let Ok(p) = choose_problem(s.experiment, opts, info, free) else {
             continue;
         };
-        let lens: Vec<usize> = s.experiment.buffers_at(&p).ok()?.iter().map(|b| b.len).collect();
-        buffers = buffers.max(crate::arena::bytes_for(&lens)?);
-        baseline = baseline.max(baseline_bytes(&p)?.checked_mul(2)?);
+        let sizes: Vec<u64> = s
+            .experiment
+            .buffers_at(&p)
+            .ok()?
+            .iter()
+            .map(|b| b.bytes())
+            .collect::<Option<_>>()?;
+        buffers = buffers.max(crate::arena::bytes_for(&sizes)?);
+        baseline = baseline.max(baseline_bytes(s.experiment, &p)?.checked_mul(2)?);
     }
     (buffers > 0 && buffers.checked_add(baseline)? <= free / 10 * 9).then_some(buffers)
 }
@@ -119,6 +127,29 @@ pub struct Row {
     pub speedup_over_slowest: f64,
     pub validated: bool,
     pub check: String,
+    /// What the kernel multiplies in: `FP32`, `TF32`, `BF16`, `FP16`
+    /// ([`crate::experiment::Arithmetic::label`]); empty in files that predate it
+    /// (read it with [`Row::precision`]).
+    #[serde(default)]
+    pub precision: String,
+}
+
+impl Row {
+    /// Its precision: as recorded, or for a file that predates the field, its
+    /// variant's as this build declares it ([`precision_of`]).
+    pub fn precision(&self) -> &str {
+        precision_of(&self.precision, &self.experiment, &self.variant)
+    }
+}
+
+/// `recorded`, or where it is empty (a file that predates it) the precision this
+/// build declares for `experiment`/`variant` (FP32 for one it does not know).
+pub fn precision_of<'a>(recorded: &'a str, experiment: &str, variant: &str) -> &'a str {
+    if recorded.is_empty() {
+        crate::experiments::arithmetic(experiment, variant).label()
+    } else {
+        recorded
+    }
 }
 
 /// What a row is of: the kernel, its problem and its declared work.
@@ -147,11 +178,15 @@ impl Case {
 pub fn row(case: &Case, timing: Timing, baseline: &Baseline, info: &DeviceInfo, check: Validation) -> Row {
     let bytes = case.work.bytes();
     let gbs = gb_per_s(bytes, timing.median_ms);
+    let exp = crate::experiments::named(&case.experiment);
     Row {
         experiment: case.experiment.clone(),
         variant: case.variant.clone(),
         kernel: case.kernel.clone(),
-        size_bytes: baseline_bytes(&case.problem).unwrap_or(0),
+        // f32 for an experiment this build does not declare (a test's own).
+        size_bytes: (case.problem.largest_array())
+            .and_then(|n| exp.map_or(Elem::F32, Experiment::elem).bytes_of(n))
+            .unwrap_or(0),
         size_label: match case.problem {
             Problem::Elements { .. } => None,
             p => Some(p.label()),
@@ -166,6 +201,9 @@ pub fn row(case: &Case, timing: Timing, baseline: &Baseline, info: &DeviceInfo, 
         speedup_over_slowest: 1.0,
         validated: check.ok,
         check: check.detail,
+        precision: crate::experiments::arithmetic(&case.experiment, &case.variant)
+            .label()
+            .to_string(),
     }
 }
 
@@ -216,7 +254,7 @@ pub fn run_experiment(
 ) -> Result<Measured> {
     let exp = selection.experiment;
     let problem = choose_problem(exp, opts, &gpu.info, gpu.free_for_buffers()?)?;
-    let size = baseline_bytes(&problem).unwrap_or(0);
+    let size = baseline_bytes(exp, &problem).unwrap_or(0);
     progress(&format!("{}: {} per array", exp.name, format_bytes(size)));
     let mut p = Prepared::new(gpu, exp, problem, opts.seed)?;
     // Timed beside the experiment's own buffers, before and after its cases; the
@@ -385,7 +423,7 @@ mod tests {
             seed: 1,
         };
         let stride = 400u64 << 20;
-        let want = crate::arena::bytes_for(&[64 * (stride as usize / 4), stride as usize / 4]).unwrap();
+        let want = crate::arena::bytes_for(&[64 * stride, stride]).unwrap();
         let gib = 1u64 << 30;
         assert_eq!(reservation(&all, &opts, &info(), 80 * gib), Some(want));
         // Less memory: stride halves its arrays (as its run would), and the reservation with it.
@@ -400,7 +438,7 @@ mod tests {
         assert_eq!(reservation(&copy, &big, &info(), 10 * gib), None);
         assert_eq!(
             reservation(&copy, &big, &info(), 20 * gib),
-            Some(crate::arena::bytes_for(&[3 << 28; 2]).unwrap())
+            Some(crate::arena::bytes_for(&[3 << 30; 2]).unwrap())
         );
     }
 

@@ -22,6 +22,7 @@ pub mod commands;
 pub mod compare;
 pub mod date;
 pub mod device;
+pub mod elem;
 pub mod error;
 pub mod experiment;
 pub mod experiments;

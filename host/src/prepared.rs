@@ -9,13 +9,15 @@ use cust::memory::{DeviceBuffer, DeviceSlice};
 use crate::arena::Lease;
 use crate::buffers::{download, fill_uniform, poison};
 use crate::device::Gpu;
+use crate::elem::Elem;
 use crate::error::{Error, Result};
 use crate::experiment::{Arg, Buffer, Experiment, Inputs, Problem, Reference, Role, Variant, Work};
 use crate::launch::Launch;
 use crate::reference::{Scope, judge};
 use crate::validate::Validation;
 
-/// Row-major C (m x n) = A (m x k) B (k x n), f32, on device buffers.
+/// Row-major C (m x n) = A (m x k) B (k x n) on device buffers, A and B of `input`
+/// elements and C of `output` elements.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Gemm {
     pub m: usize,
@@ -24,6 +26,8 @@ pub struct Gemm {
     pub a: u64,
     pub b: u64,
     pub c: u64,
+    pub input: Elem,
+    pub output: Elem,
 }
 
 /// An experiment's buffers on the GPU at one problem size.
@@ -31,8 +35,8 @@ pub struct Prepared {
     pub experiment: &'static Experiment,
     pub problem: Problem,
     buffers: Vec<Buffer>,
-    /// Each buffer on the device, in declaration order.
-    memory: Vec<DeviceSlice<f32>>,
+    /// Each buffer's bytes on the device, in declaration order.
+    memory: Vec<DeviceSlice<u8>>,
     /// What keeps `memory` allocated while this lives.
     _owner: Owner,
     /// Each variant's launch, or why this shape leaves it out (a tensor the copy
@@ -50,13 +54,21 @@ impl Prepared {
     /// has one ([`Gpu::lease`]) or allocated; `seed` seeds the inputs.
     pub fn new(gpu: &Gpu, experiment: &'static Experiment, problem: Problem, seed: u64) -> Result<Prepared> {
         let buffers = experiment.buffers_at(&problem)?;
-        let lens: Vec<usize> = buffers.iter().map(|b| b.len).collect();
-        let (memory, owner) = match gpu.lease(&lens) {
+        let sizes: Vec<u64> = buffers
+            .iter()
+            .map(|b| {
+                b.bytes().ok_or_else(|| Error::TooLarge {
+                    what: format!("buffer {} of {} at {problem}", b.name, experiment.name),
+                    why: "its size in bytes overflows".into(),
+                })
+            })
+            .collect::<Result<_>>()?;
+        let (memory, owner) = match gpu.lease(&sizes) {
             Some((lease, slices)) => (slices, Owner::Lease(lease)),
             None => {
-                let own = lens
+                let own = sizes
                     .iter()
-                    .map(|&len| gpu.alloc(len))
+                    .map(|&bytes| gpu.alloc::<u8>(bytes as usize))
                     .collect::<Result<Vec<_>>>()?;
                 // SAFETY: views of buffers that `Owner::Buffers` keeps alive beside them.
                 let views = own
@@ -69,7 +81,7 @@ impl Prepared {
         let (mut launches, mut maps) = (Vec::new(), Vec::new());
         for v in experiment.variants {
             let made = (v.launch)(&problem, &gpu.info)
-                .and_then(|l| Ok((l, device_maps(gpu, v, &problem, &memory)?)));
+                .and_then(|l| Ok((l, device_maps(gpu, v, &problem, &buffers, &memory)?)));
             match made {
                 Ok((l, m)) => {
                     launches.push(Ok(l));
@@ -110,8 +122,8 @@ impl Prepared {
         self.variants().iter().position(|v| v.name == name)
     }
 
-    /// Buffer `b` of the declaration, on the device.
-    pub fn buffer(&self, b: usize) -> &DeviceSlice<f32> {
+    /// Buffer `b` of the declaration, on the device: its bytes.
+    pub fn buffer(&self, b: usize) -> &DeviceSlice<u8> {
         &self.memory[b]
     }
 
@@ -128,9 +140,10 @@ impl Prepared {
         };
         let v = &self.variants()[i];
         for b in v.buffers() {
+            let elem = self.buffers[b].elem;
             match self.buffers[b].role {
-                Role::Output => poison(gpu, &mut self.memory[b])?,
-                Role::Input | Role::InOut => fill_uniform(gpu, &self.memory[b], self.inputs.stream(b))?,
+                Role::Output => poison(gpu, &mut self.memory[b], elem)?,
+                Role::Input | Role::InOut => fill_uniform(gpu, &self.memory[b], elem, self.inputs.stream(b))?,
             }
         }
         Ok(())
@@ -166,7 +179,7 @@ impl Prepared {
             &self.variants()[i],
             &self.problem,
             &self.inputs,
-            |b| download(gpu, &self.memory[b]),
+            |b| download(gpu, &self.memory[b], self.buffers[b].elem),
             Scope::Written,
             rounding,
         )
@@ -194,7 +207,7 @@ impl Prepared {
         self.check_with(gpu, i, kernel, 0.0, |p| p.launch(gpu, i, f))
     }
 
-    /// The operands when the experiment computes a row-major SGEMM C = A B, so a
+    /// The operands when the experiment computes a row-major GEMM C = A B, so a
     /// library (cuBLAS) can compute the same product on the same buffers.
     pub fn gemm(&self) -> Option<Gemm> {
         let (Reference::Product { a, b, c }, Problem::Product { m, n, k }) =
@@ -210,6 +223,8 @@ impl Prepared {
             a: at(a),
             b: at(b),
             c: at(c),
+            input: self.buffers[a].elem,
+            output: self.buffers[c].elem,
         })
     }
 }
@@ -218,7 +233,7 @@ impl Prepared {
 /// their own when there is none (or it is too small). Held only to be dropped.
 enum Owner {
     Lease(#[expect(dead_code, reason = "held for its Drop")] Lease),
-    Buffers(#[expect(dead_code, reason = "held for its Drop")] Vec<DeviceBuffer<f32>>),
+    Buffers(#[expect(dead_code, reason = "held for its Drop")] Vec<DeviceBuffer<u8>>),
 }
 
 /// Variant `v`'s tensor maps at `problem`, encoded by the driver and copied to the
@@ -227,7 +242,8 @@ fn device_maps(
     gpu: &Gpu,
     v: &Variant,
     problem: &Problem,
-    memory: &[DeviceSlice<f32>],
+    buffers: &[Buffer],
+    memory: &[DeviceSlice<u8>],
 ) -> Result<Vec<DeviceBuffer<u64>>> {
     v.args
         .iter()
@@ -236,7 +252,8 @@ fn device_maps(
             _ => None,
         })
         .map(|spec| {
-            let map = spec.for_gpu(problem, memory[spec.buffer].as_device_ptr().as_raw())?;
+            let b = spec.buffer;
+            let map = spec.for_gpu(problem, buffers[b].elem, memory[b].as_device_ptr().as_raw())?;
             gpu.upload(&map.words)
         })
         .collect()

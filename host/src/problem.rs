@@ -6,6 +6,7 @@ use std::fmt;
 use serde::Serialize;
 
 use crate::device::DeviceInfo;
+use crate::elem::Elem;
 use crate::error::{Error, Result};
 
 /// A dimension of a [`Problem`].
@@ -43,20 +44,21 @@ impl Kind {
         }
     }
 
-    /// The problem for `size` bytes per array (per matrix: square), or `shape`.
-    pub fn problem(self, size: u64, shape: Option<&[usize]>) -> Result<Problem> {
+    /// The problem for `size` bytes per array (per matrix: square) of `elem`
+    /// elements, or `shape`.
+    pub fn problem(self, size: u64, elem: Elem, shape: Option<&[usize]>) -> Result<Problem> {
         let side = |power: f64| {
-            let side = ((size / 4) as f64).powf(power).floor() as usize;
+            let side = ((size / elem.bytes() as u64) as f64).powf(power).floor() as usize;
             if side == 0 {
                 return Err(Error::Zero {
-                    what: "--size (one f32 matrix element)",
+                    what: "--size (one matrix element)",
                 });
             }
             Ok(side)
         };
         match (self, shape) {
             (Kind::Elements, _) => Ok(Problem::Elements {
-                n: crate::buffers::f32_elements(size)?,
+                n: crate::buffers::elements(size, elem)?,
             }),
             (Kind::Matrix, Some(&[rows, cols])) => Ok(Problem::Matrix { rows, cols }),
             (Kind::Matrix, _) => {

@@ -3,7 +3,7 @@
 
 use crate::error::Result;
 use crate::experiment::{Check, Experiment, Inputs, Problem, Reference, Role, Variant};
-use crate::validate::{self, Validation, check_rounded_product, exact, sample_entries};
+use crate::validate::{self, ProductBound, Validation, check_product_bound, exact, sample_entries};
 
 /// Which buffers a judgement reads back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -16,7 +16,8 @@ pub enum Scope {
     Everything,
 }
 
-/// Compares what `fetch(buffer)` returns with the reference for `variant` at
+/// Compares what `fetch(buffer)` returns (each element's exact value, whatever the
+/// buffer's [`Elem`](crate::elem::Elem)) with the reference for `variant` at
 /// `problem`, whose read buffers held `inputs` before the launch. `rounding` widens a
 /// product's bound for inputs rounded to that relative precision (cuBLAS TF32: 2^-10;
 /// 0 for plain f32); a TF32 variant's own rounding widens it at least to its
@@ -46,7 +47,7 @@ pub fn judge(
     for b in judged {
         let got = fetch(b)?;
         let mut v = match (buffers[b].role, experiment.reference) {
-            (Role::Input, _) => exact(&got, |i| inputs.get(b, i)),
+            (Role::Input, _) => exact(&got, |i| inputs.value(b, buffers[b].elem, i)),
             (_, Reference::Elementwise { check, expected }) => {
                 let want = |i| expected(problem, variant.param, inputs, b, i);
                 match check {
@@ -60,13 +61,18 @@ pub fn judge(
                     other => panic!("{}: a product reference on a {other:?} problem", experiment.name),
                 };
                 let at = sample_entries(dims.0 * dims.1, inputs.seed);
-                check_rounded_product(
+                let (ea, eb) = (buffers[a].elem, buffers[bb].elem);
+                let bound = ProductBound {
+                    input: rounding.max(variant.input_rounding()),
+                    output: buffers[b].elem,
+                };
+                check_product_bound(
                     &got,
                     dims,
-                    |i| inputs.get(a, i),
-                    |i| inputs.get(bb, i),
+                    |i| inputs.value(a, ea, i),
+                    |i| inputs.value(bb, eb, i),
                     &at,
-                    rounding.max(variant.input_rounding()),
+                    bound,
                 )
             }
         };

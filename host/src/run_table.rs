@@ -169,10 +169,13 @@ pub fn render(run: &Run) -> String {
     for b in &run.baselines {
         let _ = writeln!(out, "{}", baseline_line(b));
     }
-    let header = [
+    // Products say what they multiply in; a table of none keeps its columns.
+    let with_precision = run.rows.iter().any(|r| r.gflop_per_s.is_some());
+    let mut header = vec![
         "experiment",
         "variant",
         "size",
+        "precision",
         "median",
         "GB/s",
         "% copy",
@@ -180,30 +183,46 @@ pub fn render(run: &Run) -> String {
         "x slowest",
         "valid",
     ];
-    let mut cells: Vec<Vec<String>> = vec![header.map(String::from).to_vec()];
+    if !with_precision {
+        header.remove(3);
+    }
+    let mut cells: Vec<Vec<String>> = vec![header.iter().map(|h| h.to_string()).collect()];
     for r in &run.rows {
         let rate = match r.gflop_per_s {
             Some(g) => format!("{g:.0} GFLOP/s"),
             None => format!("{:.1}", r.gb_per_s),
         };
         let (of_copy, of_peak) = copy_shares(r);
-        cells.push(vec![
+        let precision = match r.gflop_per_s {
+            Some(_) => r.precision().to_string(),
+            None => "-".into(),
+        };
+        let mut row = vec![
             r.experiment.clone(),
             r.variant.clone(),
             // A matrix's shape where the experiment has one, as `compare` prints it.
             r.size_label.clone().unwrap_or_else(|| format_bytes(r.size_bytes)),
+            precision,
             format_ms(r.timing.median_ms),
             rate,
             of_copy,
             of_peak,
             format!("{:.2}", r.speedup_over_slowest),
             if r.validated { "yes".into() } else { "NO".into() },
-        ]);
+        ];
+        if !with_precision {
+            row.remove(3);
+        }
+        cells.push(row);
+    }
+    let mut right = numbers_from(2, header.len());
+    if with_precision {
+        right[3] = false;
     }
     out.push_str(&columns(
         &cells,
         Layout {
-            right: &numbers_from(2, header.len()),
+            right: &right,
             rule: true,
             ..Layout::default()
         },
@@ -218,7 +237,7 @@ pub fn render(run: &Run) -> String {
     if !products.is_empty() {
         let _ = writeln!(
             out,
-            "{}: GFLOP/s, not a share of the copy; `coalesce compare` sets them beside cuBLAS",
+            "{}: GFLOP/s, not a share of the copy; `coalesce compare` sets them beside cuBLAS in their precision",
             products.join(", ")
         );
     }
@@ -336,9 +355,22 @@ mod tests {
             ),
             "{text}"
         );
-        // Bandwidth rows keep theirs, and no note.
+        // Products name their precision in a column of their own.
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with("experiment") && l.contains(" precision ")),
+            "{text}"
+        );
+        assert_eq!(cells[3], "FP32", "{text}");
+        let mut bf16 = r.rows[0].clone();
+        (bf16.experiment, bf16.variant, bf16.precision) = ("gemm-bf16".into(), "simt".into(), "BF16".into());
+        r.rows.push(bf16);
+        let text = render(&r);
+        let row = text.lines().find(|l| l.starts_with("gemm-bf16")).unwrap();
+        assert_eq!(row.split_whitespace().nth(3), Some("BF16"), "{text}");
+        // Bandwidth rows keep theirs, and no note or precision.
         let text = render(&report());
-        assert!(!text.contains("GFLOP/s"), "{text}");
+        assert!(!text.contains("GFLOP/s") && !text.contains("precision"), "{text}");
     }
 
     #[test]

@@ -7,16 +7,20 @@ use std::ffi::c_void;
 
 use kernels::gpu::tensor_map::{Swizzle, TensorMap, TileMap};
 
+use crate::elem::Elem;
 use crate::error::{Error, Result};
 use crate::problem::{Dim, Problem};
 
-/// One buffer seen as a tensor: a kernel parameter (the map's address).
+/// One buffer seen as a tensor: a kernel parameter (the map's address). Its element
+/// type is the buffer's ([`crate::experiment::Buffer::elem`]), given when it is
+/// encoded: extents and boxes count elements, strides are bytes.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct MapSpec {
     /// The buffer, as [`crate::experiment::Arg::Buffer`] counts them.
     pub buffer: usize,
     pub shape: MapShape,
-    /// The box the kernel copies, innermost first (1 for the outer of a 1D map).
+    /// The box the kernel copies, in elements, innermost first (1 for the outer of a
+    /// 1D map). A 128-byte swizzled row is 32 f32s or 64 16-bit elements.
     pub boxes: [u32; 2],
     pub swizzle: Swizzle,
 }
@@ -24,9 +28,9 @@ pub struct MapSpec {
 /// The tensor's extents, from the problem.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MapShape {
-    /// `len` floats in a row.
+    /// `len` elements in a row.
     Line(Dim),
-    /// `rows` x `cols` floats, row-major.
+    /// `rows` x `cols` elements, row-major.
     Matrix { rows: Dim, cols: Dim },
 }
 
@@ -60,85 +64,106 @@ impl MapSpec {
         }
     }
 
-    /// Extents (innermost first) and the row pitch in bytes at `p`, or why the copy
-    /// engine cannot address this tensor.
-    pub fn extents(&self, p: &Problem) -> Result<([u64; 2], u64)> {
+    /// Extents in elements (innermost first) and the row pitch in bytes at `p`, for
+    /// elements of `elem`, or why the copy engine cannot address this tensor.
+    pub fn extents(&self, p: &Problem, elem: Elem) -> Result<([u64; 2], u64)> {
+        let size = elem.bytes() as u64;
         let (dims, pitch) = match self.shape {
             MapShape::Line(len) => {
                 let n = p.dim(len) as u64;
-                ([n, 1], n * 4)
+                ([n, 1], n.saturating_mul(size))
             }
             MapShape::Matrix { rows, cols } => {
                 let (r, c) = (p.dim(rows) as u64, p.dim(cols) as u64);
-                if c % 4 != 0 {
+                let whole = 16 / size;
+                if c % whole != 0 {
                     return Err(Error::Unaddressable {
                         what: format!("a matrix of {c} columns"),
-                        why: "the copy engine (TMA) needs every row to start on a 16-byte boundary: a multiple of 4 floats".into(),
+                        why: format!(
+                            "the copy engine (TMA) needs every row to start on a 16-byte boundary: a multiple of {whole} {} elements",
+                            elem.label()
+                        ),
                     });
                 }
-                ([c, r], c * 4)
+                ([c, r], c.saturating_mul(size))
             }
         };
         if dims.iter().any(|&d| d > MAX_COORD) {
             return Err(Error::Unaddressable {
-                what: format!("a tensor of {} x {} floats", dims[1], dims[0]),
+                what: format!("a tensor of {} x {} {} elements", dims[1], dims[0], elem.label()),
                 why: format!("the copy engine's coordinates reach {MAX_COORD} elements a dimension"),
             });
         }
         Ok((dims, pitch))
     }
 
-    /// The map the emulator's kernels read, of the buffer at host address `base`.
-    pub fn for_emulator(&self, p: &Problem, base: u64) -> Result<TensorMap> {
-        let (dims, pitch) = self.extents(p)?;
+    /// The map the emulator's kernels read, of the buffer of `elem` elements at host
+    /// address `base`.
+    pub fn for_emulator(&self, p: &Problem, elem: Elem, base: u64) -> Result<TensorMap> {
+        let (dims, pitch) = self.extents(p, elem)?;
         Ok(TileMap {
             base,
             dims,
             pitch,
             boxes: self.boxes,
             swizzle: self.swizzle,
-            elem_bytes: 4,
         }
-        .encode())
+        .encode_with_element(elem.bytes() as u32))
     }
 
-    /// The driver's map of the buffer at device address `base`.
-    pub fn for_gpu(&self, p: &Problem, base: u64) -> Result<TensorMap> {
-        let (dims, pitch) = self.extents(p)?;
-        let rank = match self.shape {
-            MapShape::Line(_) => 1,
-            MapShape::Matrix { .. } => 2,
-        };
-        let strides = [pitch];
-        let element_strides = [1u32, 1];
-        let swizzle = match self.swizzle {
-            Swizzle::None => CU_TENSOR_MAP_SWIZZLE_NONE,
-            Swizzle::B128 => CU_TENSOR_MAP_SWIZZLE_128B,
-        };
+    /// What `cuTensorMapEncodeTiled` is given for the buffer of `elem` elements at
+    /// device address `base` (everything but the output map).
+    pub fn encoding(&self, p: &Problem, elem: Elem, base: u64) -> Result<Encoding> {
+        let (dims, pitch) = self.extents(p, elem)?;
+        Ok(Encoding {
+            data_type: tensor_map_data_type(elem),
+            rank: match self.shape {
+                MapShape::Line(_) => 1,
+                MapShape::Matrix { .. } => 2,
+            },
+            base,
+            dims,
+            strides: [pitch],
+            boxes: self.boxes,
+            element_strides: [1, 1],
+            swizzle: match self.swizzle {
+                Swizzle::None => CU_TENSOR_MAP_SWIZZLE_NONE,
+                Swizzle::B128 => CU_TENSOR_MAP_SWIZZLE_128B,
+            },
+            l2_promotion: CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        })
+    }
+
+    /// The driver's map of the buffer of `elem` elements at device address `base`.
+    pub fn for_gpu(&self, p: &Problem, elem: Elem, base: u64) -> Result<TensorMap> {
+        let e = self.encoding(p, elem, base)?;
         let mut map = TensorMap { words: [0; 16] };
         // SAFETY: the arrays outlive the call and hold `rank` entries (strides rank - 1);
         // the driver writes the 128-byte map.
         let status = unsafe {
             cuTensorMapEncodeTiled(
                 &mut map,
-                CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
-                rank,
-                base as *mut c_void,
-                dims.as_ptr(),
-                strides.as_ptr(),
-                self.boxes.as_ptr(),
-                element_strides.as_ptr(),
+                e.data_type,
+                e.rank,
+                e.base as *mut c_void,
+                e.dims.as_ptr(),
+                e.strides.as_ptr(),
+                e.boxes.as_ptr(),
+                e.element_strides.as_ptr(),
                 0,
-                swizzle,
-                CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                e.swizzle,
+                e.l2_promotion,
                 0,
             )
         };
         if status != 0 {
             return Err(Error::Unaddressable {
                 what: format!(
-                    "a tensor map of {} x {} floats in boxes of {:?}",
-                    dims[1], dims[0], self.boxes
+                    "a tensor map of {} x {} {} elements in boxes of {:?}",
+                    e.dims[1],
+                    e.dims[0],
+                    elem.label(),
+                    self.boxes
                 ),
                 why: format!("the driver refused it (cuTensorMapEncodeTiled: CUDA error {status})"),
             });
@@ -147,8 +172,38 @@ impl MapSpec {
     }
 }
 
+/// The arguments of one `cuTensorMapEncodeTiled` call (interleave and out-of-bounds
+/// fill are always none and zeros).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Encoding {
+    /// `CUtensorMapDataType`.
+    pub data_type: u32,
+    pub rank: u32,
+    pub base: u64,
+    /// Extents in elements, innermost first.
+    pub dims: [u64; 2],
+    /// Bytes from one row to the next (rank - 1 of them are read).
+    pub strides: [u64; 1],
+    /// The box in elements, innermost first.
+    pub boxes: [u32; 2],
+    pub element_strides: [u32; 2],
+    pub swizzle: u32,
+    pub l2_promotion: u32,
+}
+
+/// cuda.h's `CUtensorMapDataType` of `elem`.
+pub const fn tensor_map_data_type(elem: Elem) -> u32 {
+    match elem {
+        Elem::F32 => CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+        Elem::Bf16 => CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+        Elem::F16 => CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+    }
+}
+
 // cuda.h's values.
+const CU_TENSOR_MAP_DATA_TYPE_FLOAT16: u32 = 6;
 const CU_TENSOR_MAP_DATA_TYPE_FLOAT32: u32 = 7;
+const CU_TENSOR_MAP_DATA_TYPE_BFLOAT16: u32 = 9;
 const CU_TENSOR_MAP_SWIZZLE_NONE: u32 = 0;
 const CU_TENSOR_MAP_SWIZZLE_128B: u32 = 3;
 const CU_TENSOR_MAP_L2_PROMOTION_L2_256B: u32 = 3;
@@ -180,22 +235,27 @@ mod tests {
     fn rows_must_start_on_16_byte_boundaries() {
         let spec = MapSpec::matrix(0, (Dim::Rows, Dim::Cols), [32, 32], Swizzle::B128);
         let ok = Problem::Matrix { rows: 33, cols: 68 };
-        assert_eq!(spec.extents(&ok).unwrap(), ([68, 33], 272));
+        assert_eq!(spec.extents(&ok, Elem::F32).unwrap(), ([68, 33], 272));
         let odd = Problem::Matrix { rows: 4, cols: 65 };
-        let e = spec.extents(&odd).unwrap_err().to_string();
+        let e = spec.extents(&odd, Elem::F32).unwrap_err().to_string();
         assert!(e.contains("65 columns") && e.contains("16-byte boundary"), "{e}");
+        // 16-bit rows: 8 elements to 16 bytes.
+        let e = spec.extents(&ok, Elem::Bf16).unwrap_err().to_string();
+        assert!(e.contains("multiple of 8 bf16"), "{e}");
+        let ok16 = Problem::Matrix { rows: 33, cols: 72 };
+        assert_eq!(spec.extents(&ok16, Elem::F16).unwrap(), ([72, 33], 144));
     }
 
     #[test]
     fn a_line_is_one_row_and_coordinates_are_32_bit() {
         let spec = MapSpec::line(1, Dim::Len, 256);
         assert_eq!(
-            spec.extents(&Problem::Elements { n: 1029 }).unwrap(),
+            spec.extents(&Problem::Elements { n: 1029 }, Elem::F32).unwrap(),
             ([1029, 1], 4116)
         );
         let big = Problem::Elements { n: 1 << 31 };
         assert!(
-            spec.extents(&big)
+            spec.extents(&big, Elem::F32)
                 .unwrap_err()
                 .to_string()
                 .contains("coordinates")
@@ -206,9 +266,69 @@ mod tests {
     fn the_emulator_reads_back_what_the_host_described() {
         let spec = MapSpec::matrix(0, (Dim::Rows, Dim::Cols), [64, 32], Swizzle::B128);
         let p = Problem::Matrix { rows: 100, cols: 40 };
-        let map = TileMap::decode(&spec.for_emulator(&p, 0x1000).unwrap());
+        let encoded = spec.for_emulator(&p, Elem::F32, 0x1000).unwrap();
+        let map = TileMap::decode(&encoded);
         assert_eq!(map.base, 0x1000);
         assert_eq!((map.dims, map.pitch, map.boxes), ([40, 100], 160, [32, 64]));
         assert_eq!(map.swizzle, Swizzle::B128);
+        // An f32 map is encoded as before 16-bit maps existed, word for word.
+        assert_eq!(encoded, TileMap::decode(&encoded).encode());
+        assert_eq!(TileMap::element_bytes(&encoded), 4);
+        let half = spec
+            .for_emulator(&Problem::Matrix { rows: 100, cols: 64 }, Elem::Bf16, 0x1000)
+            .unwrap();
+        assert_eq!(TileMap::element_bytes(&half), 2);
+        assert_eq!(TileMap::decode(&half).pitch, 128);
+    }
+
+    /// The f32 maps' driver arguments, pinned (as every f32 map was encoded before
+    /// maps had an element type), and a 16-bit operand map as a wgmma GEMM declares
+    /// it: 64 elements (128 bytes, one swizzled row) by `rows`, strides in bytes.
+    #[test]
+    fn driver_encodings_of_f32_and_16_bit_maps() {
+        let p = Problem::Product {
+            m: 300,
+            n: 256,
+            k: 192,
+        };
+        let a = MapSpec::matrix(0, (Dim::M, Dim::K), [128, 32], Swizzle::B128);
+        assert_eq!(
+            a.encoding(&p, Elem::F32, 0x7000).unwrap(),
+            Encoding {
+                data_type: 7,
+                rank: 2,
+                base: 0x7000,
+                dims: [192, 300],
+                strides: [768],
+                boxes: [32, 128],
+                element_strides: [1, 1],
+                swizzle: 3,
+                l2_promotion: 3,
+            }
+        );
+        let a16 = MapSpec::matrix(0, (Dim::M, Dim::K), [128, 64], Swizzle::B128);
+        let b16 = MapSpec::matrix(1, (Dim::K, Dim::N), [64, 64], Swizzle::B128);
+        let bf16 = a16.encoding(&p, Elem::Bf16, 0x8000).unwrap();
+        assert_eq!(
+            (bf16.data_type, bf16.dims, bf16.strides, bf16.boxes, bf16.swizzle),
+            (9, [192, 300], [384], [64, 128], 3)
+        );
+        assert_eq!(
+            bf16.boxes[0] as usize * Elem::Bf16.bytes(),
+            128,
+            "one swizzled row"
+        );
+        let f16 = b16.encoding(&p, Elem::F16, 0x9000).unwrap();
+        assert_eq!(
+            (f16.data_type, f16.dims, f16.strides, f16.boxes),
+            (6, [256, 192], [512], [64, 64])
+        );
+        let line = MapSpec::line(1, Dim::Len, 256)
+            .encoding(&Problem::Elements { n: 1029 }, Elem::F32, 0)
+            .unwrap();
+        assert_eq!(
+            (line.rank, line.dims, line.strides, line.boxes),
+            (1, [1029, 1], [4116], [256, 1])
+        );
     }
 }

@@ -5,6 +5,8 @@ use kernels::fill::mix64;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use crate::elem::Elem;
+
 /// How one output compared with its reference: passed or not, and a one-line account.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Validation {
@@ -105,14 +107,76 @@ pub fn check_product(
 /// rounded to nearest (the tensor-core rungs) r = 2^-11, truncated (cuBLAS may) 2^-10.
 pub fn check_rounded_product(
     c: &[f32],
-    (m, n, k): (usize, usize, usize),
+    dims: (usize, usize, usize),
     a: impl Fn(usize) -> f32 + Sync,
     b: impl Fn(usize) -> f32 + Sync,
     at: &[usize],
     r: f64,
 ) -> Validation {
-    let u = f64::from(f32::EPSILON) / 2.0;
-    let widen = 2.0 * (2.0 * r + r * r);
+    check_product_bound(
+        c,
+        dims,
+        a,
+        b,
+        at,
+        ProductBound {
+            input: r,
+            output: Elem::F32,
+        },
+    )
+}
+
+/// How far a product's entries may be from the exact dot product of its inputs' values
+/// (`a`, `b`: what the buffers hold, exactly), for any order of summation.
+///
+/// With u = 2^-24 (f32's unit roundoff), m = sum |a_i b_i| and s the exact dot
+/// product, an f32 accumulation over k terms, each input first rounded to relative
+/// precision `input` = r, lands within
+///
+///   g = (2 (k + 2) u + 2 (2 r + r^2)) m
+///
+/// of s (twice the classical k-term bound, so any reduction order passes). An
+/// `output` of f32 is that sum. A 16-bit output rounds it once more, to nearest with
+/// p = [`Elem::bits`] significant bits (8 for BF16, 11 for FP16): off by at most
+/// 2^-p of the sum's magnitude, at most |s| + g, plus half the type's smallest
+/// subnormal t ([`Elem::tiny`]) where the result is tiny. So an entry passes when
+///
+///   |c - s| <= g + 2^-p (|s| + g) + t.
+///
+/// A result rounded to 16 bits after each k step, one off by a unit in its last
+/// place, or one missing a k term lands outside it (the tests below).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ProductBound {
+    /// Relative rounding of each input before it is multiplied (0: exact).
+    pub input: f64,
+    /// What C holds: f32 (the sum itself) or a 16-bit type (the sum rounded once).
+    pub output: Elem,
+}
+
+impl ProductBound {
+    /// The largest |c - s| allowed for an entry of exact value `exact` whose terms sum
+    /// to `mag` in magnitude, at reduction length `k`.
+    pub fn allowed(&self, k: usize, exact: f64, mag: f64) -> f64 {
+        let u = f64::from(f32::EPSILON) / 2.0;
+        let r = self.input;
+        let g = (2.0 * (k as f64 + 2.0) * u + 2.0 * (2.0 * r + r * r)) * mag;
+        match self.output {
+            Elem::F32 => g,
+            out => g + 2f64.powi(-(out.bits() as i32)) * (exact.abs() + g) + out.tiny(),
+        }
+    }
+}
+
+/// Checks `c` (m x n) against A B computed in f64 at the entries `at`, each within
+/// `bound` ([`ProductBound`]).
+pub fn check_product_bound(
+    c: &[f32],
+    (m, n, k): (usize, usize, usize),
+    a: impl Fn(usize) -> f32 + Sync,
+    b: impl Fn(usize) -> f32 + Sync,
+    at: &[usize],
+    bound: ProductBound,
+) -> Validation {
     let bad: Vec<(usize, f32, f64)> = at
         .par_iter()
         .filter_map(|&idx| {
@@ -124,7 +188,7 @@ pub fn check_rounded_product(
                 mag += t.abs();
             }
             let got = f64::from(c[idx]);
-            let ok = (got - exact).abs() <= (2.0 * (k as f64 + 2.0) * u + widen) * mag;
+            let ok = (got - exact).abs() <= bound.allowed(k, exact, mag);
             (!ok).then_some((idx, c[idx], exact))
         })
         .collect();
@@ -133,10 +197,14 @@ pub fn check_rounded_product(
     } else {
         format!("{} sampled", at.len())
     };
+    let rounded = match bound.output {
+        Elem::F32 => String::new(),
+        out => format!(", rounded to {}", out.label()),
+    };
     match bad.iter().min_by_key(|b| b.0) {
         None => Validation {
             ok: true,
-            detail: format!("f64 reference, error bound scaled with k={k}: {scope} entries match"),
+            detail: format!("f64 reference, error bound scaled with k={k}{rounded}: {scope} entries match"),
         },
         Some(&(idx, got, want)) => Validation {
             ok: false,
@@ -250,6 +318,103 @@ mod tests {
                 "{m}x{n}x{k}: the last k term left out passed"
             );
         }
+    }
+
+    /// 16-bit inputs and output (f32 accumulation): the exact inputs' product summed
+    /// in f32 in any order and rounded once passes; rounded after every k step or a k
+    /// term short, it fails; at small k, one unit in the last place off fails too, and
+    /// the FP32 bound, with no room for the output's rounding, refuses the correct one.
+    #[test]
+    fn the_16_bit_bound_allows_one_rounding_of_the_output_and_no_more() {
+        for elem in [Elem::Bf16, Elem::F16] {
+            for (m, n, k) in [(33, 65, 17), (17, 33, 1000)] {
+                let a: Vec<f32> = (0..m * k).map(|i| elem.round(uniform(7, i as u64))).collect();
+                let b: Vec<f32> = (0..k * n).map(|i| elem.round(uniform(8, i as u64))).collect();
+                let product = |step: &dyn Fn(f32) -> f32, skip: usize, reverse: bool| -> Vec<f32> {
+                    let mut c = vec![0f32; m * n];
+                    for i in 0..m {
+                        for j in 0..n {
+                            let mut order: Vec<usize> = (0..k).filter(|&kk| kk != skip).collect();
+                            if reverse {
+                                order.reverse();
+                            }
+                            let sum = order
+                                .into_iter()
+                                .fold(0f32, |acc, kk| step(a[i * k + kk].mul_add(b[kk * n + j], acc)));
+                            c[i * n + j] = elem.round(sum);
+                        }
+                    }
+                    c
+                };
+                let all: Vec<usize> = (0..m * n).collect();
+                let bound = ProductBound {
+                    input: 0.0,
+                    output: elem,
+                };
+                let check = |c: &[f32]| check_product_bound(c, (m, n, k), |i| a[i], |i| b[i], &all, bound);
+                let what = format!("{elem:?} {m}x{n}x{k}");
+                for reverse in [false, true] {
+                    let good = product(&|x| x, usize::MAX, reverse);
+                    assert!(check(&good).ok, "{what}: {}", check(&good).detail);
+                    assert!(
+                        check(&good).detail.contains(elem.label()),
+                        "{}",
+                        check(&good).detail
+                    );
+                    // (At large k the f32 accumulation term alone covers FP16's rounding.)
+                    let fp32 = check_product(&good, (m, n, k), |i| a[i], |i| b[i], &all);
+                    assert!(
+                        k > 100 || !fp32.ok,
+                        "{what}: the FP32 bound passed a 16-bit result"
+                    );
+                }
+                let every_step = product(&|x| elem.round(x), usize::MAX, false);
+                assert!(!check(&every_step).ok, "{what}: rounding every k step passed");
+                assert!(
+                    !check(&product(&|x| x, k - 1, false)).ok,
+                    "{what}: a missing k term passed"
+                );
+                // One entry a unit in the last place off (at large k the f32
+                // accumulation's worst case is wider than a 16-bit unit).
+                if k > 100 {
+                    continue;
+                }
+                let mut ulp = product(&|x| x, usize::MAX, false);
+                let at = all
+                    .iter()
+                    .copied()
+                    .max_by(|&x, &y| ulp[x].abs().total_cmp(&ulp[y].abs()))
+                    .unwrap();
+                let step = 2f32.powi(ulp[at].abs().log2().floor() as i32 + 1 - elem.bits() as i32);
+                ulp[at] += step.copysign(ulp[at]);
+                assert_eq!(elem.round(ulp[at]), ulp[at], "{what}: still a {elem:?} value");
+                let v = check(&ulp);
+                assert!(
+                    !v.ok && v.detail.starts_with("f64 reference: 1 of"),
+                    "{what}: {}",
+                    v.detail
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_bound_is_the_fp32_one_for_an_f32_output() {
+        let fp32 = ProductBound {
+            input: 0.0,
+            output: Elem::F32,
+        };
+        let u = f64::from(f32::EPSILON) / 2.0;
+        assert_eq!(fp32.allowed(10, 3.0, 4.0), 2.0 * 12.0 * u * 4.0);
+        let bf16 = ProductBound {
+            output: Elem::Bf16,
+            ..fp32
+        };
+        let g = fp32.allowed(10, 3.0, 4.0);
+        assert_eq!(
+            bf16.allowed(10, 3.0, 4.0),
+            g + (3.0 + g) / 256.0 + Elem::Bf16.tiny()
+        );
     }
 
     #[test]

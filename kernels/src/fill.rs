@@ -3,7 +3,7 @@
 //! [`uniform`] is a pure function of (seed, index), so the GPU fills a buffer of any
 //! size without a host copy, and a CPU reference recomputes any element it needs.
 
-use crate::gpu::{GlobalMut, thread};
+use crate::gpu::{Bf16, F16, GlobalMut, Half, thread};
 
 /// Threads per block for the fill kernel.
 pub const BLOCK: u32 = 256;
@@ -32,6 +32,34 @@ kernel! {
             unsafe { out.write(i, uniform(seed, i as u64)) };
             i += thread::grid_size_1d();
         }
+    }
+}
+
+/// `out[i] = H::from_f32(uniform(seed, i))` for i < n, grid-stride: the 16-bit fills
+/// store the nearest value of the type (ties to even), which the host recomputes.
+#[inline(always)]
+unsafe fn fill_half<H: Half>(n: usize, seed: u64, out: GlobalMut<H>) {
+    let mut i = thread::index_1d();
+    while i < n {
+        // SAFETY: i < n, the buffer's length (the caller's contract).
+        unsafe { out.write(i, H::from_f32(uniform(seed, i as u64))) };
+        i += thread::grid_size_1d();
+    }
+}
+
+kernel! {
+    /// Fills `out[0..n]` with `uniform(seed, i)` rounded to bfloat16.
+    pub fn fill_uniform_bf16(n: usize, seed: u64, out: GlobalMut<Bf16>) {
+        // SAFETY: forwards the kernel's arguments.
+        unsafe { fill_half(n, seed, out) }
+    }
+}
+
+kernel! {
+    /// Fills `out[0..n]` with `uniform(seed, i)` rounded to binary16.
+    pub fn fill_uniform_f16(n: usize, seed: u64, out: GlobalMut<F16>) {
+        // SAFETY: forwards the kernel's arguments.
+        unsafe { fill_half(n, seed, out) }
     }
 }
 

@@ -28,6 +28,7 @@ pub mod matmul;
 pub mod offset;
 pub mod particles;
 pub mod saxpy;
+// Before hgemm: its `unroll!` serves the 16-bit rungs too.
 #[macro_use]
 pub mod sgemm;
 pub mod hgemm;

@@ -45,7 +45,7 @@ pub(super) fn stride_sweep(gpu: &Gpu, effort: Effort, progress: &mut impl FnMut(
     let (cfg, _) = p.launch_spec(base)?;
     // The declaration's buffers: the input covers the largest stride.
     let n = problem.dim(crate::experiment::Dim::Len);
-    let (src, dst) = (p.buffer(0).global(), p.buffer(1).global_mut());
+    let (src, dst) = (p.buffer(0).global_as::<f32>(), p.buffer(1).global_mut_as::<f32>());
     let work = p.work().bytes();
     let mut points = Vec::new();
     for s in effort.strides() {

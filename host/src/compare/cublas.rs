@@ -1,18 +1,22 @@
-//! cuBLAS SGEMM through cudarc, on the harness's stream and buffers: the reference
-//! a matmul kernel is measured against.
+//! cuBLAS through cudarc, on the harness's stream and buffers: the reference a matmul
+//! kernel is measured against, in its own precision (SGEMM for FP32 and TF32,
+//! `cublasGemmEx` with f32 accumulation for BF16 and FP16).
 //!
 //! cuBLAS runs in the context current on the thread, which is the primary context
 //! cust made current in [`Gpu::open`]: the same one the kernels and their twins use,
 //! so device pointers from cust's buffers are valid here as they are.
 
-use std::ffi::c_int;
+use std::ffi::{c_int, c_void};
 
 use cudarc::cublas::result as cb;
-use cudarc::cublas::sys::{self, cublasMath_t, cublasOperation_t};
+use cudarc::cublas::sys::{
+    self, cublasComputeType_t, cublasGemmAlgo_t, cublasMath_t, cublasOperation_t, cudaDataType,
+};
 use serde::{Deserialize, Serialize};
 
 use super::libs::{self, Found, Lib};
 use crate::device::Gpu;
+use crate::elem::Elem;
 use crate::error::{Error, Result};
 use crate::experiment::Arithmetic;
 use crate::prepared::Gemm;
@@ -24,13 +28,19 @@ const LIB: Lib = Lib {
     present: || unsafe { sys::is_culib_present() },
 };
 
-/// How cuBLAS may compute an FP32 product.
+/// How cuBLAS computes a product: the precision of its inputs and multiplies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Math {
-    /// Plain FP32 (CUBLAS_DEFAULT_MATH): what a matmul kernel computes.
+    /// Plain FP32 SGEMM (CUBLAS_DEFAULT_MATH): what a matmul kernel computes.
     Fp32,
-    /// TF32 tensor cores (CUBLAS_TF32_TENSOR_OP_MATH): faster, 10-bit mantissas.
+    /// FP32 SGEMM on TF32 tensor cores (CUBLAS_TF32_TENSOR_OP_MATH): faster, 10-bit
+    /// mantissas.
     Tf32,
+    /// `cublasGemmEx` on BF16 A, B and C (CUDA_R_16BF), accumulating in f32
+    /// (CUBLAS_COMPUTE_32F).
+    Bf16,
+    /// `cublasGemmEx` on FP16 A, B and C (CUDA_R_16F), accumulating in f32.
+    F16,
 }
 
 impl Math {
@@ -38,31 +48,139 @@ impl Math {
         match self {
             Math::Fp32 => "FP32",
             Math::Tf32 => "TF32",
+            Math::Bf16 => "BF16",
+            Math::F16 => "FP16",
+        }
+    }
+    /// The routine as the tables name it: `SGEMM`, or `GEMM` for the 16-bit ones.
+    pub fn routine(self) -> &'static str {
+        match self {
+            Math::Fp32 | Math::Tf32 => "SGEMM",
+            Math::Bf16 | Math::F16 => "GEMM",
         }
     }
     /// Relative rounding of the inputs before they are multiplied: TF32 keeps 10
-    /// of FP32's 23 mantissa bits (and may truncate), so up to 2^-10.
+    /// of FP32's 23 mantissa bits (and may truncate), so up to 2^-10; 16-bit inputs
+    /// are multiplied as they are (their output's rounding is C's [`Elem`]).
     pub fn input_rounding(self) -> f64 {
         match self {
-            Math::Fp32 => 0.0,
+            Math::Fp32 | Math::Bf16 | Math::F16 => 0.0,
             Math::Tf32 => 2f64.powi(-10),
+        }
+    }
+    /// The element type of A, B and C it computes on.
+    pub fn elem(self) -> Elem {
+        match self {
+            Math::Fp32 | Math::Tf32 => Elem::F32,
+            Math::Bf16 => Elem::Bf16,
+            Math::F16 => Elem::F16,
+        }
+    }
+    /// The modes cuBLAS is measured in on a product of `elem` matrices: FP32 and
+    /// TF32 on f32 data, the type's own on 16-bit data.
+    pub fn on(elem: Elem) -> &'static [Math] {
+        match elem {
+            Elem::F32 => &[Math::Fp32, Math::Tf32],
+            Elem::Bf16 => &[Math::Bf16],
+            Elem::F16 => &[Math::F16],
         }
     }
     fn mode(self) -> cublasMath_t {
         match self {
-            Math::Fp32 => cublasMath_t::CUBLAS_DEFAULT_MATH,
             Math::Tf32 => cublasMath_t::CUBLAS_TF32_TENSOR_OP_MATH,
+            Math::Fp32 | Math::Bf16 | Math::F16 => cublasMath_t::CUBLAS_DEFAULT_MATH,
         }
     }
 }
 
-/// The cuBLAS SGEMM mode a kernel of this arithmetic is compared with.
+/// The cuBLAS mode a kernel of this arithmetic is compared with.
 impl From<Arithmetic> for Math {
     fn from(a: Arithmetic) -> Math {
         match a {
             Arithmetic::Fp32 => Math::Fp32,
             Arithmetic::Tf32 => Math::Tf32,
+            Arithmetic::Bf16 => Math::Bf16,
+            Arithmetic::F16 => Math::F16,
         }
+    }
+}
+
+/// cuBLAS's `cudaDataType` of an element type.
+fn data_type(elem: Elem) -> cudaDataType {
+    match elem {
+        Elem::F32 => cudaDataType::CUDA_R_32F,
+        Elem::Bf16 => cudaDataType::CUDA_R_16BF,
+        Elem::F16 => cudaDataType::CUDA_R_16F,
+    }
+}
+
+/// One `cublasGemmEx` call, as [`Cublas::gemm`] makes it for a row-major product:
+/// every argument but the handle and the scalars (alpha = 1 and beta = 0, f32, as
+/// the f32 compute type takes them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GemmEx {
+    pub transa: cublasOperation_t,
+    pub transb: cublasOperation_t,
+    pub m: c_int,
+    pub n: c_int,
+    pub k: c_int,
+    pub a: u64,
+    pub a_type: cudaDataType,
+    pub lda: c_int,
+    pub b: u64,
+    pub b_type: cudaDataType,
+    pub ldb: c_int,
+    pub c: u64,
+    pub c_type: cudaDataType,
+    pub ldc: c_int,
+    pub compute: cublasComputeType_t,
+    pub algo: cublasGemmAlgo_t,
+}
+
+/// The 32-bit dimensions cuBLAS takes, or a clean error.
+fn dims(g: &Gemm) -> Result<(c_int, c_int, c_int)> {
+    let dim = |v: usize, what: &str| {
+        c_int::try_from(v).map_err(|_| Error::TooLarge {
+            what: format!("{what} = {v}"),
+            why: "cuBLAS takes 32-bit matrix dimensions".into(),
+        })
+    };
+    Ok((dim(g.m, "m")?, dim(g.n, "n")?, dim(g.k, "k")?))
+}
+
+impl GemmEx {
+    /// Row-major C = A B in `math` (a 16-bit one) on `g`'s buffers. cuBLAS is
+    /// column-major: a row-major m x n matrix is its n x m transpose, so it computes
+    /// C^T = B^T A^T: (n, m, k) with B first, no transposes, leading dimensions n, k, n.
+    pub fn row_major(math: Math, g: &Gemm) -> Result<GemmEx> {
+        let elem = math.elem();
+        if math.routine() != "GEMM" || g.input != elem || g.output != elem {
+            return Err(Error::Library(format!(
+                "cuBLAS {} GEMM asked of {} inputs and a {} output",
+                math.label(),
+                g.input.label(),
+                g.output.label()
+            )));
+        }
+        let (m, n, k) = dims(g)?;
+        Ok(GemmEx {
+            transa: cublasOperation_t::CUBLAS_OP_N,
+            transb: cublasOperation_t::CUBLAS_OP_N,
+            m: n,
+            n: m,
+            k,
+            a: g.b,
+            a_type: data_type(elem),
+            lda: n,
+            b: g.a,
+            b_type: data_type(elem),
+            ldb: k,
+            c: g.c,
+            c_type: data_type(elem),
+            ldc: n,
+            compute: cublasComputeType_t::CUBLAS_COMPUTE_32F,
+            algo: cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+        })
     }
 }
 
@@ -109,18 +227,66 @@ impl Cublas {
         format!("{}.{}.{}", v / 10000, v / 100 % 100, v % 100)
     }
 
-    /// Enqueues row-major C = A B on the stream with `math`.
+    /// Enqueues row-major C = A B on the stream with `math`: SGEMM for FP32 and
+    /// TF32, `cublasGemmEx` for the 16-bit types ([`GemmEx::row_major`]).
+    pub fn gemm(&self, math: Math, g: &Gemm) -> Result<()> {
+        match math {
+            Math::Fp32 | Math::Tf32 => self.sgemm(math, g),
+            Math::Bf16 | Math::F16 => self.gemm_ex(&GemmEx::row_major(math, g)?),
+        }
+    }
+
+    /// Enqueues one `cublasGemmEx` call.
+    fn gemm_ex(&self, x: &GemmEx) -> Result<()> {
+        let fail = |what: &str, e: cb::CublasError| Error::Library(format!("cuBLAS {what} failed: {e}"));
+        // SAFETY: a live handle; the mode is one cuBLAS defines.
+        unsafe { sys::cublasSetMathMode(self.handle, cublasMath_t::CUBLAS_DEFAULT_MATH) }
+            .result()
+            .map_err(|e| fail("cublasSetMathMode", e))?;
+        let (alpha, beta) = (1.0f32, 0.0f32);
+        // SAFETY: the call's pointers are live device buffers of this context holding
+        // the matrices its dimensions and leading dimensions describe, of its types
+        // ([`GemmEx::row_major`] from the caller's Gemm); alpha and beta are host f32
+        // scalars, as the f32 compute type takes them, read before the call returns.
+        unsafe {
+            cb::gemm_ex(
+                self.handle,
+                x.transa,
+                x.transb,
+                x.m,
+                x.n,
+                x.k,
+                (&alpha as *const f32).cast::<c_void>(),
+                x.a as *const c_void,
+                x.a_type,
+                x.lda,
+                x.b as *const c_void,
+                x.b_type,
+                x.ldb,
+                (&beta as *const f32).cast::<c_void>(),
+                x.c as *mut c_void,
+                x.c_type,
+                x.ldc,
+                x.compute,
+                x.algo,
+            )
+        }
+        .map_err(|e| fail("cublasGemmEx", e))
+    }
+
+    /// Enqueues row-major C = A B on f32 matrices with `math` (FP32 or TF32).
     ///
     /// cuBLAS is column-major: a row-major m x n matrix is its n x m transpose, so
     /// it computes C^T = B^T A^T, that is sgemm(n, m, k, B, A) with no transposes.
-    pub fn sgemm(&self, math: Math, g: &Gemm) -> Result<()> {
-        let dim = |v: usize, what: &str| {
-            c_int::try_from(v).map_err(|_| Error::TooLarge {
-                what: format!("{what} = {v}"),
-                why: "cuBLAS takes 32-bit matrix dimensions".into(),
-            })
-        };
-        let (m, n, k) = (dim(g.m, "m")?, dim(g.n, "n")?, dim(g.k, "k")?);
+    fn sgemm(&self, math: Math, g: &Gemm) -> Result<()> {
+        if g.input != Elem::F32 || g.output != Elem::F32 {
+            return Err(Error::Library(format!(
+                "cuBLAS SGEMM asked of {} inputs and a {} output",
+                g.input.label(),
+                g.output.label()
+            )));
+        }
+        let (m, n, k) = dims(g)?;
         let fail = |what: &str, e: cb::CublasError| Error::Library(format!("cuBLAS {what} failed: {e}"));
         // SAFETY: a live handle; the mode is one cuBLAS defines.
         unsafe { sys::cublasSetMathMode(self.handle, math.mode()) }
@@ -169,5 +335,95 @@ mod tests {
         assert_eq!(Math::Tf32.mode(), cublasMath_t::CUBLAS_TF32_TENSOR_OP_MATH);
         assert_eq!(Math::Fp32.input_rounding(), 0.0);
         assert_eq!(Math::Tf32.input_rounding(), 1.0 / 1024.0);
+        assert_eq!((Math::Bf16.label(), Math::F16.label()), ("BF16", "FP16"));
+        assert_eq!((Math::Bf16.routine(), Math::Tf32.routine()), ("GEMM", "SGEMM"));
+        assert_eq!(Math::from(Arithmetic::Bf16), Math::Bf16);
+        assert_eq!(Math::from(Arithmetic::F16), Math::F16);
+        assert_eq!(Math::on(Elem::F32), [Math::Fp32, Math::Tf32]);
+        assert_eq!(Math::on(Elem::F16), [Math::F16]);
+        for a in [
+            Arithmetic::Fp32,
+            Arithmetic::Tf32,
+            Arithmetic::Bf16,
+            Arithmetic::F16,
+        ] {
+            assert_eq!(Math::from(a).label(), a.label());
+        }
+    }
+
+    fn gemm(input: Elem, output: Elem) -> Gemm {
+        Gemm {
+            m: 300,
+            n: 200,
+            k: 100,
+            a: 0xa000,
+            b: 0xb000,
+            c: 0xc000,
+            input,
+            output,
+        }
+    }
+
+    /// Row-major C (300 x 200) = A (300 x 100) B (100 x 200) in BF16 and FP16: cuBLAS
+    /// sees column-major C^T = B^T A^T, B first, with the types, f32 accumulation and
+    /// the default algorithm.
+    #[test]
+    fn the_16_bit_call_is_the_row_major_product_in_cublas_terms() {
+        use cublasOperation_t::CUBLAS_OP_N;
+        for (math, ty) in [
+            (Math::Bf16, cudaDataType::CUDA_R_16BF),
+            (Math::F16, cudaDataType::CUDA_R_16F),
+        ] {
+            let x = GemmEx::row_major(math, &gemm(math.elem(), math.elem())).unwrap();
+            assert_eq!(
+                x,
+                GemmEx {
+                    transa: CUBLAS_OP_N,
+                    transb: CUBLAS_OP_N,
+                    m: 200,
+                    n: 300,
+                    k: 100,
+                    a: 0xb000,
+                    a_type: ty,
+                    lda: 200,
+                    b: 0xa000,
+                    b_type: ty,
+                    ldb: 100,
+                    c: 0xc000,
+                    c_type: ty,
+                    ldc: 200,
+                    compute: cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                    algo: cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+                }
+            );
+        }
+        assert_eq!(cudaDataType::CUDA_R_16BF as u32, 14);
+        assert_eq!(cudaDataType::CUDA_R_16F as u32, 2);
+        assert_eq!(cublasComputeType_t::CUBLAS_COMPUTE_32F as u32, 68);
+        assert_eq!(cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT as i32, -1);
+        // The element names of the declaration and of cuBLAS's enum agree.
+        for e in [Elem::F32, Elem::Bf16, Elem::F16] {
+            assert_eq!(format!("{:?}", data_type(e)), e.cuda_data_type());
+        }
+    }
+
+    #[test]
+    fn a_mode_that_does_not_fit_the_buffers_is_refused() {
+        let e = GemmEx::row_major(Math::Bf16, &gemm(Elem::F16, Elem::F16)).unwrap_err();
+        assert!(
+            e.to_string().contains("BF16") && e.to_string().contains("f16"),
+            "{e}"
+        );
+        assert!(GemmEx::row_major(Math::Fp32, &gemm(Elem::F32, Elem::F32)).is_err());
+        let big = Gemm {
+            m: 1 << 31,
+            ..gemm(Elem::Bf16, Elem::Bf16)
+        };
+        assert!(
+            GemmEx::row_major(Math::Bf16, &big)
+                .unwrap_err()
+                .to_string()
+                .contains("32-bit")
+        );
     }
 }

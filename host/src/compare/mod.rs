@@ -35,8 +35,8 @@ pub struct Side {
     /// Effective bandwidth over the theoretical peak.
     #[serde(default)]
     pub pct_of_peak: Option<f64>,
-    /// GFLOP/s over cuBLAS SGEMM on the same matrices (products only), in the
-    /// kernel's arithmetic: FP32, or TF32 for a tensor-core kernel.
+    /// GFLOP/s over cuBLAS on the same matrices (products only), in the kernel's
+    /// precision: FP32, TF32 for a TF32 tensor-core kernel, BF16 or FP16.
     pub pct_of_cublas: Option<f64>,
     pub validated: bool,
     pub check: String,
@@ -87,6 +87,18 @@ pub struct CompareRow {
     /// after the variants (as in results files that predate the interleaving).
     #[serde(default)]
     pub cublas_interleaved: bool,
+    /// What the kernel multiplies in, and the cuBLAS mode its % of cuBLAS is of:
+    /// `FP32`, `TF32`, `BF16`, `FP16`; empty in files that predate it (read it with
+    /// [`CompareRow::precision`]).
+    #[serde(default)]
+    pub precision: String,
+}
+
+impl CompareRow {
+    /// Its precision, as [`Row::precision`] reads a row's.
+    pub fn precision(&self) -> &str {
+        harness::precision_of(&self.precision, &self.experiment, &self.variant)
+    }
 }
 
 /// The cuBLAS GFLOP/s a row's % of cuBLAS divides by, and how it was timed.
@@ -124,11 +136,12 @@ impl CompareRow {
             rust: rust_side,
             cpp,
             cublas_interleaved: matches!(cublas, Some(CublasRate::Interleaved(_))),
+            precision: rust.precision().to_string(),
         }
     }
 }
 
-/// cuBLAS SGEMM on an experiment's matrices.
+/// cuBLAS on an experiment's matrices, in one of its modes ([`Math`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CublasRow {
     pub experiment: String,
@@ -143,10 +156,12 @@ pub struct CublasRow {
 }
 
 impl CublasRow {
-    /// `cuBLAS SGEMM FP32 4096x4096x4096 = 48000 GFLOP/s (median of 20)`.
+    /// `cuBLAS SGEMM FP32 4096x4096x4096 = 48000 GFLOP/s (median of 20)`; `cuBLAS
+    /// GEMM BF16 ...` for a 16-bit product.
     pub fn describe(&self) -> String {
         format!(
-            "cuBLAS SGEMM {} {}x{}x{} = {:.0} GFLOP/s (median of {})",
+            "cuBLAS {} {} {}x{}x{} = {:.0} GFLOP/s (median of {})",
+            self.math.routine(),
             self.math.label(),
             self.m,
             self.n,
@@ -216,6 +231,7 @@ impl CompareReport {
                 speedup_over_slowest: 1.0,
                 validated: r.rust.validated,
                 check: r.rust.check.clone(),
+                precision: r.precision().to_string(),
             })
             .collect();
         harness::fill_speedups(&mut rows);

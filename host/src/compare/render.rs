@@ -3,9 +3,8 @@
 
 use std::fmt::Write as _;
 
-use super::{CompareReport, Side};
+use super::{CompareReport, CompareRow, Side};
 use crate::columns::{Layout, columns, numbers_from};
-use crate::experiment::Arithmetic;
 use crate::run_table;
 use crate::units::format_bytes;
 
@@ -26,6 +25,37 @@ pub fn shares(s: &Side) -> (String, String) {
     };
     let of_cublas = s.pct_of_cublas.map_or_else(|| "-".into(), |p| format!("{p:.1}"));
     (of_copy, of_cublas)
+}
+
+/// Which products multiply in what, where any is not FP32: `TF32: sgemm/tf32-a,
+/// sgemm/wgmma; BF16: gemm-bf16/simt; the other products FP32` (each % of cuBLAS is
+/// of cuBLAS in the row's own precision). None where every product is FP32.
+pub fn precision_note<'a>(rows: impl IntoIterator<Item = &'a CompareRow>) -> Option<String> {
+    let mut groups: Vec<(&str, Vec<String>)> = Vec::new();
+    let mut fp32 = false;
+    for r in rows.into_iter().filter(|r| r.flops.is_some()) {
+        let precision = r.precision();
+        if precision == "FP32" {
+            fp32 = true;
+            continue;
+        }
+        let name = format!("{}/{}", r.experiment, r.variant);
+        match groups.iter_mut().find(|(p, _)| *p == precision) {
+            Some((_, names)) => names.push(name),
+            None => groups.push((precision, vec![name])),
+        }
+    }
+    if groups.is_empty() {
+        return None;
+    }
+    let mut parts: Vec<String> = groups
+        .iter()
+        .map(|(p, names)| format!("{p}: {}", names.join(", ")))
+        .collect();
+    if fp32 {
+        parts.push("the other products FP32".into());
+    }
+    Some(format!("Precision: {}", parts.join("; ")))
 }
 
 /// The human table.
@@ -52,10 +82,13 @@ pub fn render(report: &CompareReport) -> String {
         );
     }
     let with_cublas = report.rows.iter().any(|r| r.rust.pct_of_cublas.is_some());
+    // Products say what they multiply in (and so which cuBLAS they are set beside).
+    let with_precision = report.rows.iter().any(|r| r.flops.is_some());
     let mut header: Vec<String> = [
         "experiment",
         "variant",
         "size",
+        "precision",
         "Rust",
         "C++",
         "Rust/C++",
@@ -64,6 +97,9 @@ pub fn render(report: &CompareReport) -> String {
     ]
     .map(String::from)
     .to_vec();
+    if !with_precision {
+        header.remove(3);
+    }
     if with_cublas {
         header.extend(["Rust % cuBLAS".to_string(), "C++ % cuBLAS".to_string()]);
     }
@@ -79,12 +115,20 @@ pub fn render(report: &CompareReport) -> String {
             r.experiment.clone(),
             r.variant.clone(),
             r.size_label.clone().unwrap_or_else(|| format_bytes(r.size_bytes)),
+            if r.flops.is_some() {
+                r.precision().to_string()
+            } else {
+                dash()
+            },
             rate(&r.rust),
             cpp.map(rate).unwrap_or_else(dash),
             r.rust_over_cpp.map(|x| format!("{x:.3}")).unwrap_or_else(dash),
             rust_copy,
             cpp_copy,
         ];
+        if !with_precision {
+            row.remove(3);
+        }
         if with_cublas {
             row.push(rust_cublas);
             row.push(cpp_cublas);
@@ -96,7 +140,10 @@ pub fn render(report: &CompareReport) -> String {
         ));
         cells.push(row);
     }
-    let right = numbers_from(2, cells[0].len());
+    let mut right = numbers_from(2, cells[0].len());
+    if with_precision {
+        right[3] = false;
+    }
     out.push_str(&columns(
         &cells,
         Layout {
@@ -105,23 +152,10 @@ pub fn render(report: &CompareReport) -> String {
             ..Layout::default()
         },
     ));
-    let tf32: Vec<String> = report
-        .rows
-        .iter()
-        .filter(|r| crate::experiments::arithmetic(&r.experiment, &r.variant) == Arithmetic::Tf32)
-        .map(|r| format!("{}/{}", r.experiment, r.variant))
-        .collect();
     if with_cublas {
         let _ = writeln!(
             out,
-            "% cuBLAS: of cuBLAS on the same matrices, its launches interleaved with the row's (the baseline lines time it alone, after the variants)"
-        );
-    }
-    if with_cublas && !tf32.is_empty() {
-        let _ = writeln!(
-            out,
-            "TF32 tensor cores ({}): % of cuBLAS SGEMM TF32; the other products: of FP32",
-            tf32.join(", ")
+            "% cuBLAS: of cuBLAS in the row's precision on the same matrices, its launches interleaved with the row's (the baseline lines time it alone, after the variants)"
         );
     }
     for r in &report.rows {
@@ -139,8 +173,9 @@ pub fn render(report: &CompareReport) -> String {
     for c in report.cublas_rows.iter().filter(|c| !c.validated) {
         let _ = writeln!(
             out,
-            "NOT VALIDATED {}/cuBLAS SGEMM {}: {}",
+            "NOT VALIDATED {}/cuBLAS {} {}: {}",
             c.experiment,
+            c.math.routine(),
             c.math.label(),
             c.check
         );
@@ -274,6 +309,8 @@ mod tests {
             ["-", "-", "50.0", "25.0", "yes/yes"],
             "{t}"
         );
+        assert_eq!(cells[3], "FP32", "the product's precision: {t}");
+        assert!(t.contains("% cuBLAS: of cuBLAS in the row's precision"), "{t}");
         // Without cuBLAS: no share at all.
         let alone = CompareReport {
             rows: vec![CompareRow::new(&rust, Some(&cpp), None)],
@@ -283,6 +320,58 @@ mod tests {
         let row = t.lines().find(|l| l.starts_with("matmul")).unwrap();
         let cells: Vec<&str> = row.split_whitespace().collect();
         assert_eq!(cells[cells.len() - 3..], ["-", "-", "yes/yes"], "{t}");
+    }
+
+    /// The JSON names each row's precision; a file that predates the field reads as FP32.
+    #[test]
+    fn rows_carry_their_precision_through_json() {
+        let mut r = report(None);
+        r.rows[0].precision = "BF16".into();
+        let json = serde_json::to_string(&r).unwrap();
+        assert!(json.contains("\"precision\":\"BF16\""), "{json}");
+        let old = json.replace(",\"precision\":\"BF16\"", "");
+        assert_ne!(old, json);
+        let back: CompareReport = serde_json::from_str(&old).unwrap();
+        assert_eq!(
+            (back.rows[0].precision.as_str(), back.rows[0].precision()),
+            ("", "FP32")
+        );
+        assert_eq!(back.rust_run().rows[0].precision, "FP32");
+        // An old file's TF32 rung reads as this build declares it.
+        let mut tf32 = back.rows[0].clone();
+        (tf32.experiment, tf32.variant) = ("sgemm".into(), "wgmma".into());
+        assert_eq!(tf32.precision(), "TF32");
+        // Bandwidth tables have no precision column.
+        assert!(!render(&report(None)).contains("precision"));
+    }
+
+    #[test]
+    fn the_precision_note_names_every_product_not_in_fp32() {
+        let mut r = report(None);
+        assert_eq!(precision_note(&r.rows), None, "a copy has no precision");
+        let mut row = r.rows[0].clone();
+        row.flops = Some(1);
+        let named = |e: &str, v: &str, p: &str| CompareRow {
+            experiment: e.into(),
+            variant: v.into(),
+            precision: p.into(),
+            ..row.clone()
+        };
+        r.rows = vec![
+            named("sgemm", "smem", "FP32"),
+            named("sgemm", "tf32-a", "TF32"),
+            named("gemm-bf16", "simt", "BF16"),
+            named("sgemm", "wgmma", "TF32"),
+        ];
+        assert_eq!(
+            precision_note(&r.rows).unwrap(),
+            "Precision: TF32: sgemm/tf32-a, sgemm/wgmma; BF16: gemm-bf16/simt; the other products FP32"
+        );
+        assert_eq!(precision_note(&r.rows[..1]), None);
+        assert_eq!(
+            precision_note(&r.rows[2..3]).unwrap(),
+            "Precision: BF16: gemm-bf16/simt"
+        );
     }
 
     #[test]

@@ -98,7 +98,7 @@ pub fn compare(
         let lib = cublas.as_ref().and_then(|c| c.as_ref().ok()).filter(|_| product);
         // cuBLAS in each variant's own arithmetic, timed in the same rounds as it.
         let same_work = |p: &Prepared, i: usize| match (lib, p.gemm()) {
-            (Some(c), Some(g)) => c.sgemm(Math::from(exp.variants[i].arithmetic), &g),
+            (Some(c), Some(g)) => c.gemm(Math::from(exp.variants[i].arithmetic), &g),
             _ => Ok(()),
         };
         let mut sgemm = Vec::new();
@@ -112,12 +112,13 @@ pub fn compare(
                 let (Some(c), Some(g)) = (lib, p.gemm()) else {
                     return Ok(());
                 };
-                for math in [Math::Fp32, Math::Tf32] {
+                for &math in Math::on(g.input) {
                     // Reset, compute, validate, as every kernel is checked, against the
-                    // same reference with the bound widened for TF32's rounded inputs.
-                    let what = format!("cuBLAS SGEMM {}", math.label());
-                    let check = p.check_with(gpu, 0, &what, math.input_rounding(), |_| c.sgemm(math, &g))?;
-                    let timing = time_launches(gpu, opts.reps, || c.sgemm(math, &g))?;
+                    // same reference with the bound widened for TF32's rounded inputs
+                    // (and for a 16-bit C's rounding, by C's element type).
+                    let what = format!("cuBLAS {} {}", math.routine(), math.label());
+                    let check = p.check_with(gpu, 0, &what, math.input_rounding(), |_| c.gemm(math, &g))?;
+                    let timing = time_launches(gpu, opts.reps, || c.gemm(math, &g))?;
                     let flops = 2 * (g.m * g.n * g.k) as u64;
                     sgemm.push(CublasRow {
                         experiment: exp.name.to_string(),

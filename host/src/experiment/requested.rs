@@ -23,7 +23,7 @@ impl Experiment {
             });
         }
         let bytes = size.unwrap_or_else(|| self.default_size.bytes(gpu));
-        let problem = self.kind.problem(bytes, shape)?;
+        let problem = self.kind.problem(bytes, self.elem(), shape)?;
         Ok((problem, size.is_some() || shape.is_some()))
     }
 }

@@ -5,17 +5,20 @@ use crate::error::{Error, Result};
 use crate::experiment::{Arithmetic, Experiment};
 
 /// Declares each experiment's module and lists it in [`ALL`], in suite order: adding
-/// an experiment is one line here.
+/// an experiment is one line here. A module of one experiment names it `EXPERIMENT`;
+/// one declaring several (`hgemm => [BF16, F16]`) lists them after the `;`.
 macro_rules! registry {
-    ($($name:ident),* $(,)?) => {
+    ($($name:ident),* $(,)? ; $($multi:ident => [$($item:ident),+]),* $(,)?) => {
         $(pub mod $name;)*
+        $(pub mod $multi;)*
         /// Every experiment, in the order the suite runs them.
-        pub static ALL: &[&Experiment] = &[$(&$name::EXPERIMENT),*];
+        pub static ALL: &[&Experiment] = &[$(&$name::EXPERIMENT,)* $($(&$multi::$item,)+)*];
     };
 }
 
 registry![
-    copy, inflight, stride, offset, transpose, particles, saxpy, complex, matmul, sgemm
+    copy, inflight, stride, offset, transpose, particles, saxpy, complex, matmul, sgemm;
+    hgemm => [BF16, F16],
 ];
 
 /// The names of all experiments, comma-separated (for messages).
@@ -247,7 +250,7 @@ mod tests {
                 }
                 // The experiment's own checks, without the memory gate in front.
                 let shape = plan.shape.as_deref().filter(|s| s.len() == e.shape_rank());
-                if let Ok(p) = e.kind.problem(plan.size.unwrap_or(4), shape) {
+                if let Ok(p) = e.kind.problem(plan.size.unwrap_or(4), e.elem(), shape) {
                     let _ = e.device_bytes(&p);
                     if let Ok(cfgs) = e.launches(&p, &info) {
                         assert!(cfgs.iter().flatten().all(within_limits), "{what}: {cfgs:?}");

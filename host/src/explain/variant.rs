@@ -119,7 +119,7 @@ pub fn explain_variant(
         variant: variant.name.to_string(),
         kernel: variant.kernel.name.to_string(),
         problem,
-        size_bytes: crate::harness::baseline_bytes(&problem).unwrap_or(0),
+        size_bytes: crate::harness::baseline_bytes(experiment, &problem).unwrap_or(0),
         grid: [launch.grid.x, launch.grid.y, launch.grid.z],
         block: [launch.block.x, launch.block.y, launch.block.z],
         blocks_total: total,

@@ -311,6 +311,7 @@ pub(crate) mod tests {
             speedup_over_slowest: 1.0,
             validated: true,
             check: String::new(),
+            precision: "FP32".into(),
         }
     }
 

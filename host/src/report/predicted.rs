@@ -285,6 +285,7 @@ mod tests {
             speedup_over_slowest: 1.0,
             validated: true,
             check: String::new(),
+            precision: "FP32".into(),
         }
     }
 

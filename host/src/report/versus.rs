@@ -90,6 +90,16 @@ pub fn render(out: &mut String, c: &CompareReport) {
             "the cuBLAS lines above (timed alone, after the variants)"
         };
         let _ = writeln!(out, "\n% of cuBLAS: of {of}.");
+        // The ladder marks its TF32 rungs; 16-bit products are named here, each % of
+        // cuBLAS being of cuBLAS in the row's own precision.
+        if c.rows.iter().any(|r| matches!(r.precision(), "BF16" | "FP16"))
+            && let Some(note) = crate::compare::render::precision_note(&c.rows)
+        {
+            let _ = writeln!(
+                out,
+                "{note}; each % of cuBLAS is of cuBLAS in the row's precision."
+            );
+        }
     }
     let failed: Vec<&CompareRow> = c
         .rows

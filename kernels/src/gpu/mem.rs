@@ -74,6 +74,8 @@ impl Element for u32 {}
 impl Element for i32 {}
 impl Element for f64 {}
 impl Element for u64 {}
+// Bytes: how the host holds a buffer of any element type (cast with `global_as`).
+impl Element for u8 {}
 
 /// A read-only pointer to device (global) memory: like a shared borrow `&[T]`, the
 /// data must not change while the kernel runs (no thread writes it, no `GlobalMut`

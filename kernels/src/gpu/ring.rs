@@ -369,7 +369,6 @@ mod tests {
             pitch: (STAGE * 4) as u64,
             boxes: [box_ as u32, 1],
             swizzle: Swizzle::None,
-            elem_bytes: 4,
         };
         (src, map.encode())
     }

@@ -38,8 +38,6 @@ pub struct TileMap {
     /// The box, innermost first.
     pub boxes: [u32; 2],
     pub swizzle: Swizzle,
-    /// Bytes an element: 4 (f32) or 2 (the 16-bit floats).
-    pub elem_bytes: u32,
 }
 
 #[cfg(not(target_arch = "nvptx64"))]
@@ -60,8 +58,26 @@ impl TileMap {
             Swizzle::None => 0,
             Swizzle::B128 => 128,
         };
-        words[7] = u64::from(self.elem_bytes);
         TensorMap { words }
+    }
+
+    /// [`TileMap::encode`] for a tensor of `bytes`-byte elements. A 4-byte map is the
+    /// same 128 bytes as `encode` makes; any other size is kept in word 7.
+    pub fn encode_with_element(self, bytes: u32) -> TensorMap {
+        let mut map = self.encode();
+        if bytes != 4 {
+            map.words[7] = u64::from(bytes);
+        }
+        map
+    }
+
+    /// Bytes per element of the tensor `map` describes (4 unless
+    /// [`TileMap::encode_with_element`] said otherwise).
+    pub fn element_bytes(map: &TensorMap) -> usize {
+        match map.words[7] {
+            0 => 4,
+            b => b as usize,
+        }
     }
 
     /// The map `encode` made.
@@ -77,7 +93,6 @@ impl TileMap {
             pitch: w[4],
             boxes: [w[5] as u32, (w[5] >> 32) as u32],
             swizzle: if w[6] == 128 { Swizzle::B128 } else { Swizzle::None },
-            elem_bytes: w[7] as u32,
         }
     }
 }

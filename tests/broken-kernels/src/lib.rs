@@ -14,7 +14,7 @@ use kernels::gpu::ring::Ring;
 use kernels::gpu::shared::dynamic_shared_array;
 use kernels::gpu::thread::{self, block_idx_x, block_idx_y, thread_idx_x, thread_idx_y};
 use kernels::gpu::tma::{self, TensorMap};
-use kernels::gpu::{Global, GlobalMut};
+use kernels::gpu::{Bf16, F16, Global, GlobalMut, Half};
 use kernels::transpose::{BLOCK_ROWS, TILE};
 use kernels::{kernel, shared_array};
 
@@ -135,5 +135,47 @@ kernel! {
             tma::commit_group();
             tma::wait_group_read::<0>();
         }
+    }
+}
+
+/// `hgemm_simt_*` keeping its sum in the 16-bit type, rounded after every k step (as
+/// code that accumulates in `__nv_bfloat16` or `half` does) instead of once at the
+/// store: every read and write as the real kernel's, the sum off by many roundings.
+#[inline(always)]
+unsafe fn hgemm_rounds_every_step<H: Half>(
+    m: u32,
+    n: u32,
+    k: u32,
+    a: Global<H>,
+    b: Global<H>,
+    c: GlobalMut<H>,
+) {
+    let row = block_idx_y() * 32 + thread_idx_y();
+    let col = block_idx_x() * 32 + thread_idx_x();
+    if row < m && col < n {
+        let mut acc = H::from_f32(0.0);
+        for kk in 0..k {
+            // SAFETY: row < m, col < n, kk < k.
+            let (x, y) = unsafe { (a.read((row * k + kk) as usize), b.read((kk * n + col) as usize)) };
+            acc = H::from_f32(kernels::gpu::math::fma(x.to_f32(), y.to_f32(), acc.to_f32()));
+        }
+        // SAFETY: row < m, col < n.
+        unsafe { c.write((row * n + col) as usize, acc) };
+    }
+}
+
+kernel! {
+    /// `hgemm_simt_bf16` rounding to BF16 after every k step.
+    pub fn hgemm_simt_bf16_rounds_every_step(m: u32, n: u32, k: u32, a: Global<Bf16>, b: Global<Bf16>, c: GlobalMut<Bf16>) {
+        // SAFETY: forwards the kernel's arguments.
+        unsafe { hgemm_rounds_every_step(m, n, k, a, b, c) }
+    }
+}
+
+kernel! {
+    /// `hgemm_simt_f16` rounding to FP16 after every k step.
+    pub fn hgemm_simt_f16_rounds_every_step(m: u32, n: u32, k: u32, a: Global<F16>, b: Global<F16>, c: GlobalMut<F16>) {
+        // SAFETY: forwards the kernel's arguments.
+        unsafe { hgemm_rounds_every_step(m, n, k, a, b, c) }
     }
 }

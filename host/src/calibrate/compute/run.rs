@@ -15,6 +15,7 @@ use super::expected::{
 use super::table::{Blocks, Microbenchmark, Setup, Work};
 use super::{first_wrong, read};
 use crate::device::Gpu;
+use crate::elem::Elem;
 use crate::error::Result;
 use crate::launch::{AsGlobal, Launch};
 use crate::problem::{Dim, Problem};
@@ -234,8 +235,11 @@ impl BulkRead {
         let (chunks, shift) = bulk_shape(span);
         let host: Vec<f32> = (0..chunks * BULK_STAGE).map(|i| l2_value(i) as f32).collect();
         let src = gpu.upload(&host)?;
-        let map = MapSpec::line(0, Dim::Len, BULK_BOX as u32)
-            .for_gpu(&Problem::Elements { n: host.len() }, src.as_device_ptr().as_raw())?;
+        let map = MapSpec::line(0, Dim::Len, BULK_BOX as u32).for_gpu(
+            &Problem::Elements { n: host.len() },
+            Elem::F32,
+            src.as_device_ptr().as_raw(),
+        )?;
         Ok(BulkRead {
             chunks,
             shift,

@@ -32,7 +32,6 @@ use kernels::gpu::emu::{self, Dim3, LaunchConfig};
 use kernels::gpu::tma::TensorMap;
 use kernels::handle::KernelInfo;
 
-use crate::buffers::POISON_BITS;
 use crate::device::DeviceInfo;
 use crate::error::{Error, Result};
 use crate::experiment::{Buffer, Experiment, Inputs, Problem, Role, Variant};
@@ -100,7 +99,8 @@ impl EmuLaunch {
         let words = self
             .experiment
             .words(self.variant, &self.problem, &addresses, &mut |spec| {
-                let map = Box::new(spec.for_emulator(&self.problem, addresses[spec.buffer])?);
+                let elem = self.buffers[spec.buffer].elem;
+                let map = Box::new(spec.for_emulator(&self.problem, elem, addresses[spec.buffer])?);
                 let at = &*map as *const TensorMap as u64;
                 maps.push(map);
                 Ok(at)
@@ -114,21 +114,22 @@ impl EmuLaunch {
     }
 }
 
-/// 256-byte aligned f32 storage, as `cuMemAlloc` returns, so a host run sees the
-/// same alignment (and vector loads the same legality) as the GPU.
+/// 256-byte aligned storage, as `cuMemAlloc` returns, so a host run sees the same
+/// alignment (and vector loads the same legality) as the GPU.
 #[repr(C, align(256))]
 #[derive(Clone, Copy)]
-struct Chunk([f32; 64]);
+struct Chunk([u8; 256]);
 
+/// A buffer's bytes on the host.
 struct HostBuffer {
     chunks: Vec<Chunk>,
     len: usize,
 }
 
 impl HostBuffer {
-    fn from(data: &[f32]) -> Self {
-        let mut chunks = vec![Chunk([0.0; 64]); data.len().div_ceil(64).max(1)];
-        for (c, part) in chunks.iter_mut().zip(data.chunks(64)) {
+    fn from(data: &[u8]) -> Self {
+        let mut chunks = vec![Chunk([0; 256]); data.len().div_ceil(256).max(1)];
+        for (c, part) in chunks.iter_mut().zip(data.chunks(256)) {
             c.0[..part.len()].copy_from_slice(part);
         }
         HostBuffer {
@@ -139,7 +140,7 @@ impl HostBuffer {
     fn addr(&mut self) -> usize {
         self.chunks.as_mut_ptr() as usize
     }
-    fn to_vec(&self) -> Vec<f32> {
+    fn to_bytes(&self) -> Vec<u8> {
         self.chunks.iter().flat_map(|c| c.0).take(self.len).collect()
     }
 }
@@ -151,16 +152,19 @@ pub(super) fn emulation_error(kernel: &str) -> impl FnOnce(emu::LaunchError) -> 
     }
 }
 
-/// The buffers' initial contents: what the GPU's reset fills ([`Inputs`]) for the
-/// buffers the kernel reads, poison for those it only writes.
-pub fn initial_contents(launch: &EmuLaunch, inputs: &Inputs) -> Vec<Vec<f32>> {
+/// The buffers' initial contents, as bytes of their elements: what the GPU's reset
+/// fills ([`Inputs`]) for the buffers the kernel reads, poison for those it only writes.
+pub fn initial_contents(launch: &EmuLaunch, inputs: &Inputs) -> Vec<Vec<u8>> {
     launch
         .buffers
         .iter()
         .enumerate()
         .map(|(b, buf)| match buf.role {
-            Role::Output => vec![f32::from_bits(POISON_BITS); buf.len],
-            Role::Input | Role::InOut => (0..buf.len).map(|i| inputs.get(b, i)).collect(),
+            Role::Output => buf.elem.poisoned(buf.len),
+            Role::Input | Role::InOut => {
+                let values: Vec<f32> = (0..buf.len).map(|i| inputs.get(b, i)).collect();
+                buf.elem.encode(&values)
+            }
         })
         .collect()
 }
@@ -175,7 +179,22 @@ pub fn validate(launch: &EmuLaunch, seed: u64) -> Result<Validation> {
 /// [`validate`] with the emulated threads of a block run in `schedule`'s order.
 pub fn validate_with(launch: &EmuLaunch, seed: u64, schedule: emu::Schedule) -> Result<Validation> {
     let inputs = Inputs { seed };
-    let initial = initial_contents(launch, &inputs);
+    let finals = run_whole(launch, &inputs, schedule)?;
+    judge(
+        launch.experiment,
+        launch.variant,
+        &launch.problem,
+        &inputs,
+        |b| Ok(finals[b].clone()),
+        Scope::Everything,
+        0.0,
+    )
+}
+
+/// Runs the whole grid on host buffers that start as `inputs` (and poison) say, and
+/// returns every buffer's elements afterwards, as exact values.
+pub fn run_whole(launch: &EmuLaunch, inputs: &Inputs, schedule: emu::Schedule) -> Result<Vec<Vec<f32>>> {
+    let initial = initial_contents(launch, inputs);
     let mut memory: Vec<HostBuffer> = initial.iter().map(|d| HostBuffer::from(d)).collect();
     let addrs: Vec<usize> = memory.iter_mut().map(HostBuffer::addr).collect();
     let config = LaunchConfig {
@@ -187,22 +206,17 @@ pub fn validate_with(launch: &EmuLaunch, seed: u64, schedule: emu::Schedule) -> 
             .buffers
             .iter()
             .zip(&addrs)
-            .map(|(b, &a)| a..a + 4 * b.len)
+            .map(|(b, &a)| a..a + b.elem.bytes() * b.len)
             .collect(),
         schedule,
         ..Default::default()
     };
     emu::try_launch(&config, || launch.call(&addrs)).map_err(emulation_error(launch.kernel.name))?;
-    let finals: Vec<Vec<f32>> = memory.iter().map(HostBuffer::to_vec).collect();
-    judge(
-        launch.experiment,
-        launch.variant,
-        &launch.problem,
-        &inputs,
-        |b| Ok(finals[b].clone()),
-        Scope::Everything,
-        0.0,
-    )
+    Ok(memory
+        .iter()
+        .zip(&launch.buffers)
+        .map(|(m, b)| b.elem.decode(&m.to_bytes()))
+        .collect())
 }
 
 /// Where virtual buffers start: far from anything, never dereferenced.
@@ -219,7 +233,7 @@ pub fn virtual_layout(buffers: &[Buffer]) -> Result<Vec<usize>> {
             let at = next;
             next = b
                 .len
-                .checked_mul(4)
+                .checked_mul(b.elem.bytes())
                 .and_then(|bytes| at.checked_add(bytes))
                 .and_then(|end| end.checked_next_multiple_of(VIRTUAL_ALIGN))
                 .ok_or_else(|| Error::TooLarge {
@@ -260,7 +274,7 @@ pub fn regions(launch: &EmuLaunch) -> Result<(Regions, Vec<usize>)> {
         .buffers
         .iter()
         .zip(&addrs)
-        .map(|(b, &a)| (b.name.to_string(), a..a + 4 * b.len))
+        .map(|(b, &a)| (b.name.to_string(), a..a + b.elem.bytes() * b.len))
         .collect();
     Ok((regions, addrs))
 }
@@ -291,7 +305,7 @@ pub fn record_each(
             .buffers
             .iter()
             .zip(addrs)
-            .map(|(b, &a)| a..a + 4 * b.len)
+            .map(|(b, &a)| a..a + b.elem.bytes() * b.len)
             .collect(),
         addresses_only: true,
         global_only,
@@ -328,9 +342,18 @@ mod tests {
 
     #[test]
     fn host_buffers_round_trip_and_are_aligned() {
-        let data: Vec<f32> = (0..130).map(|i| i as f32).collect();
+        let data: Vec<u8> = (0..1030).map(|i| i as u8).collect();
         let mut h = HostBuffer::from(&data);
         assert_eq!(h.addr() % 256, 0);
-        assert_eq!(h.to_vec(), data);
+        assert_eq!(h.to_bytes(), data);
+    }
+
+    #[test]
+    fn virtual_buffers_are_sized_by_their_elements() {
+        use crate::elem::Elem;
+        let b = [Buffer::input("a", 3 << 20).of(Elem::Bf16), Buffer::output("b", 1)];
+        let at = virtual_layout(&b).unwrap();
+        // 6 MiB of bf16: the next buffer at the next 2 MiB boundary after it.
+        assert_eq!(at[1] - at[0], 6 << 20);
     }
 }

@@ -49,25 +49,19 @@ struct TxBarrier {
     /// Bytes expected (`arrive_expect_tx`) less bytes landed, this phase.
     tx: i64,
     phase: u32,
-    /// Copies issued but not landed: each element's address, value and bytes (4, or 2
-    /// for 16-bit data: the low half of the value).
-    queued: Vec<(usize, u32, u8)>,
+    /// Copies issued but not landed: each element's address and value.
+    queued: Vec<(usize, Element)>,
 }
 
 impl TxBarrier {
     /// Lands the queued copies and, if every arrival and byte is in, completes the
     /// phase. Returns whether it completed one.
     fn settle(&mut self) -> bool {
-        for (addr, word, bytes) in self.queued.drain(..) {
+        for (addr, value) in self.queued.drain(..) {
             // SAFETY: the copy's destination, checked in bounds of the block's shared
             // memory when it was issued; shared storage lives as long as the block.
-            unsafe {
-                match bytes {
-                    2 => (addr as *mut u16).write_unaligned(word as u16),
-                    _ => (addr as *mut u32).write_unaligned(word),
-                }
-            };
-            self.tx -= i64::from(bytes);
+            unsafe { value.write(addr) };
+            self.tx -= value.bytes() as i64;
         }
         if self.pending == 0 && self.tx == 0 {
             self.phase += 1;
@@ -216,35 +210,31 @@ pub fn barrier_try_wait(addr: usize, parity: u32) -> bool {
 #[track_caller]
 pub unsafe fn tma_load(map: *const TensorMap, coords: [i32; 2], dst: usize, bar: usize, ctas: u16) {
     // SAFETY: a map the host made for this launch (the kernel's contract).
-    let map = TileMap::decode(unsafe { &*map });
-    for (start, bytes) in box_rows(&map, coords) {
+    let (map, size) = unsafe { (TileMap::decode(&*map), TileMap::element_bytes(&*map)) };
+    for (start, bytes) in box_rows(&map, size, coords) {
         super::record::record_bulk(start, bytes, super::Op::Load);
     }
     let faithful = !with_thread(|t| t.config.addresses_only);
-    let bytes = map.elem_bytes as u8;
-    let queued: Vec<(usize, u32, u8)> = box_elements(&map, coords, dst)
+    let queued: Vec<(usize, Element)> = box_elements(&map, size, coords, dst)
         .into_iter()
         .map(|e| {
             // SAFETY: inside the tensor the host described (checked by its extents).
-            let word = match e.global {
-                Some(g) if faithful && bytes == 2 => u32::from(unsafe { (g as *const u16).read_unaligned() }),
-                Some(g) if faithful => unsafe { (g as *const u32).read_unaligned() },
-                _ => 0,
+            let value = match e.global {
+                Some(g) if faithful => unsafe { Element::read(g, size) },
+                _ => Element::zero(size),
             };
-            (dst + e.shared, word, bytes)
+            (dst + e.shared, value)
         })
         .collect();
-    super::record::check_shared(dst, queued.len() * usize::from(bytes));
+    super::record::check_shared(dst, queued.len() * size);
     if ctas == 0 {
         block().hopper.with(bar, |b| b.queued.extend(queued));
         return;
     }
     for rank in (0..16).filter(|r| ctas & (1 << r) != 0) {
         let ((to, at), (_, bar)) = (mapped(rank, dst), mapped(rank, bar));
-        let words = queued
-            .iter()
-            .map(|&(addr, word, bytes)| (addr - dst + at, word, bytes));
-        to.hopper.with(bar, |b| b.queued.extend(words));
+        let values = queued.iter().map(|&(addr, value)| (addr - dst + at, value));
+        to.hopper.with(bar, |b| b.queued.extend(values));
     }
 }
 
@@ -256,24 +246,65 @@ pub unsafe fn tma_load(map: *const TensorMap, coords: [i32; 2], dst: usize, bar:
 #[track_caller]
 pub unsafe fn tma_store(map: *const TensorMap, coords: [i32; 2], src: usize) {
     // SAFETY: as for `tma_load`.
-    let map = TileMap::decode(unsafe { &*map });
-    for (start, bytes) in box_rows(&map, coords) {
+    let (map, size) = unsafe { (TileMap::decode(&*map), TileMap::element_bytes(&*map)) };
+    for (start, bytes) in box_rows(&map, size, coords) {
         super::record::record_bulk(start, bytes, super::Op::Store);
     }
-    let elements = box_elements(&map, coords, src);
-    super::record::check_shared(src, elements.len() * map.elem_bytes as usize);
+    let elements = box_elements(&map, size, coords, src);
+    super::record::check_shared(src, elements.len() * size);
     if with_thread(|t| t.config.addresses_only) {
         return;
     }
     for e in elements {
         if let Some(g) = e.global {
             // SAFETY: shared storage checked above; g inside the tensor.
-            unsafe {
-                let from = src + e.shared;
-                match map.elem_bytes {
-                    2 => (g as *mut u16).write_unaligned((from as *const u16).read_unaligned()),
-                    _ => (g as *mut u32).write_unaligned((from as *const u32).read_unaligned()),
-                }
+            unsafe { Element::read(src + e.shared, size).write(g) };
+        }
+    }
+}
+
+/// One element the copy engine moves: 4 bytes (f32) or 2 (a 16-bit type).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Element {
+    Word(u32),
+    Half(u16),
+}
+
+impl Element {
+    /// The `size`-byte element at `addr`.
+    ///
+    /// # Safety
+    /// `addr` is valid for a read of `size` bytes.
+    unsafe fn read(addr: usize, size: usize) -> Element {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            match size {
+                2 => Element::Half((addr as *const u16).read_unaligned()),
+                _ => Element::Word((addr as *const u32).read_unaligned()),
+            }
+        }
+    }
+    /// The zeros the copy engine fills outside the tensor.
+    fn zero(size: usize) -> Element {
+        match size {
+            2 => Element::Half(0),
+            _ => Element::Word(0),
+        }
+    }
+    fn bytes(self) -> usize {
+        match self {
+            Element::Word(_) => 4,
+            Element::Half(_) => 2,
+        }
+    }
+    /// # Safety
+    /// `addr` is valid for a write of [`Element::bytes`].
+    unsafe fn write(self, addr: usize) {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            match self {
+                Element::Word(w) => (addr as *mut u32).write_unaligned(w),
+                Element::Half(h) => (addr as *mut u16).write_unaligned(h),
             }
         }
     }

@@ -5,7 +5,6 @@
 
 use std::vec::Vec;
 
-use crate::gpu::Half;
 use crate::gpu::tensor_map::{Swizzle, TileMap};
 
 /// The 128-byte swizzle of an address in a 1024-byte-aligned group: the 16-byte chunk
@@ -24,17 +23,19 @@ pub struct BoxElement {
 }
 
 /// Every element of the box of `map` at (`c0`, `c1`), row by row, with its shared
-/// memory landing `dst` (the box's start address, whose low 10 bits the swizzle reads).
-pub fn box_elements(map: &TileMap, [c0, c1]: [i32; 2], dst: usize) -> Vec<BoxElement> {
+/// memory landing `dst` (the box's start address, whose low 10 bits the swizzle reads),
+/// for a tensor of `size`-byte elements (4 for f32; 2 for BF16 and FP16, whose 128-byte
+/// rows hold twice the elements and swizzle alike).
+pub fn box_elements(map: &TileMap, size: usize, [c0, c1]: [i32; 2], dst: usize) -> Vec<BoxElement> {
     let [bx, by] = map.boxes.map(|b| b as usize);
-    let e = map.elem_bytes as usize;
     let mut out = Vec::with_capacity(bx * by);
     for r in 0..by {
         for c in 0..bx {
             let (x, y) = (i64::from(c0) + c as i64, i64::from(c1) + r as i64);
             let inside = x >= 0 && y >= 0 && (x as u64) < map.dims[0] && (y as u64) < map.dims[1];
-            let global = inside.then(|| map.base as usize + y as usize * map.pitch as usize + x as usize * e);
-            let linear = dst + (r * bx + c) * e;
+            let global =
+                inside.then(|| map.base as usize + y as usize * map.pitch as usize + x as usize * size);
+            let linear = dst + (r * bx + c) * size;
             let shared = match map.swizzle {
                 Swizzle::None => linear,
                 Swizzle::B128 => swizzle_128(linear),
@@ -45,19 +46,18 @@ pub fn box_elements(map: &TileMap, [c0, c1]: [i32; 2], dst: usize) -> Vec<BoxEle
     out
 }
 
-/// The global byte ranges of a box's rows inside the tensor: what the copy engine
-/// reads (or writes), one line-aligned run per row.
-pub fn box_rows(map: &TileMap, [c0, c1]: [i32; 2]) -> Vec<(usize, usize)> {
+/// The global byte ranges of a box's rows inside the tensor of `size`-byte elements:
+/// what the copy engine reads (or writes), one line-aligned run per row.
+pub fn box_rows(map: &TileMap, size: usize, [c0, c1]: [i32; 2]) -> Vec<(usize, usize)> {
     let [bx, by] = map.boxes.map(i64::from);
-    let e = map.elem_bytes as usize;
     let x0 = i64::from(c0).max(0);
     let x1 = (i64::from(c0) + bx).min(map.dims[0] as i64);
     (0..by)
         .map(|r| i64::from(c1) + r)
         .filter(|&y| y >= 0 && (y as u64) < map.dims[1] && x1 > x0)
         .map(|y| {
-            let start = map.base as usize + y as usize * map.pitch as usize + x0 as usize * e;
-            (start, (x1 - x0) as usize * e)
+            let start = map.base as usize + y as usize * map.pitch as usize + x0 as usize * size;
+            (start, (x1 - x0) as usize * size)
         })
         .collect()
 }
@@ -123,8 +123,8 @@ impl HalfTiles {
         // SAFETY: inside an operand tile in the block's shared memory (the descriptor's contract).
         let h = unsafe { (swizzle_128(addr) as *const u16).read_unaligned() };
         match self.bits {
-            8 => <crate::gpu::Bf16 as Half>::from_bits(h).to_f32(),
-            _ => <crate::gpu::F16 as Half>::from_bits(h).to_f32(),
+            8 => <crate::gpu::Bf16 as crate::gpu::Half>::from_bits(h).to_f32(),
+            _ => <crate::gpu::F16 as crate::gpu::Half>::from_bits(h).to_f32(),
         }
     }
 
@@ -174,9 +174,8 @@ mod tests {
             pitch: 256,
             boxes: [32, 32],
             swizzle: Swizzle::B128,
-            elem_bytes: 4,
         };
-        let elems = box_elements(&map, [0, 0], 4096);
+        let elems = box_elements(&map, 4, [0, 0], 4096);
         for r in 0..32 {
             for c in 0..32 {
                 let e = elems[r * 32 + c];
@@ -190,6 +189,44 @@ mod tests {
         }
     }
 
+    /// A box of 16-bit elements, 64 to a 128-byte row: each row's bytes land where an
+    /// f32 box's do (the swizzle permutes 16-byte chunks, 8 elements here), and the
+    /// rows read from the tensor are as many bytes.
+    #[test]
+    fn a_16_bit_box_lands_in_the_same_bytes_as_an_f32_one() {
+        let map = TileMap {
+            base: 0x10000,
+            dims: [200, 50],
+            pitch: 400,
+            boxes: [64, 16],
+            swizzle: Swizzle::B128,
+        };
+        let half = box_elements(&map, 2, [64, 8], 4096);
+        let word = box_elements(
+            &TileMap {
+                boxes: [32, 16],
+                ..map
+            },
+            4,
+            [32, 8],
+            4096,
+        );
+        for r in 0..16 {
+            for c in 0..64 {
+                let e = half[r * 64 + c];
+                // The f32 element holding the same 4 bytes, and which half of it.
+                let w = word[r * 32 + c / 2];
+                assert_eq!(e.shared, w.shared + 2 * (c % 2), "({r}, {c})");
+                assert_eq!(e.global, Some(0x10000 + (8 + r) * 400 + (64 + c) * 2));
+            }
+        }
+        assert_eq!(box_rows(&map, 2, [64, 8])[0], (0x10000 + 8 * 400 + 128, 128));
+        // Past the tensor's 200 columns: columns 192..199 of the box at 192 are in.
+        let edge = box_elements(&map, 2, [192, 0], 0);
+        assert!(edge[7].global.is_some() && edge[8].global.is_none());
+        assert_eq!(box_rows(&map, 2, [192, 0])[0].1, 16);
+    }
+
     #[test]
     fn boxes_past_the_edges_read_nothing_there() {
         let map = TileMap {
@@ -198,17 +235,16 @@ mod tests {
             pitch: 160,
             boxes: [32, 4],
             swizzle: Swizzle::None,
-            elem_bytes: 4,
         };
-        let elems = box_elements(&map, [32, 1], 0);
+        let elems = box_elements(&map, 4, [32, 1], 0);
         assert_eq!(elems[0].global, Some(1000 + 160 + 32 * 4));
         assert_eq!(elems[8].global, None, "column 40 is past the tensor");
         assert!(elems[64..].iter().all(|e| e.global.is_none()), "row 3 is past it");
         assert_eq!(
-            box_rows(&map, [32, 1]),
+            box_rows(&map, 4, [32, 1]),
             [(1000 + 160 + 128, 32), (1000 + 320 + 128, 32)]
         );
-        assert!(box_rows(&map, [40, 0]).is_empty());
+        assert!(box_rows(&map, 4, [40, 0]).is_empty());
     }
 
     #[test]

@@ -1,0 +1,286 @@
+//! gemm-bf16 and gemm-f16: the 16-bit GEMM chapter. C = A B, row-major, with A, B and
+//! C all BF16 (or all FP16), products accumulated in f32 and C rounded once; reported
+//! in GFLOP/s, validated against an f64 reference within a bound that allows for C's
+//! rounding ([`crate::validate::ProductBound`]), and compared with cuBLAS
+//! (`cublasGemmEx`) in the same precision on the same buffers.
+//!
+//! Both experiments are made from one list of rungs ([`rungs!`]): each rung names its
+//! BF16 and FP16 kernels (one generic kernel body, instantiated twice), its arguments
+//! and its launch, and appears in both.
+
+use kernels::entry;
+use kernels::gpu::tma::Swizzle;
+use kernels::hgemm::simt::TILE;
+use kernels::hgemm::wgmma::{B_BOX, BK, BM, BN, HalfTiling, PLAIN, SPECIALISED};
+
+use super::matmul;
+use crate::device::DeviceInfo;
+use crate::elem::Elem;
+use crate::error::{Error, Result};
+use crate::experiment::{Arg, Buffer, DefaultSize, Dim, Experiment, Kind, Problem, Reference, Variant, Work};
+use crate::launch::{Launch, MAX_GRID_X};
+use crate::tensor_map::MapSpec;
+use crate::twin;
+
+/// `(m, n, k, a, b, c)`, as every matmul kernel takes them.
+const ARGS: &[Arg] = matmul::ARGS;
+
+/// One thread per element of C in 32 x 32 blocks.
+fn simt(p: &Problem, _: &DeviceInfo) -> Result<Launch> {
+    matmul::tiles(p, (TILE, TILE), (TILE as u32, TILE as u32, 1))
+}
+
+/// The copy engine's view of the Hopper rungs: A in boxes of BM rows of 64 k (128
+/// bytes, swizzled), B in boxes of 64 k rows of 64 n; C written by the threads.
+const HOPPER_ARGS: &[Arg] = &[
+    Arg::Dim(Dim::M),
+    Arg::Dim(Dim::N),
+    Arg::Dim(Dim::K),
+    Arg::Map(MapSpec::matrix(0, (Dim::M, Dim::K), [BM as u32, BK as u32], Swizzle::B128)),
+    Arg::Map(MapSpec::matrix(1, (Dim::K, Dim::N), [BK as u32, B_BOX as u32], Swizzle::B128)),
+    Arg::Buffer(2),
+];
+
+/// One block per BM x BN tile of C (the kernel orders them), in whole clusters of
+/// `cluster` blocks along m, with the tiling's stages as dynamic shared memory.
+fn hopper(p: &Problem, t: HalfTiling, cluster: u64) -> Result<Launch> {
+    let (m, n) = (p.dim(Dim::M) as u64, p.dim(Dim::N) as u64);
+    let blocks = m.div_ceil(BM as u64).div_ceil(cluster) * cluster * n.div_ceil(BN as u64);
+    grid(p, t, blocks)
+}
+
+/// One cluster of two blocks per two SMs (at most one per pair of row tiles), each
+/// walking its share of the tiles; without SMs to count (the emulator), one cluster,
+/// which walks them all.
+fn persistent(p: &Problem, info: &DeviceInfo) -> Result<Launch> {
+    let (m, n) = (p.dim(Dim::M) as u64, p.dim(Dim::N) as u64);
+    let pairs = m.div_ceil(2 * BM as u64) * n.div_ceil(BN as u64);
+    let clusters = (u64::from(info.sm_count) / 2).clamp(1, pairs.max(1));
+    grid(p, SPECIALISED, 2 * clusters)
+}
+
+fn grid(p: &Problem, t: HalfTiling, blocks: u64) -> Result<Launch> {
+    if blocks > MAX_GRID_X {
+        return Err(Error::TooLarge {
+            what: format!("a product of {p}"),
+            why: format!("needs {blocks} blocks; CUDA allows {MAX_GRID_X}"),
+        });
+    }
+    Ok(Launch {
+        grid: (blocks as u32, 1, 1),
+        block: (t.threads() as u32, 1, 1),
+        shared_bytes: t.shared_bytes() as u32,
+    })
+}
+
+/// Declares the rungs once: `NAME => (BF16 KERNEL, FP16 KERNEL), ARGS, LAUNCH;` makes
+/// the variant lists [`BF16_RUNGS`] and [`F16_RUNGS`], in order.
+macro_rules! rungs {
+    ($($name:literal => ($bf16:ident, $f16:ident), $args:expr, $launch:expr;)*) => {
+        /// The BF16 rungs, in table order.
+        pub const BF16_RUNGS: &[Variant] = &[$(Variant::new($name, &entry::$bf16, $args, $launch).bf16()),*];
+        /// The FP16 rungs, the same in FP16.
+        pub const F16_RUNGS: &[Variant] = &[$(Variant::new($name, &entry::$f16, $args, $launch).f16()),*];
+    };
+}
+
+rungs! {
+    "simt" => (hgemm_simt_bf16, hgemm_simt_f16), ARGS, simt;
+    "wgmma" => (hgemm_wgmma_bf16, hgemm_wgmma_f16), HOPPER_ARGS, |p, _| hopper(p, PLAIN, 1);
+    "wgmma-ws" => (hgemm_wgmma_ws_bf16, hgemm_wgmma_ws_f16), HOPPER_ARGS, |p, _| hopper(p, SPECIALISED, 1);
+    "wgmma-cluster" => (hgemm_wgmma_cluster_bf16, hgemm_wgmma_cluster_f16), HOPPER_ARGS, |p, _| {
+        hopper(p, SPECIALISED, 2)
+    };
+    "persistent" => (hgemm_persistent_bf16, hgemm_persistent_f16), HOPPER_ARGS, persistent;
+}
+
+/// A, B and C of a product, of `elem` elements.
+fn buffers(p: &Problem, elem: Elem) -> Option<Vec<Buffer>> {
+    Some(matmul::buffers(p)?.into_iter().map(|b| b.of(elem)).collect())
+}
+
+fn bf16_buffers(p: &Problem) -> Option<Vec<Buffer>> {
+    buffers(p, Elem::Bf16)
+}
+
+fn f16_buffers(p: &Problem) -> Option<Vec<Buffer>> {
+    buffers(p, Elem::F16)
+}
+
+/// 2 m n k FLOPs, and A and B read and C written once, 2 bytes an element.
+fn work(p: &Problem) -> Work {
+    let (m, n, k) = (p.dim(Dim::M) as u64, p.dim(Dim::N) as u64, p.dim(Dim::K) as u64);
+    Work::Flops {
+        flops: 2 * m * n * k,
+        bytes: 2 * (m * k + k * n + m * n),
+    }
+}
+
+/// One of the two experiments.
+const fn gemm(
+    name: &'static str,
+    about: &'static str,
+    variants: &'static [Variant],
+    buffers: fn(&Problem) -> Option<Vec<Buffer>>,
+) -> Experiment {
+    Experiment {
+        name,
+        about,
+        kind: Kind::Product,
+        // 4096 x 4096 x 4096 (2-byte elements).
+        default_size: DefaultSize::Bytes(4096 * 4096 * 2),
+        variants,
+        buffers,
+        work,
+        reference: Reference::Product { a: 0, b: 1, c: 2 },
+        twin: twin!("hgemm.cu"),
+    }
+}
+
+pub static BF16: Experiment = gemm(
+    "gemm-bf16",
+    "C = A B in BF16 (f32 accumulation, BF16 out): the 16-bit GEMM, rung by rung, beside cuBLAS BF16",
+    BF16_RUNGS,
+    bf16_buffers,
+);
+
+pub static F16: Experiment = gemm(
+    "gemm-f16",
+    "C = A B in FP16 (f32 accumulation, FP16 out): the 16-bit GEMM, rung by rung, beside cuBLAS FP16",
+    F16_RUNGS,
+    f16_buffers,
+);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiment::Arithmetic;
+    use crate::explain::emulate::{EmuLaunch, validate};
+
+    fn info() -> DeviceInfo {
+        DeviceInfo {
+            sm_count: 0,
+            ..DeviceInfo::h100()
+        }
+    }
+
+    #[test]
+    fn both_types_have_the_same_rungs_in_their_own_precision() {
+        assert_eq!(BF16.variant_names(), F16.variant_names());
+        assert!(BF16.variants.iter().all(|v| v.arithmetic == Arithmetic::Bf16));
+        assert!(F16.variants.iter().all(|v| v.arithmetic == Arithmetic::F16));
+        assert_eq!((BF16.elem(), F16.elem()), (Elem::Bf16, Elem::F16));
+        assert_eq!(BF16.variants[0].precision(), "BF16");
+        assert_eq!(F16.variants[0].precision(), "FP16");
+        // Twins named as the Rust kernels are.
+        assert_eq!(BF16.twins()[..2], ["hgemm_simt_bf16", "hgemm_wgmma_bf16"]);
+        assert_eq!(F16.twins()[4], "hgemm_persistent_f16");
+    }
+
+    #[test]
+    fn sizes_count_2_byte_elements() {
+        let p = Problem::Product { m: 33, n: 65, k: 17 };
+        let bytes = 2 * (33 * 17 + 17 * 65 + 33 * 65);
+        assert_eq!(BF16.device_bytes(&p), Some(bytes));
+        assert_eq!((F16.work)(&p).bytes(), bytes);
+        // The default: 4096^3, as sgemm's.
+        let (p, chosen) = BF16.requested_problem(None, None, &DeviceInfo::h100()).unwrap();
+        assert_eq!((p, chosen), (Problem::Product { m: 4096, n: 4096, k: 4096 }, false));
+        // --size 8M: 2048 x 2048 matrices of 2 bytes each.
+        let (p, _) = F16.requested_problem(Some(8 << 20), None, &DeviceInfo::h100()).unwrap();
+        assert_eq!(p, Problem::Product { m: 2048, n: 2048, k: 2048 });
+        let l = BF16.launches(&Problem::Product { m: 33, n: 65, k: 17 }, &DeviceInfo::h100()).unwrap();
+        assert_eq!(l[0].unwrap().grid, (3, 2, 1));
+        assert_eq!(l[0].unwrap().block, (32, 32, 1));
+    }
+
+    /// Both simt kernels on the emulator at shapes that are multiples of nothing
+    /// (and one of every awkward product): every entry within the 16-bit bound.
+    #[test]
+    fn simt_matches_the_reference_at_awkward_shapes() {
+        for e in [&BF16, &F16] {
+            let v = e.variant("simt").unwrap();
+            let mut shapes = vec![Problem::Product { m: 70, n: 45, k: 37 }];
+            shapes.extend(Kind::Product.awkward().into_iter().filter(Problem::emulated));
+            for p in shapes {
+                let check = validate(&EmuLaunch::new(e, v, p, &info()).unwrap(), 3).unwrap();
+                assert!(check.ok, "{}/{} at {p}: {}", e.name, v.name, check.detail);
+                assert!(check.detail.contains(e.elem().label()), "{}", check.detail);
+            }
+        }
+    }
+
+    /// The Hopper rungs' grids: one block per 128 x 256 tile, whole clusters along m,
+    /// and the persistent rung one cluster per two SMs.
+    #[test]
+    fn hopper_grids_cover_c() {
+        let at = |p: Problem, info: &DeviceInfo, v: &str| {
+            let l = BF16.launches(&p, info).unwrap();
+            l[BF16.variants.iter().position(|x| x.name == v).unwrap()].unwrap()
+        };
+        let big = Problem::Product { m: 4096, n: 4096, k: 4096 };
+        let h100 = DeviceInfo::h100();
+        assert_eq!(at(big, &h100, "wgmma").grid, (32 * 16, 1, 1));
+        assert_eq!(at(big, &h100, "wgmma").block, (256, 1, 1));
+        assert_eq!(at(big, &h100, "wgmma-ws").block, (384, 1, 1));
+        assert_eq!(at(big, &h100, "persistent").grid, (h100.sm_count / 2 * 2, 1, 1));
+        let odd = Problem::Product { m: 300, n: 520, k: 64 };
+        assert_eq!(at(odd, &h100, "wgmma-cluster").grid, (2 * 2 * 3, 1, 1), "3 row tiles in 2 pairs, 3 columns");
+        assert_eq!(at(odd, &h100, "persistent").grid, (2 * 2 * 3, 1, 1), "no more clusters than pairs");
+        assert_eq!(at(odd, &info(), "persistent").grid, (2, 1, 1), "one cluster on the emulator");
+        assert!(at(big, &h100, "wgmma").shared_bytes > 192 * 1024);
+    }
+
+    /// The Hopper rungs on the emulator, whose copy engine lands a stage only at the
+    /// wait that completes its barrier phase and whose MMAs compute only at the
+    /// `wait_group` that retires them: partial tiles in m, n and k, more k-tiles than
+    /// stages, a cluster's two blocks on the same columns, and the persistent rung's
+    /// one cluster walking several tiles; in a block's threads' reverse order too.
+    #[test]
+    fn hopper_rungs_match_the_reference_on_the_emulator() {
+        use crate::explain::emulate::validate_with;
+        use kernels::gpu::emu::Schedule;
+        for e in [&BF16, &F16] {
+            for v in e.variants.iter().filter(|v| v.kernel.module == kernels::handle::PtxModule::Sm90a) {
+                for (m, n, k) in [(136, 264, 264), (300, 8, 16)] {
+                    let p = Problem::Product { m, n, k };
+                    let run = EmuLaunch::new(e, v, p, &info()).unwrap();
+                    let check = validate(&run, 11).unwrap();
+                    assert!(check.ok, "{}/{} at {p}: {}", e.name, v.name, check.detail);
+                    if m == 300 {
+                        let check = validate_with(&run, 12, Schedule::Reverse).unwrap();
+                        assert!(check.ok, "{}/{} at {p}, reverse: {}", e.name, v.name, check.detail);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The same results judged with no room for C's rounding (an f32 C's bound) fail:
+    /// the emulated kernels really store 16-bit values, and C's rounding in the bound
+    /// is what lets them pass.
+    #[test]
+    fn the_16_bit_results_fail_an_f32_bound() {
+        use crate::experiment::Inputs;
+        use crate::explain::emulate::run_whole;
+        use crate::validate::{ProductBound, check_product_bound};
+        for e in [&BF16, &F16] {
+            let (m, n, k) = (40, 33, 29);
+            let p = Problem::Product { m, n, k };
+            let launch = EmuLaunch::new(e, e.variant("simt").unwrap(), p, &info()).unwrap();
+            let inputs = Inputs { seed: 5 };
+            let out = run_whole(&launch, &inputs, Default::default()).unwrap();
+            let elem = e.elem();
+            let all: Vec<usize> = (0..m * n).collect();
+            let check = |output| {
+                let bound = ProductBound { input: 0.0, output };
+                let (a, b) = (|i| inputs.value(0, elem, i), |i| inputs.value(1, elem, i));
+                check_product_bound(&out[2], (m, n, k), a, b, &all, bound)
+            };
+            assert!(check(elem).ok, "{}: {}", e.name, check(elem).detail);
+            assert!(!check(Elem::F32).ok, "{}: passed with no room for C's rounding", e.name);
+            // Every value C holds is one of its type.
+            assert!(out[2].iter().all(|&x| elem.round(x) == x));
+        }
+    }
+}
