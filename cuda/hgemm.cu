@@ -9,9 +9,11 @@
 // include directory has neither header; the buffers and the PTX are the same.
 struct __align__(2) bf16 {
     unsigned short bits;
+    static constexpr bool IS_BF16 = true;
 };
 struct __align__(2) fp16 {
     unsigned short bits;
+    static constexpr bool IS_BF16 = false;
 };
 
 // Exact: a bfloat16 is the upper half of a float.
@@ -85,43 +87,55 @@ extern "C" __global__ void __launch_bounds__(256, 1) hgemm_wgmma_f16(int m, int 
 }
 extern "C" __global__ void __launch_bounds__(384, 1) hgemm_wgmma_ws_bf16(int m, int n, int k, const TensorMap* a, const TensorMap* b, bf16* c) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    hgemm_ws<bf16, false, false>(m, n, k, a, b, c);
+    hgemm_ws<bf16, 2, 256, false, false, false>(m, n, k, a, b, c, nullptr);
 #endif
 }
 extern "C" __global__ void __launch_bounds__(384, 1) hgemm_wgmma_ws_f16(int m, int n, int k, const TensorMap* a, const TensorMap* b, fp16* c) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    hgemm_ws<fp16, false, false>(m, n, k, a, b, c);
+    hgemm_ws<fp16, 2, 256, false, false, false>(m, n, k, a, b, c, nullptr);
 #endif
 }
 extern "C" __global__ void __launch_bounds__(384, 1) hgemm_wgmma_cluster_bf16(int m, int n, int k, const TensorMap* a, const TensorMap* b, bf16* c) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    hgemm_ws<bf16, true, false>(m, n, k, a, b, c);
+    hgemm_ws<bf16, 2, 256, true, false, false>(m, n, k, a, b, c, nullptr);
 #endif
 }
 extern "C" __global__ void __launch_bounds__(384, 1) hgemm_wgmma_cluster_f16(int m, int n, int k, const TensorMap* a, const TensorMap* b, fp16* c) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    hgemm_ws<fp16, true, false>(m, n, k, a, b, c);
+    hgemm_ws<fp16, 2, 256, true, false, false>(m, n, k, a, b, c, nullptr);
 #endif
 }
 extern "C" __global__ void __launch_bounds__(384, 1) hgemm_persistent_bf16(int m, int n, int k, const TensorMap* a, const TensorMap* b, bf16* c) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    hgemm_ws<bf16, true, true>(m, n, k, a, b, c);
+    hgemm_ws<bf16, 2, 256, true, true, false>(m, n, k, a, b, c, nullptr);
 #endif
 }
 extern "C" __global__ void __launch_bounds__(384, 1) hgemm_persistent_f16(int m, int n, int k, const TensorMap* a, const TensorMap* b, fp16* c) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    hgemm_ws<fp16, true, true>(m, n, k, a, b, c);
+    hgemm_ws<fp16, 2, 256, true, true, false>(m, n, k, a, b, c, nullptr);
 #endif
 }
 
 extern "C" __global__ void __launch_bounds__(384, 1) hgemm_tma_store_bf16(int m, int n, int k, const TensorMap* a, const TensorMap* b, const TensorMap* c) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    hgemm_ws<bf16, true, true, true>(m, n, k, a, b, nullptr, c);
+    hgemm_ws<bf16, 2, 256, true, true, true>(m, n, k, a, b, nullptr, c);
 #endif
 }
 
 extern "C" __global__ void __launch_bounds__(384, 1) hgemm_tma_store_f16(int m, int n, int k, const TensorMap* a, const TensorMap* b, const TensorMap* c) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    hgemm_ws<fp16, true, true, true>(m, n, k, a, b, nullptr, c);
+    hgemm_ws<fp16, 2, 256, true, true, true>(m, n, k, a, b, nullptr, c);
+#endif
+}
+
+extern "C" __global__ void __launch_bounds__(256, 1) hgemm_small_bf16(int m, int n, int k, const TensorMap* a, const TensorMap* b, const TensorMap* c) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    hgemm_ws<bf16, 1, 128, true, true, true>(m, n, k, a, b, nullptr, c);
+#endif
+}
+
+extern "C" __global__ void __launch_bounds__(256, 1) hgemm_small_f16(int m, int n, int k, const TensorMap* a, const TensorMap* b, const TensorMap* c) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    hgemm_ws<fp16, 1, 128, true, true, true>(m, n, k, a, b, nullptr, c);
 #endif
 }

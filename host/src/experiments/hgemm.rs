@@ -11,7 +11,7 @@
 use kernels::entry;
 use kernels::gpu::tma::Swizzle;
 use kernels::hgemm::simt::TILE;
-use kernels::hgemm::wgmma::{B_BOX, BK, BM, BN, HalfTiling, PLAIN, SPECIALISED, STAGED, STAGED_ROWS};
+use kernels::hgemm::wgmma::{B_BOX, BK, HalfTiling, PLAIN, SMALL, SPECIALISED, STAGED, STAGED_ROWS};
 
 use super::matmul;
 use crate::device::DeviceInfo;
@@ -30,32 +30,33 @@ fn simt(p: &Problem, _: &DeviceInfo) -> Result<Launch> {
     matmul::tiles(p, (TILE, TILE), (TILE as u32, TILE as u32, 1))
 }
 
-/// The copy engine's view of the Hopper rungs: A in boxes of BM rows of 64 k (128
-/// bytes, swizzled), B in boxes of 64 k rows of 64 n; C written by the threads.
-const HOPPER_ARGS: &[Arg] = &[
-    Arg::Dim(Dim::M),
-    Arg::Dim(Dim::N),
-    Arg::Dim(Dim::K),
-    Arg::Map(MapSpec::matrix(0, (Dim::M, Dim::K), [BM as u32, BK as u32], Swizzle::B128)),
-    Arg::Map(MapSpec::matrix(1, (Dim::K, Dim::N), [BK as u32, B_BOX as u32], Swizzle::B128)),
-    Arg::Buffer(2),
-];
+/// The copy engine's view of a Hopper rung of tiling `t`: A in boxes of the tile's
+/// rows of 64 k (128 bytes, swizzled), B in boxes of 64 k rows of 64 n; C written by
+/// the threads, or (`staged`) by the copy engine in boxes of 16 rows of 64.
+const fn hopper_args(t: HalfTiling) -> [Arg; 6] {
+    let c = if t.staged {
+        Arg::Map(MapSpec::matrix(2, (Dim::M, Dim::N), [STAGED_ROWS as u32, B_BOX as u32], Swizzle::B128))
+    } else {
+        Arg::Buffer(2)
+    };
+    [
+        Arg::Dim(Dim::M),
+        Arg::Dim(Dim::N),
+        Arg::Dim(Dim::K),
+        Arg::Map(MapSpec::matrix(0, (Dim::M, Dim::K), [t.bm() as u32, BK as u32], Swizzle::B128)),
+        Arg::Map(MapSpec::matrix(1, (Dim::K, Dim::N), [BK as u32, B_BOX as u32], Swizzle::B128)),
+        c,
+    ]
+}
+const HOPPER_ARGS: &[Arg] = &hopper_args(SPECIALISED);
+const STORE_ARGS: &[Arg] = &hopper_args(STAGED);
+const SMALL_ARGS: &[Arg] = &hopper_args(SMALL);
 
-/// The same with C stored by the copy engine, in boxes of 16 rows of 64.
-const STORE_ARGS: &[Arg] = &[
-    Arg::Dim(Dim::M),
-    Arg::Dim(Dim::N),
-    Arg::Dim(Dim::K),
-    Arg::Map(MapSpec::matrix(0, (Dim::M, Dim::K), [BM as u32, BK as u32], Swizzle::B128)),
-    Arg::Map(MapSpec::matrix(1, (Dim::K, Dim::N), [BK as u32, B_BOX as u32], Swizzle::B128)),
-    Arg::Map(MapSpec::matrix(2, (Dim::M, Dim::N), [STAGED_ROWS as u32, B_BOX as u32], Swizzle::B128)),
-];
-
-/// One block per BM x BN tile of C (the kernel orders them), in whole clusters of
-/// `cluster` blocks along m, with the tiling's stages as dynamic shared memory.
+/// One block per tile of C (the kernel orders them), in whole clusters of `cluster`
+/// blocks along m, with the tiling's stages as dynamic shared memory.
 fn hopper(p: &Problem, t: HalfTiling, cluster: u64) -> Result<Launch> {
     let (m, n) = (p.dim(Dim::M) as u64, p.dim(Dim::N) as u64);
-    let blocks = m.div_ceil(BM as u64).div_ceil(cluster) * cluster * n.div_ceil(BN as u64);
+    let blocks = m.div_ceil(t.bm() as u64).div_ceil(cluster) * cluster * n.div_ceil(t.bn as u64);
     grid(p, t, blocks)
 }
 
@@ -64,7 +65,7 @@ fn hopper(p: &Problem, t: HalfTiling, cluster: u64) -> Result<Launch> {
 /// which walks them all.
 fn persistent(p: &Problem, info: &DeviceInfo, t: HalfTiling) -> Result<Launch> {
     let (m, n) = (p.dim(Dim::M) as u64, p.dim(Dim::N) as u64);
-    let pairs = m.div_ceil(2 * BM as u64) * n.div_ceil(BN as u64);
+    let pairs = m.div_ceil(2 * t.bm() as u64) * n.div_ceil(t.bn as u64);
     let clusters = (u64::from(info.sm_count) / 2).clamp(1, pairs.max(1));
     grid(p, t, 2 * clusters)
 }
@@ -105,6 +106,7 @@ rungs! {
         persistent(p, info, SPECIALISED)
     };
     "tma-store" => (hgemm_tma_store_bf16, hgemm_tma_store_f16), STORE_ARGS, |p, info| persistent(p, info, STAGED);
+    "small" => (hgemm_small_bf16, hgemm_small_f16), SMALL_ARGS, |p, info| persistent(p, info, SMALL);
 }
 
 /// A, B and C of a product, of `elem` elements.
@@ -189,6 +191,7 @@ mod tests {
         assert_eq!(BF16.twins()[..2], ["hgemm_simt_bf16", "hgemm_wgmma_bf16"]);
         assert_eq!(F16.twins()[4], "hgemm_persistent_f16");
         assert_eq!(F16.twins()[5], "hgemm_tma_store_f16");
+        assert_eq!(BF16.twins()[6], "hgemm_small_bf16");
     }
 
     #[test]
@@ -244,6 +247,9 @@ mod tests {
         assert_eq!(at(odd, &info(), "persistent").grid, (2, 1, 1), "one cluster on the emulator");
         assert!(at(big, &h100, "wgmma").shared_bytes > 192 * 1024);
         assert!(at(big, &h100, "tma-store").shared_bytes <= 227 * 1024, "the most a block may have");
+        let small = Problem::Product { m: 1024, n: 1024, k: 1024 };
+        assert_eq!(at(small, &h100, "small").grid, (128, 1, 1), "128 tiles of 64 x 128, a cluster a pair");
+        assert_eq!(at(small, &h100, "small").block, (256, 1, 1));
     }
 
     /// The Hopper rungs on the emulator, whose copy engine lands a stage only at the

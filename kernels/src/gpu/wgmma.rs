@@ -138,6 +138,8 @@ pub trait Accumulator {
     fn zeroed() -> Self;
     #[doc(hidden)]
     fn as_mut_slice(&mut self) -> &mut [f32];
+    /// The accumulators, in the order the module docs give.
+    fn as_slice(&self) -> &[f32];
     #[doc(hidden)]
     #[cfg(target_arch = "nvptx64")]
     unsafe fn mma_tf32(&mut self, a: [u32; 4], b: u64);
@@ -167,6 +169,10 @@ macro_rules! accumulator {
             }
             #[inline(always)]
             fn as_mut_slice(&mut self) -> &mut [f32] {
+                self
+            }
+            #[inline(always)]
+            fn as_slice(&self) -> &[f32] {
                 self
             }
             #[inline(always)]
@@ -255,6 +261,9 @@ macro_rules! accumulator {
                 [0.0; $len]
             }
             fn as_mut_slice(&mut self) -> &mut [f32] {
+                self
+            }
+            fn as_slice(&self) -> &[f32] {
                 self
             }
         }

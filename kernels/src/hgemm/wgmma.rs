@@ -4,7 +4,7 @@
 //! the ring of stages ([`crate::gpu::ring`]).
 //!
 //! In 16 bits the tensor cores read a shared tile either way round, so nothing goes
-//! through registers: A (m x k) lands K-major, one box of BM rows of 64 k (128 bytes,
+//! through registers: A (m x k) lands K-major, one box of the tile's rows of 64 k (128 bytes,
 //! swizzled); B (k x n) lands MN-major, four boxes of 64 k rows of 64 n, which the
 //! instruction transposes as it reads ([`wgmma::mma_16bit_ss`]). A consumer warpgroup
 //! owns 64 rows of C by the block's 256 columns (`m64n256k16`, 128 f32 accumulators a
@@ -30,6 +30,8 @@
 //!    rows into a swizzled staging tile in shared memory, half a row band at a time,
 //!    and one lane issues the stores (`cp.async.bulk.tensor`, clipped at C's edges),
 //!    so the warp is back at the tensor cores while the copy engine writes C.
+//! 6. `small`: rung 5 with 64 x 128 tiles and one consumer warpgroup: four times as
+//!    many tiles, so a small product still gives every SM one.
 
 use crate::gpu::ring::{Release, Ring, Stage};
 use crate::gpu::shared::dynamic_shared_array;
@@ -39,46 +41,58 @@ use crate::gpu::wgmma::{self, Accumulator, Descriptor};
 use crate::gpu::{Bf16, F16, Global, GlobalMut, Half};
 use crate::sgemm::wgmma::tile_of;
 
-/// m per block: two consumer warpgroups of 64 rows.
-pub const BM: usize = 128;
-/// n per block: the wgmma's N.
-pub const BN: usize = 256;
 /// k per stage: one 128-byte row of 16-bit elements.
 pub const BK: usize = 64;
-/// n of one of B's boxes: one 128-byte row of 16-bit elements.
+/// n of one of B's boxes (and of C's staged ones): one 128-byte row of 16-bit elements.
 pub const B_BOX: usize = 64;
-/// Elements of A's tile in a stage, then of B's four boxes.
-const A_LEN: usize = BM * BK;
-const B_LEN: usize = BK * BN;
 /// Bytes from one of B's boxes to the next: the MN-major tile's 64-wide atoms.
 const B_ATOM_BYTES: u32 = (BK * B_BOX * 2) as u32;
-/// Warps of the two consumer warpgroups: each frees a stage.
-const CONSUMER_WARPS: u32 = 8;
-/// A consumer's accumulators: `m64n256`.
-type Acc = [f32; 128];
 
 /// Rows of C a consumer warp stages at a time, and their columns: a band of the
-/// warp's 16 rows, half the tile's width, two 64 x 16 boxes of the copy engine.
+/// warp's 16 rows, two 64 x 16 boxes of the copy engine.
 pub const STAGED_ROWS: usize = 16;
-pub const STAGED_COLS: usize = BN / 2;
+pub const STAGED_COLS: usize = 2 * B_BOX;
 /// Elements of one of the staged boxes.
 const STAGED_BOX: usize = B_BOX * STAGED_ROWS;
 
-/// A 16-bit tuning: shared stages and warpgroups.
+/// A 16-bit tuning: the block's tile (64 rows of C a consumer warpgroup, `bn`
+/// columns: the wgmma's N), its stages, and who does what.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HalfTiling {
+    /// Consumer warpgroups, 64 rows of C each.
+    pub consumers: usize,
+    pub bn: usize,
     pub stages: usize,
-    /// Warpgroups a block: two consumers, plus one producer when warp-specialised.
-    pub warpgroups: usize,
-    /// Elements after the stages where the consumer warps stage C for the copy engine
-    /// (0: they store C from registers).
-    pub staging: usize,
+    /// A producer warpgroup that only copies (warp specialisation).
+    pub producer: bool,
+    /// C staged in shared memory for the copy engine (else stored from registers).
+    pub staged: bool,
 }
 
 impl HalfTiling {
+    /// m per block.
+    pub const fn bm(&self) -> usize {
+        64 * self.consumers
+    }
+    /// Elements of A's tile in a stage, before B's boxes.
+    pub const fn a_len(&self) -> usize {
+        self.bm() * BK
+    }
     /// Elements of one stage.
     pub const fn stage_len(&self) -> usize {
-        A_LEN + B_LEN
+        self.a_len() + BK * self.bn
+    }
+    /// Warps that multiply: each frees a stage.
+    pub const fn consumer_warps(&self) -> u32 {
+        4 * self.consumers as u32
+    }
+    /// Elements where the consumer warps stage C: one band of 16 rows each.
+    pub const fn staging(&self) -> usize {
+        if self.staged {
+            self.consumer_warps() as usize * STAGED_ROWS * STAGED_COLS
+        } else {
+            0
+        }
     }
     /// Where the staging tiles start, then the barriers, in elements.
     pub const fn staging_at(&self) -> usize {
@@ -87,30 +101,38 @@ impl HalfTiling {
     /// Dynamic shared memory: the stages, the staging tiles and two barriers a stage,
     /// with room to start the stages on a 1024-byte boundary (the swizzle's).
     pub const fn shared_bytes(&self) -> usize {
-        (self.staging_at() + self.staging) * 2 + self.stages * 16 + 1024
+        (self.staging_at() + self.staging()) * 2 + self.stages * 16 + 1024
     }
     pub const fn threads(&self) -> usize {
-        128 * self.warpgroups
+        128 * (self.consumers + self.producer as usize)
     }
 }
 
-/// `wgmma`: 4 stages of 48 KiB, two warpgroups that multiply.
+/// `wgmma`: 128 x 256 tiles, 4 stages of 48 KiB, two warpgroups that multiply.
 pub const PLAIN: HalfTiling = HalfTiling {
+    consumers: 2,
+    bn: 256,
     stages: 4,
-    warpgroups: 2,
-    staging: 0,
+    producer: false,
+    staged: false,
 };
 /// `wgmma-ws`, `wgmma-cluster`, `persistent`: a producer warpgroup and two consumers.
 pub const SPECIALISED: HalfTiling = HalfTiling {
-    stages: 4,
-    warpgroups: 3,
-    staging: 0,
+    producer: true,
+    ..PLAIN
 };
 /// `tma-store`: the same, and 4 KiB of staging for each of the 8 consumer warps (227
 /// KiB in all, the most a block may have).
 pub const STAGED: HalfTiling = HalfTiling {
-    staging: CONSUMER_WARPS as usize * STAGED_ROWS * STAGED_COLS,
+    staged: true,
     ..SPECIALISED
+};
+/// `small`: tma-store with 64 x 128 tiles, one consumer: four times the tiles, for
+/// products too small to fill the SMs with 128 x 256.
+pub const SMALL: HalfTiling = HalfTiling {
+    consumers: 1,
+    bn: 128,
+    ..STAGED
 };
 
 /// The ring of a tiling: its stages from the dynamic segment's first 1024-byte
@@ -119,7 +141,7 @@ pub const STAGED: HalfTiling = HalfTiling {
 unsafe fn ring<H: Half>(t: HalfTiling) -> Ring<H> {
     // SAFETY: the host launches with t.shared_bytes() of dynamic shared memory.
     let tiles = unsafe { dynamic_shared_array::<H>(t.shared_bytes() / 2).aligned(1024) };
-    Ring::new(tiles, t.stages, t.stage_len()).with_barriers_at(t.staging_at() + t.staging)
+    Ring::new(tiles, t.stages, t.stage_len()).with_barriers_at(t.staging_at() + t.staging())
 }
 
 /// Issues the copies of k-tile `i` of the tile at (`m0`, `n0`) into the producer's
@@ -128,26 +150,32 @@ unsafe fn ring<H: Half>(t: HalfTiling) -> Ring<H> {
 /// every block.
 #[inline(always)]
 unsafe fn load_stage<H: Half>(
+    t: HalfTiling,
     ring: Ring<H>,
     s: Stage,
     (a, b): (Global<TensorMap>, Global<TensorMap>),
     (m0, n0, i): (u32, u32, u32),
 ) {
     let (tiles, stage, k) = (ring.tiles(), ring.stage(s), (i * BK as u32) as i32);
-    let box_at = |j: usize| ((n0 as usize + B_BOX * j) as i32, stage + A_LEN + BK * B_BOX * j);
+    let box_at = |j: usize| {
+        (
+            (n0 as usize + B_BOX * j) as i32,
+            stage + t.a_len() + BK * B_BOX * j,
+        )
+    };
     // SAFETY: the producer's ring; the stage's copies bring its bytes in all.
     unsafe {
         let full = ring.acquire(s);
         load_2d(a, [k, m0 as i32], tiles, stage, full);
         match ring.cluster() {
             (1, _) => {
-                for j in 0..BN / B_BOX {
+                for j in 0..t.bn / B_BOX {
                     let (col, at) = box_at(j);
                     load_2d(b, [col, k], tiles, at, full);
                 }
             }
             (blocks, rank) => {
-                let per = BN / B_BOX / blocks as usize;
+                let per = t.bn / B_BOX / blocks as usize;
                 for j in rank as usize * per..(rank as usize + 1) * per {
                     let (col, at) = box_at(j);
                     load_2d_multicast(b, [col, k], tiles, at, full, ring.multicast_mask());
@@ -157,18 +185,18 @@ unsafe fn load_stage<H: Half>(
     }
 }
 
-/// One k-tile's MMAs from stage `s` for consumer warpgroup `c`: four `m64n256k16`, one
-/// group.
+/// One k-tile's MMAs from stage `s` for consumer warpgroup `c`: four `m64nNk16` (N the
+/// tile's width), one group.
 #[inline(always)]
-unsafe fn multiply<H: Half>(acc: &mut Acc, ring: Ring<H>, s: Stage, c: usize) {
+unsafe fn multiply<H: Half, A: Accumulator>(acc: &mut A, t: HalfTiling, ring: Ring<H>, s: Stage, c: usize) {
     let (tiles, stage) = (ring.tiles(), ring.stage(s));
     // SAFETY: the stage has landed; the group is waited for before the stage is freed.
     unsafe {
         wgmma::fence();
         for kk in 0..BK / 16 {
             let a = Descriptor::k_major_128b(tiles, stage + 64 * BK * c + 16 * kk);
-            let b = Descriptor::mn_major_128b(tiles, stage + A_LEN + 16 * B_BOX * kk, B_ATOM_BYTES);
-            wgmma::mma_16bit_ss::<H, Acc>(acc, a, b);
+            let b = Descriptor::mn_major_128b(tiles, stage + t.a_len() + 16 * B_BOX * kk, B_ATOM_BYTES);
+            wgmma::mma_16bit_ss::<H, A>(acc, a, b);
         }
         wgmma::commit_group();
     }
@@ -178,8 +206,8 @@ unsafe fn multiply<H: Half>(acc: &mut Acc, ring: Ring<H>, s: Stage, c: usize) {
 /// (`m0`, `n0`): `acc[4 j + 2 h + e]` is C[64 c + 16 w + g + 8 h][8 j + 2 t + e], two
 /// neighbours packed into one 4-byte store (n is even, so they share a row).
 #[inline(always)]
-unsafe fn store<H: Half>(
-    acc: &Acc,
+unsafe fn store<H: Half, A: Accumulator>(
+    acc: &A,
     c: GlobalMut<H>,
     (m, n): (u32, u32),
     (m0, n0): (u32, u32),
@@ -191,7 +219,8 @@ unsafe fn store<H: Half>(
     // SAFETY: C is m x n of H, n even, so each pair is one aligned 4-byte word.
     let pairs = unsafe { c.cast::<u32>() };
     let row0 = m0 as usize + 64 * wg + 16 * w + g;
-    unroll!(j < 32; 32 => {
+    let acc = acc.as_slice();
+    unroll!(j < A::N / 8; 32 => {
         for h in 0..2 {
             let (row, col) = (row0 + 8 * h, n0 as usize + 8 * j + 2 * t);
             if row < m as usize && col < n as usize {
@@ -214,13 +243,13 @@ enum Out<H> {
 }
 
 /// Rung 5's epilogue for thread `tid` of consumer warpgroup `wg`: its warp's 16 rows
-/// of the tile, in two bands of 128 columns, each written into the warp's staging
+/// of the tile, in bands of 128 columns, each written into the warp's staging
 /// tile (two 64 x 16 boxes, swizzled by 128 bytes so a store of the warp's 32 lanes
 /// hits 32 banks) and handed to the copy engine by lane 0. The warp waits only until
 /// the copy engine has read the band before it writes the next one.
 #[inline(always)]
-unsafe fn store_staged<H: Half>(
-    acc: &Acc,
+unsafe fn store_staged<H: Half, A: Accumulator>(
+    acc: &A,
     ring: Ring<H>,
     t: HalfTiling,
     c: Global<TensorMap>,
@@ -232,8 +261,8 @@ unsafe fn store_staged<H: Half>(
     let (g, tt) = (lane / 4, lane % 4);
     let at = t.staging_at() + (4 * wg + w) * STAGED_ROWS * STAGED_COLS;
     let (tiles, row) = (ring.tiles(), m0 as usize + 64 * wg + STAGED_ROWS * w);
-    let words = tiles.offset(at).cast::<u32>();
-    for band in 0..2 {
+    let (words, acc) = (tiles.offset(at).cast::<u32>(), acc.as_slice());
+    for band in 0..A::N / STAGED_COLS {
         // SAFETY: the warp's own staging tile; lane 0's stores of the last band have
         // read it once its wait returns.
         unsafe {
@@ -267,7 +296,7 @@ unsafe fn store_staged<H: Half>(
 /// ahead, into the stage a block barrier has just freed (a ring without `empty`
 /// barriers).
 #[inline(always)]
-unsafe fn plain<H: Half>(
+unsafe fn plain<H: Half, A: Accumulator>(
     (m, n, k): (u32, u32, u32),
     maps: (Global<TensorMap>, Global<TensorMap>),
     c: GlobalMut<H>,
@@ -276,7 +305,7 @@ unsafe fn plain<H: Half>(
     // SAFETY: the host's launch (PLAIN's shared memory and threads) and maps of A and B.
     unsafe {
         let ring = ring::<H>(t);
-        let (m0, n0) = tile_of(block_idx_x(), m, n, BM as u32, BN as u32);
+        let (m0, n0) = tile_of(block_idx_x(), m, n, t.bm() as u32, t.bn as u32);
         let ktiles = k.div_ceil(BK as u32);
         let tid = thread_idx_x() as usize;
         if tid == 0 {
@@ -286,21 +315,21 @@ unsafe fn plain<H: Half>(
         let mut load = ring.producer_start();
         for i in 0..(t.stages as u32 - 1).min(ktiles) {
             if tid == 0 {
-                load_stage(ring, load, maps, (m0, n0, i));
+                load_stage(t, ring, load, maps, (m0, n0, i));
             }
             load.advance();
         }
-        let mut acc = Acc::zeroed();
+        let mut acc = A::zeroed();
         let mut s = ring.consumer_start();
         for i in 0..ktiles {
             ring.wait(s);
-            multiply(&mut acc, ring, s, tid / 128);
-            wgmma::wait_group::<0, Acc>(&mut acc);
+            multiply(&mut acc, t, ring, s, tid / 128);
+            wgmma::wait_group::<0, A>(&mut acc);
             // Every warpgroup is done with k-tile i - 1's stage: refill it.
             sync_threads();
             let next = i + t.stages as u32 - 1;
             if tid == 0 && next < ktiles {
-                load_stage(ring, load, maps, (m0, n0, next));
+                load_stage(t, ring, load, maps, (m0, n0, next));
             }
             load.advance();
             s.advance();
@@ -313,11 +342,11 @@ unsafe fn plain<H: Half>(
 /// group is issued before the one before it is waited for, and that one's stage is
 /// then freed (one arrival a warp, in every block of the cluster).
 #[inline(always)]
-unsafe fn consume<H: Half>(
-    ring: Ring<H>,
+unsafe fn consume<H: Half, A: Accumulator>(
+    (t, ring): (HalfTiling, Ring<H>),
     ktiles: u32,
     (wg, lane): (usize, usize),
-    acc: &mut Acc,
+    acc: &mut A,
     s: &mut Stage,
 ) {
     let free = |r: Release<H>| {
@@ -331,15 +360,15 @@ unsafe fn consume<H: Half>(
         let mut pending: Option<Release<H>> = None;
         for _ in 0..ktiles {
             ring.wait(*s);
-            multiply(acc, ring, *s, wg);
-            wgmma::wait_group::<1, Acc>(acc);
+            multiply(acc, t, ring, *s, wg);
+            wgmma::wait_group::<1, A>(acc);
             if let Some(r) = pending {
                 free(r);
             }
             pending = Some(ring.releaser(*s));
             s.advance();
         }
-        wgmma::wait_group::<0, Acc>(acc);
+        wgmma::wait_group::<0, A>(acc);
         if let Some(r) = pending {
             free(r);
         }
@@ -349,17 +378,17 @@ unsafe fn consume<H: Half>(
 /// The tile (`m0`, `n0`) of tile index `i` for this block: in a cluster, the pair of
 /// row tiles on the same columns, this block's by its rank.
 #[inline(always)]
-fn tile<H: Half>(ring: Ring<H>, i: u32, (m, n): (u32, u32)) -> (u32, u32) {
-    let (blocks, rank) = ring.cluster();
-    let (m0, n0) = tile_of(i, m, n, blocks * BM as u32, BN as u32);
-    (m0 + rank * BM as u32, n0)
+fn tile<H: Half>(t: HalfTiling, ring: Ring<H>, i: u32, (m, n): (u32, u32)) -> (u32, u32) {
+    let (blocks, rank, bm) = (ring.cluster().0, ring.cluster().1, t.bm() as u32);
+    let (m0, n0) = tile_of(i, m, n, blocks * bm, t.bn as u32);
+    (m0 + rank * bm, n0)
 }
 
 /// Rungs 2 to 4: warpgroup 0 copies (one thread), 1 and 2 multiply, through a ring
 /// whose consumers free each stage; the block computes tiles `first`, `first + step`,
 /// ... below `tiles` (one tile for rungs 2 and 3).
 #[inline(always)]
-unsafe fn specialised<H: Half>(
+unsafe fn specialised<H: Half, A: Accumulator>(
     (t, ring): (HalfTiling, Ring<H>),
     (m, n, k): (u32, u32, u32),
     (first, step, tiles): (u32, u32, u32),
@@ -374,29 +403,36 @@ unsafe fn specialised<H: Half>(
             ring.init();
         }
         ring.sync();
+        // Two consumers of m64n256 need more than a third of the registers each:
+        // the producer gives its share back.
+        let rebalance = t.consumers == 2;
         if tid < 128 {
-            wgmma::shrink_registers::<40>();
+            if rebalance {
+                wgmma::shrink_registers::<40>();
+            }
             if tid == 0 {
                 let mut s = ring.producer_start();
                 let mut i = first;
                 while i < tiles {
-                    let (m0, n0) = tile(ring, i, (m, n));
+                    let (m0, n0) = tile(t, ring, i, (m, n));
                     for kt in 0..ktiles {
-                        load_stage(ring, s, maps, (m0, n0, kt));
+                        load_stage(t, ring, s, maps, (m0, n0, kt));
                         s.advance();
                     }
                     i += step;
                 }
             }
         } else {
-            wgmma::grow_registers::<232>();
+            if rebalance {
+                wgmma::grow_registers::<232>();
+            }
             let (wg, me) = (tid / 128 - 1, tid % 128);
             let mut s = ring.consumer_start();
             let mut i = first;
             while i < tiles {
-                let at = tile(ring, i, (m, n));
-                let mut acc = Acc::zeroed();
-                consume(ring, ktiles, (wg, me % 32), &mut acc, &mut s);
+                let at = tile(t, ring, i, (m, n));
+                let mut acc = A::zeroed();
+                consume((t, ring), ktiles, (wg, me % 32), &mut acc, &mut s);
                 match out {
                     Out::Registers(c) => store(&acc, c, (m, n), at, wg, me),
                     Out::CopyEngine(c) => store_staged(&acc, ring, t, c, at, wg, me),
@@ -417,72 +453,71 @@ unsafe fn specialised<H: Half>(
 
 /// Rung 2: warp specialisation, one tile a block.
 #[inline(always)]
-unsafe fn warp_specialised<H: Half>(
+unsafe fn warp_specialised<H: Half, A: Accumulator>(
     mnk: (u32, u32, u32),
     maps: (Global<TensorMap>, Global<TensorMap>),
     c: GlobalMut<H>,
 ) {
     // SAFETY: the host's launch and maps.
     unsafe {
-        let ring = ring::<H>(SPECIALISED).with_consumers(CONSUMER_WARPS);
+        let t = SPECIALISED;
+        let ring = ring::<H>(t).with_consumers(t.consumer_warps());
         let one = (block_idx_x(), 1, block_idx_x() + 1);
-        specialised((SPECIALISED, ring), mnk, one, maps, Out::Registers(c))
+        specialised::<H, A>((t, ring), mnk, one, maps, Out::Registers(c))
     }
 }
 
 /// Rung 3: rung 2 in clusters of two blocks on the same columns of B, each copying
 /// half of B's boxes into both; a consumer frees a stage in both.
 #[inline(always)]
-unsafe fn clustered<H: Half>(
+unsafe fn clustered<H: Half, A: Accumulator>(
     mnk: (u32, u32, u32),
     maps: (Global<TensorMap>, Global<TensorMap>),
     c: GlobalMut<H>,
 ) {
     // SAFETY: the host's launch, in clusters of two.
     unsafe {
-        let ring = ring::<H>(SPECIALISED).with_consumers(CONSUMER_WARPS).clustered(2);
+        let t = SPECIALISED;
+        let ring = ring::<H>(t).with_consumers(t.consumer_warps()).clustered(2);
         let pair = block_idx_x() / 2;
-        specialised(
-            (SPECIALISED, ring),
-            mnk,
-            (pair, 1, pair + 1),
-            maps,
-            Out::Registers(c),
-        )
+        specialised::<H, A>((t, ring), mnk, (pair, 1, pair + 1), maps, Out::Registers(c))
     }
 }
 
 /// Rung 4: rung 3 with one cluster per pair of SMs, each computing pair tiles
 /// `cluster, cluster + clusters, ...`.
 #[inline(always)]
-unsafe fn persistent<H: Half>(
+unsafe fn persistent<H: Half, A: Accumulator>(
     (m, n, k): (u32, u32, u32),
     maps: (Global<TensorMap>, Global<TensorMap>),
     c: GlobalMut<H>,
 ) {
     // SAFETY: the host's launch, in clusters of two, at most one block an SM.
     unsafe {
-        let ring = ring::<H>(SPECIALISED).with_consumers(CONSUMER_WARPS).clustered(2);
-        let pairs = m.div_ceil(2 * BM as u32) * n.div_ceil(BN as u32);
+        let t = SPECIALISED;
+        let ring = ring::<H>(t).with_consumers(t.consumer_warps()).clustered(2);
+        let pairs = m.div_ceil(2 * t.bm() as u32) * n.div_ceil(t.bn as u32);
         let walk = (block_idx_x() / 2, grid_dim_x() / 2, pairs);
-        specialised((SPECIALISED, ring), (m, n, k), walk, maps, Out::Registers(c))
+        specialised::<H, A>((t, ring), (m, n, k), walk, maps, Out::Registers(c))
     }
 }
 
-/// Rung 5: rung 4 with C staged in shared memory and stored by the copy engine.
+/// Rung 5: rung 4 with C staged in shared memory and stored by the copy engine (with
+/// `t` = STAGED; rung 6, with SMALL's tiles).
 #[inline(always)]
-unsafe fn tma_store<H: Half>(
+unsafe fn tma_store<H: Half, A: Accumulator>(
+    t: HalfTiling,
     (m, n, k): (u32, u32, u32),
     maps: (Global<TensorMap>, Global<TensorMap>),
     c: Global<TensorMap>,
 ) {
-    // SAFETY: the host's launch (STAGED's shared memory), in clusters of two, at most
-    // one block an SM; `c` maps C in boxes of 16 x 64.
+    // SAFETY: the host's launch (t's shared memory), in clusters of two, at most one
+    // block an SM; `c` maps C in boxes of 16 x 64.
     unsafe {
-        let ring = ring::<H>(STAGED).with_consumers(CONSUMER_WARPS).clustered(2);
-        let pairs = m.div_ceil(2 * BM as u32) * n.div_ceil(BN as u32);
+        let ring = ring::<H>(t).with_consumers(t.consumer_warps()).clustered(2);
+        let pairs = m.div_ceil(2 * t.bm() as u32) * n.div_ceil(t.bn as u32);
         let walk = (block_idx_x() / 2, grid_dim_x() / 2, pairs);
-        specialised((STAGED, ring), (m, n, k), walk, maps, Out::CopyEngine(c))
+        specialised::<H, A>((t, ring), (m, n, k), walk, maps, Out::CopyEngine(c))
     }
 }
 
@@ -493,7 +528,7 @@ kernel! {
     /// warpgroups; thread 0 also issues the copies. Bf16.
     pub fn hgemm_wgmma_bf16(m: u32, n: u32, k: u32, a: Global<TensorMap>, b: Global<TensorMap>, c: GlobalMut<Bf16>) {
         // SAFETY: the host launches the rung's grid, block and shared memory with maps of A and B.
-        unsafe { plain::<Bf16>((m, n, k), (a, b), c) }
+        unsafe { plain::<Bf16, [f32; 128]>((m, n, k), (a, b), c) }
     }
 }
 
@@ -504,7 +539,7 @@ kernel! {
     /// warpgroups; thread 0 also issues the copies. F16.
     pub fn hgemm_wgmma_f16(m: u32, n: u32, k: u32, a: Global<TensorMap>, b: Global<TensorMap>, c: GlobalMut<F16>) {
         // SAFETY: the host launches the rung's grid, block and shared memory with maps of A and B.
-        unsafe { plain::<F16>((m, n, k), (a, b), c) }
+        unsafe { plain::<F16, [f32; 128]>((m, n, k), (a, b), c) }
     }
 }
 
@@ -515,7 +550,7 @@ kernel! {
     /// keeping one group of MMAs in flight. Bf16.
     pub fn hgemm_wgmma_ws_bf16(m: u32, n: u32, k: u32, a: Global<TensorMap>, b: Global<TensorMap>, c: GlobalMut<Bf16>) {
         // SAFETY: the host launches the rung's grid, block and shared memory with maps of A and B.
-        unsafe { warp_specialised::<Bf16>((m, n, k), (a, b), c) }
+        unsafe { warp_specialised::<Bf16, [f32; 128]>((m, n, k), (a, b), c) }
     }
 }
 
@@ -526,7 +561,7 @@ kernel! {
     /// keeping one group of MMAs in flight. F16.
     pub fn hgemm_wgmma_ws_f16(m: u32, n: u32, k: u32, a: Global<TensorMap>, b: Global<TensorMap>, c: GlobalMut<F16>) {
         // SAFETY: the host launches the rung's grid, block and shared memory with maps of A and B.
-        unsafe { warp_specialised::<F16>((m, n, k), (a, b), c) }
+        unsafe { warp_specialised::<F16, [f32; 128]>((m, n, k), (a, b), c) }
     }
 }
 
@@ -537,7 +572,7 @@ kernel! {
     /// wgmma-cluster: wgmma-ws in clusters of two blocks sharing B's tile (multicast). Bf16.
     pub fn hgemm_wgmma_cluster_bf16(m: u32, n: u32, k: u32, a: Global<TensorMap>, b: Global<TensorMap>, c: GlobalMut<Bf16>) {
         // SAFETY: the host launches the rung's grid, block and shared memory with maps of A and B.
-        unsafe { clustered::<Bf16>((m, n, k), (a, b), c) }
+        unsafe { clustered::<Bf16, [f32; 128]>((m, n, k), (a, b), c) }
     }
 }
 
@@ -548,7 +583,7 @@ kernel! {
     /// wgmma-cluster: wgmma-ws in clusters of two blocks sharing B's tile (multicast). F16.
     pub fn hgemm_wgmma_cluster_f16(m: u32, n: u32, k: u32, a: Global<TensorMap>, b: Global<TensorMap>, c: GlobalMut<F16>) {
         // SAFETY: the host launches the rung's grid, block and shared memory with maps of A and B.
-        unsafe { clustered::<F16>((m, n, k), (a, b), c) }
+        unsafe { clustered::<F16, [f32; 128]>((m, n, k), (a, b), c) }
     }
 }
 
@@ -559,7 +594,7 @@ kernel! {
     /// persistent: wgmma-cluster with one cluster per two SMs, walking the tiles. Bf16.
     pub fn hgemm_persistent_bf16(m: u32, n: u32, k: u32, a: Global<TensorMap>, b: Global<TensorMap>, c: GlobalMut<Bf16>) {
         // SAFETY: the host launches the rung's grid, block and shared memory with maps of A and B.
-        unsafe { persistent::<Bf16>((m, n, k), (a, b), c) }
+        unsafe { persistent::<Bf16, [f32; 128]>((m, n, k), (a, b), c) }
     }
 }
 
@@ -570,7 +605,7 @@ kernel! {
     /// persistent: wgmma-cluster with one cluster per two SMs, walking the tiles. F16.
     pub fn hgemm_persistent_f16(m: u32, n: u32, k: u32, a: Global<TensorMap>, b: Global<TensorMap>, c: GlobalMut<F16>) {
         // SAFETY: the host launches the rung's grid, block and shared memory with maps of A and B.
-        unsafe { persistent::<F16>((m, n, k), (a, b), c) }
+        unsafe { persistent::<F16, [f32; 128]>((m, n, k), (a, b), c) }
     }
 }
 
@@ -582,7 +617,7 @@ kernel! {
     /// engine. Bf16.
     pub fn hgemm_tma_store_bf16(m: u32, n: u32, k: u32, a: Global<TensorMap>, b: Global<TensorMap>, c: Global<TensorMap>) {
         // SAFETY: the host launches the rung's grid, block and shared memory with maps of A, B and C.
-        unsafe { tma_store::<Bf16>((m, n, k), (a, b), c) }
+        unsafe { tma_store::<Bf16, [f32; 128]>(STAGED, (m, n, k), (a, b), c) }
     }
 }
 
@@ -594,6 +629,28 @@ kernel! {
     /// engine. F16.
     pub fn hgemm_tma_store_f16(m: u32, n: u32, k: u32, a: Global<TensorMap>, b: Global<TensorMap>, c: Global<TensorMap>) {
         // SAFETY: the host launches the rung's grid, block and shared memory with maps of A, B and C.
-        unsafe { tma_store::<F16>((m, n, k), (a, b), c) }
+        unsafe { tma_store::<F16, [f32; 128]>(STAGED, (m, n, k), (a, b), c) }
+    }
+}
+
+kernel! {
+    #[launch_bounds(256, 1)]
+    #[requires(sm_90a)]
+    #[cluster(2)]
+    /// small: tma-store with 64 x 128 tiles, a producer and one consumer warpgroup. Bf16.
+    pub fn hgemm_small_bf16(m: u32, n: u32, k: u32, a: Global<TensorMap>, b: Global<TensorMap>, c: Global<TensorMap>) {
+        // SAFETY: the host launches the rung's grid, block and shared memory with maps of A, B and C.
+        unsafe { tma_store::<Bf16, [f32; 64]>(SMALL, (m, n, k), (a, b), c) }
+    }
+}
+
+kernel! {
+    #[launch_bounds(256, 1)]
+    #[requires(sm_90a)]
+    #[cluster(2)]
+    /// small: tma-store with 64 x 128 tiles, a producer and one consumer warpgroup. F16.
+    pub fn hgemm_small_f16(m: u32, n: u32, k: u32, a: Global<TensorMap>, b: Global<TensorMap>, c: Global<TensorMap>) {
+        // SAFETY: the host launches the rung's grid, block and shared memory with maps of A, B and C.
+        unsafe { tma_store::<F16, [f32; 64]>(SMALL, (m, n, k), (a, b), c) }
     }
 }
