@@ -900,6 +900,7 @@ fn what_predictions_leave_out_is_said_under_their_table() {
             ceiling_gb_per_s: Some(3000.0),
             gflop_per_s: None,
             not_modelled: vec![CAVEAT.into()],
+            sites: Vec::new(),
         })
         .collect();
     let md = coalesce::report::markdown::render(&results, &[]);

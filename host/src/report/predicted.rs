@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use super::Results;
+use super::html::SiteNote;
 use super::markdown_table::table;
 use crate::error::Result;
 use crate::experiment::Kind;
@@ -35,6 +36,10 @@ pub struct Predicted {
     /// lines: residency from threads only where ptxas was not found, ...).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_modelled: Vec<String>,
+    /// What the emulation behind the prediction recorded at each access site: the
+    /// report page's notes beside the source lines.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sites: Vec<SiteNote>,
 }
 
 impl Predicted {
@@ -137,6 +142,7 @@ pub fn predict(
             }
         })?;
         out.extend(report.kernels.into_iter().filter_map(|k| {
+            let sites = SiteNote::of_kernel(&k);
             if let Some(p) = k.product {
                 return Some(Predicted {
                     experiment: k.experiment,
@@ -147,6 +153,7 @@ pub fn predict(
                     ceiling_gb_per_s: None,
                     gflop_per_s: Some(p.gflop_per_s),
                     not_modelled: p.not_modelled,
+                    sites,
                 });
             }
             let p = k.prediction?;
@@ -159,6 +166,7 @@ pub fn predict(
                 ceiling_gb_per_s: Some(p.ceiling_gb_per_s()),
                 gflop_per_s: None,
                 not_modelled: p.not_modelled,
+                sites,
             })
         }));
     }
@@ -360,6 +368,7 @@ mod tests {
             ceiling_gb_per_s: Some(3000.0),
             gflop_per_s: None,
             not_modelled: Vec::new(),
+            sites: Vec::new(),
         };
         // Both over the profile's ceiling: 90.0 against 96.3, not against the run's 100.
         let (predicted, measured) = p.versus(&r).unwrap();
