@@ -118,6 +118,12 @@ pub struct ExplainArgs {
     /// FILE (`-`: to standard output, and the text to standard error).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Also write the annotated view as one HTML page to FILE (`-`: to standard
+    /// output, and the text to standard error): each kernel's source with its accesses
+    /// beside each line, its C++ twin and PTX folded, and each variant's diff from the
+    /// one before. Open it in a browser; it needs no network.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["against_ncu", "against_run"])]
+    pub html: Option<PathBuf>,
     /// Compare the predictions with Nsight Compute results: a folder of
     /// EXPERIMENT.VARIANT.csv files as `scripts/gpu-run.sh ncu` writes them (pass
     /// the --size they were measured at).
