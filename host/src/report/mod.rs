@@ -88,14 +88,14 @@ fn write_dir(dir: &Path, results: &Results, page: bool) -> Result<Vec<PathBuf>> 
         html::render(std::slice::from_ref(results))
     });
     let mut files = vec![dir.join("report.md"), dir.join("results.json")];
-    for p in &plots {
-        let path = dir.join(p.file);
-        write_file(&path, &p.svg)?;
-        files.push(path);
-    }
     if let Some(html) = &html {
         let path = dir.join("index.html");
         write_file(&path, html)?;
+        files.push(path);
+    }
+    for p in &plots {
+        let path = dir.join(p.file);
+        write_file(&path, &p.svg)?;
         files.push(path);
     }
     write_json(&files[1], results)?;
