@@ -66,6 +66,7 @@ table.src { width: 100%; font-size: 12.5px; }
 table.src td { padding: 0 8px; vertical-align: top; }
 td.ln { color: #8a92a1; text-align: right; user-select: none; width: 3.5em; font-family: ui-monospace, Menlo, Consolas, monospace; font-size: 12px; border-left: 5px solid transparent; }
 td.code code { white-space: pre; }
+table.src td.code { width: 1%; }
 tr.w0 td.ln { border-left-color: var(--w0s); }
 tr.w1 td.ln { border-left-color: var(--w1s); }
 tr.w2 td.ln { border-left-color: var(--w2s); }
@@ -74,8 +75,8 @@ tr.w0 td.code, tr.w0 td.ln { background: #f1f7fc; }
 tr.w1 td.code, tr.w1 td.ln { background: #fcf9e0; }
 tr.w2 td.code, tr.w2 td.ln { background: #fdf0dc; }
 tr.w3 td.code, tr.w3 td.ln { background: #fbe6de; }
-td.notes { min-width: 24em; }
-.site { display: inline-block; margin: 1px 6px 1px 0; padding: 0 6px; border-radius: 4px; border-left: 5px solid; font-size: 12px; line-height: 1.5; white-space: nowrap; }
+td.notes { min-width: 21em; }
+.site { display: inline-block; margin: 1px 6px 1px 0; padding: 0 6px; border-radius: 4px; border-left: 5px solid; font-size: 12px; line-height: 1.5; }
 .site .pat { color: #3b4252; }
 tr.hdr td { padding: 8px 8px 2px; color: var(--muted); font-size: 12px; font-style: italic; }
 p.unplaced { font-size: 12.5px; }
