@@ -31,7 +31,9 @@ fn embed_kernel_sources(manifest: &Path, out: &Path) {
     while let Some(dir) = stack.pop() {
         let entries = fs::read_dir(&dir).unwrap_or_else(|e| fail(&format!("read {}: {e}", dir.display())));
         for e in entries {
-            let p = e.unwrap_or_else(|e| fail(&format!("read {}: {e}", dir.display()))).path();
+            let p = e
+                .unwrap_or_else(|e| fail(&format!("read {}: {e}", dir.display())))
+                .path();
             if p.is_dir() {
                 stack.push(p);
             } else if p.extension().is_some_and(|x| x == "rs") {
@@ -42,9 +44,16 @@ fn embed_kernel_sources(manifest: &Path, out: &Path) {
     files.sort();
     let mut table = String::from("&[\n");
     for p in &files {
-        let rel = p.strip_prefix(&root).unwrap_or(p).to_string_lossy().replace('\\', "/");
+        let rel = p
+            .strip_prefix(&root)
+            .unwrap_or(p)
+            .to_string_lossy()
+            .replace('\\', "/");
         let abs = fs::canonicalize(p).unwrap_or_else(|e| fail(&format!("{}: {e}", p.display())));
-        table.push_str(&format!("    ({rel:?}, include_str!({:?})),\n", abs.display().to_string()));
+        table.push_str(&format!(
+            "    ({rel:?}, include_str!({:?})),\n",
+            abs.display().to_string()
+        ));
     }
     table.push_str("]\n");
     let dest = out.join("kernel_sources.rs");

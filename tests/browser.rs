@@ -158,7 +158,10 @@ fn the_sample_page_loads_clean_and_shows_each_kernels_sectors() {
     let Some(exe) = chromium() else { return };
     let (dom, console) = rendered(&exe, "sample", &sample_page());
     assert!(console.is_empty(), "the page wrote to the console: {console:?}");
-    assert!(dom.contains("<html lang=\"en\" class=\"js\">"), "its script did not run");
+    assert!(
+        dom.contains("<html lang=\"en\" class=\"js\">"),
+        "its script did not run"
+    );
     let cards = dom.matches("<article class=\"kernel\"").count();
     assert_eq!(cards, sample_kernels(), "one card per kernel of the results");
 
@@ -193,7 +196,10 @@ fn the_sample_page_is_self_contained_and_small() {
     let mb = html.len() as f64 / 1e6;
     assert!(mb < 4.0, "the page is {mb:.1} MB");
     // Without its script the content is all there: the cards, their chips, the charts.
-    assert_eq!(html.matches("<article class=\"kernel\"").count(), sample_kernels());
+    assert_eq!(
+        html.matches("<article class=\"kernel\"").count(),
+        sample_kernels()
+    );
     assert!(html.contains("<figure"), "no chart");
 }
 

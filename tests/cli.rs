@@ -1304,7 +1304,14 @@ fn explain_names_the_shipped_profiles_and_the_shape_it_used() {
 fn explain_writes_the_annotated_page() {
     let page = temp_path("explain-page.html");
     coalesce()
-        .args(["explain", "transpose/naive-write", "transpose/tiled", "--shape", "256x256", "--quiet"])
+        .args([
+            "explain",
+            "transpose/naive-write",
+            "transpose/tiled",
+            "--shape",
+            "256x256",
+            "--quiet",
+        ])
         .arg("--html")
         .arg(&page)
         .assert()

@@ -568,7 +568,13 @@ fn plots_of_experiments_not_run_are_left_out() {
     let names: Vec<_> = files.iter().map(|f| f.file_name().unwrap().to_owned()).collect();
     assert_eq!(
         names,
-        ["report.md", "results.json", "index.html", "stride.svg", "good-vs-bad.svg"]
+        [
+            "report.md",
+            "results.json",
+            "index.html",
+            "stride.svg",
+            "good-vs-bad.svg"
+        ]
     );
     assert!(!dir.join("matmul.svg").exists());
 }
@@ -965,16 +971,15 @@ fn the_page_shows_every_kernel_with_the_emulation_its_results_keep() {
         rest[..rest.find("</article>").unwrap()].to_string()
     };
     let naive = card("transpose/naive-write");
-    let line = naive
-        .split("<tr ")
-        .find(|r| r.contains("dst.write("))
-        .unwrap();
+    let line = naive.split("<tr ").find(|r| r.contains("dst.write(")).unwrap();
     assert!(
-        line.contains("data-op=\"load\" data-space=\"global\"") && line.contains("data-sectors-per-request=\"4\""),
+        line.contains("data-op=\"load\" data-space=\"global\"")
+            && line.contains("data-sectors-per-request=\"4\""),
         "{line}"
     );
     assert!(
-        line.contains("data-op=\"store\" data-space=\"global\"") && line.contains("data-sectors-per-request=\"32\""),
+        line.contains("data-op=\"store\" data-space=\"global\"")
+            && line.contains("data-sectors-per-request=\"32\""),
         "{line}"
     );
     assert!(naive.contains("Global&lt;f32&gt;"), "the source is escaped");

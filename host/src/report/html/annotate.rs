@@ -33,7 +33,11 @@ impl Line<'_> {
 
     /// Its sites in words, to tell whether a step changed its numbers.
     pub fn notes_text(&self) -> String {
-        self.sites.iter().map(|s| s.describe()).collect::<Vec<_>>().join("; ")
+        self.sites
+            .iter()
+            .map(|s| s.describe())
+            .collect::<Vec<_>>()
+            .join("; ")
     }
 }
 

@@ -112,7 +112,8 @@ impl Card {
     /// The CUDA C++ twin's entry and the PTX entry, each folded.
     fn folded(&self) -> String {
         let mut out = String::new();
-        let declared = crate::experiments::named(&self.experiment).and_then(|e| Some((e, e.variant(&self.variant)?)));
+        let declared =
+            crate::experiments::named(&self.experiment).and_then(|e| Some((e, e.variant(&self.variant)?)));
         let Some((e, v)) = declared else { return out };
         if let Some(twin) = source::twin_entry(e.twin.source, v.twin) {
             let _ = writeln!(
@@ -130,7 +131,10 @@ impl Card {
             let count = ptx.lines().count();
             let (shown, lines) = if count > PTX_LINES {
                 let head: Vec<&str> = ptx.lines().take(PTX_LINES).collect();
-                (head.join("\n"), format!("the first {PTX_LINES} of its {count} lines"))
+                (
+                    head.join("\n"),
+                    format!("the first {PTX_LINES} of its {count} lines"),
+                )
             } else {
                 (ptx.clone(), format!("{count} lines"))
             };
@@ -244,10 +248,11 @@ pub fn of_results(all: &[Results], gpus: &[String]) -> Vec<Card> {
 /// One GPU's figures of a kernel: measured, its share of the copy or of cuBLAS, the
 /// twin, and the prediction with its bound.
 fn figures_row(r: &Results, row: &harness::Row, gpu: &str) -> Vec<(String, bool)> {
-    let compared = r
-        .compare
-        .as_ref()
-        .and_then(|c| c.rows.iter().find(|x| x.experiment == row.experiment && x.variant == row.variant));
+    let compared = r.compare.as_ref().and_then(|c| {
+        c.rows
+            .iter()
+            .find(|x| x.experiment == row.experiment && x.variant == row.variant)
+    });
     let pred = predicted::of(r, &row.experiment, &row.variant);
     let dash = || ("-".to_string(), false);
     let (measured, share, twin, predicted) = match row.gflop_per_s {
@@ -266,12 +271,17 @@ fn figures_row(r: &Results, row: &harness::Row, gpu: &str) -> Vec<(String, bool)
             ((format!("{g:.0} GFLOP/s"), false), share, twin, predicted)
         }
         None => {
-            let twin = compared
-                .and_then(|c| c.cpp.as_ref())
-                .map_or_else(dash, |s| (format!("{:.1} GB/s ({:.1}% of copy)", s.gb_per_s, s.pct_of_copy), false));
+            let twin = compared.and_then(|c| c.cpp.as_ref()).map_or_else(dash, |s| {
+                (
+                    format!("{:.1} GB/s ({:.1}% of copy)", s.gb_per_s, s.pct_of_copy),
+                    false,
+                )
+            });
             let predicted = pred
                 .and_then(|p| Some((p.on_run_scale(row)?, p.gb_per_s?)))
-                .map_or_else(dash, |(pct, gb)| (format!("{pct:.1}% of copy ({gb:.0} GB/s)"), false));
+                .map_or_else(dash, |(pct, gb)| {
+                    (format!("{pct:.1}% of copy ({gb:.0} GB/s)"), false)
+                });
             (
                 (format!("{:.1} GB/s", row.gb_per_s), false),
                 (format!("{:.1}% of copy", row.pct_of_copy), false),
@@ -296,14 +306,17 @@ pub fn of_explain(report: &ExplainReport) -> Vec<Card> {
         .kernels
         .iter()
         .map(|k| {
-            let product = k.product.is_some() || crate::experiments::named(&k.experiment).is_some_and(|e| {
-                matches!((e.work)(&k.problem), crate::experiment::Work::Flops { .. })
-            });
+            let product = k.product.is_some()
+                || crate::experiments::named(&k.experiment)
+                    .is_some_and(|e| matches!((e.work)(&k.problem), crate::experiment::Work::Flops { .. }));
             let mut rows = Vec::new();
             if let Some(p) = &k.prediction {
                 rows.push(vec![
                     (p.device.clone(), false),
-                    (format!("{:.0} GB/s, {:.1}% of copy", p.gb_per_s, p.pct_of_copy), false),
+                    (
+                        format!("{:.0} GB/s, {:.1}% of copy", p.gb_per_s, p.pct_of_copy),
+                        false,
+                    ),
                     (p.bound.describe().to_string(), false),
                 ]);
             }
@@ -340,7 +353,9 @@ impl Figures<'_> {
         let mut out = Vec::new();
         let mut experiments: Vec<&str> = Vec::new();
         for c in cards {
-            if !experiments.contains(&c.experiment.as_str()) && !ladder::EXPERIMENTS.contains(&c.experiment.as_str()) {
+            if !experiments.contains(&c.experiment.as_str())
+                && !ladder::EXPERIMENTS.contains(&c.experiment.as_str())
+            {
                 experiments.push(&c.experiment);
             }
         }
@@ -362,7 +377,10 @@ impl Figures<'_> {
         for p in precisions(cards) {
             let rungs: Vec<&Card> = cards
                 .iter()
-                .filter(|c| ladder::EXPERIMENTS.contains(&c.experiment.as_str()) && c.precision.as_deref() == Some(p.as_str()))
+                .filter(|c| {
+                    ladder::EXPERIMENTS.contains(&c.experiment.as_str())
+                        && c.precision.as_deref() == Some(p.as_str())
+                })
                 .collect();
             if rungs.is_empty() {
                 continue;
@@ -438,7 +456,10 @@ impl Figures<'_> {
     fn rung_share(&self, c: &Card, g: usize) -> Option<Bar> {
         let r = &self.all[g];
         let l = ladder::ladder(r)?;
-        let rung = l.rungs.iter().find(|x| x.experiment == c.experiment && x.variant == c.variant)?;
+        let rung = l
+            .rungs
+            .iter()
+            .find(|x| x.experiment == c.experiment && x.variant == c.variant)?;
         let pct = rung.rust_pct_of_cublas?;
         let pred = predicted::of(r, &c.experiment, &c.variant)
             .and_then(|p| p.gflop_per_s)

@@ -162,7 +162,10 @@ fn fold_row(out: &mut String, folded: &mut usize) {
 fn cell(line: Option<&Line>) -> String {
     match line {
         None => "<td class=\"ln\"></td><td class=\"code\"></td>".into(),
-        Some(l) if l.is_heading() => format!("<td class=\"ln\"></td><td class=\"code hdr\">{}</td>", text(&l.code)),
+        Some(l) if l.is_heading() => format!(
+            "<td class=\"ln\"></td><td class=\"code hdr\">{}</td>",
+            text(&l.code)
+        ),
         Some(l) => format!(
             "<td class=\"ln\">{}</td><td class=\"code {}\"><code>{}</code>{}</td>",
             l.number,

@@ -25,7 +25,13 @@ pub fn attr(s: &str) -> String {
 pub fn id(prefix: &str, s: &str) -> String {
     let body: String = s
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
         .collect();
     format!("{prefix}-{body}")
 }

@@ -40,7 +40,9 @@ fn palette_legend() -> String {
 /// The search box and, where kernels of several precisions ran, its filter (shown
 /// only where the script runs, which is what makes them work).
 fn filters(precisions: &[String]) -> String {
-    let mut out = String::from("<div class=\"filters\"><label>Find a kernel <input id=\"find\" type=\"search\" placeholder=\"transpose, sgemm/tf32...\"></label>");
+    let mut out = String::from(
+        "<div class=\"filters\"><label>Find a kernel <input id=\"find\" type=\"search\" placeholder=\"transpose, sgemm/tf32...\"></label>",
+    );
     if precisions.len() > 1 {
         out.push_str("<span>Precision:</span><button type=\"button\" data-filter=\"all\" aria-pressed=\"true\">all</button>");
         for p in precisions {
@@ -73,12 +75,7 @@ fn toc(cards: &[Card]) -> String {
             );
             current = Some(&c.experiment);
         }
-        let _ = write!(
-            out,
-            "<a href=\"#{}\">{}</a> ",
-            c.anchor(),
-            text(&c.variant)
-        );
+        let _ = write!(out, "<a href=\"#{}\">{}</a> ", c.anchor(), text(&c.variant));
     }
     if current.is_some() {
         out.push_str("</div>");
@@ -102,7 +99,10 @@ fn sections(cards: &[Card]) -> String {
                 text(about)
             );
         }
-        let before = i.checked_sub(1).map(|j| &cards[j]).filter(|b| cards::steps_from(b, c));
+        let before = i
+            .checked_sub(1)
+            .map(|j| &cards[j])
+            .filter(|b| cards::steps_from(b, c));
         out.push_str(&c.render(before));
     }
     out
@@ -157,7 +157,11 @@ fn charts_of(all: &[Results], gpus: &[String], cards: &[Card]) -> String {
     let mut any_prediction = false;
     let mut figs = String::new();
     for chart in figures.charts(cards) {
-        any_prediction |= chart.rows.iter().flat_map(|r| r.bars.iter().flatten()).any(|b| b.predicted.is_some());
+        any_prediction |= chart
+            .rows
+            .iter()
+            .flat_map(|r| r.bars.iter().flatten())
+            .any(|b| b.predicted.is_some());
         figs.push_str(&charts::figure(&chart, gpus));
     }
     if figs.is_empty() {

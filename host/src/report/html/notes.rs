@@ -114,7 +114,8 @@ impl SiteNote {
                 num(self.wavefronts.unwrap_or(0.0)),
                 num(self.bank_ways.unwrap_or(1.0)),
                 match self.bank_ways_max {
-                    Some(m) if (m as f64 - self.bank_ways.unwrap_or(1.0)).abs() > 1e-9 => format!(" (max {m})"),
+                    Some(m) if (m as f64 - self.bank_ways.unwrap_or(1.0)).abs() > 1e-9 =>
+                        format!(" (max {m})"),
                     _ => String::new(),
                 },
                 num(self.useful_bytes)

@@ -109,13 +109,14 @@ fn declares(line: &str, name: &str) -> bool {
     let t = line.trim_start();
     let Some(at) = t.find("fn ") else { return false };
     let prefix = &t[..at];
-    let words_ok = prefix
-        .split_whitespace()
-        .all(|w| matches!(w, "pub" | "pub(crate)" | "pub(super)" | "unsafe" | "const" | "extern" | "\"C\"" | "async"));
+    let words_ok = prefix.split_whitespace().all(|w| {
+        matches!(
+            w,
+            "pub" | "pub(crate)" | "pub(super)" | "unsafe" | "const" | "extern" | "\"C\"" | "async"
+        )
+    });
     let rest = &t[at + 3..];
-    words_ok
-        && rest.starts_with(name)
-        && rest[name.len()..].starts_with(['(', '<'])
+    words_ok && rest.starts_with(name) && rest[name.len()..].starts_with(['(', '<'])
 }
 
 /// The function declared at or above line `at` (0-based) whose body holds `at`.
@@ -156,7 +157,9 @@ pub fn kernel_sections(kernel: &str, site_lines: &[(String, u32)]) -> Vec<Sectio
         {
             // The `kernel! {` block's closing brace, right after the function's.
             let end = match lines.get(end + 1) {
-                Some(l) if l.trim() == "}" && lines[..at].iter().rev().any(|l| l.starts_with("kernel!")) => end + 1,
+                Some(l) if l.trim() == "}" && lines[..at].iter().rev().any(|l| l.starts_with("kernel!")) => {
+                    end + 1
+                }
                 _ => end,
             };
             out.push(section(path, &lines, with_preamble(&lines, at, "///"), end));
@@ -202,7 +205,9 @@ pub fn twin_entry(source: &str, entry: &str) -> Option<String> {
 pub fn ptx_entry(ptx: &str, name: &str) -> Option<String> {
     let lines: Vec<&str> = ptx.lines().collect();
     let at = lines.iter().position(|l| {
-        l.contains(".entry") && l.split_whitespace().any(|w| w == name || w.strip_suffix('(') == Some(name))
+        l.contains(".entry")
+            && l.split_whitespace()
+                .any(|w| w == name || w.strip_suffix('(') == Some(name))
     })?;
     let end = (at..lines.len()).find(|&i| lines[i] == "}")?;
     Some(lines[at..=end].join("\n"))
@@ -227,7 +232,11 @@ mod tests {
     #[test]
     fn a_helper_that_holds_a_site_is_shown_after_the_kernel() {
         let text = file("kernels/src/transpose.rs").unwrap();
-        let inside = text.lines().position(|l| l.contains("tile.write(j * pitch + tx")).unwrap() as u32 + 1;
+        let inside = text
+            .lines()
+            .position(|l| l.contains("tile.write(j * pitch + tx"))
+            .unwrap() as u32
+            + 1;
         let s = kernel_sections("transpose_tiled", &[("kernels/src/transpose.rs".into(), inside)]);
         assert_eq!(s.len(), 2, "{s:?}");
         assert!(s[1].holds("kernels/src/transpose.rs", inside));
@@ -245,7 +254,11 @@ mod tests {
 
     #[test]
     fn twin_and_ptx_entries_are_cut_out_of_their_files() {
-        let twin = twin_entry(crate::experiments::transpose::EXPERIMENT.twin.source, "transpose_naive_write").unwrap();
+        let twin = twin_entry(
+            crate::experiments::transpose::EXPERIMENT.twin.source,
+            "transpose_naive_write",
+        )
+        .unwrap();
         assert!(twin.starts_with("// Naive"), "{twin}");
         assert!(twin.ends_with('}'));
         assert!(!twin.contains("transpose_naive_read"));
