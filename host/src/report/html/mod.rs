@@ -168,7 +168,7 @@ fn charts_of(all: &[Results], gpus: &[String], cards: &[Card]) -> String {
         return out;
     }
     out.push_str(&charts::legend(gpus, any_prediction));
-    let _ = write!(out, "<div class=\"charts\">{figs}</div>\n");
+    let _ = writeln!(out, "<div class=\"charts\">{figs}</div>");
     out
 }
 
