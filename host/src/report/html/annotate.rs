@@ -98,12 +98,12 @@ pub fn notes_html(sites: &[&SiteNote]) -> String {
         }
         let _ = write!(
             out,
-            "<span class=\"site {}\" {data} title=\"{} requests recorded; {}\">{}<span class=\"pat\"> · {}</span></span>",
+            "<span class=\"site {}\" {data} title=\"{}\">{}<span class=\"pat\"> · {} · {} req</span></span>",
             waste.class(),
-            s.requests,
-            attr(&format!("waste {:.0}%", 100.0 * s.waste())),
+            attr(&format!("{:.0}% of what it moves is beyond what its bytes need", 100.0 * s.waste())),
             text(&s.describe()),
-            text(&s.pattern)
+            text(&s.pattern),
+            s.requests
         );
     }
     out

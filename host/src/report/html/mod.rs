@@ -31,8 +31,10 @@ use crate::explain::ExplainReport;
 /// The legend of the palette, with what each colour means in words.
 fn palette_legend() -> String {
     "<p class=\"muted\">Beside each line, one chip per memory access the emulator recorded there: a request is one warp \
-     executing it once, a sector 32 bytes. Its colour says how much of what it moves nobody asked for; its words say how much.</p>\
-     <div class=\"legend\"><span class=\"swatch w0\">under 10% wasted</span><span class=\"swatch w1\">10 to 50%</span>\
+     executing it once (the copy engine's, <code>tma</code>: one row of a box), a sector 32 bytes; <code>req</code>: the requests recorded. Its colour says how much of what it moves is more than its bytes need \
+     (global: sectors beyond the fewest that hold the bytes its lanes asked for; shared: passes through the banks beyond the \
+     first); its words give the figures.</p>\
+     <div class=\"legend\"><span class=\"swatch w0\">under 10% more</span><span class=\"swatch w1\">10 to 50%</span>\
      <span class=\"swatch w2\">50 to 75%</span><span class=\"swatch w3\">75% or more</span></div>\n"
         .into()
 }

@@ -85,11 +85,16 @@ impl SiteNote {
         k.sites.iter().map(SiteNote::of).collect()
     }
 
-    /// The share of what the site moves that nobody asked for, 0 to 1: global, the
-    /// fetched bytes beyond the useful ones; shared, the passes beyond the first.
+    /// The share of what the site moves beyond the least its bytes need, 0 to 1:
+    /// global, its sectors beyond the fewest that hold its useful bytes (a broadcast,
+    /// one sector for a warp's one word, wastes none); shared, the passes beyond the
+    /// first.
     pub fn waste(&self) -> f64 {
-        match (self.fetched_bytes, self.bank_ways) {
-            (Some(f), _) if f > 0.0 => (1.0 - self.useful_bytes / f).clamp(0.0, 1.0),
+        match (self.sectors_per_request, self.bank_ways) {
+            (Some(s), _) if s > 0.0 => {
+                let fewest = (self.useful_bytes / 32.0).max(1.0);
+                (1.0 - fewest / s).clamp(0.0, 1.0)
+            }
             (_, Some(w)) if w > 0.0 => (1.0 - 1.0 / w).clamp(0.0, 1.0),
             _ => 0.0,
         }
@@ -107,7 +112,7 @@ impl SiteNote {
                 num(s),
                 num(self.useful_bytes),
                 num(f),
-                num(100.0 * (1.0 - self.waste()))
+                num(if f > 0.0 { 100.0 * self.useful_bytes / f } else { 0.0 })
             ),
             _ => format!(
                 "{what}: {} wavefronts/req, {}-way banks{}, {} B/req",
@@ -194,6 +199,15 @@ mod tests {
         );
         let coalesced = global(4.0, 128.0, 128.0);
         assert_eq!(Waste::of(coalesced.waste()), Waste::None);
+        // Every lane on one word: one sector, the fewest there can be.
+        let broadcast = global(1.0, 4.0, 32.0);
+        assert_eq!(broadcast.waste(), 0.0);
+        assert_eq!(
+            broadcast.describe(),
+            "store dst: 1 sectors/req, 4 of 32 B useful (12.5%)"
+        );
+        // Contiguous but straddling a sector: one of five.
+        assert!((global(5.0, 128.0, 160.0).waste() - 0.2).abs() < 1e-12);
         let shared = SiteNote {
             space: "shared".into(),
             array: None,
