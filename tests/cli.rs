@@ -1322,6 +1322,15 @@ fn explain_writes_the_annotated_page() {
     assert_eq!(html.matches("<article class=\"kernel\"").count(), 2);
     assert!(html.contains("data-sectors-per-request=\"32\""));
     assert!(html.contains("What changed from transpose/naive-write"));
+    // Its SASS where ptxas and nvdisasm run, else a line that says why not.
+    if common::ptxas().is_some() && common::nvdisasm().is_some() {
+        assert!(html.contains("Its SASS for sm_90,"), "no SASS");
+    } else {
+        assert!(
+            html.contains("SASS: not shown ("),
+            "no reason for the missing SASS"
+        );
+    }
 
     let missing = temp_path("explain-page-missing");
     let target = missing.join("page.html");

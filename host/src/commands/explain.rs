@@ -122,7 +122,15 @@ pub fn explain_command(args: ExplainArgs) -> Result<Outcome> {
         output::write_json(path, &report)?;
     }
     if let Some(path) = &args.html {
-        output::write_file(path, &report::html::render_explain(&report))?;
+        // The SASS of the profile's GPU, else of the H100 explain sizes for.
+        let sm = opts.profile.as_ref().and_then(|p| p.sm.as_ref()).map_or_else(
+            || "sm_90".to_string(),
+            |sm| {
+                let [major, minor] = sm.compute_capability;
+                format!("sm_{major}{minor}")
+            },
+        );
+        output::write_file(path, &report::html::render_explain(&report, &sm))?;
     }
     Ok(Outcome::Ok)
 }

@@ -100,7 +100,10 @@ pub fn notes_html(sites: &[&SiteNote]) -> String {
             out,
             "<span class=\"site {}\" {data} title=\"{}\">{}<span class=\"pat\"> · {} · {} req</span></span>",
             waste.class(),
-            attr(&format!("{:.0}% of what it moves is beyond what its bytes need", 100.0 * s.waste())),
+            attr(&format!(
+                "{:.0}% of what it moves is beyond what its bytes need",
+                100.0 * s.waste()
+            )),
             text(&s.describe()),
             text(&s.pattern),
             s.requests

@@ -14,7 +14,7 @@ use crate::explain::ExplainReport;
 use crate::harness;
 use crate::report::{Results, ladder, predicted};
 
-/// The most lines of a kernel's PTX the page holds.
+/// The most lines of a kernel's PTX or SASS the page holds.
 const PTX_LINES: usize = 400;
 
 /// One kernel as the page shows it.
@@ -29,6 +29,8 @@ pub struct Card {
     pub notes: Option<Vec<SiteNote>>,
     /// Where the notes come from (or why there are none), one sentence.
     pub notes_about: String,
+    /// Its SASS and the architecture it is for, where `explain --html` could make it.
+    pub sass: Option<(String, String)>,
     /// The figures' table: its header, then a row per GPU (a cell is `(text, bad)`).
     pub head: Vec<&'static str>,
     pub rows: Vec<Vec<(String, bool)>>,
@@ -128,16 +130,7 @@ impl Card {
         if let Some(ptx) = source::ptx_entry(crate::ptx::text(module), v.kernel.name) {
             // An unrolled product runs to thousands of lines: its start shows the
             // loads and the loop, and keeps the page small.
-            let count = ptx.lines().count();
-            let (shown, lines) = if count > PTX_LINES {
-                let head: Vec<&str> = ptx.lines().take(PTX_LINES).collect();
-                (
-                    head.join("\n"),
-                    format!("the first {PTX_LINES} of its {count} lines"),
-                )
-            } else {
-                (ptx.clone(), format!("{count} lines"))
-            };
+            let (shown, lines) = head(&ptx);
             let _ = writeln!(
                 out,
                 "<details><summary>Its PTX: <code>.entry {}</code> for {}, {lines} (what ptxas turns into SASS)</summary><pre><code>{}</code></pre></details>",
@@ -146,7 +139,30 @@ impl Card {
                 text(&shown)
             );
         }
+        if let Some((arch, sass)) = &self.sass {
+            let (shown, lines) = head(sass);
+            let _ = writeln!(
+                out,
+                "<details><summary>Its SASS for {}, {lines} (what the GPU runs, from ptxas and nvdisasm)</summary><pre><code>{}</code></pre></details>",
+                text(arch),
+                text(&shown)
+            );
+        }
         out
+    }
+}
+
+/// The first [`PTX_LINES`] lines of a listing, and how many it shows of how many.
+fn head(listing: &str) -> (String, String) {
+    let count = listing.lines().count();
+    if count > PTX_LINES {
+        let first: Vec<&str> = listing.lines().take(PTX_LINES).collect();
+        (
+            first.join("\n"),
+            format!("the first {PTX_LINES} of its {count} lines"),
+        )
+    } else {
+        (listing.to_string(), format!("{count} lines"))
     }
 }
 
@@ -238,6 +254,8 @@ pub fn of_results(all: &[Results], gpus: &[String]) -> Vec<Card> {
                 entry,
                 notes: emulated.map(|(n, _)| n),
                 notes_about,
+                // The committed page is the same wherever it is rendered: no tools.
+                sass: None,
                 head: vec!["GPU", "measured", "share", "CUDA C++ twin", "predicted", "bound"],
                 rows,
             }
@@ -300,8 +318,8 @@ fn figures_row(r: &Results, row: &harness::Row, gpu: &str) -> Vec<(String, bool)
 }
 
 /// The cards of `explain --html`: each kernel explained, with its prediction where a
-/// profile gave one.
-pub fn of_explain(report: &ExplainReport) -> Vec<Card> {
+/// profile gave one, and its SASS where `sass` makes it.
+pub fn of_explain(report: &ExplainReport, sass: impl Fn(&str) -> Option<(String, String)>) -> Vec<Card> {
     report
         .kernels
         .iter()
@@ -334,6 +352,7 @@ pub fn of_explain(report: &ExplainReport) -> Vec<Card> {
                 entry: k.kernel.clone(),
                 notes: Some(SiteNote::of_kernel(k)),
                 notes_about: crate::explain::render::kernel_header(k),
+                sass: sass(&k.kernel),
                 head: vec!["predicted on", "rate", "bound"],
                 rows,
             }

@@ -175,15 +175,25 @@ fn charts_of(all: &[Results], gpus: &[String], cards: &[Card]) -> String {
 }
 
 /// The page of `coalesce explain --html`: the same annotated view of each kernel
-/// explained, from the emulation alone.
-pub fn render_explain(report: &ExplainReport) -> String {
-    let cards = cards::of_explain(report);
+/// explained, from the emulation alone, with each kernel's SASS for `sm` (`sm_90`)
+/// where ptxas and nvdisasm run.
+pub fn render_explain(report: &ExplainReport, sm: &str) -> String {
+    let no_sass = std::cell::RefCell::new(None);
+    let cards = cards::of_explain(report, |kernel| {
+        crate::explain::product::mix::sass_of(kernel, sm)
+            .map_err(|why| no_sass.borrow_mut().get_or_insert(why).clone())
+            .ok()
+    });
     let mut body = String::from("<header class=\"top\"><h1>coalesce explain</h1>\n");
-    for line in [
+    let mut lines = vec![
         format!("model {}: {}", report.model.name(), report.model_about),
         format!("sizes: {}", report.sizes),
         report.calibration.clone(),
-    ] {
+    ];
+    if let Some(why) = no_sass.into_inner() {
+        lines.push(format!("SASS: not shown ({why})"));
+    }
+    for line in lines {
         let _ = writeln!(body, "<p class=\"muted\">{}</p>", text(&line));
     }
     body.push_str(&palette_legend());

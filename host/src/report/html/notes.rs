@@ -112,7 +112,11 @@ impl SiteNote {
                 num(s),
                 num(self.useful_bytes),
                 num(f),
-                num(if f > 0.0 { 100.0 * self.useful_bytes / f } else { 0.0 })
+                num(if f > 0.0 {
+                    100.0 * self.useful_bytes / f
+                } else {
+                    0.0
+                })
             ),
             _ => format!(
                 "{what}: {} wavefronts/req, {}-way banks{}, {} B/req",
