@@ -237,9 +237,15 @@ pub fn of_results(all: &[Results], gpus: &[String]) -> Vec<Card> {
                     "Beside each line: what the emulator recorded there at the size the run on {gpu} used \
                      (a sample of blocks; per warp request)."
                 ),
-                None => "These results hold no emulation of this kernel: `coalesce report --from FILE --profile GPU` \
-                         adds it, with the predictions."
-                    .into(),
+                None if crate::experiments::named(&e).and_then(|x| x.variant(&v)).is_none() => format!(
+                    "This coalesce declares no {e}/{v} (results from an older one): nothing to emulate, \
+                     its kernel's source as it is now."
+                ),
+                None => format!(
+                    "These results hold no emulation of this kernel: a report with its GPU's profile keeps it \
+                     (`coalesce report --from FILE --profile GPU`; `coalesce calibrate` measures one), and \
+                     `coalesce explain {e}/{v} --html FILE` shows it alone."
+                ),
             };
             let mut rows = Vec::new();
             for (r, gpu) in all.iter().zip(gpus) {
