@@ -182,6 +182,7 @@ fn cell(line: Option<&Line>) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::super::notes::SiteNote;
     use super::*;
 
     #[test]
@@ -202,5 +203,47 @@ mod tests {
         );
         assert_eq!(diff::<&str>(&[], &[]), vec![]);
         assert_eq!(diff(&["a"], &[]), vec![Step::Removed(0)]);
+    }
+
+    fn site(ways: f64) -> SiteNote {
+        SiteNote {
+            file: "kernels/src/x.rs".into(),
+            line: 9,
+            op: "load".into(),
+            space: "shared".into(),
+            array: None,
+            requests: 8,
+            sectors_per_request: None,
+            useful_bytes: 128.0,
+            fetched_bytes: None,
+            wavefronts: Some(ways),
+            bank_ways: Some(ways),
+            bank_ways_max: Some(ways as u64),
+            pattern: "bank conflicts".into(),
+        }
+    }
+
+    /// One source, two parameters: no line changes, but the line whose numbers do is
+    /// shown on both sides, and the long unchanged run before it folds to one row.
+    #[test]
+    fn a_line_whose_numbers_changed_is_shown_and_the_rest_folds() {
+        let (conflicted, free) = (site(32.0), site(1.0));
+        fn lines(s: &SiteNote) -> Vec<Line<'_>> {
+            (1..=10)
+                .map(|n| Line {
+                    number: n,
+                    code: format!("line {n}"),
+                    sites: if n == 9 { vec![s] } else { Vec::new() },
+                })
+                .collect()
+        }
+        let html = side_by_side("a", &lines(&conflicted), "b", &lines(&free));
+        assert!(html.contains("<tr class=\"renum\">"), "{html}");
+        assert!(html.contains("5 unchanged lines"), "{html}");
+        assert!(html.contains("32 wavefronts/req") && html.contains("1 wavefronts/req"));
+        assert_eq!(html.matches("<tr class=\"renum\">").count(), 1);
+        // The same numbers on the same lines: a sentence, no table.
+        let same = side_by_side("a", &lines(&free), "b", &lines(&free));
+        assert!(same.contains("line for line"), "{same}");
     }
 }
