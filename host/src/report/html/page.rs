@@ -85,7 +85,9 @@ details > summary { cursor: pointer; color: #0b5cad; font-size: 14px; }
 details pre { background: var(--panel); padding: 8px 10px; border-radius: 6px; overflow-x: auto; max-height: 36em; }
 table.diff { width: 100%; table-layout: fixed; font-size: 12px; }
 table.diff th { text-align: left; font-size: 13px; padding: 4px 8px; background: var(--panel); }
-table.diff td { vertical-align: top; padding: 0 6px; overflow-x: auto; }
+table.diff td { vertical-align: top; padding: 0 6px; }
+/* Each side is half the width: a long line wraps rather than hide its end. */
+table.diff td.code code { white-space: pre-wrap; overflow-wrap: anywhere; }
 table.diff col.lnc { width: 3.4em; }
 table.diff td.code.w0 { box-shadow: inset 4px 0 var(--w0s); }
 table.diff td.code.w1 { box-shadow: inset 4px 0 var(--w1s); }
