@@ -32,7 +32,7 @@ pub struct Cli {
 pub enum Command {
     /// Run experiments and print the table (the default).
     Run(RunArgs),
-    /// Run experiments and write report.md, results.json and SVG plots to a directory.
+    /// Run experiments and write report.md, index.html, results.json and SVG plots to a directory.
     Report(ReportArgs),
     /// Run each Rust kernel beside its CUDA C++ twin (NVRTC) and matmul beside cuBLAS.
     Compare(CompareArgs),
@@ -157,7 +157,7 @@ pub struct RunArgs {
 pub struct ReportArgs {
     #[command(flatten)]
     pub suite: SuiteArgs,
-    /// Directory for report.md, results.json and the plots (made if missing; the
+    /// Directory for report.md, index.html, results.json and the plots (made if missing; the
     /// folder it goes in must exist, as for every output).
     #[arg(long, value_name = "DIR", default_value = "coalesce-report")]
     pub out: PathBuf,

@@ -1,6 +1,7 @@
 //! `coalesce report`: a run's results written as a directory a person would rather
 //! look at than read: report.md (device, date, the full table, Rust against CUDA
-//! C++, published claims beside this GPU's numbers), results.json, and SVG plots.
+//! C++, published claims beside this GPU's numbers), index.html (each kernel's source
+//! annotated per line, in a browser: [`html`]), results.json, and SVG plots.
 
 pub mod claims;
 pub mod from_files;
