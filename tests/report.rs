@@ -151,6 +151,7 @@ fn fixture(only: &[&str]) -> Results {
         },
         compare: None,
         predicted: Vec::new(),
+        emulated: Vec::new(),
     }
 }
 
@@ -933,20 +934,29 @@ fn what_predictions_leave_out_is_said_under_their_table() {
 /// index.html holds one card per kernel of the results, each with its figures. Where
 /// the results keep a kernel's emulation (the predict stage does), its chips sit on
 /// its source lines: transpose/naive-write's line that reads a row and writes it down
-/// a column, 4 sectors per request for the load and 32 for the store. Where they keep
-/// none, the card says how to add it. The kernels' source is escaped (`Global<f32>`).
+/// a column, 4 sectors per request for the load and 32 for the store; so do the sites
+/// a report with no profile keeps apart (transpose/tiled's 32-way column read). Where
+/// they keep none, the card says how to add it. The kernels' source is escaped (`Global<f32>`).
 #[test]
 fn the_page_shows_every_kernel_with_the_emulation_its_results_keep() {
     use coalesce::explain::{Options, explain};
     use coalesce::report::html::SiteNote;
     use coalesce::report::predicted::Predicted;
     let mut results = fixture(&["transpose"]);
-    let selection = coalesce::experiments::select(&["transpose/naive-write".into()]).unwrap();
+    let selection =
+        coalesce::experiments::select(&["transpose/naive-write".into(), "transpose/tiled".into()]).unwrap();
     let opts = Options {
         shape: Some(vec![256, 256]),
         ..Options::default()
     };
-    let k = explain(&selection, &opts, |_| {}).unwrap().kernels.remove(0);
+    let mut kernels = explain(&selection, &opts, |_| {}).unwrap().kernels;
+    let (k, tiled) = (kernels.remove(0), kernels.remove(0));
+    // transpose/tiled's sites kept as a live report on a GPU with no profile keeps them.
+    results.emulated = vec![coalesce::report::predicted::Emulated {
+        experiment: "transpose".into(),
+        variant: "tiled".into(),
+        sites: SiteNote::of_kernel(&tiled),
+    }];
     results.predicted = vec![Predicted {
         experiment: "transpose".into(),
         variant: "naive-write".into(),
@@ -984,7 +994,8 @@ fn the_page_shows_every_kernel_with_the_emulation_its_results_keep() {
     );
     assert!(naive.contains("Global&lt;f32&gt;"), "the source is escaped");
     assert!(!naive.contains("Global<f32>"));
-    assert!(card("transpose/tiled").contains("hold no emulation"));
+    assert!(card("transpose/tiled").contains("data-bank-ways=\"32\""));
+    assert!(card("transpose/naive-read").contains("hold no emulation"));
     // The next variant is shown as a diff from it.
     assert!(card("transpose/naive-read").contains("What changed from transpose/naive-write"));
     // report.md points at the page.

@@ -332,6 +332,7 @@ pub(crate) mod tests {
             },
             compare,
             predicted: Vec::new(),
+            emulated: Vec::new(),
         }
     }
 

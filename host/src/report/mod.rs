@@ -39,6 +39,10 @@ pub struct Results {
     /// `report --profile`: what the model predicts for these kernels on this GPU.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub predicted: Vec<predicted::Predicted>,
+    /// A live report on a GPU with no profile: each kernel's emulated sites, for the
+    /// page (with a profile, each prediction keeps its own).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub emulated: Vec<predicted::Emulated>,
 }
 
 impl Results {
@@ -49,6 +53,7 @@ impl Results {
             run: compare.rust_run(),
             compare: Some(compare),
             predicted: Vec::new(),
+            emulated: Vec::new(),
         }
     }
 

@@ -108,6 +108,80 @@ fn measured(results: &Results, exp: &'static crate::experiment::Experiment) -> S
     }
 }
 
+/// What explain is asked for `exp` at the size `row` ran at (bytes per array, or its
+/// matrix's shape), predicting with `profile` where one is given.
+fn options(
+    exp: &crate::experiment::Experiment,
+    row: &crate::harness::Row,
+    profile: Option<Profile>,
+) -> explain::Options {
+    let shape = match exp.kind {
+        Kind::Elements => None,
+        _ => row
+            .size_label
+            .as_deref()
+            .and_then(|l| crate::units::parse_shape(l).ok()),
+    };
+    explain::Options {
+        size: Some(row.size_bytes),
+        shape,
+        model: Model::Sm70,
+        blocks: 8,
+        profile,
+        memory_limit: explain::EMULATION_BYTES,
+    }
+}
+
+/// One kernel's emulated sites where no prediction keeps them (a GPU with no
+/// profile): the report page's notes beside its source lines.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Emulated {
+    pub experiment: String,
+    pub variant: String,
+    pub sites: Vec<SiteNote>,
+}
+
+/// The experiments that ran, each once, with the row that says its size.
+fn ran(results: &Results) -> Vec<(&'static crate::experiment::Experiment, &crate::harness::Row)> {
+    let mut out: Vec<(&'static crate::experiment::Experiment, &crate::harness::Row)> = Vec::new();
+    for row in &results.run.rows {
+        if let Some(exp) = named(&row.experiment)
+            && !out.iter().any(|(e, _)| e.name == exp.name)
+        {
+            out.push((exp, row));
+        }
+    }
+    out
+}
+
+/// The kernels [`emulate`] emulates for `results`: the steps its progress hears of.
+pub fn emulate_steps(results: &Results) -> u64 {
+    ran(results)
+        .iter()
+        .map(|(e, _)| measured(results, e).count() as u64)
+        .sum()
+}
+
+/// Every kernel of `results` emulated at the size it ran at, with no profile (so no
+/// prediction): what the page sets beside the source of a GPU whose profile coalesce
+/// does not have. `progress` hears of each kernel as its emulation finishes.
+pub fn emulate(results: &Results, mut progress: impl FnMut(&str)) -> Result<Vec<Emulated>> {
+    let mut out = Vec::new();
+    for (exp, row) in ran(results) {
+        let report = explain::explain(&[measured(results, exp)], &options(exp, row, None), |event| {
+            if let explain::ExplainEvent::Explained(variant) = event {
+                progress(variant)
+            }
+        })?;
+        out.extend(report.kernels.iter().map(|k| Emulated {
+            experiment: k.experiment.clone(),
+            variant: k.variant.clone(),
+            sites: SiteNote::of_kernel(k),
+        }));
+    }
+    Ok(out)
+}
+
 /// Predicts every bandwidth kernel of `results` at the sizes it ran at, with a
 /// profile of the GPU it ran on (another GPU's profile is refused); `progress` hears
 /// of each kernel ([`steps`] in all) as its emulation finishes.
@@ -120,22 +194,7 @@ pub fn predict(
     let profile = profile.for_device(&results.run.device.name, origin)?;
     let mut out = Vec::new();
     for (exp, row) in predicted_experiments(results, &profile) {
-        // The size the row ran at: bytes per array, or its matrix's shape.
-        let shape = match exp.kind {
-            Kind::Elements => None,
-            _ => row
-                .size_label
-                .as_deref()
-                .and_then(|l| crate::units::parse_shape(l).ok()),
-        };
-        let opts = explain::Options {
-            size: Some(row.size_bytes),
-            shape,
-            model: Model::Sm70,
-            blocks: 8,
-            profile: Some(profile.clone()),
-            memory_limit: explain::EMULATION_BYTES,
-        };
+        let opts = options(exp, row, Some(profile.clone()));
         let report = explain::explain(&[measured(results, exp)], &opts, |event| {
             if let explain::ExplainEvent::Explained(variant) = event {
                 progress(variant)
@@ -329,6 +388,7 @@ mod tests {
             },
             compare: None,
             predicted: Vec::new(),
+            emulated: Vec::new(),
         };
         // The copy variants the results measured, not every declared one (copy/tma is
         // not in them, as in a results file from before it existed).
@@ -353,6 +413,14 @@ mod tests {
         assert!(heard.iter().all(|k| k.starts_with("copy/")), "{heard:?}");
         assert_eq!(predicted.len(), copy);
         assert!(predicted.iter().all(|p| p.variant != "tma"), "{heard:?}");
+        // With no profile, every kernel that ran is emulated, the product too, each
+        // with its sites.
+        assert_eq!(emulate_steps(&results), copy as u64 + 1);
+        let mut heard = Vec::new();
+        let emulated = emulate(&results, |k| heard.push(k.to_string())).unwrap();
+        assert_eq!(heard.len(), copy + 1, "{heard:?}");
+        assert_eq!(emulated.len(), copy + 1);
+        assert!(emulated.iter().all(|e| !e.sites.is_empty()), "{emulated:?}");
     }
 
     #[test]

@@ -229,8 +229,11 @@ pub fn of_results(all: &[Results], gpus: &[String]) -> Vec<Card> {
         .map(|(e, v, entry)| {
             let product = all.iter().filter_map(|r| row_of(r, &e, &v)).any(|x| x.flops.is_some());
             let emulated = all.iter().zip(gpus).find_map(|(r, gpu)| {
-                let p = predicted::of(r, &e, &v).filter(|p| !p.sites.is_empty())?;
-                Some((p.sites.clone(), gpu))
+                let sites = match predicted::of(r, &e, &v).filter(|p| !p.sites.is_empty()) {
+                    Some(p) => &p.sites,
+                    None => &r.emulated.iter().find(|x| x.experiment == e && x.variant == v)?.sites,
+                };
+                Some((sites.clone(), gpu))
             });
             let notes_about = match &emulated {
                 Some((_, gpu)) => format!(
