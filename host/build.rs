@@ -17,7 +17,47 @@ fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let out = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     build_ptx(&manifest, &out);
+    embed_kernel_sources(&manifest, &out);
     link_libcuda(&manifest, &out);
+}
+
+/// Every source file of the kernels crate, embedded (`kernel_sources.rs`: a table of
+/// its path as the emulator's sites name it, `kernels/src/copy.rs`, and its text), so
+/// the report page shows each kernel's own lines beside what the emulator counted.
+fn embed_kernel_sources(manifest: &Path, out: &Path) {
+    let root = manifest.join("..");
+    let mut files = Vec::new();
+    let mut stack = vec![root.join("kernels/src")];
+    while let Some(dir) = stack.pop() {
+        let entries = fs::read_dir(&dir).unwrap_or_else(|e| fail(&format!("read {}: {e}", dir.display())));
+        for e in entries {
+            let p = e
+                .unwrap_or_else(|e| fail(&format!("read {}: {e}", dir.display())))
+                .path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    let mut table = String::from("&[\n");
+    for p in &files {
+        let rel = p
+            .strip_prefix(&root)
+            .unwrap_or(p)
+            .to_string_lossy()
+            .replace('\\', "/");
+        let abs = fs::canonicalize(p).unwrap_or_else(|e| fail(&format!("{}: {e}", p.display())));
+        table.push_str(&format!(
+            "    ({rel:?}, include_str!({:?})),\n",
+            abs.display().to_string()
+        ));
+    }
+    table.push_str("]\n");
+    let dest = out.join("kernel_sources.rs");
+    fs::write(&dest, table).unwrap_or_else(|e| fail(&format!("write {}: {e}", dest.display())));
 }
 
 fn build_ptx(manifest: &Path, out: &Path) {

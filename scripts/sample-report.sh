@@ -11,20 +11,25 @@
 #   scripts/sample-report.sh           rewrite docs/sample-report/ and the figures quoted from it
 #   scripts/sample-report.sh --check   render into a temporary folder and compare (exit 1 on a difference)
 #   scripts/sample-report.sh --quotes  only rewrite the quoted figures from the committed results (no ptxas needed)
+#   scripts/sample-report.sh --page    re-render from the committed results as they are, predictions kept (no
+#                                      ptxas needed): after a change to the kernels' source or PTX, which the
+#                                      page shows, that moves no prediction
 set -euo pipefail
 cd "$(dirname "$0")/.."
 check=0
+page=0
 case "${1:-}" in
   --check) check=1 ;;
+  --page) page=1 ;;
   --quotes)
     COALESCE_QUOTES=write cargo test --quiet -p coalesce --test quotes quoted_figures_are_the_sample_reports -- --nocapture
     exit ;;
   "") ;;
-  *) echo "usage: scripts/sample-report.sh [--check | --quotes]" >&2; exit 2 ;;
+  *) echo "usage: scripts/sample-report.sh [--check | --quotes | --page]" >&2; exit 2 ;;
 esac
 
 # The predictions' residency comes from ptxas; without it they count threads only.
-if ! "${PTXAS:-ptxas}" --version >/dev/null 2>&1; then
+if [ "$page" = 0 ] && ! "${PTXAS:-ptxas}" --version >/dev/null 2>&1; then
   echo "ptxas not found: set PTXAS (pip install nvidia-cuda-nvcc-cu12); the predictions need it" >&2
   exit 1
 fi
@@ -41,7 +46,9 @@ for f in docs/sample-report/*/results.json; do
 done
 [ "${#args[@]}" -ge 4 ] || { echo "docs/sample-report: fewer than two results files" >&2; exit 1; }
 
-target/release/coalesce report "${args[@]}" --profile H100 --profile H200 --out "$tmp/report" --quiet >/dev/null
+profiles=(--profile H100 --profile H200)
+[ "$page" = 1 ] && profiles=()
+target/release/coalesce report "${args[@]}" "${profiles[@]}" --out "$tmp/report" --quiet >/dev/null
 
 if [ "$check" = 1 ]; then
   if ! diff -r "$tmp/report" docs/sample-report >"$tmp/diff"; then

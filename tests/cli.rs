@@ -1316,3 +1316,48 @@ fn explain_names_the_shipped_profiles_and_the_shape_it_used() {
         "{default}"
     );
 }
+
+/// `explain --html FILE` writes the annotated page without a GPU: a card per kernel
+/// explained, its sites on its lines; through the output rule, so a path that cannot
+/// be written fails first, in one line, and leaves nothing.
+#[test]
+fn explain_writes_the_annotated_page() {
+    let page = temp_path("explain-page.html");
+    coalesce()
+        .args([
+            "explain",
+            "transpose/naive-write",
+            "transpose/tiled",
+            "--shape",
+            "256x256",
+            "--quiet",
+        ])
+        .arg("--html")
+        .arg(&page)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("transpose/naive-write"));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>"), "{}", &html[..80]);
+    assert_eq!(html.matches("<article class=\"kernel\"").count(), 2);
+    assert!(html.contains("data-sectors-per-request=\"32\""));
+    assert!(html.contains("What changed from transpose/naive-write"));
+    // Its SASS where ptxas and nvdisasm run, else a line that says why not.
+    if common::ptxas().is_some() && common::nvdisasm().is_some() {
+        assert!(html.contains("Its SASS for sm_90,"), "no SASS");
+    } else {
+        assert!(
+            html.contains("SASS: not shown ("),
+            "no reason for the missing SASS"
+        );
+    }
+
+    let missing = temp_path("explain-page-missing");
+    let target = missing.join("page.html");
+    let err = fails(&["explain", "copy/f32", "--html", target.to_str().unwrap()], 1);
+    assert!(err.contains("does not exist"), "{err}");
+    assert!(!missing.exists());
+    // Standard output holds one of the JSON and the page, not both.
+    let err = fails(&["explain", "copy/f32", "--json", "-", "--html", "-"], 2);
+    assert!(err.contains("--json and --html"), "{err}");
+}

@@ -151,6 +151,7 @@ fn fixture(only: &[&str]) -> Results {
         },
         compare: None,
         predicted: Vec::new(),
+        emulated: Vec::new(),
     }
 }
 
@@ -284,6 +285,7 @@ fn writes_every_file_of_the_full_suite() {
         [
             "report.md",
             "results.json",
+            "index.html",
             "stride.svg",
             "offset.svg",
             "good-vs-bad.svg",
@@ -567,7 +569,13 @@ fn plots_of_experiments_not_run_are_left_out() {
     let names: Vec<_> = files.iter().map(|f| f.file_name().unwrap().to_owned()).collect();
     assert_eq!(
         names,
-        ["report.md", "results.json", "stride.svg", "good-vs-bad.svg"]
+        [
+            "report.md",
+            "results.json",
+            "index.html",
+            "stride.svg",
+            "good-vs-bad.svg"
+        ]
     );
     assert!(!dir.join("matmul.svg").exists());
 }
@@ -900,6 +908,7 @@ fn what_predictions_leave_out_is_said_under_their_table() {
             ceiling_gb_per_s: Some(3000.0),
             gflop_per_s: None,
             not_modelled: vec![CAVEAT.into()],
+            sites: Vec::new(),
         })
         .collect();
     let md = coalesce::report::markdown::render(&results, &[]);
@@ -920,4 +929,75 @@ fn what_predictions_leave_out_is_said_under_their_table() {
         md.contains(&format!("- {CAVEAT} ({})\n", kernels.join(", "))),
         "{md}"
     );
+}
+
+/// index.html holds one card per kernel of the results, each with its figures. Where
+/// the results keep a kernel's emulation (the predict stage does), its chips sit on
+/// its source lines: transpose/naive-write's line that reads a row and writes it down
+/// a column, 4 sectors per request for the load and 32 for the store; so do the sites
+/// a report with no profile keeps apart (transpose/tiled's 32-way column read). Where
+/// they keep none, the card says how to add it. The kernels' source is escaped (`Global<f32>`).
+#[test]
+fn the_page_shows_every_kernel_with_the_emulation_its_results_keep() {
+    use coalesce::explain::{Options, explain};
+    use coalesce::report::html::SiteNote;
+    use coalesce::report::predicted::Predicted;
+    let mut results = fixture(&["transpose"]);
+    let selection =
+        coalesce::experiments::select(&["transpose/naive-write".into(), "transpose/tiled".into()]).unwrap();
+    let opts = Options {
+        shape: Some(vec![256, 256]),
+        ..Options::default()
+    };
+    let mut kernels = explain(&selection, &opts, |_| {}).unwrap().kernels;
+    let (k, tiled) = (kernels.remove(0), kernels.remove(0));
+    // transpose/tiled's sites kept as a live report on a GPU with no profile keeps them.
+    results.emulated = vec![coalesce::report::predicted::Emulated {
+        experiment: "transpose".into(),
+        variant: "tiled".into(),
+        sites: SiteNote::of_kernel(&tiled),
+    }];
+    results.predicted = vec![Predicted {
+        experiment: "transpose".into(),
+        variant: "naive-write".into(),
+        pct_of_copy: 20.0,
+        bound: "DRAM bytes at the copy ceiling".into(),
+        gb_per_s: Some(600.0),
+        ceiling_gb_per_s: Some(3000.0),
+        gflop_per_s: None,
+        not_modelled: Vec::new(),
+        sites: SiteNote::of_kernel(&k),
+    }];
+    let dir = temp_path("report-page");
+    report::write(&dir, &results).unwrap();
+    let page = read(&dir.join("index.html"));
+    assert_eq!(
+        page.matches("<article class=\"kernel\"").count(),
+        results.run.rows.len()
+    );
+    let card = |name: &str| {
+        let at = page.find(&format!("data-kernel=\"{name}\"")).unwrap();
+        let rest = &page[at..];
+        rest[..rest.find("</article>").unwrap()].to_string()
+    };
+    let naive = card("transpose/naive-write");
+    let line = naive.split("<tr ").find(|r| r.contains("dst.write(")).unwrap();
+    assert!(
+        line.contains("data-op=\"load\" data-space=\"global\"")
+            && line.contains("data-sectors-per-request=\"4\""),
+        "{line}"
+    );
+    assert!(
+        line.contains("data-op=\"store\" data-space=\"global\"")
+            && line.contains("data-sectors-per-request=\"32\""),
+        "{line}"
+    );
+    assert!(naive.contains("Global&lt;f32&gt;"), "the source is escaped");
+    assert!(!naive.contains("Global<f32>"));
+    assert!(card("transpose/tiled").contains("data-bank-ways=\"32\""));
+    assert!(card("transpose/naive-read").contains("hold no emulation"));
+    // The next variant is shown as a diff from it.
+    assert!(card("transpose/naive-read").contains("What changed from transpose/naive-write"));
+    // report.md points at the page.
+    assert!(read(&dir.join("report.md")).contains("[index.html](index.html)"));
 }

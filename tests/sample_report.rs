@@ -12,7 +12,8 @@ use coalesce::profile::Profile;
 use coalesce::report::{self, Results};
 
 const REGENERATE: &str = "the committed sample report is not what this coalesce renders: \
-                          run scripts/sample-report.sh and commit docs/sample-report/";
+                          run scripts/sample-report.sh (--page where only the kernels' source or \
+                          PTX changed) and commit docs/sample-report/";
 
 fn sample() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/sample-report")

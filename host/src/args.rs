@@ -32,7 +32,7 @@ pub struct Cli {
 pub enum Command {
     /// Run experiments and print the table (the default).
     Run(RunArgs),
-    /// Run experiments and write report.md, results.json and SVG plots to a directory.
+    /// Run experiments and write report.md, index.html, results.json and SVG plots to a directory.
     Report(ReportArgs),
     /// Run each Rust kernel beside its CUDA C++ twin (NVRTC) and matmul beside cuBLAS.
     Compare(CompareArgs),
@@ -118,6 +118,12 @@ pub struct ExplainArgs {
     /// FILE (`-`: to standard output, and the text to standard error).
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
+    /// Also write the annotated view as one HTML page to FILE (`-`: to standard
+    /// output, and the text to standard error): each kernel's source with its accesses
+    /// beside each line, its C++ twin and PTX folded, and each variant's diff from the
+    /// one before. Open it in a browser; it needs no network.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["against_ncu", "against_run"])]
+    pub html: Option<PathBuf>,
     /// Compare the predictions with Nsight Compute results: a folder of
     /// EXPERIMENT.VARIANT.csv files as `scripts/gpu-run.sh ncu` writes them (pass
     /// the --size they were measured at).
@@ -151,7 +157,7 @@ pub struct RunArgs {
 pub struct ReportArgs {
     #[command(flatten)]
     pub suite: SuiteArgs,
-    /// Directory for report.md, results.json and the plots (made if missing; the
+    /// Directory for report.md, index.html, results.json and the plots (made if missing; the
     /// folder it goes in must exist, as for every output).
     #[arg(long, value_name = "DIR", default_value = "coalesce-report")]
     pub out: PathBuf,

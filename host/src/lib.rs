@@ -8,8 +8,9 @@
 //! [`explain::emulate`] on the CPU emulator; [`reference`] judges every result the
 //! same way. [`harness`] turns the declared work into timed, validated
 //! [`harness::Row`]s ([`timing`] times them), [`run_table`] prints rows, [`report`]
-//! renders them as Markdown, JSON and SVG plots ([`output`] writes every file), and
-//! [`explain`] predicts how each warp's accesses coalesce, per source line.
+//! renders them as Markdown, an HTML page, JSON and SVG plots ([`output`] writes
+//! every file), and [`explain`] predicts how each warp's accesses coalesce, per
+//! source line.
 
 pub mod arena;
 pub mod args;

@@ -45,7 +45,20 @@ pub fn explain_command(args: ExplainArgs) -> Result<Outcome> {
     if let Some(path) = &args.json {
         output::check_file(path)?;
     }
-    let human = Human::beside(args.json.as_deref());
+    if let Some(path) = &args.html {
+        output::check_file(path)?;
+    }
+    // Standard output holds one of them; the human text then goes to stderr.
+    let (json, html) = (
+        args.json.as_deref().filter(|p| output::is_stdout(p)),
+        args.html.as_deref().filter(|p| output::is_stdout(p)),
+    );
+    if json.is_some() && html.is_some() {
+        return Err(crate::Error::BadArgument(
+            "--json and --html both name standard output, which holds one of them; give one a file".into(),
+        ));
+    }
+    let human = Human::beside(json.or(html));
     let mut opts = explain::Options {
         size: args.size,
         shape: args.shape.map(|s| s.0),
@@ -107,6 +120,17 @@ pub fn explain_command(args: ExplainArgs) -> Result<Outcome> {
     human.print(&explain::render::render(&report));
     if let Some(path) = &args.json {
         output::write_json(path, &report)?;
+    }
+    if let Some(path) = &args.html {
+        // The SASS of the profile's GPU, else of the H100 explain sizes for.
+        let sm = opts.profile.as_ref().and_then(|p| p.sm.as_ref()).map_or_else(
+            || "sm_90".to_string(),
+            |sm| {
+                let [major, minor] = sm.compute_capability;
+                format!("sm_{major}{minor}")
+            },
+        );
+        output::write_file(path, &report::html::render_explain(&report, &sm))?;
     }
     Ok(Outcome::Ok)
 }

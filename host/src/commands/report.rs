@@ -56,6 +56,29 @@ fn with_predictions(all: &mut [Results], profiles: Vec<(Profile, String)>, quiet
     Ok(())
 }
 
+/// A GPU no profile predicted for gets the emulation alone, so that its page still
+/// sets each line's accesses beside the source.
+fn emulate_unpredicted(all: &mut [Results], quiet: bool) -> Result<()> {
+    let bare = |r: &Results| r.predicted.is_empty();
+    let steps = all
+        .iter()
+        .filter(|r| bare(r))
+        .map(report::predicted::emulate_steps)
+        .sum();
+    if steps == 0 {
+        return Ok(());
+    }
+    let mut progress = Progress::new(steps, quiet);
+    for r in all.iter_mut().filter(|r| bare(r)) {
+        let device = r.run.device.name.clone();
+        r.emulated = report::predicted::emulate(r, |kernel| {
+            progress.step(&format!("emulated {kernel} for the page ({device})"))
+        })?;
+    }
+    progress.finish();
+    Ok(())
+}
+
 /// Every `--profile` of a report, read before any work: `None` when none is given,
 /// no profile for `--profile none`.
 fn profiles_named(names: &[String]) -> Result<Option<Vec<(Profile, String)>>> {
@@ -169,6 +192,7 @@ pub fn write_report(args: ReportArgs, open: Opener) -> Result<Outcome> {
                 run,
                 compare: None,
                 predicted: Vec::new(),
+                emulated: Vec::new(),
             }
         } else {
             // The comparison times the same Rust kernels through the same harness
@@ -187,6 +211,7 @@ pub fn write_report(args: ReportArgs, open: Opener) -> Result<Outcome> {
         }
     };
     with_predictions(&mut all, profiles, args.suite.quiet)?;
+    emulate_unpredicted(&mut all, args.suite.quiet)?;
     let files = report::write_from(&args.out, &all)?;
     let took: f64 = all.iter().map(|r| r.elapsed_s).sum();
     human.line(&format!(

@@ -145,6 +145,7 @@ pub fn render(all: &[Results], plot: Option<&Plot>) -> String {
             r.run.coalesce_version,
         );
     }
+    let _ = writeln!(out, "{}", super::PAGE_LINE);
     if let Some(p) = plot {
         let _ = writeln!(out, "\n![{}]({})", p.title, p.file);
     }

@@ -333,6 +333,7 @@ pub(crate) mod tests {
             },
             compare,
             predicted: Vec::new(),
+            emulated: Vec::new(),
         }
     }
 
@@ -417,6 +418,7 @@ pub(crate) mod tests {
             ceiling_gb_per_s: None,
             gflop_per_s: Some(g),
             not_modelled: Vec::new(),
+            sites: Vec::new(),
         };
         let results = Results {
             // interior within 15% (+5%), banks not (+20%).

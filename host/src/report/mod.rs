@@ -1,9 +1,11 @@
 //! `coalesce report`: a run's results written as a directory a person would rather
 //! look at than read: report.md (device, date, the full table, Rust against CUDA
-//! C++, published claims beside this GPU's numbers), results.json, and SVG plots.
+//! C++, published claims beside this GPU's numbers), index.html (each kernel's source
+//! annotated per line, in a browser: [`html`]), results.json, and SVG plots.
 
 pub mod claims;
 pub mod from_files;
+pub mod html;
 pub mod ladder;
 pub mod markdown;
 pub mod markdown_table;
@@ -37,6 +39,10 @@ pub struct Results {
     /// `report --profile`: what the model predicts for these kernels on this GPU.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub predicted: Vec<predicted::Predicted>,
+    /// A live report on a GPU with no profile: each kernel's emulated sites, for the
+    /// page (with a profile, each prediction keeps its own).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub emulated: Vec<predicted::Emulated>,
 }
 
 impl Results {
@@ -47,6 +53,7 @@ impl Results {
             run: compare.rust_run(),
             compare: Some(compare),
             predicted: Vec::new(),
+            emulated: Vec::new(),
         }
     }
 
@@ -65,40 +72,64 @@ impl Results {
     }
 }
 
-/// Writes report.md, results.json and every plot the results allow into `dir`;
-/// returns the files written, report.md first.
+/// Writes report.md, results.json, index.html and every plot the results allow into
+/// `dir`; returns the files written, report.md first.
 pub fn write(dir: &Path, results: &Results) -> Result<Vec<PathBuf>> {
+    write_dir(dir, results, true)
+}
+
+/// The line report.md gains where index.html sits beside it.
+pub const PAGE_LINE: &str = "- Page: [index.html](index.html), each kernel's source annotated line by line \
+     with what the emulator counted and the GPU measured, each variant as a diff from the one before, \
+     and the charts (one file; open it in a browser, offline)";
+
+/// [`write`], with index.html or without (a GPU's folder in a report of several,
+/// whose page covers them all).
+fn write_dir(dir: &Path, results: &Results, page: bool) -> Result<Vec<PathBuf>> {
     prepare_dir(dir)?;
     let plots = plots::all(results)?;
+    let mut markdown = markdown::render(results, &plots);
+    let html = page.then(|| {
+        markdown = markdown.replacen("\n\n", &format!("\n\n{PAGE_LINE}\n"), 1);
+        html::render(std::slice::from_ref(results))
+    });
     let mut files = vec![dir.join("report.md"), dir.join("results.json")];
+    if let Some(html) = &html {
+        let path = dir.join("index.html");
+        write_file(&path, html)?;
+        files.push(path);
+    }
     for p in &plots {
         let path = dir.join(p.file);
         write_file(&path, &p.svg)?;
         files.push(path);
     }
     write_json(&files[1], results)?;
-    write_file(&files[0], &markdown::render(results, &plots))?;
+    write_file(&files[0], &markdown)?;
     Ok(files)
 }
 
 /// Renders saved results without a GPU: one file gives its report as `coalesce
-/// report` wrote it; several (one per GPU) give an across-GPU report.md with a picture,
-/// and each GPU's own report in a folder named after it. Returns the files written.
+/// report` wrote it; several (one per GPU) give an across-GPU report.md with a picture
+/// and index.html, and each GPU's own report in a folder named after it. Returns the
+/// files written.
 pub fn write_from(dir: &Path, all: &[Results]) -> Result<Vec<PathBuf>> {
     if let [one] = all {
         return write(dir, one);
     }
     prepare_dir(dir)?;
     let plot = plots::summary::plot(all)?;
-    let mut files = vec![dir.join("report.md")];
+    let html = html::render(all);
+    let mut files = vec![dir.join("report.md"), dir.join("index.html")];
     if let Some(p) = &plot {
         let path = dir.join(p.file);
         write_file(&path, &p.svg)?;
         files.push(path);
     }
     for (r, folder) in all.iter().zip(from_files::folders(all)) {
-        files.extend(write(&dir.join(folder), r)?);
+        files.extend(write_dir(&dir.join(folder), r, false)?);
     }
+    write_file(&files[1], &html)?;
     write_file(&files[0], &from_files::render(all, plot.as_ref()))?;
     Ok(files)
 }

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use super::Results;
+use super::html::SiteNote;
 use super::markdown_table::table;
 use crate::error::Result;
 use crate::experiment::Kind;
@@ -35,6 +36,10 @@ pub struct Predicted {
     /// lines: residency from threads only where ptxas was not found, ...).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_modelled: Vec<String>,
+    /// What the emulation behind the prediction recorded at each access site: the
+    /// report page's notes beside the source lines.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sites: Vec<SiteNote>,
 }
 
 impl Predicted {
@@ -103,6 +108,80 @@ fn measured(results: &Results, exp: &'static crate::experiment::Experiment) -> S
     }
 }
 
+/// What explain is asked for `exp` at the size `row` ran at (bytes per array, or its
+/// matrix's shape), predicting with `profile` where one is given.
+fn options(
+    exp: &crate::experiment::Experiment,
+    row: &crate::harness::Row,
+    profile: Option<Profile>,
+) -> explain::Options {
+    let shape = match exp.kind {
+        Kind::Elements => None,
+        _ => row
+            .size_label
+            .as_deref()
+            .and_then(|l| crate::units::parse_shape(l).ok()),
+    };
+    explain::Options {
+        size: Some(row.size_bytes),
+        shape,
+        model: Model::Sm70,
+        blocks: 8,
+        profile,
+        memory_limit: explain::EMULATION_BYTES,
+    }
+}
+
+/// One kernel's emulated sites where no prediction keeps them (a GPU with no
+/// profile): the report page's notes beside its source lines.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Emulated {
+    pub experiment: String,
+    pub variant: String,
+    pub sites: Vec<SiteNote>,
+}
+
+/// The experiments that ran, each once, with the row that says its size.
+fn ran(results: &Results) -> Vec<(&'static crate::experiment::Experiment, &crate::harness::Row)> {
+    let mut out: Vec<(&'static crate::experiment::Experiment, &crate::harness::Row)> = Vec::new();
+    for row in &results.run.rows {
+        if let Some(exp) = named(&row.experiment)
+            && !out.iter().any(|(e, _)| e.name == exp.name)
+        {
+            out.push((exp, row));
+        }
+    }
+    out
+}
+
+/// The kernels [`emulate`] emulates for `results`: the steps its progress hears of.
+pub fn emulate_steps(results: &Results) -> u64 {
+    ran(results)
+        .iter()
+        .map(|(e, _)| measured(results, e).count() as u64)
+        .sum()
+}
+
+/// Every kernel of `results` emulated at the size it ran at, with no profile (so no
+/// prediction): what the page sets beside the source of a GPU whose profile coalesce
+/// does not have. `progress` hears of each kernel as its emulation finishes.
+pub fn emulate(results: &Results, mut progress: impl FnMut(&str)) -> Result<Vec<Emulated>> {
+    let mut out = Vec::new();
+    for (exp, row) in ran(results) {
+        let report = explain::explain(&[measured(results, exp)], &options(exp, row, None), |event| {
+            if let explain::ExplainEvent::Explained(variant) = event {
+                progress(variant)
+            }
+        })?;
+        out.extend(report.kernels.iter().map(|k| Emulated {
+            experiment: k.experiment.clone(),
+            variant: k.variant.clone(),
+            sites: SiteNote::of_kernel(k),
+        }));
+    }
+    Ok(out)
+}
+
 /// Predicts every bandwidth kernel of `results` at the sizes it ran at, with a
 /// profile of the GPU it ran on (another GPU's profile is refused); `progress` hears
 /// of each kernel ([`steps`] in all) as its emulation finishes.
@@ -115,28 +194,14 @@ pub fn predict(
     let profile = profile.for_device(&results.run.device.name, origin)?;
     let mut out = Vec::new();
     for (exp, row) in predicted_experiments(results, &profile) {
-        // The size the row ran at: bytes per array, or its matrix's shape.
-        let shape = match exp.kind {
-            Kind::Elements => None,
-            _ => row
-                .size_label
-                .as_deref()
-                .and_then(|l| crate::units::parse_shape(l).ok()),
-        };
-        let opts = explain::Options {
-            size: Some(row.size_bytes),
-            shape,
-            model: Model::Sm70,
-            blocks: 8,
-            profile: Some(profile.clone()),
-            memory_limit: explain::EMULATION_BYTES,
-        };
+        let opts = options(exp, row, Some(profile.clone()));
         let report = explain::explain(&[measured(results, exp)], &opts, |event| {
             if let explain::ExplainEvent::Explained(variant) = event {
                 progress(variant)
             }
         })?;
         out.extend(report.kernels.into_iter().filter_map(|k| {
+            let sites = SiteNote::of_kernel(&k);
             if let Some(p) = k.product {
                 return Some(Predicted {
                     experiment: k.experiment,
@@ -147,6 +212,7 @@ pub fn predict(
                     ceiling_gb_per_s: None,
                     gflop_per_s: Some(p.gflop_per_s),
                     not_modelled: p.not_modelled,
+                    sites,
                 });
             }
             let p = k.prediction?;
@@ -159,6 +225,7 @@ pub fn predict(
                 ceiling_gb_per_s: Some(p.ceiling_gb_per_s()),
                 gflop_per_s: None,
                 not_modelled: p.not_modelled,
+                sites,
             })
         }));
     }
@@ -322,6 +389,7 @@ mod tests {
             },
             compare: None,
             predicted: Vec::new(),
+            emulated: Vec::new(),
         };
         // The copy variants the results measured, not every declared one (copy/tma is
         // not in them, as in a results file from before it existed).
@@ -346,6 +414,14 @@ mod tests {
         assert!(heard.iter().all(|k| k.starts_with("copy/")), "{heard:?}");
         assert_eq!(predicted.len(), copy);
         assert!(predicted.iter().all(|p| p.variant != "tma"), "{heard:?}");
+        // With no profile, every kernel that ran is emulated, the product too, each
+        // with its sites.
+        assert_eq!(emulate_steps(&results), copy as u64 + 1);
+        let mut heard = Vec::new();
+        let emulated = emulate(&results, |k| heard.push(k.to_string())).unwrap();
+        assert_eq!(heard.len(), copy + 1, "{heard:?}");
+        assert_eq!(emulated.len(), copy + 1);
+        assert!(emulated.iter().all(|e| !e.sites.is_empty()), "{emulated:?}");
     }
 
     #[test]
@@ -361,6 +437,7 @@ mod tests {
             ceiling_gb_per_s: Some(3000.0),
             gflop_per_s: None,
             not_modelled: Vec::new(),
+            sites: Vec::new(),
         };
         // Both over the profile's ceiling: 90.0 against 96.3, not against the run's 100.
         let (predicted, measured) = p.versus(&r).unwrap();

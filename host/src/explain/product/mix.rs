@@ -209,6 +209,18 @@ pub fn sass_mix(kernel: &str, sm: &str) -> Result<InstructionMix, String> {
     Ok(from_sass(function, &arch))
 }
 
+/// `kernel`'s SASS for `sm` (`sm_90`; its own architecture for sm_90a kernels) as
+/// nvdisasm prints it, with that architecture; why not where ptxas or nvdisasm does
+/// not run. `explain --html` folds it under the kernel's PTX.
+pub fn sass_of(kernel: &str, sm: &str) -> Result<(String, String), String> {
+    let (module, arch) = super::super::residency::module_of(kernel, sm);
+    let listing = sass::module_listing(module, &arch)?;
+    let function = listing
+        .get(kernel)
+        .ok_or_else(|| format!("nvdisasm printed no {kernel} for {arch}"))?;
+    Ok((arch, function.clone()))
+}
+
 /// `kernel`'s mix from the embedded PTX of its module.
 pub fn ptx_mix(kernel: &str) -> Result<InstructionMix, String> {
     let module = kernels::entry::ALL
