@@ -13,7 +13,7 @@ use crate::compare::cublas::Math;
 use crate::experiment::Arithmetic;
 
 /// The experiments whose variants are the ladder's rungs, in order.
-pub const EXPERIMENTS: [&str; 2] = ["matmul", "sgemm"];
+pub const EXPERIMENTS: [&str; 4] = ["matmul", "sgemm", "gemm-bf16", "gemm-f16"];
 
 /// A published kernel a reader can place the rungs against: its share of cuBLAS SGEMM
 /// FP32 at 4096³, and the GPU that share was measured on (docs/perf-notes.md).

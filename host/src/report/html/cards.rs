@@ -167,10 +167,11 @@ fn head(listing: &str) -> (String, String) {
 }
 
 /// Whether the page shows `c` as a step from `b`: the next variant of one
-/// experiment, or the next rung of the matmul ladder.
+/// experiment, or the next rung of the FP32 ladder from matmul into sgemm (the 16-bit
+/// chapters step within themselves).
 pub fn steps_from(b: &Card, c: &Card) -> bool {
-    let ladder = |x: &Card| ladder::EXPERIMENTS.contains(&x.experiment.as_str());
-    b.experiment == c.experiment || (ladder(b) && ladder(c))
+    let chain = |x: &Card| ["matmul", "sgemm"].contains(&x.experiment.as_str());
+    b.experiment == c.experiment || (chain(b) && chain(c))
 }
 
 /// The precisions of the products among `cards`, in the order they appear.

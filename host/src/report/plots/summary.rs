@@ -105,6 +105,11 @@ pub const LINES: &[Line] = &[
         Pick::BestRung(Arithmetic::Tf32),
         true,
     ),
+    line(
+        "fastest BF16 rung (of cuBLAS BF16)",
+        Pick::BestRung(Arithmetic::Bf16),
+        false,
+    ),
 ];
 
 const COLORS: [plotters::style::RGBColor; 4] = [chart::BLUE, chart::ORANGE, chart::GREEN, chart::RED];
