@@ -240,11 +240,11 @@ kernel! {
         }
         crate::gpu::tma::fence_proxy_async();
         sync_threads();
-        // The 4 k16 steps: A's at 16 elements (32 bytes) on along its rows, B's at 16 k
-        // rows (2 KiB) on in each atom; every one on a 1024-byte boundary but A's,
-        // whose group starts on one (A's 8 KiB is a multiple of it).
+        // The 4 k16 steps: A's 16 elements (32 bytes) on along its rows, B's 16 k rows
+        // (2 KiB) on in each atom.
         let steps: [(Descriptor, Descriptor); 4] = core::array::from_fn(|s| {
-            // SAFETY: 1024-byte aligned tiles.
+            // SAFETY: A's 1024-byte groups start on 1024-byte boundaries, and so do B's
+            // steps (A's 8 KiB and the 2 KiB steps are multiples of it).
             unsafe {
                 (
                     Descriptor::k_major_128b(tiles, WGMMA_16BIT_K * s),
