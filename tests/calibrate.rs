@@ -125,7 +125,7 @@ fn a_quick_calibration_is_plausible() {
 /// every kernel validated, and each rate within what the device can do at its highest
 /// clock (device attribute CLOCK_RATE), per SM per clock: at most 4 warp FFMAs (128
 /// FP32 lanes), 4 warp instructions issued (4 schedulers), one m16n8k8 TF32 MMA and
-/// 2048 wgmma TF32 FLOPs (an H100 SXM's dense peak), each x 1.05; and at least a
+/// 2048 wgmma TF32 FLOPs and 4096 BF16 ones (an H100 SXM's dense peaks), each x 1.05; and at least a
 /// quarter of that (the MMA: a tenth, as an A100 does half an H100's per clock).
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
@@ -162,6 +162,10 @@ fn the_compute_rates_are_plausible_for_this_gpu() {
     }
     match c.wgmma_tf32_flops_per_ns_per_sm {
         Some(wgmma) => per_clock(wgmma, 2048.0, 0.25),
+        None => assert_ne!(gpu.info.compute_capability, (9, 0), "{text}"),
+    }
+    match c.wgmma_16bit_flops_per_ns_per_sm {
+        Some(wgmma) => per_clock(wgmma, 4096.0, 0.25),
         None => assert_ne!(gpu.info.compute_capability, (9, 0), "{text}"),
     }
     // The L2 serves reads faster than half the DRAM's peak, and at most 128 bytes per
@@ -202,7 +206,10 @@ fn the_power_runs_fit_energies_under_the_boards_limit() {
     assert!((32.0..=3200.0).contains(&p.ffma_pj), "{text}");
     assert!((1.0..=500.0).contains(&p.l2_pj_per_byte), "{text}");
     assert!((1.0..=500.0).contains(&p.dram_pj_per_byte), "{text}");
-    if let Some(w) = p.wgmma_tf32_pj_per_flop {
+    for w in [p.wgmma_tf32_pj_per_flop, p.wgmma_16bit_pj_per_flop]
+        .into_iter()
+        .flatten()
+    {
         assert!((0.05..=10.0).contains(&w), "{text}");
     }
     println!("{text}");

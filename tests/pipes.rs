@@ -8,15 +8,17 @@ mod common;
 use std::collections::BTreeMap;
 
 use coalesce::calibrate::compute::{
-    FMA_A, FMA_B, ISSUE_K, MMA_A, MMA_B, WGMMA_B, bulk_shape, bulk_sum, chase_end, check_wgmma_blocks,
-    fma_chain, fma_chains, issue_chains, l2_shape, l2_sums, l2_value, line_sum, line_value, mma_sum,
+    FMA_A, FMA_B, ISSUE_K, MMA_A, MMA_B, WGMMA_B, bulk_shape, bulk_sum, chase_end, check_wgmma_16bit_blocks,
+    check_wgmma_blocks, fma_chain, fma_chains, issue_chains, l2_shape, l2_sums, l2_value, line_sum,
+    line_value, mma_sum,
 };
 use coalesce::elem::Elem;
 use coalesce::ptx::{PTX, PTX_SM80, PTX_SM90A};
 use common::{fresh_dir, nvdisasm, ptxas, sass_functions, sass_listing};
 use kernels::calibrate::pipes::{
     BLOCK, CHASE_THREADS, FMA_PER_ROUND, ISSUE_FMA_PER_ROUND, ISSUE_LOP3_PER_ROUND, LATENCY_STEPS,
-    MMA_PER_ROUND, REQUEST_WINDOW, REQUESTS_PER_ROUND, WGMMA_PER_ROUND, WGMMA_SHARED_BYTES, WGMMA_THREADS,
+    MMA_PER_ROUND, REQUEST_WINDOW, REQUESTS_PER_ROUND, WGMMA_16BIT_SHARED_BYTES, WGMMA_PER_ROUND,
+    WGMMA_SHARED_BYTES, WGMMA_THREADS,
 };
 use kernels::entry;
 use kernels::gpu::emu::{Dim3, LaunchConfig, launch};
@@ -63,6 +65,19 @@ fn each_kernel_stores_what_its_reference_computes() {
         entry::wgmma_tf32_throughput.bind((rounds, MMA_A, WGMMA_B, o))
     });
     assert_eq!(check_wgmma_blocks(&out[..2 * wg], 3, MMA_A, WGMMA_B), None);
+    run(2, WGMMA_THREADS, WGMMA_16BIT_SHARED_BYTES, unsafe {
+        entry::wgmma_bf16_throughput.bind((rounds, MMA_A, WGMMA_B, o))
+    });
+    assert_eq!(check_wgmma_16bit_blocks(&out[..2 * wg], 3, MMA_A, WGMMA_B), None);
+    // A wrong product fails: B's values doubled, or one round fewer.
+    run(2, WGMMA_THREADS, WGMMA_16BIT_SHARED_BYTES, unsafe {
+        entry::wgmma_bf16_throughput.bind((rounds, MMA_A, 2.0 * WGMMA_B, o))
+    });
+    assert!(check_wgmma_16bit_blocks(&out[..2 * wg], 3, MMA_A, WGMMA_B).is_some());
+    run(2, WGMMA_THREADS, WGMMA_16BIT_SHARED_BYTES, unsafe {
+        entry::wgmma_bf16_throughput.bind((rounds - 1, MMA_A, WGMMA_B, o))
+    });
+    assert!(check_wgmma_16bit_blocks(&out[..2 * wg], 3, MMA_A, WGMMA_B).is_some());
     let lines: Vec<f32> = (0..2 * REQUEST_WINDOW).map(line_value).collect();
     run(2, BLOCK, 0, unsafe {
         entry::line_requests.bind((rounds, Global::from_ptr(lines.as_ptr()), o))
@@ -233,6 +248,12 @@ fn each_microbenchmark_loop_holds_its_declared_instructions() {
         (
             "wgmma_tf32_throughput",
             "HGMMA.64x256x8.F32.TF32",
+            WGMMA_PER_ROUND,
+            2,
+        ),
+        (
+            "wgmma_bf16_throughput",
+            "HGMMA.64x256x16.F32.BF16",
             WGMMA_PER_ROUND,
             2,
         ),

@@ -176,6 +176,7 @@ fn compute_lines(c: &ComputeRates, n: &Notes) -> Vec<(&'static str, String, Stri
         "warp instr/ns/SM",
         "warp mma/ns/SM",
         "FLOP/ns/SM",
+        "FLOP/ns/SM",
         "GB/s",
         "ns",
         "ns",
@@ -188,6 +189,7 @@ fn compute_lines(c: &ComputeRates, n: &Notes) -> Vec<(&'static str, String, Stri
         "2 FFMA : 1 LOP3, independent chains, full residency; instructions / time / SMs",
         "mma.sync.m16n8k8 TF32, 4 independent accumulators a warp, full residency; MMAs / time / SMs",
         "wgmma m64n256k8 TF32, both operands in shared memory, as many warpgroups as fit; FLOPs / time / SMs",
+        "wgmma m64n256k16 BF16 (taken for FP16 too), as the TF32 one; FLOPs / time / SMs",
         "float4 loads from a quarter of the L2, each round at another offset (L1 misses); bytes / time",
         "one warp, one dependent FFMA chain; time / FFMAs",
         "one warp, a dependent chain of shared loads; time / loads",
@@ -249,6 +251,11 @@ fn power_lines(p: &PowerRates) -> Vec<(&'static str, String, String)> {
             "wgmma_tf32_pj_per_flop",
             pj(p.wgmma_tf32_pj_per_flop, "pJ"),
             above(Energy::WgmmaTf32, "FLOPs"),
+        ),
+        (
+            "wgmma_16bit_pj_per_flop",
+            pj(p.wgmma_16bit_pj_per_flop, "pJ"),
+            above(Energy::Wgmma16Bit, "FLOPs"),
         ),
         (
             "l2_pj_per_byte",
@@ -323,9 +330,9 @@ mod tests {
             no_power: None,
         };
         let text = summary(&p, &notes);
-        // 16 parameters, 10 compute rates and 8 of power, then each sweep: a blank line, its title, its header and one
+        // 16 parameters, 11 compute rates and 9 of power, then each sweep: a blank line, its title, its header and one
         // line per point.
-        assert_eq!(text.lines().count(), 16 + 10 + 8 + 3 + 1 + 3 + 1, "{text}");
+        assert_eq!(text.lines().count(), 16 + 11 + 9 + 3 + 1 + 3 + 1, "{text}");
         assert!(text.contains("\npitch sweep (32 lanes one pitch apart"), "{text}");
         assert!(text.contains("\nspread sweep (a copy"), "{text}");
         for field in [
@@ -349,6 +356,7 @@ mod tests {
             "issue_per_ns_per_sm",
             "mma_tf32_per_ns_per_sm",
             "wgmma_tf32_flops_per_ns_per_sm",
+            "wgmma_16bit_flops_per_ns_per_sm",
             "l2_read_gb_per_s",
             "fma_latency_ns",
             "shared_latency_ns",
@@ -358,6 +366,7 @@ mod tests {
             "limit_w",
             "base_w",
             "wgmma_tf32_pj_per_flop",
+            "wgmma_16bit_pj_per_flop",
             "dram_pj_per_byte",
         ] {
             assert!(text.lines().any(|l| l.starts_with(field)), "{field}: {text}");

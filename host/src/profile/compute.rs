@@ -22,6 +22,14 @@ pub struct ComputeRates {
     /// blocks as fit), 2 x 64 x 256 x 8 FLOPs per wgmma / time / SMs. None but on
     /// sm_90 GPUs.
     pub wgmma_tf32_flops_per_ns_per_sm: Option<f64>,
+    /// FLOPs per ns per SM of `wgmma.mma_async.m64n256k16` with 16-bit operands (f32
+    /// accumulators), both from shared memory: `wgmma_bf16_throughput` (as the TF32
+    /// one), 2 x 64 x 256 x 16 FLOPs per wgmma / time / SMs. Measured in BF16 and taken
+    /// for FP16 too: Hopper's dense FP16 and BF16 tensor rates are the same by NVIDIA's
+    /// specification. None but on sm_90 GPUs, and in profiles calibrated before it was
+    /// measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wgmma_16bit_flops_per_ns_per_sm: Option<f64>,
     /// Bytes per second, GB/s, the L2 serves GPU-wide to loads that miss L1: `l2_read`
     /// (float4 loads from a buffer of about a quarter of the L2, read again each round
     /// from another offset so no SM re-reads what its L1 holds), bytes / time.
@@ -50,7 +58,7 @@ pub struct ComputeRates {
 
 impl ComputeRates {
     /// Each rate by name, None where not measured on this GPU.
-    pub fn named(&self) -> [(&'static str, Option<f64>); 10] {
+    pub fn named(&self) -> [(&'static str, Option<f64>); 11] {
         [
             ("fma_per_ns_per_sm", Some(self.fma_per_ns_per_sm)),
             ("issue_per_ns_per_sm", Some(self.issue_per_ns_per_sm)),
@@ -58,6 +66,10 @@ impl ComputeRates {
             (
                 "wgmma_tf32_flops_per_ns_per_sm",
                 self.wgmma_tf32_flops_per_ns_per_sm,
+            ),
+            (
+                "wgmma_16bit_flops_per_ns_per_sm",
+                self.wgmma_16bit_flops_per_ns_per_sm,
             ),
             ("l2_read_gb_per_s", Some(self.l2_read_gb_per_s)),
             ("fma_latency_ns", Some(self.fma_latency_ns)),
@@ -85,6 +97,7 @@ pub(crate) mod tests {
             issue_per_ns_per_sm: 6.5,
             mma_tf32_per_ns_per_sm: Some(1.2),
             wgmma_tf32_flops_per_ns_per_sm: Some(3500.0),
+            wgmma_16bit_flops_per_ns_per_sm: Some(7000.0),
             l2_read_gb_per_s: 5000.0,
             fma_latency_ns: 2.3,
             shared_latency_ns: 17.0,
@@ -100,6 +113,7 @@ pub(crate) mod tests {
         let older = ComputeRates {
             mma_tf32_per_ns_per_sm: None,
             wgmma_tf32_flops_per_ns_per_sm: None,
+            wgmma_16bit_flops_per_ns_per_sm: None,
             l2_bulk_read_gb_per_s: None,
             l2_bulk_shared_gb_per_s: None,
             ..sample()

@@ -36,6 +36,11 @@ pub struct PowerRates {
     /// pJ per FLOP of `wgmma` TF32, its operands read from shared memory
     /// (`wgmma_tf32_throughput`); None but on sm_90.
     pub wgmma_tf32_pj_per_flop: Option<f64>,
+    /// pJ per FLOP of `wgmma` in BF16 (FP16 taken to cost the same), its operands read
+    /// from shared memory (`wgmma_bf16_throughput`); None but on sm_90, and in profiles
+    /// calibrated before it was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wgmma_16bit_pj_per_flop: Option<f64>,
     /// pJ per byte the L2 serves (`l2_read`, L2-resident).
     pub l2_pj_per_byte: f64,
     /// pJ per byte the L2 serves to the copy engine (`l2_bulk_read`); None but on sm_90.
@@ -57,6 +62,8 @@ pub enum Energy {
     MmaTf32,
     /// A FLOP of `wgmma` TF32.
     WgmmaTf32,
+    /// A FLOP of `wgmma` BF16 or FP16.
+    Wgmma16Bit,
     /// A byte the L2 serves to loads.
     L2,
     /// A byte the L2 serves to the copy engine.
@@ -67,11 +74,12 @@ pub enum Energy {
 
 impl Energy {
     /// The runs [`fit`] needs, in the order calibrate makes them: the base first.
-    pub const ALL: [Energy; 7] = [
+    pub const ALL: [Energy; 8] = [
         Energy::Base,
         Energy::Ffma,
         Energy::MmaTf32,
         Energy::WgmmaTf32,
+        Energy::Wgmma16Bit,
         Energy::L2,
         Energy::L2Bulk,
         Energy::Dram,
@@ -85,6 +93,7 @@ impl Energy {
             Energy::Ffma => "fma_throughput",
             Energy::MmaTf32 => "mma_tf32_throughput",
             Energy::WgmmaTf32 => "wgmma_tf32_throughput",
+            Energy::Wgmma16Bit => "wgmma_bf16_throughput",
             Energy::L2 => "l2_read",
             Energy::L2Bulk => "l2_bulk_read",
             Energy::Dram => "l2_read_dram",
@@ -122,6 +131,7 @@ pub fn fit(limit_w: f64, runs: Vec<PowerRun>) -> Result<PowerRates, String> {
         ffma_pj: need(Energy::Ffma, 0.0)?,
         mma_tf32_pj: above(Energy::MmaTf32, 0.0)?,
         wgmma_tf32_pj_per_flop: above(Energy::WgmmaTf32, 0.0)?,
+        wgmma_16bit_pj_per_flop: above(Energy::Wgmma16Bit, 0.0)?,
         l2_pj_per_byte: l2,
         l2_bulk_pj_per_byte: above(Energy::L2Bulk, 0.0)?,
         dram_pj_per_byte: need(Energy::Dram, l2 * 1e-12)?,
@@ -140,6 +150,7 @@ impl PowerRates {
             ("ffma_pj", Some(self.ffma_pj)),
             ("mma_tf32_pj", self.mma_tf32_pj),
             ("wgmma_tf32_pj_per_flop", self.wgmma_tf32_pj_per_flop),
+            ("wgmma_16bit_pj_per_flop", self.wgmma_16bit_pj_per_flop),
             ("l2_pj_per_byte", Some(self.l2_pj_per_byte)),
             ("l2_bulk_pj_per_byte", self.l2_bulk_pj_per_byte),
             ("dram_pj_per_byte", Some(self.dram_pj_per_byte)),
@@ -177,6 +188,8 @@ pub(crate) mod tests {
             run("mma_tf32_throughput", 500.0, 3e13),
             // 5e14 FLOPs a second at 0.8 pJ: 400 W.
             run("wgmma_tf32_throughput", 600.0, 5e14),
+            // 1e15 FLOPs a second at 0.3 pJ: 300 W.
+            run("wgmma_bf16_throughput", 500.0, 1e15),
             // 8e12 bytes a second at 25 pJ: 200 W.
             run("l2_read", 400.0, 8e12),
             // 1e13 bytes a second to the copy engine at 10 pJ: 100 W.
@@ -198,6 +211,7 @@ pub(crate) mod tests {
         assert!(near(p.ffma_pj, 200.0), "{}", p.ffma_pj);
         assert!(near(p.mma_tf32_pj.unwrap(), 10.0), "{:?}", p.mma_tf32_pj);
         assert!(near(p.wgmma_tf32_pj_per_flop.unwrap(), 0.8));
+        assert!(near(p.wgmma_16bit_pj_per_flop.unwrap(), 0.3));
         assert!(near(p.l2_pj_per_byte, 25.0));
         assert!(near(p.l2_bulk_pj_per_byte.unwrap(), 10.0));
         // The DRAM run's bytes pass the L2 too: its energy is what is left.
@@ -212,6 +226,7 @@ pub(crate) mod tests {
             .collect();
         let p = fit(300.0, older).unwrap();
         assert_eq!((p.mma_tf32_pj, p.wgmma_tf32_pj_per_flop), (None, None));
+        assert_eq!(p.wgmma_16bit_pj_per_flop, None);
         assert_eq!(p.l2_bulk_pj_per_byte, None);
         let mut flat = sample_runs();
         flat[1].watts = 190.0;

@@ -419,6 +419,12 @@ mod tests {
         v["compute"]["l2_read_gb_per_s"] = (-1.0).into();
         let e = Profile::parse(&v.to_string(), "p.json").unwrap_err().to_string();
         assert_eq!(e, "p.json: compute.l2_read_gb_per_s is -1, not a positive number");
+        // A profile calibrated before the 16-bit wgmma rate loads without it.
+        let mut v = serde_json::to_value(sample()).unwrap();
+        let c = v["compute"].as_object_mut().unwrap();
+        assert!(c.remove("wgmma_16bit_flops_per_ns_per_sm").is_some());
+        let c = Profile::parse(&v.to_string(), "p.json").unwrap().compute.unwrap();
+        assert_eq!(c.wgmma_16bit_flops_per_ns_per_sm, None);
         // A rate missing from the section is refused by name.
         let mut v = serde_json::to_value(sample()).unwrap();
         v["compute"].as_object_mut().unwrap().remove("fma_latency_ns");

@@ -1,6 +1,6 @@
 //! pipes: `coalesce calibrate`'s microbenchmarks of the rates at which an SM computes:
 //! FP32 FMAs, instructions issued when no one pipe is full, tensor-core MMAs
-//! (`mma.sync`, sm_80; `wgmma`, sm_90a), loads the L2 serves (to the SMs' loads, and
+//! (`mma.sync`, sm_80; `wgmma` in TF32 and BF16, sm_90a), loads the L2 serves (to the SMs' loads, and
 //! to the copy engine's, sm_90a), one-line requests the
 //! L1 takes, and two latencies (a
 //! dependent FMA, a dependent shared load). Their data is a few parameters and
@@ -19,7 +19,7 @@ use crate::gpu::shared::dynamic_shared_array;
 use crate::gpu::thread::{block_idx_x, grid_size_1d, sync_threads, thread_idx_x};
 use crate::gpu::tma::{self, TensorMap};
 use crate::gpu::wgmma::{self, Descriptor};
-use crate::gpu::{Float4, Global, GlobalMut, thread};
+use crate::gpu::{Bf16, Float4, Global, GlobalMut, thread};
 
 /// Threads per block of the throughput kernels but the wgmma one.
 pub const BLOCK: u32 = 256;
@@ -187,6 +187,91 @@ kernel! {
                 wgmma::mma_tf32_ss(&mut acc, steps[1].0, steps[1].1);
                 wgmma::mma_tf32_ss(&mut acc, steps[2].0, steps[2].1);
                 wgmma::mma_tf32_ss(&mut acc, steps[3].0, steps[3].1);
+            }
+            wgmma::commit_group();
+            wgmma::wait_group::<1, _>(&mut acc);
+            r += 1;
+        }
+        wgmma::wait_group::<0, _>(&mut acc);
+        // SAFETY: out holds one value per thread of the grid.
+        unsafe { out.write(thread::index_1d(), acc.iter().sum()) };
+    }
+}
+
+/// The 16-bit wgmma's K (its tile is 64 x N x 16).
+pub const WGMMA_16BIT_K: usize = 16;
+/// Elements of [`wgmma_bf16_throughput`]'s A tile: 64 rows of 64 k (128 bytes each),
+/// K-major.
+pub const WGMMA_16BIT_A_TILE: usize = 64 * 64;
+/// Elements of its B tile, which follows A: MN-major, 4 atoms of 64 n (128 bytes) by
+/// the 64 k rows, [`WGMMA_16BIT_ATOM_BYTES`] apart.
+pub const WGMMA_16BIT_B_TILE: usize = 64 * WGMMA_N;
+pub const WGMMA_16BIT_ATOM_BYTES: u32 = 64 * 128;
+/// Dynamic shared memory of a [`wgmma_bf16_throughput`] block: both tiles, and room to
+/// align them to 1024 bytes.
+pub const WGMMA_16BIT_SHARED_BYTES: usize = (WGMMA_16BIT_A_TILE + WGMMA_16BIT_B_TILE) * 2 + 1024;
+
+/// The value at element `i` of [`wgmma_bf16_throughput`]'s tiles (before a or b): 1
+/// plus a hashed 7-bit fraction, so exact in BF16 (and FP16), in [1, 2).
+pub fn wgmma_16bit_tile_value(i: usize) -> f32 {
+    let h = (i as u32).wrapping_mul(0x9e37_79b1) >> 25;
+    1.0 + h as f32 / 128.0
+}
+
+kernel! {
+    #[requires(sm_90a)]
+    /// [`wgmma_tf32_throughput`] in BF16: one warpgroup multiplies a 64 x 64 A tile
+    /// (K-major) by a 64 x 256 B tile (MN-major, as a row-major B lands), both in the
+    /// 128-byte swizzle in shared memory, into one f32 accumulator (128 floats a
+    /// thread): 8 `wgmma.m64n256k16.f32.bf16.bf16` per round (each k16 step of the
+    /// tiles twice), a commit and a wait for the round before, with the round's
+    /// fence. The tiles hold a and b times [`wgmma_16bit_tile_value`] (varied mantissas,
+    /// as a product's data). Each thread stores the sum of its 128.
+    pub fn wgmma_bf16_throughput(rounds: u32, a: f32, b: f32, out: GlobalMut<f32>) {
+        // SAFETY: the host launches with WGMMA_16BIT_SHARED_BYTES of dynamic shared memory.
+        let tiles = unsafe { dynamic_shared_array::<Bf16>(WGMMA_16BIT_SHARED_BYTES / 2).aligned(1024) };
+        let t = thread_idx_x() as usize;
+        let mut i = t;
+        while i < WGMMA_16BIT_A_TILE + WGMMA_16BIT_B_TILE {
+            let scale = if i < WGMMA_16BIT_A_TILE { a } else { b };
+            // SAFETY: inside the aligned tiles.
+            unsafe { tiles.write(i, Bf16::from_f32(scale * wgmma_16bit_tile_value(i))) };
+            i += WGMMA_THREADS as usize;
+        }
+        crate::gpu::tma::fence_proxy_async();
+        sync_threads();
+        // The 4 k16 steps: A's 16 elements (32 bytes) on along its rows, B's 16 k rows
+        // (2 KiB) on in each atom.
+        let steps: [(Descriptor, Descriptor); 4] = core::array::from_fn(|s| {
+            // SAFETY: A's 1024-byte groups start on 1024-byte boundaries, and so do B's
+            // steps (A's 8 KiB and the 2 KiB steps are multiples of it).
+            unsafe {
+                (
+                    Descriptor::k_major_128b(tiles, WGMMA_16BIT_K * s),
+                    Descriptor::mn_major_128b(
+                        tiles,
+                        WGMMA_16BIT_A_TILE + WGMMA_16BIT_K * s * 64,
+                        WGMMA_16BIT_ATOM_BYTES,
+                    ),
+                )
+            }
+        });
+        let mut acc = [0.0f32; WGMMA_N / 2];
+        let mut r = 0u32;
+        while r < rounds {
+            wgmma::fence();
+            // Written out, as in wgmma_tf32_throughput.
+            // SAFETY: the whole warpgroup calls it; the tiles are written once,
+            // before, and acc is read only after the last wait.
+            unsafe {
+                wgmma::mma_16bit_ss::<Bf16, _>(&mut acc, steps[0].0, steps[0].1);
+                wgmma::mma_16bit_ss::<Bf16, _>(&mut acc, steps[1].0, steps[1].1);
+                wgmma::mma_16bit_ss::<Bf16, _>(&mut acc, steps[2].0, steps[2].1);
+                wgmma::mma_16bit_ss::<Bf16, _>(&mut acc, steps[3].0, steps[3].1);
+                wgmma::mma_16bit_ss::<Bf16, _>(&mut acc, steps[0].0, steps[0].1);
+                wgmma::mma_16bit_ss::<Bf16, _>(&mut acc, steps[1].0, steps[1].1);
+                wgmma::mma_16bit_ss::<Bf16, _>(&mut acc, steps[2].0, steps[2].1);
+                wgmma::mma_16bit_ss::<Bf16, _>(&mut acc, steps[3].0, steps[3].1);
             }
             wgmma::commit_group();
             wgmma::wait_group::<1, _>(&mut acc);

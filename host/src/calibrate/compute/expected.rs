@@ -150,11 +150,42 @@ pub fn wgmma_block_total(rounds: usize, a: f32, b: f32) -> f64 {
     rounds as f64 * 2.0 * f64::from(a) * f64::from(b) * per_round
 }
 
+/// What the 128 threads of one `wgmma_bf16_throughput` block store in all: each round
+/// uses every k of the 64 twice, so rounds x 2 x sum over k of (A's column k summed)
+/// (B's row k summed), each element read through the 128-byte swizzle (16-byte chunk
+/// c of a 128-byte row r holds the row's chunk c xor r mod 8): A's rows are its m,
+/// B's are its k rows of each 64-wide atom of n.
+pub fn wgmma_16bit_block_total(rounds: usize, a: f32, b: f32) -> f64 {
+    use kernels::calibrate::pipes::{WGMMA_16BIT_A_TILE, WGMMA_N, wgmma_16bit_tile_value};
+    // Element (row, col) of the 128-byte rows from element `base` on: 64 a row.
+    let at = |base: usize, row: usize, col: usize| {
+        let v = wgmma_16bit_tile_value(base + row * 64 + (((col / 8) ^ (row % 8)) * 8) + col % 8);
+        f64::from(kernels::gpu::Bf16::from_f32(v).to_f32())
+    };
+    let a_column = |k: usize| -> f64 { (0..64).map(|m| at(0, m, k)).sum() };
+    let b_row = |k: usize| -> f64 {
+        (0..WGMMA_N)
+            .map(|n| at(WGMMA_16BIT_A_TILE + (n / 64) * 64 * 64, k, n % 64))
+            .sum()
+    };
+    let per_round: f64 = (0..64).map(|k| a_column(k) * b_row(k)).sum();
+    rounds as f64 * 2.0 * f64::from(a) * f64::from(b) * per_round
+}
+
 /// The first block of `wgmma_tf32_throughput` whose threads' sum is not within 1% of
 /// [`wgmma_block_total`] (a wgmma of the 8 left out is 12.5%; float sums of this many
 /// terms stay well inside 1%), or None.
 pub fn check_wgmma_blocks(got: &[f32], rounds: usize, a: f32, b: f32) -> Option<String> {
-    let want = wgmma_block_total(rounds, a, b);
+    check_blocks(got, wgmma_block_total(rounds, a, b))
+}
+
+/// The same for `wgmma_bf16_throughput` against [`wgmma_16bit_block_total`].
+pub fn check_wgmma_16bit_blocks(got: &[f32], rounds: usize, a: f32, b: f32) -> Option<String> {
+    check_blocks(got, wgmma_16bit_block_total(rounds, a, b))
+}
+
+/// The first warpgroup's block whose threads' sum is not within 1% of `want`.
+fn check_blocks(got: &[f32], want: f64) -> Option<String> {
     got.chunks(WGMMA_THREADS as usize)
         .map(|block| block.iter().map(|v| f64::from(*v)).sum::<f64>())
         .enumerate()
@@ -209,6 +240,20 @@ mod tests {
         assert_eq!(check_wgmma_blocks(&[share; 256], 1024, MMA_A, WGMMA_B), None);
         let short = [share * 7.0 / 8.0; 128];
         assert!(check_wgmma_blocks(&short, 1024, MMA_A, WGMMA_B).is_some());
+        // BF16: 64 x 256 accumulators, each + a b (16 products in [1, 2)) per wgmma.
+        let ones = 1024.0 * 8.0 * 64.0 * 256.0 * 16.0 * f64::from(MMA_A * WGMMA_B);
+        let total = wgmma_16bit_block_total(1024, MMA_A, WGMMA_B);
+        assert!(total > ones && total < 4.0 * ones, "{total} against {ones}");
+        let share = (total / 128.0) as f32;
+        assert_eq!(
+            check_wgmma_16bit_blocks(&[share; 256], 1024, MMA_A, WGMMA_B),
+            None
+        );
+        // A wgmma short, or the TF32 kernel's product, fails.
+        let short = [share * 7.0 / 8.0; 128];
+        assert!(check_wgmma_16bit_blocks(&short, 1024, MMA_A, WGMMA_B).is_some());
+        let tf32 = [(wgmma_block_total(1024, MMA_A, WGMMA_B) / 128.0) as f32; 128];
+        assert!(check_wgmma_16bit_blocks(&tf32, 1024, MMA_A, WGMMA_B).is_some());
         // The chase ends elsewhere than it started at the full and quick rounds.
         let chase = COMPUTE
             .iter()

@@ -48,7 +48,12 @@
 //! - `flops`: `FFMA` 64 (32 lanes x 2), `FADD`/`FMUL` 32; `HMMA` mMnNkK 2 M N K
 //!   (`HMMA.1688` 2048); `HGMMA` 64xNxK 2 x 64 N K / 4: the warpgroup's product
 //!   shared by the 4 warps that each issue it (in PTX every thread of the warpgroup
-//!   executes the `wgmma`, so it too counts once per warp).
+//!   executes the `wgmma`, so it too counts once per warp);
+//! - `wgmma_flops`: the `HGMMA`s' FLOPs, and of them `wgmma_16bit_flops` those on
+//!   16-bit operands (`HGMMA.64x256x16.F32.BF16`, or `HGMMA.64x256x16.F32` for FP16,
+//!   whose operand type nvdisasm leaves unnamed; `wgmma...k16.f32.bf16.bf16`
+//!   or `.f16.f16`), which the tensor cores run at their own rate; the rest are TF32
+//!   (`.TF32`, `.tf32`).
 //!
 //! Each SASS instruction is one warp instruction whatever its predicate: a predicated-
 //! off one still issues. Counts are static, per trip: how often the hot loop runs is
@@ -107,9 +112,11 @@ pub struct InstructionMix {
     pub block_barriers: u32,
     pub wgmma_waits_all: u32,
     pub branches: u32,
-    /// FLOPs one warp's iteration does, and of them its `wgmma`s'.
+    /// FLOPs one warp's iteration does, of them its `wgmma`s', and of those its
+    /// 16-bit `wgmma`s'.
     pub flops: f64,
     pub wgmma_flops: f64,
+    pub wgmma_16bit_flops: f64,
     /// `None`: no loop holds math, and the counts are the whole kernel's.
     pub hot_loop: Option<HotLoop>,
     /// The innermost loop around the hot loop, one trip, the hot loop's own
@@ -148,7 +155,9 @@ impl InstructionMix {
 enum Kind {
     Fp32,
     MmaSync,
+    /// A `wgmma` on TF32 operands, and one on 16-bit (BF16, FP16) operands.
     Wgmma,
+    Wgmma16Bit,
     SharedLoad,
     SharedStore,
     GlobalLoad,
@@ -163,7 +172,7 @@ enum Kind {
 
 impl Kind {
     fn is_math(self) -> bool {
-        matches!(self, Kind::Fp32 | Kind::MmaSync | Kind::Wgmma)
+        matches!(self, Kind::Fp32 | Kind::MmaSync | Kind::Wgmma | Kind::Wgmma16Bit)
     }
 }
 
@@ -302,6 +311,7 @@ fn count(insts: &[Inst], source: MixSource, arch: &str) -> InstructionMix {
             branches: 0,
             flops: 0.0,
             wgmma_flops: 0.0,
+            wgmma_16bit_flops: 0.0,
             hot_loop,
             outer: None,
             kernel_math,
@@ -309,8 +319,11 @@ fn count(insts: &[Inst], source: MixSource, arch: &str) -> InstructionMix {
         for inst in chosen.map(|i| &insts[i]) {
             mix.total += 1;
             mix.flops += inst.flops;
-            if inst.kind == Kind::Wgmma {
+            if matches!(inst.kind, Kind::Wgmma | Kind::Wgmma16Bit) {
                 mix.wgmma_flops += inst.flops;
+            }
+            if inst.kind == Kind::Wgmma16Bit {
+                mix.wgmma_16bit_flops += inst.flops;
             }
             if inst.kind == Kind::BlockBarrier {
                 mix.block_barriers += 1;
@@ -319,7 +332,7 @@ fn count(insts: &[Inst], source: MixSource, arch: &str) -> InstructionMix {
             let field = match inst.kind {
                 Kind::Fp32 => &mut mix.fp32,
                 Kind::MmaSync => &mut mix.mma_sync,
-                Kind::Wgmma => &mut mix.wgmma,
+                Kind::Wgmma | Kind::Wgmma16Bit => &mut mix.wgmma,
                 Kind::SharedLoad => &mut mix.shared_loads,
                 Kind::SharedStore => &mut mix.shared_stores,
                 Kind::GlobalLoad => &mut mix.global_loads,

@@ -6,7 +6,8 @@
 //!
 //! - **Demands**: one warp's iteration of the hot loop asks each unit of its
 //!   scheduler's quarter of the SM for time: the issue slots its instructions take,
-//!   the FP32 pipe its FFMAs, the tensor pipe its `mma.sync`s or its `wgmma` FLOPs, the
+//!   the FP32 pipe its FFMAs, the tensor pipe its `mma.sync`s or its `wgmma` FLOPs (TF32
+//!   and 16-bit ones each at their own rate, their times added), the
 //!   L1 its shared wavefronts and global load lines (served one after another, as for
 //!   the bandwidth kernels) and the bytes its loads' misses bring into it, the L2 its
 //!   sectors (the copy engine's at the rates the L2 serves it: its re-reads of tiles
@@ -259,6 +260,8 @@ pub fn predict(
         ),
         (Unit::Fp32Pipe, step.fp32 / quarter(rates.fma_per_ns_per_sm)),
     ];
+    // TF32 and 16-bit wgmmas share the tensor pipe, each at its own rate.
+    let tf32_wgmma_flops = step.wgmma_flops - step.wgmma_16bit_flops;
     for (unit, count, rate, why) in [
         (
             Unit::TensorMma,
@@ -268,15 +271,24 @@ pub fn predict(
         ),
         (
             Unit::TensorWgmma,
-            step.wgmma_flops,
+            tf32_wgmma_flops,
             rates.wgmma_tf32_flops_per_ns_per_sm,
             "wgmma: the profile has no wgmma rate (a GPU before sm_90)",
         ),
+        (
+            Unit::TensorWgmma,
+            step.wgmma_16bit_flops,
+            rates.wgmma_16bit_flops_per_ns_per_sm,
+            "16-bit wgmma: the profile has no BF16/FP16 wgmma rate (calibrated before it was measured, or a GPU before sm_90): run `coalesce calibrate` again",
+        ),
     ] {
         match rate {
-            Some(r) => units.push((unit, count / quarter(r))),
+            Some(r) if count > 0.0 => match units.iter_mut().find(|(u, _)| *u == unit) {
+                Some((_, d)) => *d += count / quarter(r),
+                None => units.push((unit, count / quarter(r))),
+            },
             None if count > 0.0 => not_modelled.push(why.into()),
-            None => {}
+            _ => {}
         }
     }
     let mut l1 = 0.0;
@@ -412,6 +424,10 @@ pub fn predict(
     let time_ns = time_ns / clock_share;
     if power.is_none() {
         not_modelled.push("power: the profile has no power limit or energies (schema 7)".into());
+    } else if step.wgmma_16bit_flops > 0.0 && power.is_some_and(|(p, _)| p.wgmma_16bit_pj_per_flop.is_none())
+    {
+        not_modelled
+            .push("power: the profile has no energy of a 16-bit wgmma FLOP; its draw is left out".into());
     }
     if known.is_none() {
         not_modelled.push("registers and shared memory: residency counts threads only".into());
@@ -453,7 +469,8 @@ pub fn energy_j(flops: f64, step: &Step, power: &PowerRates) -> f64 {
     let iterations = flops / step.flops;
     let pj = step.fp32 * power.ffma_pj
         + step.mma_sync * power.mma_tf32_pj.unwrap_or(0.0)
-        + step.wgmma_flops * power.wgmma_tf32_pj_per_flop.unwrap_or(0.0)
+        + (step.wgmma_flops - step.wgmma_16bit_flops) * power.wgmma_tf32_pj_per_flop.unwrap_or(0.0)
+        + step.wgmma_16bit_flops * power.wgmma_16bit_pj_per_flop.unwrap_or(0.0)
         + (step.l2_bytes - step.l2_bulk_bytes) * power.l2_pj_per_byte
         + step.l2_bulk_bytes * power.l2_bulk_pj_per_byte.unwrap_or(power.l2_pj_per_byte)
         + step.dram_bytes * power.dram_pj_per_byte;

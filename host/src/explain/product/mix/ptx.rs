@@ -104,9 +104,12 @@ pub(super) fn classify(opcode: &str) -> (Kind, f64) {
             (Kind::MmaSync, 2.0 * m * n * k)
         }
         // One instruction per thread of the warpgroup: each of its 4 warps issues it.
+        // `...m64n256k16.f32.bf16.bf16` (or `.f16.f16`): 16-bit operands.
         "wgmma" if opcode.starts_with("wgmma.mma_async") => {
             let (m, n, k) = shape(parts.iter().copied()).unwrap_or_default();
-            (Kind::Wgmma, 2.0 * m * n * k / 4.0)
+            let half = parts.iter().any(|p| *p == "bf16" || *p == "f16");
+            let kind = if half { Kind::Wgmma16Bit } else { Kind::Wgmma };
+            (kind, 2.0 * m * n * k / 4.0)
         }
         "ldmatrix" => (Kind::SharedLoad, 0.0),
         "stmatrix" => (Kind::SharedStore, 0.0),

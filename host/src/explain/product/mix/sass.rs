@@ -200,14 +200,18 @@ pub(super) fn classify(opcode: &str) -> (Kind, f64) {
             };
             (Kind::MmaSync, 2.0 * m * n * k)
         }
-        // HGMMA.64x256x8: the warpgroup's product; each of its 4 warps issues it.
+        // HGMMA.64x256x8.F32.TF32: the warpgroup's product; each of its 4 warps issues
+        // it. HGMMA.64x256x16.F32.BF16, and HGMMA.64x256x16.F32 (FP16 operands, which
+        // nvdisasm does not name): the same on 16-bit operands.
         "HGMMA" => {
             let dims: Vec<f64> = shape.split('x').filter_map(|d| d.parse().ok()).collect();
             let flops = match dims[..] {
                 [m, n, k] => 2.0 * m * n * k / 4.0,
                 _ => 0.0,
             };
-            (Kind::Wgmma, flops)
+            let types: Vec<&str> = parts.collect();
+            let half = types.contains(&"BF16") || types.iter().all(|t| *t == "F32" || *t == "F16");
+            (if half { Kind::Wgmma16Bit } else { Kind::Wgmma }, flops)
         }
         "LDS" | "LDSM" => (Kind::SharedLoad, 0.0),
         "STS" | "STSM" => (Kind::SharedStore, 0.0),

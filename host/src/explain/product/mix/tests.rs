@@ -297,6 +297,16 @@ fn ptx_opcodes_are_classified() {
             Kind::Wgmma,
             65536.0,
         ),
+        (
+            "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16",
+            Kind::Wgmma16Bit,
+            131072.0,
+        ),
+        (
+            "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16",
+            Kind::Wgmma16Bit,
+            131072.0,
+        ),
         ("wgmma.fence.sync.aligned", Kind::Other, 0.0),
         ("ldmatrix.sync.aligned.m8n8.x4.shared.b16", Kind::SharedLoad, 0.0),
         ("ld.shared::cta.v4.f32", Kind::SharedLoad, 0.0),
@@ -322,6 +332,9 @@ fn ptx_opcodes_are_classified() {
     }
     for (op, kind, flops) in [
         ("HMMA.16816.F32.BF16", Kind::MmaSync, 4096.0),
+        ("HGMMA.64x256x8.F32.TF32", Kind::Wgmma, 65536.0),
+        ("HGMMA.64x256x16.F32.BF16", Kind::Wgmma16Bit, 131072.0),
+        ("HGMMA.64x128x16.F32", Kind::Wgmma16Bit, 65536.0),
         ("LDSM.16.M88.4", Kind::SharedLoad, 0.0),
         ("LDGSTS.E.BYPASS.128", Kind::GlobalLoad, 0.0),
         ("LDGDEPBAR", Kind::Other, 0.0),
@@ -417,6 +430,31 @@ fn the_ladder_hot_loops_in_the_ptx() {
     assert!(wgmma.wgmma_waits_all > 0 && wgmma.block_barriers > 0, "{wgmma:?}");
     let ws = ptx_mix("sgemm_wgmma_ws").unwrap();
     assert!(ws.wgmma_waits_all > 0 && ws.block_barriers == 0, "{ws:?}");
+}
+
+/// A 16-bit rung's wgmmas (`m64n256k16`, BF16 and FP16) count as 16-bit FLOPs, and a
+/// TF32 rung's not: from the PTX, and the SASS where the tools are found.
+#[test]
+fn a_16_bit_rungs_wgmma_flops_are_16_bit() {
+    let per_wgmma = 2.0 * 64.0 * 256.0 * 16.0 / 4.0;
+    let mut mixes = vec![
+        ptx_mix("hgemm_tma_store_bf16").unwrap(),
+        ptx_mix("hgemm_tma_store_f16").unwrap(),
+    ];
+    if tools_or_skip() {
+        mixes.push(sass_mix("hgemm_tma_store_bf16", "sm_90").unwrap());
+        mixes.push(sass_mix("hgemm_tma_store_f16", "sm_90").unwrap());
+    }
+    for m in mixes {
+        assert!(m.wgmma > 0, "{m:?}");
+        assert_eq!(m.wgmma_flops, f64::from(m.wgmma) * per_wgmma, "{m:?}");
+        assert_eq!(m.wgmma_16bit_flops, m.wgmma_flops, "{m:?}");
+    }
+    let tf32 = ptx_mix("sgemm_wgmma").unwrap();
+    assert!(
+        tf32.wgmma_flops > 0.0 && tf32.wgmma_16bit_flops == 0.0,
+        "{tf32:?}"
+    );
 }
 
 fn tools_or_skip() -> bool {
