@@ -940,7 +940,11 @@ fn a_16_bit_product_is_reported_with_its_precision() {
     let mut c = comparison(&plain, true);
     let g = bf16.gflop_per_s.unwrap();
     c.rows.pop();
-    c.rows.push(CompareRow::new(&bf16, Some(&twin(&bf16, 1.1)), Some(CublasRate::Interleaved(g * 20.0))));
+    c.rows.push(CompareRow::new(
+        &bf16,
+        Some(&twin(&bf16, 1.1)),
+        Some(CublasRate::Interleaved(g * 20.0)),
+    ));
     c.cublas = Some("cuBLAS 13.0.0 (/usr/local/cuda/lib64/libcublas.so.13)".into());
     c.cublas_rows.push(CublasRow {
         experiment: "gemm-bf16".into(),
@@ -956,9 +960,14 @@ fn a_16_bit_product_is_reported_with_its_precision() {
     let results = Results::of_comparison(plain.elapsed_s, c);
     let md = coalesce::report::markdown::render(&results, &[]);
     let cpp = section(&md, "Rust against CUDA C++");
-    assert!(cpp.contains("- gemm-bf16: cuBLAS GEMM BF16 4096x4096x4096 = "), "{cpp}");
     assert!(
-        cpp.contains("\nPrecision: BF16: gemm-bf16/simt; each % of cuBLAS is of cuBLAS in the row's precision.\n"),
+        cpp.contains("- gemm-bf16: cuBLAS GEMM BF16 4096x4096x4096 = "),
+        "{cpp}"
+    );
+    assert!(
+        cpp.contains(
+            "\nPrecision: BF16: gemm-bf16/simt; each % of cuBLAS is of cuBLAS in the row's precision.\n"
+        ),
         "{cpp}"
     );
     let json = serde_json::to_string(&results).unwrap();
