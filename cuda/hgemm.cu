@@ -68,3 +68,48 @@ extern "C" __global__ void hgemm_simt_f16(int M, int N, int K, const fp16* __res
                                           const fp16* __restrict__ B, fp16* __restrict__ C) {
     simt(M, N, K, A, B, C);
 }
+
+// The Hopper rungs (sm_90a): TMA-fed tiles multiplied from shared memory by warpgroups,
+// their bodies in hgemm_hopper.cuh.
+#include "hgemm_hopper.cuh"
+
+extern "C" __global__ void __launch_bounds__(256, 1) hgemm_wgmma_bf16(int m, int n, int k, const TensorMap* a, const TensorMap* b, bf16* c) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    hgemm_plain<bf16>(m, n, k, a, b, c);
+#endif
+}
+extern "C" __global__ void __launch_bounds__(256, 1) hgemm_wgmma_f16(int m, int n, int k, const TensorMap* a, const TensorMap* b, fp16* c) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    hgemm_plain<fp16>(m, n, k, a, b, c);
+#endif
+}
+extern "C" __global__ void __launch_bounds__(384, 1) hgemm_wgmma_ws_bf16(int m, int n, int k, const TensorMap* a, const TensorMap* b, bf16* c) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    hgemm_ws<bf16, false, false>(m, n, k, a, b, c);
+#endif
+}
+extern "C" __global__ void __launch_bounds__(384, 1) hgemm_wgmma_ws_f16(int m, int n, int k, const TensorMap* a, const TensorMap* b, fp16* c) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    hgemm_ws<fp16, false, false>(m, n, k, a, b, c);
+#endif
+}
+extern "C" __global__ void __launch_bounds__(384, 1) hgemm_wgmma_cluster_bf16(int m, int n, int k, const TensorMap* a, const TensorMap* b, bf16* c) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    hgemm_ws<bf16, true, false>(m, n, k, a, b, c);
+#endif
+}
+extern "C" __global__ void __launch_bounds__(384, 1) hgemm_wgmma_cluster_f16(int m, int n, int k, const TensorMap* a, const TensorMap* b, fp16* c) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    hgemm_ws<fp16, true, false>(m, n, k, a, b, c);
+#endif
+}
+extern "C" __global__ void __launch_bounds__(384, 1) hgemm_persistent_bf16(int m, int n, int k, const TensorMap* a, const TensorMap* b, bf16* c) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    hgemm_ws<bf16, true, true>(m, n, k, a, b, c);
+#endif
+}
+extern "C" __global__ void __launch_bounds__(384, 1) hgemm_persistent_f16(int m, int n, int k, const TensorMap* a, const TensorMap* b, fp16* c) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    hgemm_ws<fp16, true, true>(m, n, k, a, b, c);
+#endif
+}

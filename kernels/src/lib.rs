@@ -23,13 +23,15 @@ pub mod fill;
 pub mod calibrate;
 pub mod complex;
 pub mod copy;
-pub mod hgemm;
 pub mod inflight;
 pub mod matmul;
 pub mod offset;
 pub mod particles;
 pub mod saxpy;
+// Before hgemm: its `unroll!` serves the 16-bit rungs too.
+#[macro_use]
 pub mod sgemm;
+pub mod hgemm;
 pub mod stride;
 pub mod transpose;
 

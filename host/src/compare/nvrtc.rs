@@ -69,7 +69,7 @@ pub fn options(arch: &str) -> Vec<String> {
 
 /// The headers twins include (`#include "hopper.cuh"`), embedded: NVRTC is given them
 /// by name, so a twin compiles from the binary alone.
-pub const HEADERS: [(&str, &str); 2] = [
+pub const HEADERS: [(&str, &str); 3] = [
     (
         "hopper.cuh",
         include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../cuda/hopper.cuh")),
@@ -77,6 +77,10 @@ pub const HEADERS: [(&str, &str); 2] = [
     (
         "sgemm_hopper.cuh",
         include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../cuda/sgemm_hopper.cuh")),
+    ),
+    (
+        "hgemm_hopper.cuh",
+        include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../cuda/hgemm_hopper.cuh")),
     ),
 ];
 

@@ -9,14 +9,17 @@
 //! and its launch, and appears in both.
 
 use kernels::entry;
+use kernels::gpu::tma::Swizzle;
 use kernels::hgemm::simt::TILE;
+use kernels::hgemm::wgmma::{B_BOX, BK, BM, BN, HalfTiling, PLAIN, SPECIALISED};
 
 use super::matmul;
 use crate::device::DeviceInfo;
 use crate::elem::Elem;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::experiment::{Arg, Buffer, DefaultSize, Dim, Experiment, Kind, Problem, Reference, Variant, Work};
-use crate::launch::Launch;
+use crate::launch::{Launch, MAX_GRID_X};
+use crate::tensor_map::MapSpec;
 use crate::twin;
 
 /// `(m, n, k, a, b, c)`, as every matmul kernel takes them.
@@ -25,6 +28,49 @@ const ARGS: &[Arg] = matmul::ARGS;
 /// One thread per element of C in 32 x 32 blocks.
 fn simt(p: &Problem, _: &DeviceInfo) -> Result<Launch> {
     matmul::tiles(p, (TILE, TILE), (TILE as u32, TILE as u32, 1))
+}
+
+/// The copy engine's view of the Hopper rungs: A in boxes of BM rows of 64 k (128
+/// bytes, swizzled), B in boxes of 64 k rows of 64 n; C written by the threads.
+const HOPPER_ARGS: &[Arg] = &[
+    Arg::Dim(Dim::M),
+    Arg::Dim(Dim::N),
+    Arg::Dim(Dim::K),
+    Arg::Map(MapSpec::matrix(0, (Dim::M, Dim::K), [BM as u32, BK as u32], Swizzle::B128)),
+    Arg::Map(MapSpec::matrix(1, (Dim::K, Dim::N), [BK as u32, B_BOX as u32], Swizzle::B128)),
+    Arg::Buffer(2),
+];
+
+/// One block per BM x BN tile of C (the kernel orders them), in whole clusters of
+/// `cluster` blocks along m, with the tiling's stages as dynamic shared memory.
+fn hopper(p: &Problem, t: HalfTiling, cluster: u64) -> Result<Launch> {
+    let (m, n) = (p.dim(Dim::M) as u64, p.dim(Dim::N) as u64);
+    let blocks = m.div_ceil(BM as u64).div_ceil(cluster) * cluster * n.div_ceil(BN as u64);
+    grid(p, t, blocks)
+}
+
+/// One cluster of two blocks per two SMs (at most one per pair of row tiles), each
+/// walking its share of the tiles; without SMs to count (the emulator), one cluster,
+/// which walks them all.
+fn persistent(p: &Problem, info: &DeviceInfo) -> Result<Launch> {
+    let (m, n) = (p.dim(Dim::M) as u64, p.dim(Dim::N) as u64);
+    let pairs = m.div_ceil(2 * BM as u64) * n.div_ceil(BN as u64);
+    let clusters = (u64::from(info.sm_count) / 2).clamp(1, pairs.max(1));
+    grid(p, SPECIALISED, 2 * clusters)
+}
+
+fn grid(p: &Problem, t: HalfTiling, blocks: u64) -> Result<Launch> {
+    if blocks > MAX_GRID_X {
+        return Err(Error::TooLarge {
+            what: format!("a product of {p}"),
+            why: format!("needs {blocks} blocks; CUDA allows {MAX_GRID_X}"),
+        });
+    }
+    Ok(Launch {
+        grid: (blocks as u32, 1, 1),
+        block: (t.threads() as u32, 1, 1),
+        shared_bytes: t.shared_bytes() as u32,
+    })
 }
 
 /// Declares the rungs once: `NAME => (BF16 KERNEL, FP16 KERNEL), ARGS, LAUNCH;` makes
@@ -40,6 +86,12 @@ macro_rules! rungs {
 
 rungs! {
     "simt" => (hgemm_simt_bf16, hgemm_simt_f16), ARGS, simt;
+    "wgmma" => (hgemm_wgmma_bf16, hgemm_wgmma_f16), HOPPER_ARGS, |p, _| hopper(p, PLAIN, 1);
+    "wgmma-ws" => (hgemm_wgmma_ws_bf16, hgemm_wgmma_ws_f16), HOPPER_ARGS, |p, _| hopper(p, SPECIALISED, 1);
+    "wgmma-cluster" => (hgemm_wgmma_cluster_bf16, hgemm_wgmma_cluster_f16), HOPPER_ARGS, |p, _| {
+        hopper(p, SPECIALISED, 2)
+    };
+    "persistent" => (hgemm_persistent_bf16, hgemm_persistent_f16), HOPPER_ARGS, persistent;
 }
 
 /// A, B and C of a product, of `elem` elements.
@@ -121,8 +173,8 @@ mod tests {
         assert_eq!(BF16.variants[0].precision(), "BF16");
         assert_eq!(F16.variants[0].precision(), "FP16");
         // Twins named as the Rust kernels are.
-        assert_eq!(BF16.twins(), ["hgemm_simt_bf16"]);
-        assert_eq!(F16.twins(), ["hgemm_simt_f16"]);
+        assert_eq!(BF16.twins()[..2], ["hgemm_simt_bf16", "hgemm_wgmma_bf16"]);
+        assert_eq!(F16.twins()[4], "hgemm_persistent_f16");
     }
 
     #[test]
@@ -154,6 +206,52 @@ mod tests {
                 let check = validate(&EmuLaunch::new(e, v, p, &info()).unwrap(), 3).unwrap();
                 assert!(check.ok, "{}/{} at {p}: {}", e.name, v.name, check.detail);
                 assert!(check.detail.contains(e.elem().label()), "{}", check.detail);
+            }
+        }
+    }
+
+    /// The Hopper rungs' grids: one block per 128 x 256 tile, whole clusters along m,
+    /// and the persistent rung one cluster per two SMs.
+    #[test]
+    fn hopper_grids_cover_c() {
+        let at = |p: Problem, info: &DeviceInfo, v: &str| {
+            let l = BF16.launches(&p, info).unwrap();
+            l[BF16.variants.iter().position(|x| x.name == v).unwrap()].unwrap()
+        };
+        let big = Problem::Product { m: 4096, n: 4096, k: 4096 };
+        let h100 = DeviceInfo::h100();
+        assert_eq!(at(big, &h100, "wgmma").grid, (32 * 16, 1, 1));
+        assert_eq!(at(big, &h100, "wgmma").block, (256, 1, 1));
+        assert_eq!(at(big, &h100, "wgmma-ws").block, (384, 1, 1));
+        assert_eq!(at(big, &h100, "persistent").grid, (h100.sm_count / 2 * 2, 1, 1));
+        let odd = Problem::Product { m: 300, n: 520, k: 64 };
+        assert_eq!(at(odd, &h100, "wgmma-cluster").grid, (2 * 2 * 3, 1, 1), "3 row tiles in 2 pairs, 3 columns");
+        assert_eq!(at(odd, &h100, "persistent").grid, (2 * 2 * 3, 1, 1), "no more clusters than pairs");
+        assert_eq!(at(odd, &info(), "persistent").grid, (2, 1, 1), "one cluster on the emulator");
+        assert!(at(big, &h100, "wgmma").shared_bytes > 192 * 1024);
+    }
+
+    /// The Hopper rungs on the emulator, whose copy engine lands a stage only at the
+    /// wait that completes its barrier phase and whose MMAs compute only at the
+    /// `wait_group` that retires them: partial tiles in m, n and k, more k-tiles than
+    /// stages, a cluster's two blocks on the same columns, and the persistent rung's
+    /// one cluster walking several tiles; in a block's threads' reverse order too.
+    #[test]
+    fn hopper_rungs_match_the_reference_on_the_emulator() {
+        use crate::explain::emulate::validate_with;
+        use kernels::gpu::emu::Schedule;
+        for e in [&BF16, &F16] {
+            for v in e.variants.iter().filter(|v| v.kernel.module == kernels::handle::PtxModule::Sm90a) {
+                for (m, n, k) in [(136, 264, 264), (300, 8, 16)] {
+                    let p = Problem::Product { m, n, k };
+                    let run = EmuLaunch::new(e, v, p, &info()).unwrap();
+                    let check = validate(&run, 11).unwrap();
+                    assert!(check.ok, "{}/{} at {p}: {}", e.name, v.name, check.detail);
+                    if m == 300 {
+                        let check = validate_with(&run, 12, Schedule::Reverse).unwrap();
+                        assert!(check.ok, "{}/{} at {p}, reverse: {}", e.name, v.name, check.detail);
+                    }
+                }
             }
         }
     }

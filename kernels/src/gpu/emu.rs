@@ -50,7 +50,8 @@ pub use async_copy::{commit_group, queue_async_copy, wait_group};
 pub use config::{Dim3, LaunchConfig, LaunchError};
 pub use hopper::{
     barrier_arrive, barrier_arrive_in, barrier_init, barrier_try_wait, cluster_rank, cluster_sync,
-    fence_proxy_async, tma_load, tma_store, wgmma_commit, wgmma_mma_tf32, wgmma_mma_tf32_ss, wgmma_wait,
+    fence_proxy_async, tma_load, tma_store, wgmma_commit, wgmma_mma_16bit_ss, wgmma_mma_tf32,
+    wgmma_mma_tf32_ss, wgmma_wait,
 };
 pub use launch::{launch, try_launch, try_record, try_record_each};
 pub use record::{Access, Executions, Op, Recording, Space, record_async_copy, record_global, record_shared};

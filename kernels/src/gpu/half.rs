@@ -9,7 +9,9 @@
 use super::mem::Element;
 
 /// A 16-bit float type the tensor cores multiply: [`Bf16`] or [`F16`].
-pub trait Half: Element + Copy + Default + PartialEq + core::fmt::Debug + Send + Sync + 'static {
+pub trait Half:
+    Element + super::shared::SharedWord + Copy + Default + PartialEq + core::fmt::Debug + Send + Sync + 'static
+{
     /// The PTX type name (`bf16`, `f16`), as in `wgmma...f32.bf16.bf16`.
     const PTX: &'static str;
     /// Significant bits, the implicit one included: 8 or 11. A value's relative
@@ -23,6 +25,13 @@ pub trait Half: Element + Copy + Default + PartialEq + core::fmt::Debug + Send +
     fn to_bits(self) -> u16;
     /// The value of these bits.
     fn from_bits(bits: u16) -> Self;
+    /// `lo` and `hi` rounded to this type and packed into one word, `lo` in the low
+    /// half (the order of consecutive elements in memory): one `cvt.rn.{bf16,f16}x2.f32`
+    /// on the GPU (sm_80).
+    #[inline(always)]
+    fn pack2(lo: f32, hi: f32) -> u32 {
+        u32::from(Self::from_f32(lo).to_bits()) | u32::from(Self::from_f32(hi).to_bits()) << 16
+    }
 }
 
 /// bfloat16: the upper half of an f32.
@@ -123,6 +132,18 @@ macro_rules! half {
             fn from_bits(bits: u16) -> Self {
                 $t(bits)
             }
+            #[cfg(target_arch = "nvptx64")]
+            #[inline(always)]
+            fn pack2(lo: f32, hi: f32) -> u32 {
+                let d: u32;
+                // SAFETY: a conversion of registers; the first source lands in the high half.
+                unsafe {
+                    core::arch::asm!(concat!("cvt.rn.", $ptx, "x2.f32 {d}, {hi}, {lo};"),
+                        d = out(reg32) d, hi = in(reg32) hi, lo = in(reg32) lo,
+                        options(pure, nomem, nostack, preserves_flags));
+                }
+                d
+            }
         }
     };
 }
@@ -164,6 +185,12 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn pairs_pack_low_first() {
+        assert_eq!(Bf16::pack2(1.0, -2.0), 0xc000_3f80);
+        assert_eq!(F16::pack2(1.0, -2.0), 0xc000_3c00);
     }
 
     #[test]

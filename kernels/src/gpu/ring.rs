@@ -31,6 +31,7 @@
 //! This module and [`super::barrier`] are the only code that knows a barrier's phase.
 
 use super::barrier::{Barrier, PeerBarrier, fence_init};
+use super::shared::SharedWord;
 use super::{SharedArray, cluster, thread};
 
 /// A place in a ring: which stage, and the parity of the round the ring is in there.
@@ -69,14 +70,14 @@ impl Stage {
 /// A stage's `empty` barriers, this block's and the cluster's others', ready for one
 /// consumer arrival ([`Ring::releaser`]).
 #[derive(Clone, Copy)]
-pub struct Release {
-    ring: Ring,
+pub struct Release<T = f32> {
+    ring: Ring<T>,
     empty: Barrier,
     /// The next block's barrier, mapped ahead (with a cluster).
     peer: Option<PeerBarrier>,
 }
 
-impl Release {
+impl<T: SharedWord> Release<T> {
     /// One arrival on each: the stage is free in every block.
     ///
     /// # Safety
@@ -101,13 +102,15 @@ impl Release {
     }
 }
 
-/// `S` stages of floats in shared memory and the barriers that hand them over.
+/// `S` stages of elements `T` (f32 by default, or 16-bit floats) in shared memory and
+/// the barriers that hand them over.
 #[derive(Clone, Copy)]
-pub struct Ring {
-    tiles: SharedArray<f32>,
+pub struct Ring<T = f32> {
+    tiles: SharedArray<T>,
     stages: u32,
-    stage_floats: usize,
-    /// The element of `full[0]`; `full[s]` is 2 s floats on, `empty[s]` 2 (S + s).
+    stage_len: usize,
+    /// The element of `full[0]`; `full[s]` is s barriers (8 bytes each) on, `empty[s]`
+    /// S + s.
     barriers: usize,
     /// A block's consumer arrivals that free a stage; 0: no `empty` barriers.
     arrivals: u32,
@@ -116,17 +119,17 @@ pub struct Ring {
     rank: u32,
 }
 
-impl Ring {
-    /// `stages` stages of `stage_floats` floats each, from element 0 of `tiles`, each
+impl<T: SharedWord> Ring<T> {
+    /// `stages` stages of `stage_len` elements each, from element 0 of `tiles`, each
     /// filled by copies of all its bytes; the barriers follow the stages (8 bytes per
     /// stage and barrier kind).
     #[inline(always)]
-    pub fn new(tiles: SharedArray<f32>, stages: usize, stage_floats: usize) -> Ring {
+    pub fn new(tiles: SharedArray<T>, stages: usize, stage_len: usize) -> Ring<T> {
         Ring {
             tiles,
             stages: stages as u32,
-            stage_floats,
-            barriers: stages * stage_floats,
+            stage_len,
+            barriers: stages * stage_len,
             arrivals: 0,
             blocks: 1,
             rank: 0,
@@ -136,21 +139,21 @@ impl Ring {
     /// The barriers from element `i` of the tiles instead (8-byte aligned), where
     /// other data follow the stages.
     #[inline(always)]
-    pub fn with_barriers_at(self, i: usize) -> Ring {
+    pub fn with_barriers_at(self, i: usize) -> Ring<T> {
         Ring { barriers: i, ..self }
     }
 
     /// Consumers free each stage through an `empty` barrier, `arrivals` of them from
     /// each block ([`Ring::release`]), and the producer waits for it ([`Ring::acquire`]).
     #[inline(always)]
-    pub fn with_consumers(self, arrivals: u32) -> Ring {
+    pub fn with_consumers(self, arrivals: u32) -> Ring<T> {
         Ring { arrivals, ..self }
     }
 
     /// The `blocks` blocks of this block's cluster (a power of two) fill their stages
     /// together, and a release frees the stage in each of them.
     #[inline(always)]
-    pub fn clustered(self, blocks: u32) -> Ring {
+    pub fn clustered(self, blocks: u32) -> Ring<T> {
         Ring {
             blocks,
             rank: cluster::rank(),
@@ -160,21 +163,24 @@ impl Ring {
 
     /// The shared array the stages are in.
     #[inline(always)]
-    pub fn tiles(self) -> SharedArray<f32> {
+    pub fn tiles(self) -> SharedArray<T> {
         self.tiles
     }
 
-    /// Where stage `s` starts in [`Ring::tiles`], in floats.
+    /// Where stage `s` starts in [`Ring::tiles`], in elements.
     #[inline(always)]
     pub fn stage(self, s: Stage) -> usize {
-        s.index() * self.stage_floats
+        s.index() * self.stage_len
     }
 
     /// The bytes the copies of one stage bring.
     #[inline(always)]
     pub fn stage_bytes(self) -> u32 {
-        (self.stage_floats * 4) as u32
+        (self.stage_len * size_of::<T>()) as u32
     }
+
+    /// Elements of `T` a barrier takes.
+    const BARRIER: usize = 8 / size_of::<T>();
 
     /// Blocks that share the stages, and this one's rank among them.
     #[inline(always)]
@@ -191,13 +197,16 @@ impl Ring {
     #[inline(always)]
     fn full(self, s: usize) -> Barrier {
         // SAFETY: the ring's constructor's caller keeps the barriers' bytes for them.
-        unsafe { self.tiles.barrier(self.barriers + 2 * s) }
+        unsafe { self.tiles.barrier(self.barriers + Self::BARRIER * s) }
     }
 
     #[inline(always)]
     fn empty(self, s: usize) -> Barrier {
         // SAFETY: as in `full`.
-        unsafe { self.tiles.barrier(self.barriers + 2 * (self.stages as usize + s)) }
+        unsafe {
+            self.tiles
+                .barrier(self.barriers + Self::BARRIER * (self.stages as usize + s))
+        }
     }
 
     /// Where the producer starts: stage 0, a round ahead of the consumers.
@@ -298,7 +307,7 @@ impl Ring {
     /// (the other blocks' through `mapa`), so that a consumer can have them ready
     /// before its last reads of the stage complete and arrive at once after.
     #[inline(always)]
-    pub fn releaser(self, s: Stage) -> Release {
+    pub fn releaser(self, s: Stage) -> Release<T> {
         let empty = self.empty(s.index());
         Release {
             ring: self,
@@ -336,7 +345,7 @@ mod tests {
     #[test]
     fn a_stage_flips_its_phase_each_time_the_index_wraps() {
         // SAFETY: never accessed: only the stages' arithmetic is under test.
-        let tiles = unsafe { SharedArray::from_host_ptr(core::ptr::null_mut(), "t", 0) };
+        let tiles: SharedArray<f32> = unsafe { SharedArray::from_host_ptr(core::ptr::null_mut(), "t", 0) };
         let ring = Ring::new(tiles, STAGES, STAGE);
         let (mut p, mut c) = (ring.producer_start(), ring.consumer_start());
         assert_eq!((p.index(), p.phase, c.index(), c.phase), (0, 1, 0, 0));

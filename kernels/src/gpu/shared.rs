@@ -30,7 +30,8 @@ impl<T> Clone for SharedArray<T> {
 }
 impl<T> Copy for SharedArray<T> {}
 
-/// Element types shared memory holds: one 4-byte word each.
+/// Element types shared memory holds, one `ld.shared`/`st.shared` each: 4-byte words,
+/// and the 16-bit floats the tensor cores read ([`super::half`]).
 pub trait SharedWord: Copy {
     #[cfg(target_arch = "nvptx64")]
     #[doc(hidden)]
@@ -68,6 +69,40 @@ macro_rules! shared_word {
 #[cfg(target_arch = "nvptx64")]
 shared_word!(f32 => "f32", u32 => "u32", i32 => "s32");
 
+/// The 16-bit floats move as their bits (`.b16`: no conversion on the way).
+#[cfg(target_arch = "nvptx64")]
+macro_rules! shared_half {
+    ($($t:ty),*) => {$(
+        impl SharedWord for $t {
+            #[inline(always)]
+            unsafe fn ld_shared(addr: u32) -> Self {
+                let v: u16;
+                // SAFETY: the caller passes an in-bounds shared-window address.
+                unsafe {
+                    core::arch::asm!("ld.shared.b16 {v}, [{a}];",
+                        v = out(reg16) v, a = in(reg32) addr, options(readonly, nostack, preserves_flags));
+                }
+                <$t as super::Half>::from_bits(v)
+            }
+            #[inline(always)]
+            unsafe fn st_shared(addr: u32, value: Self) {
+                let v = <$t as super::Half>::to_bits(value);
+                // SAFETY: as above.
+                unsafe {
+                    core::arch::asm!("st.shared.b16 [{a}], {v};",
+                        a = in(reg32) addr, v = in(reg16) v, options(nostack, preserves_flags));
+                }
+            }
+        }
+    )*};
+}
+#[cfg(target_arch = "nvptx64")]
+shared_half!(super::Bf16, super::F16);
+
+#[cfg(not(target_arch = "nvptx64"))]
+impl SharedWord for super::Bf16 {}
+#[cfg(not(target_arch = "nvptx64"))]
+impl SharedWord for super::F16 {}
 #[cfg(not(target_arch = "nvptx64"))]
 impl SharedWord for f32 {}
 #[cfg(not(target_arch = "nvptx64"))]

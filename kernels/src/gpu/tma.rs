@@ -23,6 +23,7 @@
 //! the tensor when issued.
 
 use super::barrier::Barrier;
+use super::shared::SharedWord;
 use super::{Global, SharedArray};
 
 #[cfg(not(target_arch = "nvptx64"))]
@@ -40,13 +41,19 @@ impl super::Element for TensorMap {}
 /// expects the bytes ([`Barrier::arrive_expect_tx`]).
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-pub unsafe fn load_1d(map: Global<TensorMap>, c0: i32, dst: SharedArray<f32>, i: usize, bar: Barrier) {
+pub unsafe fn load_1d<T: SharedWord>(
+    map: Global<TensorMap>,
+    c0: i32,
+    dst: SharedArray<T>,
+    i: usize,
+    bar: Barrier,
+) {
     #[cfg(target_arch = "nvptx64")]
     // SAFETY: the caller's contract.
     unsafe {
         core::arch::asm!(
             "cp.async.bulk.tensor.1d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{d}], [{m}, {{{c0}}}], [{b}];",
-            d = in(reg32) dst.shared_addr() + (i as u32) * 4, m = in(reg64) map.as_ptr(),
+            d = in(reg32) dst.shared_addr() + (i * size_of::<T>()) as u32, m = in(reg64) map.as_ptr(),
             b = in(reg32) bar.shared_addr(), c0 = in(reg32) c0, options(nostack, preserves_flags));
     }
     #[cfg(not(target_arch = "nvptx64"))]
@@ -63,10 +70,10 @@ pub unsafe fn load_1d(map: Global<TensorMap>, c0: i32, dst: SharedArray<f32>, i:
 /// As for [`load_1d`].
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-pub unsafe fn load_2d(
+pub unsafe fn load_2d<T: SharedWord>(
     map: Global<TensorMap>,
     [c0, c1]: [i32; 2],
-    dst: SharedArray<f32>,
+    dst: SharedArray<T>,
     i: usize,
     bar: Barrier,
 ) {
@@ -75,7 +82,7 @@ pub unsafe fn load_2d(
     unsafe {
         core::arch::asm!(
             "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [{d}], [{m}, {{{c0}, {c1}}}], [{b}];",
-            d = in(reg32) dst.shared_addr() + (i as u32) * 4, m = in(reg64) map.as_ptr(),
+            d = in(reg32) dst.shared_addr() + (i * size_of::<T>()) as u32, m = in(reg64) map.as_ptr(),
             b = in(reg32) bar.shared_addr(), c0 = in(reg32) c0, c1 = in(reg32) c1, options(nostack, preserves_flags));
     }
     #[cfg(not(target_arch = "nvptx64"))]
@@ -92,10 +99,10 @@ pub unsafe fn load_2d(
 /// As for [`load_2d`], in every block of the mask.
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-pub unsafe fn load_2d_multicast(
+pub unsafe fn load_2d_multicast<T: SharedWord>(
     map: Global<TensorMap>,
     [c0, c1]: [i32; 2],
-    dst: SharedArray<f32>,
+    dst: SharedArray<T>,
     i: usize,
     bar: Barrier,
     ctas: u16,
@@ -105,7 +112,7 @@ pub unsafe fn load_2d_multicast(
     unsafe {
         core::arch::asm!(
             "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [{d}], [{m}, {{{c0}, {c1}}}], [{b}], {k};",
-            d = in(reg32) dst.shared_addr() + (i as u32) * 4, m = in(reg64) map.as_ptr(),
+            d = in(reg32) dst.shared_addr() + (i * size_of::<T>()) as u32, m = in(reg64) map.as_ptr(),
             b = in(reg32) bar.shared_addr(), c0 = in(reg32) c0, c1 = in(reg32) c1, k = in(reg16) ctas,
             options(nostack, preserves_flags));
     }
@@ -125,13 +132,13 @@ pub unsafe fn load_2d_multicast(
 /// `map` is a map of this launch and `src[i..]` holds the box.
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-pub unsafe fn store_1d(map: Global<TensorMap>, c0: i32, src: SharedArray<f32>, i: usize) {
+pub unsafe fn store_1d<T: SharedWord>(map: Global<TensorMap>, c0: i32, src: SharedArray<T>, i: usize) {
     #[cfg(target_arch = "nvptx64")]
     // SAFETY: the caller's contract.
     unsafe {
         core::arch::asm!(
             "cp.async.bulk.tensor.1d.global.shared::cta.bulk_group [{m}, {{{c0}}}], [{s}];",
-            m = in(reg64) map.as_ptr(), s = in(reg32) src.shared_addr() + (i as u32) * 4, c0 = in(reg32) c0,
+            m = in(reg64) map.as_ptr(), s = in(reg32) src.shared_addr() + (i * size_of::<T>()) as u32, c0 = in(reg32) c0,
             options(nostack, preserves_flags));
     }
     #[cfg(not(target_arch = "nvptx64"))]
@@ -147,13 +154,18 @@ pub unsafe fn store_1d(map: Global<TensorMap>, c0: i32, src: SharedArray<f32>, i
 /// As for [`store_1d`].
 #[inline(always)]
 #[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
-pub unsafe fn store_2d(map: Global<TensorMap>, [c0, c1]: [i32; 2], src: SharedArray<f32>, i: usize) {
+pub unsafe fn store_2d<T: SharedWord>(
+    map: Global<TensorMap>,
+    [c0, c1]: [i32; 2],
+    src: SharedArray<T>,
+    i: usize,
+) {
     #[cfg(target_arch = "nvptx64")]
     // SAFETY: the caller's contract.
     unsafe {
         core::arch::asm!(
             "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [{m}, {{{c0}, {c1}}}], [{s}];",
-            m = in(reg64) map.as_ptr(), s = in(reg32) src.shared_addr() + (i as u32) * 4,
+            m = in(reg64) map.as_ptr(), s = in(reg32) src.shared_addr() + (i * size_of::<T>()) as u32,
             c0 = in(reg32) c0, c1 = in(reg32) c1, options(nostack, preserves_flags));
     }
     #[cfg(not(target_arch = "nvptx64"))]

@@ -35,31 +35,71 @@
 //! kernel that reads the accumulators before waiting, or overwrites B's stage before
 //! the wait, computes with stale values.
 
-use super::SharedArray;
 use super::mma::Tf32;
+use super::shared::SharedWord;
+use super::{Half, SharedArray};
 
 /// A shared-memory matrix descriptor: where the tensor cores find an operand tile.
 #[derive(Clone, Copy, Debug)]
-pub struct Descriptor(u64);
+pub struct Descriptor {
+    #[cfg(target_arch = "nvptx64")]
+    bits: u64,
+    /// The emulator's: the tile's first element, and the bytes between its 64-wide
+    /// atoms along M or N (an MN-major tile's leading offset).
+    #[cfg(not(target_arch = "nvptx64"))]
+    addr: usize,
+    #[cfg(not(target_arch = "nvptx64"))]
+    leading: usize,
+}
 
 impl Descriptor {
+    /// A 128-byte-swizzled tile from element `i` of `tile`: the start address, the
+    /// leading and stride byte offsets (each >> 4) and the swizzle mode.
+    #[inline(always)]
+    fn swizzled_128<T: SharedWord>(tile: SharedArray<T>, i: usize, leading: u32) -> Descriptor {
+        #[cfg(target_arch = "nvptx64")]
+        {
+            let addr = u64::from(tile.shared_addr() + (i * size_of::<T>()) as u32);
+            // The stride offset is the 1024 bytes between groups of 8 rows of 128 bytes.
+            Descriptor {
+                bits: ((addr & 0x3ffff) >> 4) | (u64::from(leading >> 4) << 16) | (64 << 32) | (1 << 62),
+            }
+        }
+        #[cfg(not(target_arch = "nvptx64"))]
+        Descriptor {
+            addr: tile.element_ptr(i),
+            leading: leading as usize,
+        }
+    }
+
     /// A K-major tile of 128-byte rows swizzled by [`Swizzle::B128`](super::tma::Swizzle::B128),
     /// whose 8-row groups are 1024 bytes apart, starting at element `i` of `tile` (the
-    /// k offset of a step within the row: 0, 8, 16 or 24 for TF32).
+    /// k offset of a step within the row: 0, 8, 16 or 24 for TF32; 0, 16, 32 or 48
+    /// for 16-bit elements).
     ///
     /// # Safety
     /// The 1024-byte group that holds element `i` starts on a 1024-byte boundary.
     #[inline(always)]
-    pub unsafe fn k_major_128b(tile: SharedArray<f32>, i: usize) -> Descriptor {
-        #[cfg(target_arch = "nvptx64")]
-        {
-            let addr = u64::from(tile.shared_addr() + (i as u32) * 4);
-            // start >> 4 | leading offset (unused when swizzled) 16 >> 4 | stride offset
-            // 1024 >> 4 | 128-byte swizzle
-            Descriptor(((addr & 0x3ffff) >> 4) | (1 << 16) | (64 << 32) | (1 << 62))
-        }
-        #[cfg(not(target_arch = "nvptx64"))]
-        Descriptor(tile.element_ptr(i) as u64)
+    pub unsafe fn k_major_128b<T: SharedWord>(tile: SharedArray<T>, i: usize) -> Descriptor {
+        // The leading offset is unused for a swizzled K-major tile (1, by convention).
+        Descriptor::swizzled_128(tile, i, 16)
+    }
+
+    /// An MN-major tile of 16-bit elements (`n` contiguous, as a row-major B lands):
+    /// atoms of 64 elements of N (128 bytes, swizzled by
+    /// [`Swizzle::B128`](super::tma::Swizzle::B128)) by the k rows of the stage,
+    /// `atom_bytes` apart; within an atom, k row `r` is 128 bytes on from row `r - 1`.
+    /// Element `i` of `tile` is (k, n) = (first k row of the step, 0).
+    ///
+    /// # Safety
+    /// Element `i` starts a 1024-byte boundary, and `atom_bytes` is a multiple of 1024.
+    #[inline(always)]
+    pub unsafe fn mn_major_128b<T: SharedWord>(
+        tile: SharedArray<T>,
+        i: usize,
+        atom_bytes: u32,
+    ) -> Descriptor {
+        Descriptor::swizzled_128(tile, i, atom_bytes)
     }
 }
 
@@ -106,6 +146,12 @@ pub trait Accumulator {
     unsafe fn mma_tf32_ss(&mut self, a: u64, b: u64);
     #[doc(hidden)]
     #[cfg(target_arch = "nvptx64")]
+    unsafe fn mma_bf16_ss(&mut self, a: u64, b: u64);
+    #[doc(hidden)]
+    #[cfg(target_arch = "nvptx64")]
+    unsafe fn mma_f16_ss(&mut self, a: u64, b: u64);
+    #[doc(hidden)]
+    #[cfg(target_arch = "nvptx64")]
     fn fence_operands(&mut self);
 }
 
@@ -145,6 +191,30 @@ macro_rules! accumulator {
                         concat!("wgmma.mma_async.sync.aligned.m64n", $n, "k8.f32.tf32.tf32 {{",
                             "{", stringify!($first), "}", $(", {", stringify!($i), "}",)*
                             "}}, {a}, {b}, 1, 1, 1;"),
+                        inout(reg32) self[$first], $(inout(reg32) self[$i],)*
+                        a = in(reg64) a, b = in(reg64) b, options(nostack, preserves_flags));
+                }
+            }
+            #[inline(always)]
+            unsafe fn mma_bf16_ss(&mut self, a: u64, b: u64) {
+                // SAFETY: as above; A K-major, B MN-major (the last immediate: B transposed).
+                unsafe {
+                    core::arch::asm!(
+                        concat!("wgmma.mma_async.sync.aligned.m64n", $n, "k16.f32.bf16.bf16 {{",
+                            "{", stringify!($first), "}", $(", {", stringify!($i), "}",)*
+                            "}}, {a}, {b}, 1, 1, 1, 0, 1;"),
+                        inout(reg32) self[$first], $(inout(reg32) self[$i],)*
+                        a = in(reg64) a, b = in(reg64) b, options(nostack, preserves_flags));
+                }
+            }
+            #[inline(always)]
+            unsafe fn mma_f16_ss(&mut self, a: u64, b: u64) {
+                // SAFETY: as above.
+                unsafe {
+                    core::arch::asm!(
+                        concat!("wgmma.mma_async.sync.aligned.m64n", $n, "k16.f32.f16.f16 {{",
+                            "{", stringify!($first), "}", $(", {", stringify!($i), "}",)*
+                            "}}, {a}, {b}, 1, 1, 1, 0, 1;"),
                         inout(reg32) self[$first], $(inout(reg32) self[$i],)*
                         a = in(reg64) a, b = in(reg64) b, options(nostack, preserves_flags));
                 }
@@ -206,10 +276,10 @@ pub unsafe fn mma_tf32<A: Accumulator>(acc: &mut A, a: [Tf32; 4], b: Descriptor)
     #[cfg(target_arch = "nvptx64")]
     // SAFETY: the caller's contract.
     unsafe {
-        acc.mma_tf32(a.map(Tf32::bits), b.0)
+        acc.mma_tf32(a.map(Tf32::bits), b.bits)
     };
     #[cfg(not(target_arch = "nvptx64"))]
-    super::emu::wgmma_mma_tf32(acc.as_mut_slice(), a.map(Tf32::bits), b.0 as usize, A::N);
+    super::emu::wgmma_mma_tf32(acc.as_mut_slice(), a.map(Tf32::bits), b.addr, A::N);
 }
 
 /// `wgmma.mma_async.sync.aligned.m64nNk8.f32.tf32.tf32` with both operands from
@@ -225,10 +295,34 @@ pub unsafe fn mma_tf32_ss<A: Accumulator>(acc: &mut A, a: Descriptor, b: Descrip
     #[cfg(target_arch = "nvptx64")]
     // SAFETY: the caller's contract.
     unsafe {
-        acc.mma_tf32_ss(a.0, b.0)
+        acc.mma_tf32_ss(a.bits, b.bits)
     };
     #[cfg(not(target_arch = "nvptx64"))]
-    super::emu::wgmma_mma_tf32_ss(acc.as_mut_slice(), a.0 as usize, b.0 as usize, A::N);
+    super::emu::wgmma_mma_tf32_ss(acc.as_mut_slice(), a.addr, b.addr, A::N);
+}
+
+/// `wgmma.mma_async.sync.aligned.m64nNk16.f32.{bf16,f16}` with both operands from
+/// shared memory: `acc += A B`, A's 64 x 16 tile K-major ([`Descriptor::k_major_128b`]),
+/// B's 16 x N tile MN-major ([`Descriptor::mn_major_128b`]: a row-major B as the copy
+/// engine lands it, which the instruction transposes as it reads), products of
+/// 16-bit values accumulated in f32; warpgroup-wide, asynchronously.
+///
+/// # Safety
+/// As for [`mma_tf32_ss`], with tiles of `H`.
+#[inline(always)]
+#[cfg_attr(not(target_arch = "nvptx64"), track_caller)]
+pub unsafe fn mma_16bit_ss<H: Half, A: Accumulator>(acc: &mut A, a: Descriptor, b: Descriptor) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: the caller's contract; H::BITS picks the instruction's type at compile time.
+    unsafe {
+        if H::BITS == 8 {
+            acc.mma_bf16_ss(a.bits, b.bits)
+        } else {
+            acc.mma_f16_ss(a.bits, b.bits)
+        }
+    };
+    #[cfg(not(target_arch = "nvptx64"))]
+    super::emu::wgmma_mma_16bit_ss(acc.as_mut_slice(), a.addr, (b.addr, b.leading), A::N, H::BITS);
 }
 
 /// `wgmma.wait_group N`: waits until at most `N` of this warpgroup's groups are
@@ -350,5 +444,87 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A warpgroup multiplies A (64 x 16, K-major, at k offset 16 of its 128-byte rows)
+    /// by B (16 x 128, MN-major: two 64-wide atoms 8 KiB apart, the second k group of 8
+    /// rows 1024 bytes on), both written in the copy engine's 128-byte swizzle, with
+    /// one `m64n128k16` in BF16: the accumulators hold A B in f32 after the wait, and
+    /// the same data read without the swizzle (a kernel that forgets it) differ.
+    #[test]
+    fn a_16_bit_mma_reads_k_major_a_and_mn_major_b_through_the_swizzle() {
+        use crate::gpu::Bf16;
+        let a = |r: usize, k: usize| ((r * 16 + k) % 7) as f32 - 3.0;
+        let b = |k: usize, col: usize| ((k * 128 + col) % 5) as f32 * 0.5 - 1.0;
+        // Elements: A at 0 (64 rows of 64), B's atoms at 4096 and 8192 (64 k rows of 64 n).
+        // The copy engine's 128-byte swizzle of element `at` (2 bytes each).
+        let swizzled = |at: usize| {
+            let byte = at * 2;
+            (byte ^ (((byte >> 7) & 7) << 4)) / 2
+        };
+        let run = |swizzle: bool| {
+            let cfg = LaunchConfig {
+                grid: Dim3::from(1),
+                block: Dim3::from(128),
+                dynamic_shared_bytes: 3 * 8192 + 1024,
+                ..Default::default()
+            };
+            let out = Mutex::new(Vec::new());
+            launch(&cfg, || {
+                let tid = thread_rank_in_block();
+                let place = |at: usize| if swizzle { swizzled(at) } else { at };
+                // SAFETY: the launch's dynamic shared memory holds the aligned tiles.
+                unsafe {
+                    let tile = dynamic_shared_array::<Bf16>(3 * 4096 + 512).aligned(1024);
+                    if tid < 64 {
+                        for k in 0..64 {
+                            let v = if (16..32).contains(&k) {
+                                a(tid, k - 16)
+                            } else {
+                                f32::NAN
+                            };
+                            tile.write(place(tid * 64 + k), Bf16::from_f32(v));
+                        }
+                        for k in 0..16 {
+                            for col in [tid, tid + 64] {
+                                let at = 4096 + (col / 64) * 4096 + (8 + k) * 64 + col % 64;
+                                tile.write(place(at), Bf16::from_f32(b(k, col)));
+                            }
+                        }
+                    }
+                    sync_threads();
+                    let mut acc = [0.0f32; 64];
+                    fence();
+                    let da = Descriptor::k_major_128b(tile, 16);
+                    let db = Descriptor::mn_major_128b(tile, 4096 + 8 * 64, 8192);
+                    mma_16bit_ss::<Bf16, _>(&mut acc, da, db);
+                    commit_group();
+                    wait_group::<0, _>(&mut acc);
+                    out.lock().unwrap().push((tid, acc));
+                }
+            });
+            out.into_inner().unwrap()
+        };
+        let mut wrong = 0;
+        for (swizzle, out) in [(true, run(true)), (false, run(false))] {
+            assert_eq!(out.len(), 128);
+            for (tid, acc) in out {
+                let (w, lane) = (tid / 32, tid % 32);
+                let (g, t) = (16 * w + lane / 4, lane % 4);
+                for (i, &v) in acc.iter().enumerate() {
+                    let (row, col) = (g + 8 * ((i / 2) % 2), 8 * (i / 4) + 2 * t + i % 2);
+                    let want = (0..16).map(|k| a(row, k) * b(k, col)).sum::<f32>();
+                    if swizzle {
+                        assert_eq!(v, want, "thread {tid}: D[{row}][{col}]");
+                    } else if v != want {
+                        wrong += 1;
+                    }
+                }
+            }
+        }
+        assert!(
+            wrong > 0,
+            "tiles written without the swizzle gave the same product"
+        );
     }
 }

@@ -8,3 +8,4 @@
 //! once per type, so a BF16 and an FP16 kernel never differ but in their element.
 
 pub mod simt;
+pub mod wgmma;

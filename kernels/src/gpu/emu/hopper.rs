@@ -24,7 +24,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::vec::Vec;
 
-use super::tensor::{WarpgroupMma, box_elements, box_rows, k_major_128b};
+use super::tensor::{HalfTiles, WarpgroupMma, box_elements, box_rows, k_major_128b};
 use super::{BlockState, Cluster, with_thread};
 use crate::gpu::tensor_map::{TensorMap, TileMap};
 
@@ -328,6 +328,9 @@ struct Pending {
     a_tile: Option<usize>,
     b: usize,
     n: usize,
+    /// A 16-bit MMA (`m64nNk16`): the operands' significant bits (8: bf16, 11: f16)
+    /// and B's leading offset (MN-major); None for TF32.
+    half: Option<(u32, usize)>,
 }
 
 /// A thread's share of an `m64nNk8`'s FLOPs: 2 x 64 x N x 8 over the warpgroup's 128.
@@ -352,6 +355,7 @@ pub fn wgmma_mma_tf32(acc: &mut [f32], a: [u32; 4], b: usize, n: usize) {
             a_tile: None,
             b,
             n,
+            half: None,
         })
     });
 }
@@ -372,6 +376,29 @@ pub fn wgmma_mma_tf32_ss(acc: &mut [f32], a: usize, b: usize, n: usize) {
             a_tile: Some(a),
             b,
             n,
+            half: None,
+        })
+    });
+}
+
+/// `wgmma.mma_async` (16-bit, `m64nNk16`, A K-major and B MN-major from shared
+/// memory, B's 64-wide atoms `leading` bytes apart): both tiles are read at the
+/// `wait_group` that retires it.
+pub fn wgmma_mma_16bit_ss(acc: &mut [f32], a: usize, (b, leading): (usize, usize), n: usize, bits: u32) {
+    assert_eq!(
+        acc.len(),
+        n / 2,
+        "an m64n{n}k16 accumulator holds {} floats a thread",
+        n / 2
+    );
+    super::count_tensor_flops(2 * thread_share(n));
+    with_thread(|t| {
+        t.wgmma.open.push(Pending {
+            a: Vec::new(),
+            a_tile: Some(a),
+            b,
+            n,
+            half: Some((bits, leading)),
         })
     });
 }
@@ -412,6 +439,16 @@ pub fn wgmma_wait(acc: &mut [f32], n: usize) {
         return;
     }
     for mut p in retired {
+        if let Some((bits, leading)) = p.half {
+            let tiles = HalfTiles {
+                a: p.a_tile.expect("a 16-bit MMA reads A from shared memory"),
+                b: p.b,
+                leading,
+                bits,
+            };
+            tiles.accumulate(thread, acc, p.n);
+            continue;
+        }
         if let Some(start) = p.a_tile {
             p.a = fragments_of(start);
         }

@@ -105,6 +105,51 @@ pub fn k_major_128b(start: usize, k: usize, n: usize) -> usize {
     swizzle_128(start + n * 128 + k * 4)
 }
 
+/// A 16-bit warpgroup MMA's operand tiles in shared memory (`m64nNk16`): A's 64 x 16
+/// K-major from `a` (rows of 128 bytes, 8-row groups 1024 bytes apart, the step's k
+/// offset inside the row), B's 16 x N MN-major from `b` (atoms of 64 n, k row `r` at
+/// 128 r bytes, atoms `leading` bytes apart), both swizzled by 128 bytes.
+pub struct HalfTiles {
+    pub a: usize,
+    pub b: usize,
+    pub leading: usize,
+    /// Significant bits of the element type: 8 (bf16) or 11 (f16).
+    pub bits: u32,
+}
+
+impl HalfTiles {
+    /// The f32 value of the 16-bit element at `addr`.
+    fn read(&self, addr: usize) -> f32 {
+        // SAFETY: inside an operand tile in the block's shared memory (the descriptor's contract).
+        let h = unsafe { (swizzle_128(addr) as *const u16).read_unaligned() };
+        match self.bits {
+            8 => <crate::gpu::Bf16 as crate::gpu::Half>::from_bits(h).to_f32(),
+            _ => <crate::gpu::F16 as crate::gpu::Half>::from_bits(h).to_f32(),
+        }
+    }
+
+    pub fn a(&self, row: usize, k: usize) -> f32 {
+        self.read(self.a + row * 128 + k * 2)
+    }
+
+    pub fn b(&self, k: usize, col: usize) -> f32 {
+        self.read(self.b + (col / 64) * self.leading + k * 128 + (col % 64) * 2)
+    }
+
+    /// `acc += A B` for thread `thread` of the group (the accumulator layout of
+    /// [`WarpgroupMma::accumulate`]). Products of 16-bit values are exact in f32; they
+    /// are added in k order, each addition rounded.
+    pub fn accumulate(&self, thread: usize, acc: &mut [f32], n: usize) {
+        let (w, lane) = (thread / 32, thread % 32);
+        let (g, t) = (lane / 4, lane % 4);
+        for (i, out) in acc.iter_mut().enumerate().take(n / 2) {
+            let (j, h, e) = (i / 4, (i / 2) % 2, i % 2);
+            let (row, col) = (16 * w + g + 8 * h, 8 * j + 2 * t + e);
+            *out = (0..16).fold(*out, |sum, k| self.a(row, k).mul_add(self.b(k, col), sum));
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

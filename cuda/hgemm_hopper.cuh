@@ -1,0 +1,211 @@
+// The 16-bit Hopper rungs of the hgemm twin (included by hgemm.cu): C = A B, row-major,
+// A, B and C of one 16-bit type (bf16 or fp16, hgemm.cu's), f32 accumulation; TMA-fed
+// tiles multiplied by warpgroups from shared memory (wgmma, sm_90a), written as
+// hand-written Hopper GEMMs are: inline PTX. As in kernels/src/hgemm/wgmma.rs: A lands
+// K-major, B MN-major (the instruction transposes it), a 128 x 256 tile a block of two
+// consumer warpgroups. Any m; k and n multiples of 8 (the host checks).
+#pragma once
+#include "hopper.cuh"
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+__device__ __forceinline__ void hwgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void hwgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N> __device__ __forceinline__ void hwgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
+template <unsigned R> __device__ __forceinline__ void hgrow_registers() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(R)); }
+template <unsigned R> __device__ __forceinline__ void hshrink_registers() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(R)); }
+
+// A 128-byte-swizzled tile: start, leading offset (MN-major: the bytes between 64-wide
+// atoms; unused K-major), 1024 bytes between 8-row groups.
+__device__ __forceinline__ unsigned long long desc_128b(const void* p, unsigned leading) {
+    unsigned long long a = shared_addr(p);
+    return ((a & 0x3ffff) >> 4) | ((unsigned long long)(leading >> 4) << 16) | (64ull << 32) | (1ull << 62);
+}
+
+__device__ __forceinline__ void wgmma_bf16_n256(float* d, unsigned long long a, unsigned long long b) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, 1, 1, 1, 0, 1;"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+                 : "l"(a), "l"(b));
+}
+__device__ __forceinline__ void wgmma_f16_n256(float* d, unsigned long long a, unsigned long long b) {
+    asm volatile("wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, 1, 1, 1, 0, 1;"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+                 : "l"(a), "l"(b));
+}
+
+template <typename T> __device__ __forceinline__ void wgmma_n256(float* d, unsigned long long a, unsigned long long b);
+template <> __device__ __forceinline__ void wgmma_n256<bf16>(float* d, unsigned long long a, unsigned long long b) { wgmma_bf16_n256(d, a, b); }
+template <> __device__ __forceinline__ void wgmma_n256<fp16>(float* d, unsigned long long a, unsigned long long b) { wgmma_f16_n256(d, a, b); }
+
+// lo and hi rounded to nearest even and packed, lo in the low half (cvt's first source
+// lands in the high half).
+__device__ __forceinline__ unsigned pack2(bf16*, float lo, float hi) {
+    unsigned d;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
+    return d;
+}
+__device__ __forceinline__ unsigned pack2(fp16*, float lo, float hi) {
+    unsigned d;
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
+    return d;
+}
+
+constexpr int H_BM = 128, H_BN = 256, H_BK = 64, H_BOX = 64, H_GROUP_M = 8;
+constexpr int H_A_LEN = H_BM * H_BK, H_STAGE_LEN = H_A_LEN + H_BK * H_BN, H_STAGES = 4;
+constexpr unsigned H_STAGE_BYTES = H_STAGE_LEN * 2, H_ATOM_BYTES = H_BK * H_BOX * 2;
+
+// Tile i's corner: bands of H_GROUP_M m tiles, column tile by column tile.
+__device__ __forceinline__ void htile_of(int i, int m, int n, int bm, int bn, int& m0, int& n0) {
+    int tiles_m = (m + bm - 1) / bm, tiles_n = (n + bn - 1) / bn, per_band = H_GROUP_M * tiles_n;
+    int first = i / per_band * H_GROUP_M, rows = min(tiles_m - first, H_GROUP_M), within = i % per_band;
+    m0 = (first + within % rows) * bm;
+    n0 = within / rows * bn;
+}
+
+template <typename T> __device__ __forceinline__ T* haligned_stages() {
+    extern __shared__ __align__(1024) unsigned char hsmem_raw[];
+    return reinterpret_cast<T*>(hsmem_raw + ((1024 - (shared_addr(hsmem_raw) & 1023)) & 1023));
+}
+
+// The copies of k-tile i into a stage: A's box, B's four (in a cluster of two, this
+// block's two of B's boxes into both blocks).
+template <typename T, bool CLUSTER>
+__device__ __forceinline__ void hload_stage(T* stage, unsigned long long* full, const TensorMap* a, const TensorMap* b,
+                                            int m0, int n0, int i, unsigned rank) {
+    bar_arrive_expect_tx(full, H_STAGE_BYTES);
+    tma_load_2d(stage, a, full, i * H_BK, m0);
+    if (CLUSTER) {
+#pragma unroll
+        for (int j = 2 * rank; j < 2 * rank + 2; ++j)
+            tma_load_2d_multicast(stage + H_A_LEN + H_BK * H_BOX * j, b, full, n0 + H_BOX * j, i * H_BK, 0x3);
+    } else {
+#pragma unroll
+        for (int j = 0; j < H_BN / H_BOX; ++j) tma_load_2d(stage + H_A_LEN + H_BK * H_BOX * j, b, full, n0 + H_BOX * j, i * H_BK);
+    }
+}
+
+// One k-tile's four m64n256k16 for consumer warpgroup c, one group.
+template <typename T> __device__ __forceinline__ void hmultiply(float* d, const T* stage, int c) {
+    hwgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < H_BK / 16; ++kk)
+        wgmma_n256<T>(d, desc_128b(stage + 64 * H_BK * c + 16 * kk, 16), desc_128b(stage + H_A_LEN + 16 * H_BOX * kk, H_ATOM_BYTES));
+    hwgmma_commit();
+}
+
+// d[4 j + 2 h + e] is C[64 c + 16 w + g + 8 h][8 j + 2 t + e]: neighbours packed in one store.
+template <typename T> __device__ __forceinline__ void hstore(const float* d, T* C, int m, int n, int m0, int n0, int c, int tid) {
+    int w = tid / 32, g = tid % 32 / 4, t = tid % 4;
+    unsigned* pairs = reinterpret_cast<unsigned*>(C);
+#pragma unroll
+    for (int j = 0; j < 32; ++j)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            int row = m0 + 64 * c + 16 * w + g + 8 * h, col = n0 + 8 * j + 2 * t;
+            if (row < m && col < n) pairs[((size_t)row * n + col) / 2] = pack2(C, d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+        }
+}
+
+// Rung 1: every warpgroup multiplies; thread 0 also copies, H_STAGES - 1 k-tiles ahead.
+template <typename T> __device__ __forceinline__ void hgemm_plain(int m, int n, int k, const TensorMap* a, const TensorMap* b, T* C) {
+    T* tiles = haligned_stages<T>();
+    unsigned long long* full = reinterpret_cast<unsigned long long*>(tiles + H_STAGES * H_STAGE_LEN);
+    int m0, n0;
+    htile_of(blockIdx.x, m, n, H_BM, H_BN, m0, n0);
+    int ktiles = (k + H_BK - 1) / H_BK, tid = threadIdx.x;
+    if (tid == 0) {
+        for (int s = 0; s < H_STAGES; ++s) bar_init(&full[s], 1);
+        bar_fence_init();
+    }
+    __syncthreads();
+    if (tid == 0)
+        for (int i = 0; i < H_STAGES - 1 && i < ktiles; ++i) hload_stage<T, false>(tiles + i * H_STAGE_LEN, &full[i], a, b, m0, n0, i, 0);
+    float d[128];
+#pragma unroll
+    for (int i = 0; i < 128; ++i) d[i] = 0.0f;
+    for (int i = 0; i < ktiles; ++i) {
+        int s = i % H_STAGES;
+        bar_wait(&full[s], (i / H_STAGES) & 1);
+        hmultiply<T>(d, tiles + s * H_STAGE_LEN, tid / 128);
+        hwgmma_wait<0>();
+        __syncthreads();
+        int next = i + H_STAGES - 1;
+        if (tid == 0 && next < ktiles) {
+            int sn = next % H_STAGES;
+            hload_stage<T, false>(tiles + sn * H_STAGE_LEN, &full[sn], a, b, m0, n0, next, 0);
+        }
+    }
+    hstore<T>(d, C, m, n, m0, n0, tid / 128, tid % 128);
+}
+
+// Rungs 2 to 4: a producer warpgroup copies, two consumers multiply, each keeping one
+// group in flight and freeing a stage once the next group is issued. CLUSTER: pairs of
+// blocks on the same columns share B's tile; PERSISTENT: one cluster per two SMs walks
+// the tiles.
+template <typename T, bool CLUSTER, bool PERSISTENT>
+__device__ __forceinline__ void hgemm_ws(int m, int n, int k, const TensorMap* a, const TensorMap* b, T* C) {
+    T* tiles = haligned_stages<T>();
+    unsigned long long* full = reinterpret_cast<unsigned long long*>(tiles + H_STAGES * H_STAGE_LEN);
+    unsigned long long* empty = full + H_STAGES;
+    unsigned rank = CLUSTER ? cluster_rank() : 0;
+    int blocks = CLUSTER ? 2 : 1;
+    int first = blockIdx.x / blocks, step = PERSISTENT ? gridDim.x / blocks : 1;
+    int count = PERSISTENT ? ((m + blocks * H_BM - 1) / (blocks * H_BM)) * ((n + H_BN - 1) / H_BN) : first + 1;
+    int ktiles = (k + H_BK - 1) / H_BK, tid = threadIdx.x;
+    if (tid == 0) {
+        for (int s = 0; s < H_STAGES; ++s) {
+            bar_init(&full[s], 1);
+            bar_init(&empty[s], 8 * blocks);
+        }
+        bar_fence_init();
+    }
+    if (CLUSTER) cluster_sync(); else __syncthreads();
+    if (tid < 128) {
+        hshrink_registers<40>();
+        if (tid == 0) {
+            int it = 0;
+            for (int tile = first; tile < count; tile += step) {
+                int m0, n0;
+                htile_of(tile, m, n, blocks * H_BM, H_BN, m0, n0);
+                m0 += rank * H_BM;
+                for (int i = 0; i < ktiles; ++i, ++it) {
+                    int s = it % H_STAGES;
+                    bar_wait(&empty[s], ((it / H_STAGES) & 1) ^ 1);
+                    hload_stage<T, CLUSTER>(tiles + s * H_STAGE_LEN, &full[s], a, b, m0, n0, i, rank);
+                }
+            }
+        }
+    } else {
+        hgrow_registers<232>();
+        int c = tid / 128 - 1, me = tid % 128, it = 0;
+        for (int tile = first; tile < count; tile += step) {
+            int m0, n0;
+            htile_of(tile, m, n, blocks * H_BM, H_BN, m0, n0);
+            m0 += rank * H_BM;
+            float d[128];
+#pragma unroll
+            for (int i = 0; i < 128; ++i) d[i] = 0.0f;
+            int pending = -1;
+            for (int i = 0; i < ktiles; ++i, ++it) {
+                int s = it % H_STAGES;
+                bar_wait(&full[s], (it / H_STAGES) & 1);
+                hmultiply<T>(d, tiles + s * H_STAGE_LEN, c);
+                hwgmma_wait<1>();
+                if (pending >= 0 && me % 32 == 0) {
+                    bar_arrive(&empty[pending]);
+                    if (CLUSTER) bar_arrive_cluster(&empty[pending], rank ^ 1);
+                }
+                pending = s;
+            }
+            hwgmma_wait<0>();
+            if (pending >= 0 && me % 32 == 0) {
+                bar_arrive(&empty[pending]);
+                if (CLUSTER) bar_arrive_cluster(&empty[pending], rank ^ 1);
+            }
+            hstore<T>(d, C, m, n, m0, n0, c, me);
+        }
+    }
+    if (CLUSTER) cluster_sync();
+}
+
+#endif
