@@ -113,3 +113,15 @@ extern "C" __global__ void __launch_bounds__(384, 1) hgemm_persistent_f16(int m,
     hgemm_ws<fp16, true, true>(m, n, k, a, b, c);
 #endif
 }
+
+extern "C" __global__ void __launch_bounds__(384, 1) hgemm_tma_store_bf16(int m, int n, int k, const TensorMap* a, const TensorMap* b, const TensorMap* c) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    hgemm_ws<bf16, true, true, true>(m, n, k, a, b, nullptr, c);
+#endif
+}
+
+extern "C" __global__ void __launch_bounds__(384, 1) hgemm_tma_store_f16(int m, int n, int k, const TensorMap* a, const TensorMap* b, const TensorMap* c) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    hgemm_ws<fp16, true, true, true>(m, n, k, a, b, nullptr, c);
+#endif
+}

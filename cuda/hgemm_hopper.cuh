@@ -53,6 +53,8 @@ __device__ __forceinline__ unsigned pack2(fp16*, float lo, float hi) {
 constexpr int H_BM = 128, H_BN = 256, H_BK = 64, H_BOX = 64, H_GROUP_M = 8;
 constexpr int H_A_LEN = H_BM * H_BK, H_STAGE_LEN = H_A_LEN + H_BK * H_BN, H_STAGES = 4;
 constexpr unsigned H_STAGE_BYTES = H_STAGE_LEN * 2, H_ATOM_BYTES = H_BK * H_BOX * 2;
+// Rung 5's staging: 16 rows by 128 columns for each of the 8 consumer warps.
+constexpr int H_STAGED_ROWS = 16, H_STAGED_COLS = H_BN / 2, H_STAGED_BOX = H_BOX * H_STAGED_ROWS, H_STAGING = 8 * H_STAGED_ROWS * H_STAGED_COLS;
 
 // Tile i's corner: bands of H_GROUP_M m tiles, column tile by column tile.
 __device__ __forceinline__ void htile_of(int i, int m, int n, int bm, int bn, int& m0, int& n0) {
@@ -142,10 +144,42 @@ template <typename T> __device__ __forceinline__ void hgemm_plain(int m, int n, 
 // group in flight and freeing a stage once the next group is issued. CLUSTER: pairs of
 // blocks on the same columns share B's tile; PERSISTENT: one cluster per two SMs walks
 // the tiles.
-template <typename T, bool CLUSTER, bool PERSISTENT>
-__device__ __forceinline__ void hgemm_ws(int m, int n, int k, const TensorMap* a, const TensorMap* b, T* C) {
+// Rung 5's epilogue: a consumer warp's 16 rows in two bands of 128 columns, each
+// written into the warp's staging tile (two 64 x 16 boxes, 128-byte swizzle) and
+// stored by lane 0 through the copy engine; the warp waits only until the copy engine
+// has read the band before it writes the next.
+template <typename T>
+__device__ __forceinline__ void hstore_staged(const float* d, T* staging, const TensorMap* cmap, int m0, int n0, int c, int tid) {
+    int w = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
+    T* mine = staging + (4 * c + w) * H_STAGED_ROWS * H_STAGED_COLS;
+    unsigned* words = reinterpret_cast<unsigned*>(mine);
+    int row = m0 + 64 * c + H_STAGED_ROWS * w;
+#pragma unroll
+    for (int band = 0; band < 2; ++band) {
+        if (lane == 0) tma_wait_read0();
+        __syncwarp();
+#pragma unroll
+        for (int jj = 0; jj < 16; ++jj) {
+            int j = 16 * band + jj;
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+                words[(jj / 8) * H_STAGED_BOX / 2 + (g + 8 * h) * 32 + (((jj % 8) ^ g) * 4) + t] = pack2(mine, d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+        }
+        fence_proxy_async();
+        __syncwarp();
+        if (lane == 0) {
+#pragma unroll
+            for (int bx = 0; bx < 2; ++bx) tma_store_2d(cmap, mine + H_STAGED_BOX * bx, n0 + H_STAGED_COLS * band + H_BOX * bx, row);
+            tma_commit();
+        }
+    }
+}
+
+template <typename T, bool CLUSTER, bool PERSISTENT, bool STAGED = false>
+__device__ __forceinline__ void hgemm_ws(int m, int n, int k, const TensorMap* a, const TensorMap* b, T* C, const TensorMap* cmap = nullptr) {
     T* tiles = haligned_stages<T>();
-    unsigned long long* full = reinterpret_cast<unsigned long long*>(tiles + H_STAGES * H_STAGE_LEN);
+    T* staging = tiles + H_STAGES * H_STAGE_LEN;
+    unsigned long long* full = reinterpret_cast<unsigned long long*>(staging + (STAGED ? H_STAGING : 0));
     unsigned long long* empty = full + H_STAGES;
     unsigned rank = CLUSTER ? cluster_rank() : 0;
     int blocks = CLUSTER ? 2 : 1;
@@ -202,8 +236,11 @@ __device__ __forceinline__ void hgemm_ws(int m, int n, int k, const TensorMap* a
                 bar_arrive(&empty[pending]);
                 if (CLUSTER) bar_arrive_cluster(&empty[pending], rank ^ 1);
             }
-            hstore<T>(d, C, m, n, m0, n0, c, me);
+            if (STAGED) hstore_staged<T>(d, staging, cmap, m0, n0, c, me);
+            else hstore<T>(d, C, m, n, m0, n0, c, me);
         }
+        // The copy engine has read the staging tiles and written C before the block goes.
+        if (STAGED && me % 32 == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
     }
     if (CLUSTER) cluster_sync();
 }

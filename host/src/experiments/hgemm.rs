@@ -11,7 +11,7 @@
 use kernels::entry;
 use kernels::gpu::tma::Swizzle;
 use kernels::hgemm::simt::TILE;
-use kernels::hgemm::wgmma::{B_BOX, BK, BM, BN, HalfTiling, PLAIN, SPECIALISED};
+use kernels::hgemm::wgmma::{B_BOX, BK, BM, BN, HalfTiling, PLAIN, SPECIALISED, STAGED, STAGED_ROWS};
 
 use super::matmul;
 use crate::device::DeviceInfo;
@@ -41,6 +41,16 @@ const HOPPER_ARGS: &[Arg] = &[
     Arg::Buffer(2),
 ];
 
+/// The same with C stored by the copy engine, in boxes of 16 rows of 64.
+const STORE_ARGS: &[Arg] = &[
+    Arg::Dim(Dim::M),
+    Arg::Dim(Dim::N),
+    Arg::Dim(Dim::K),
+    Arg::Map(MapSpec::matrix(0, (Dim::M, Dim::K), [BM as u32, BK as u32], Swizzle::B128)),
+    Arg::Map(MapSpec::matrix(1, (Dim::K, Dim::N), [BK as u32, B_BOX as u32], Swizzle::B128)),
+    Arg::Map(MapSpec::matrix(2, (Dim::M, Dim::N), [STAGED_ROWS as u32, B_BOX as u32], Swizzle::B128)),
+];
+
 /// One block per BM x BN tile of C (the kernel orders them), in whole clusters of
 /// `cluster` blocks along m, with the tiling's stages as dynamic shared memory.
 fn hopper(p: &Problem, t: HalfTiling, cluster: u64) -> Result<Launch> {
@@ -52,11 +62,11 @@ fn hopper(p: &Problem, t: HalfTiling, cluster: u64) -> Result<Launch> {
 /// One cluster of two blocks per two SMs (at most one per pair of row tiles), each
 /// walking its share of the tiles; without SMs to count (the emulator), one cluster,
 /// which walks them all.
-fn persistent(p: &Problem, info: &DeviceInfo) -> Result<Launch> {
+fn persistent(p: &Problem, info: &DeviceInfo, t: HalfTiling) -> Result<Launch> {
     let (m, n) = (p.dim(Dim::M) as u64, p.dim(Dim::N) as u64);
     let pairs = m.div_ceil(2 * BM as u64) * n.div_ceil(BN as u64);
     let clusters = (u64::from(info.sm_count) / 2).clamp(1, pairs.max(1));
-    grid(p, SPECIALISED, 2 * clusters)
+    grid(p, t, 2 * clusters)
 }
 
 fn grid(p: &Problem, t: HalfTiling, blocks: u64) -> Result<Launch> {
@@ -91,7 +101,10 @@ rungs! {
     "wgmma-cluster" => (hgemm_wgmma_cluster_bf16, hgemm_wgmma_cluster_f16), HOPPER_ARGS, |p, _| {
         hopper(p, SPECIALISED, 2)
     };
-    "persistent" => (hgemm_persistent_bf16, hgemm_persistent_f16), HOPPER_ARGS, persistent;
+    "persistent" => (hgemm_persistent_bf16, hgemm_persistent_f16), HOPPER_ARGS, |p, info| {
+        persistent(p, info, SPECIALISED)
+    };
+    "tma-store" => (hgemm_tma_store_bf16, hgemm_tma_store_f16), STORE_ARGS, |p, info| persistent(p, info, STAGED);
 }
 
 /// A, B and C of a product, of `elem` elements.
@@ -175,6 +188,7 @@ mod tests {
         // Twins named as the Rust kernels are.
         assert_eq!(BF16.twins()[..2], ["hgemm_simt_bf16", "hgemm_wgmma_bf16"]);
         assert_eq!(F16.twins()[4], "hgemm_persistent_f16");
+        assert_eq!(F16.twins()[5], "hgemm_tma_store_f16");
     }
 
     #[test]
@@ -229,6 +243,7 @@ mod tests {
         assert_eq!(at(odd, &h100, "persistent").grid, (2 * 2 * 3, 1, 1), "no more clusters than pairs");
         assert_eq!(at(odd, &info(), "persistent").grid, (2, 1, 1), "one cluster on the emulator");
         assert!(at(big, &h100, "wgmma").shared_bytes > 192 * 1024);
+        assert!(at(big, &h100, "tma-store").shared_bytes <= 227 * 1024, "the most a block may have");
     }
 
     /// The Hopper rungs on the emulator, whose copy engine lands a stage only at the

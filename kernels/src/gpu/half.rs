@@ -96,6 +96,20 @@ impl F16 {
         let up = (rem > half || (rem == half && kept & 1 == 1)) as u32;
         F16(sign | (kept + up) as u16)
     }
+    /// One `cvt.f32.f16` on the GPU.
+    #[cfg(target_arch = "nvptx64")]
+    #[inline(always)]
+    pub fn to_f32(self) -> f32 {
+        let f: f32;
+        // SAFETY: a conversion of registers.
+        unsafe {
+            core::arch::asm!("cvt.f32.f16 {f}, {h};", f = out(reg32) f, h = in(reg16) self.0,
+                options(pure, nomem, nostack, preserves_flags));
+        }
+        f
+    }
+    /// The exact f32 of this value (the GPU's conversion, in integer steps).
+    #[cfg(not(target_arch = "nvptx64"))]
     #[inline(always)]
     pub const fn to_f32(self) -> f32 {
         let h = self.0 as u32;

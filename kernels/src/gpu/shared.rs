@@ -214,6 +214,22 @@ impl<T: SharedWord> SharedArray<T> {
         }
     }
 
+    /// The same memory as elements of `U` (a region of 16-bit values written as 4-byte
+    /// pairs, say): its length in `U`s, rounded down.
+    #[inline(always)]
+    pub fn cast<U: SharedWord>(self) -> SharedArray<U> {
+        SharedArray {
+            #[cfg(target_arch = "nvptx64")]
+            addr: self.addr,
+            #[cfg(not(target_arch = "nvptx64"))]
+            ptr: self.ptr.cast(),
+            #[cfg(not(target_arch = "nvptx64"))]
+            name: self.name,
+            len: self.len * size_of::<T>() / size_of::<U>(),
+            _elem: PhantomData,
+        }
+    }
+
     /// Number of elements.
     #[inline(always)]
     pub fn len(self) -> usize {

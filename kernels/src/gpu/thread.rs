@@ -26,6 +26,14 @@ mod imp {
         // SAFETY: `bar.sync 0`; every kernel calls it from uniform control flow.
         unsafe { nvptx::_syncthreads() }
     }
+
+    /// `__syncwarp()`: the lanes of this warp meet here, their shared-memory accesses
+    /// ordered; every lane calls it.
+    #[inline(always)]
+    pub fn sync_warp() {
+        // SAFETY: `bar.warp.sync` of the whole warp, which every lane reaches.
+        unsafe { core::arch::asm!("bar.warp.sync 0xffffffff;", options(nostack, preserves_flags)) }
+    }
 }
 
 #[cfg(not(target_arch = "nvptx64"))]
@@ -50,6 +58,11 @@ mod imp {
 
     pub fn sync_threads() {
         emu::sync_threads()
+    }
+
+    /// `__syncwarp()` (see the GPU's).
+    pub fn sync_warp() {
+        emu::warp_exchange(&[]);
     }
 }
 

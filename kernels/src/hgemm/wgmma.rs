@@ -26,11 +26,15 @@
 //! 4. [`persistent`]: one cluster per pair of SMs, each walking its share of the
 //!    tiles in the same L2-friendly order, the ring running on from tile to tile, so
 //!    the next tile's copies start while this one's results are stored.
+//! 5. [`tma_store`]: the consumers hand C to the copy engine: each warp writes its 16
+//!    rows into a swizzled staging tile in shared memory, half a row band at a time,
+//!    and one lane issues the stores (`cp.async.bulk.tensor`, clipped at C's edges),
+//!    so the warp is back at the tensor cores while the copy engine writes C.
 
 use crate::gpu::ring::{Release, Ring, Stage};
 use crate::gpu::shared::dynamic_shared_array;
-use crate::gpu::thread::{block_idx_x, grid_dim_x, sync_threads, thread_idx_x};
-use crate::gpu::tma::{TensorMap, load_2d, load_2d_multicast};
+use crate::gpu::thread::{block_idx_x, grid_dim_x, sync_threads, sync_warp, thread_idx_x};
+use crate::gpu::tma::{self, TensorMap, load_2d, load_2d_multicast};
 use crate::gpu::wgmma::{self, Accumulator, Descriptor};
 use crate::gpu::{Bf16, F16, Global, GlobalMut, Half};
 use crate::sgemm::wgmma::tile_of;
@@ -53,12 +57,22 @@ const CONSUMER_WARPS: u32 = 8;
 /// A consumer's accumulators: `m64n256`.
 type Acc = [f32; 128];
 
+/// Rows of C a consumer warp stages at a time, and their columns: a band of the
+/// warp's 16 rows, half the tile's width, two 64 x 16 boxes of the copy engine.
+pub const STAGED_ROWS: usize = 16;
+pub const STAGED_COLS: usize = BN / 2;
+/// Elements of one of the staged boxes.
+const STAGED_BOX: usize = B_BOX * STAGED_ROWS;
+
 /// A 16-bit tuning: shared stages and warpgroups.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HalfTiling {
     pub stages: usize,
     /// Warpgroups a block: two consumers, plus one producer when warp-specialised.
     pub warpgroups: usize,
+    /// Elements after the stages where the consumer warps stage C for the copy engine
+    /// (0: they store C from registers).
+    pub staging: usize,
 }
 
 impl HalfTiling {
@@ -66,10 +80,14 @@ impl HalfTiling {
     pub const fn stage_len(&self) -> usize {
         A_LEN + B_LEN
     }
-    /// Dynamic shared memory: the stages and two barriers each, with room to start the
-    /// stages on a 1024-byte boundary (the swizzle's).
+    /// Where the staging tiles start, then the barriers, in elements.
+    pub const fn staging_at(&self) -> usize {
+        self.stages * self.stage_len()
+    }
+    /// Dynamic shared memory: the stages, the staging tiles and two barriers a stage,
+    /// with room to start the stages on a 1024-byte boundary (the swizzle's).
     pub const fn shared_bytes(&self) -> usize {
-        self.stages * self.stage_len() * 2 + self.stages * 16 + 1024
+        (self.staging_at() + self.staging) * 2 + self.stages * 16 + 1024
     }
     pub const fn threads(&self) -> usize {
         128 * self.warpgroups
@@ -80,11 +98,19 @@ impl HalfTiling {
 pub const PLAIN: HalfTiling = HalfTiling {
     stages: 4,
     warpgroups: 2,
+    staging: 0,
 };
 /// `wgmma-ws`, `wgmma-cluster`, `persistent`: a producer warpgroup and two consumers.
 pub const SPECIALISED: HalfTiling = HalfTiling {
     stages: 4,
     warpgroups: 3,
+    staging: 0,
+};
+/// `tma-store`: the same, and 4 KiB of staging for each of the 8 consumer warps (227
+/// KiB in all, the most a block may have).
+pub const STAGED: HalfTiling = HalfTiling {
+    staging: CONSUMER_WARPS as usize * STAGED_ROWS * STAGED_COLS,
+    ..SPECIALISED
 };
 
 /// The ring of a tiling: its stages from the dynamic segment's first 1024-byte
@@ -93,7 +119,7 @@ pub const SPECIALISED: HalfTiling = HalfTiling {
 unsafe fn ring<H: Half>(t: HalfTiling) -> Ring<H> {
     // SAFETY: the host launches with t.shared_bytes() of dynamic shared memory.
     let tiles = unsafe { dynamic_shared_array::<H>(t.shared_bytes() / 2).aligned(1024) };
-    Ring::new(tiles, t.stages, t.stage_len())
+    Ring::new(tiles, t.stages, t.stage_len()).with_barriers_at(t.staging_at() + t.staging)
 }
 
 /// Issues the copies of k-tile `i` of the tile at (`m0`, `n0`) into the producer's
@@ -175,6 +201,66 @@ unsafe fn store<H: Half>(
             }
         }
     });
+}
+
+/// Where C goes from the consumers' registers.
+#[derive(Clone, Copy)]
+enum Out<H> {
+    /// Stored by the threads (rungs 1 to 4).
+    Registers(GlobalMut<H>),
+    /// Staged in shared memory and stored by the copy engine (rung 5) with this map of
+    /// C in boxes of 16 rows of 64.
+    CopyEngine(Global<TensorMap>),
+}
+
+/// Rung 5's epilogue for thread `tid` of consumer warpgroup `wg`: its warp's 16 rows
+/// of the tile, in two bands of 128 columns, each written into the warp's staging
+/// tile (two 64 x 16 boxes, swizzled by 128 bytes so a store of the warp's 32 lanes
+/// hits 32 banks) and handed to the copy engine by lane 0. The warp waits only until
+/// the copy engine has read the band before it writes the next one.
+#[inline(always)]
+unsafe fn store_staged<H: Half>(
+    acc: &Acc,
+    ring: Ring<H>,
+    t: HalfTiling,
+    c: Global<TensorMap>,
+    (m0, n0): (u32, u32),
+    wg: usize,
+    tid: usize,
+) {
+    let (w, lane) = (tid / 32, tid % 32);
+    let (g, tt) = (lane / 4, lane % 4);
+    let at = t.staging_at() + (4 * wg + w) * STAGED_ROWS * STAGED_COLS;
+    let (tiles, row) = (ring.tiles(), m0 as usize + 64 * wg + STAGED_ROWS * w);
+    let words = tiles.offset(at).cast::<u32>();
+    for band in 0..2 {
+        // SAFETY: the warp's own staging tile; lane 0's stores of the last band have
+        // read it once its wait returns.
+        unsafe {
+            if lane == 0 {
+                tma::wait_group_read::<0>();
+            }
+            sync_warp();
+            unroll!(jj < 16; 32 => {
+                let j = 16 * band + jj;
+                for h in 0..2 {
+                    // Row g + 8 h of the band, 16-byte chunk jj % 8 of box jj / 8,
+                    // swizzled by the row (g).
+                    let word = (jj / 8) * STAGED_BOX / 2 + (g + 8 * h) * 32 + (((jj % 8) ^ g) * 4) + tt;
+                    words.write(word, H::pack2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]));
+                }
+            });
+            tma::fence_proxy_async();
+            sync_warp();
+            if lane == 0 {
+                for bx in 0..2 {
+                    let col = n0 as usize + STAGED_COLS * band + B_BOX * bx;
+                    tma::store_2d(c, [col as i32, row as i32], tiles, at + STAGED_BOX * bx);
+                }
+                tma::commit_group();
+            }
+        }
+    }
 }
 
 /// Rung 1: every warpgroup multiplies; thread 0 also copies, `stages - 1` k-tiles
@@ -274,11 +360,11 @@ fn tile<H: Half>(ring: Ring<H>, i: u32, (m, n): (u32, u32)) -> (u32, u32) {
 /// ... below `tiles` (one tile for rungs 2 and 3).
 #[inline(always)]
 unsafe fn specialised<H: Half>(
-    ring: Ring<H>,
+    (t, ring): (HalfTiling, Ring<H>),
     (m, n, k): (u32, u32, u32),
     (first, step, tiles): (u32, u32, u32),
     maps: (Global<TensorMap>, Global<TensorMap>),
-    c: GlobalMut<H>,
+    out: Out<H>,
 ) {
     // SAFETY: the host's launch (SPECIALISED's shared memory and threads) and maps.
     unsafe {
@@ -311,8 +397,18 @@ unsafe fn specialised<H: Half>(
                 let at = tile(ring, i, (m, n));
                 let mut acc = Acc::zeroed();
                 consume(ring, ktiles, (wg, me % 32), &mut acc, &mut s);
-                store(&acc, c, (m, n), at, wg, me);
+                match out {
+                    Out::Registers(c) => store(&acc, c, (m, n), at, wg, me),
+                    Out::CopyEngine(c) => store_staged(&acc, ring, t, c, at, wg, me),
+                }
                 i += step;
+            }
+            if let Out::CopyEngine(_) = out {
+                // The copy engine has read the staging tiles and written C before
+                // the block's shared memory goes.
+                if me % 32 == 0 {
+                    tma::wait_group::<0>();
+                }
             }
         }
         ring.tail();
@@ -329,7 +425,8 @@ unsafe fn warp_specialised<H: Half>(
     // SAFETY: the host's launch and maps.
     unsafe {
         let ring = ring::<H>(SPECIALISED).with_consumers(CONSUMER_WARPS);
-        specialised(ring, mnk, (block_idx_x(), 1, block_idx_x() + 1), maps, c)
+        let one = (block_idx_x(), 1, block_idx_x() + 1);
+        specialised((SPECIALISED, ring), mnk, one, maps, Out::Registers(c))
     }
 }
 
@@ -345,7 +442,13 @@ unsafe fn clustered<H: Half>(
     unsafe {
         let ring = ring::<H>(SPECIALISED).with_consumers(CONSUMER_WARPS).clustered(2);
         let pair = block_idx_x() / 2;
-        specialised(ring, mnk, (pair, 1, pair + 1), maps, c)
+        specialised(
+            (SPECIALISED, ring),
+            mnk,
+            (pair, 1, pair + 1),
+            maps,
+            Out::Registers(c),
+        )
     }
 }
 
@@ -361,8 +464,25 @@ unsafe fn persistent<H: Half>(
     unsafe {
         let ring = ring::<H>(SPECIALISED).with_consumers(CONSUMER_WARPS).clustered(2);
         let pairs = m.div_ceil(2 * BM as u32) * n.div_ceil(BN as u32);
-        let clusters = grid_dim_x() / 2;
-        specialised(ring, (m, n, k), (block_idx_x() / 2, clusters, pairs), maps, c)
+        let walk = (block_idx_x() / 2, grid_dim_x() / 2, pairs);
+        specialised((SPECIALISED, ring), (m, n, k), walk, maps, Out::Registers(c))
+    }
+}
+
+/// Rung 5: rung 4 with C staged in shared memory and stored by the copy engine.
+#[inline(always)]
+unsafe fn tma_store<H: Half>(
+    (m, n, k): (u32, u32, u32),
+    maps: (Global<TensorMap>, Global<TensorMap>),
+    c: Global<TensorMap>,
+) {
+    // SAFETY: the host's launch (STAGED's shared memory), in clusters of two, at most
+    // one block an SM; `c` maps C in boxes of 16 x 64.
+    unsafe {
+        let ring = ring::<H>(STAGED).with_consumers(CONSUMER_WARPS).clustered(2);
+        let pairs = m.div_ceil(2 * BM as u32) * n.div_ceil(BN as u32);
+        let walk = (block_idx_x() / 2, grid_dim_x() / 2, pairs);
+        specialised((STAGED, ring), (m, n, k), walk, maps, Out::CopyEngine(c))
     }
 }
 
@@ -451,5 +571,29 @@ kernel! {
     pub fn hgemm_persistent_f16(m: u32, n: u32, k: u32, a: Global<TensorMap>, b: Global<TensorMap>, c: GlobalMut<F16>) {
         // SAFETY: the host launches the rung's grid, block and shared memory with maps of A and B.
         unsafe { persistent::<F16>((m, n, k), (a, b), c) }
+    }
+}
+
+kernel! {
+    #[launch_bounds(384, 1)]
+    #[requires(sm_90a)]
+    #[cluster(2)]
+    /// tma-store: persistent, with C staged in shared memory and stored by the copy
+    /// engine. Bf16.
+    pub fn hgemm_tma_store_bf16(m: u32, n: u32, k: u32, a: Global<TensorMap>, b: Global<TensorMap>, c: Global<TensorMap>) {
+        // SAFETY: the host launches the rung's grid, block and shared memory with maps of A, B and C.
+        unsafe { tma_store::<Bf16>((m, n, k), (a, b), c) }
+    }
+}
+
+kernel! {
+    #[launch_bounds(384, 1)]
+    #[requires(sm_90a)]
+    #[cluster(2)]
+    /// tma-store: persistent, with C staged in shared memory and stored by the copy
+    /// engine. F16.
+    pub fn hgemm_tma_store_f16(m: u32, n: u32, k: u32, a: Global<TensorMap>, b: Global<TensorMap>, c: Global<TensorMap>) {
+        // SAFETY: the host launches the rung's grid, block and shared memory with maps of A, B and C.
+        unsafe { tma_store::<F16>((m, n, k), (a, b), c) }
     }
 }
