@@ -228,7 +228,7 @@ for stage in "${stages[@]}"; do
         # The bandwidth kernels at their default sizes (the products below, at theirs).
         # shellcheck disable=SC2046
         "$bundle/coalesce" explain --quiet --profile "$profile" --against-run "$out/predict-run.json" \
-          --json "$out/predict-copy.json" $("$bundle/coalesce" list --names | grep -vE '^(matmul|sgemm)/') \
+          --json "$out/predict-copy.json" $("$bundle/coalesce" list --names | grep -vE '^(matmul|sgemm|gemm-bf16|gemm-f16)/') \
           >"$out/predict-copy.txt" 2>&1 || status=1
         cat "$out/predict-copy.txt"
         # The products at 4096^3 (PREDICT_SHAPE), measured by a run of their own: each
@@ -251,7 +251,7 @@ for stage in "${stages[@]}"; do
       # size, uncounted), and three launches of the kernel (the check, one warm-up,
       # one timed), of which the comparison averages the two that follow a launch of
       # their own kernel. Two metrics take one pass, so no replay disturbs the L2.
-      for v in $("$bundle/coalesce" list --names | grep -vE '^(matmul|sgemm)/' | grep -E "${PREDICT_ONLY:-.}"); do
+      for v in $("$bundle/coalesce" list --names | grep -vE '^(matmul|sgemm|gemm-bf16|gemm-f16)/' | grep -E "${PREDICT_ONLY:-.}"); do
         ncu --csv --print-units base --cache-control none --metrics dram__bytes_read.sum,dram__bytes_write.sum \
           "$bundle/coalesce" run "$v" --reps 1 --warmup 1 --quiet >"$dir/${v/\//.}.csv" 2>>"$out/predict.log" || status=1
       done

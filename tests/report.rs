@@ -1000,4 +1000,58 @@ fn the_page_shows_every_kernel_with_the_emulation_its_results_keep() {
     assert!(card("transpose/naive-read").contains("What changed from transpose/naive-write"));
     // report.md points at the page.
     assert!(read(&dir.join("report.md")).contains("[index.html](index.html)"));
+
+/// A 16-bit product in a report: its row, its twin and cuBLAS GEMM BF16 in the same
+/// precision; the comparison names the precision of each 16-bit row, and the whole
+/// report (Markdown, JSON, plots, page) is written.
+#[test]
+fn a_16_bit_product_is_reported_with_its_precision() {
+    let n = 4096u64;
+    let work = Work::Flops {
+        flops: 2 * n * n * n,
+        bytes: 2 * 3 * n * n,
+    };
+    let mut plain = fixture(&["copy"]);
+    let mut bf16 = make_row("gemm-bf16", "simt", "hgemm_simt_bf16", work, 60.0);
+    bf16.size_label = Some("4096x4096x4096".into());
+    assert_eq!(bf16.precision, "BF16");
+    plain.run.rows.push(bf16.clone());
+    let mut c = comparison(&plain, true);
+    let g = bf16.gflop_per_s.unwrap();
+    c.rows.pop();
+    c.rows.push(CompareRow::new(
+        &bf16,
+        Some(&twin(&bf16, 1.1)),
+        Some(CublasRate::Interleaved(g * 20.0)),
+    ));
+    c.cublas = Some("cuBLAS 13.0.0 (/usr/local/cuda/lib64/libcublas.so.13)".into());
+    c.cublas_rows.push(CublasRow {
+        experiment: "gemm-bf16".into(),
+        math: Math::Bf16,
+        m: 4096,
+        n: 4096,
+        k: 4096,
+        timing: Timing::from_samples(vec![0.2]),
+        gflop_per_s: g * 20.0,
+        validated: true,
+        check: "within the bound".into(),
+    });
+    let results = Results::of_comparison(plain.elapsed_s, c);
+    let md = coalesce::report::markdown::render(&results, &[]);
+    let cpp = section(&md, "Rust against CUDA C++");
+    assert!(
+        cpp.contains("- gemm-bf16: cuBLAS GEMM BF16 4096x4096x4096 = "),
+        "{cpp}"
+    );
+    assert!(
+        cpp.contains(
+            "\nPrecision: BF16: gemm-bf16/simt; each % of cuBLAS is of cuBLAS in the row's precision.\n"
+        ),
+        "{cpp}"
+    );
+    let json = serde_json::to_string(&results).unwrap();
+    assert!(json.contains("\"precision\":\"BF16\""), "{json}");
+    let out = temp_path("report-bf16");
+    let written = report::write(&out, &results).unwrap();
+    assert!(written.iter().any(|p| p.ends_with("report.md")), "{written:?}");
 }

@@ -129,8 +129,8 @@ pub struct Row {
     pub check: String,
     /// What the kernel multiplies in: `FP32`, `TF32`, `BF16`, `FP16`
     /// ([`crate::experiment::Arithmetic::label`]); empty in files that predate it
-    /// (read it with [`Row::precision`]).
-    #[serde(default)]
+    /// (read it with [`Row::precision`]), and then left out when written again.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub precision: String,
 }
 

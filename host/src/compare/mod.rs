@@ -89,8 +89,8 @@ pub struct CompareRow {
     pub cublas_interleaved: bool,
     /// What the kernel multiplies in, and the cuBLAS mode its % of cuBLAS is of:
     /// `FP32`, `TF32`, `BF16`, `FP16`; empty in files that predate it (read it with
-    /// [`CompareRow::precision`]).
-    #[serde(default)]
+    /// [`CompareRow::precision`]), and then left out when written again.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub precision: String,
 }
 
@@ -136,7 +136,7 @@ impl CompareRow {
             rust: rust_side,
             cpp,
             cublas_interleaved: matches!(cublas, Some(CublasRate::Interleaved(_))),
-            precision: rust.precision().to_string(),
+            precision: rust.precision.clone(),
         }
     }
 }
@@ -231,7 +231,7 @@ impl CompareReport {
                 speedup_over_slowest: 1.0,
                 validated: r.rust.validated,
                 check: r.rust.check.clone(),
-                precision: r.precision().to_string(),
+                precision: r.precision.clone(),
             })
             .collect();
         harness::fill_speedups(&mut rows);

@@ -336,7 +336,9 @@ mod tests {
             (back.rows[0].precision.as_str(), back.rows[0].precision()),
             ("", "FP32")
         );
-        assert_eq!(back.rust_run().rows[0].precision, "FP32");
+        assert_eq!(back.rust_run().rows[0].precision(), "FP32");
+        // Written again, it is the file it was.
+        assert_eq!(serde_json::to_string(&back).unwrap(), old);
         // An old file's TF32 rung reads as this build declares it.
         let mut tf32 = back.rows[0].clone();
         (tf32.experiment, tf32.variant) = ("sgemm".into(), "wgmma".into());
