@@ -127,6 +127,8 @@ pub(super) fn classify(opcode: &str) -> (Kind, f64) {
         }
         // cp.async.ca / .cg: LDGSTS.
         "cp" if matches!(parts.get(1..3), Some(["async", "ca" | "cg"])) => (Kind::GlobalLoad, 0.0),
+        // __syncwarp: the warp's own lanes, no wait for the block.
+        "bar" if parts.get(1) == Some(&"warp") => (Kind::Other, 0.0),
         "bar" | "barrier" => (Kind::BlockBarrier, 0.0),
         "mbarrier" if space("try_wait") || space("test_wait") => (Kind::Barrier, 0.0),
         "bra" | "brx" => (Kind::Branch, 0.0),

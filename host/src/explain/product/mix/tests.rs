@@ -324,6 +324,7 @@ fn ptx_opcodes_are_classified() {
         ("cp.async.bulk.commit_group", Kind::Other, 0.0),
         ("mbarrier.arrive.expect_tx.shared::cta.b64", Kind::Other, 0.0),
         ("barrier.sync.aligned", Kind::BlockBarrier, 0.0),
+        ("bar.warp.sync", Kind::Other, 0.0),
         ("mbarrier.try_wait.parity.shared::cta.b64", Kind::Barrier, 0.0),
         ("bra.uni", Kind::Branch, 0.0),
     ];
