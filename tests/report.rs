@@ -1000,6 +1000,7 @@ fn the_page_shows_every_kernel_with_the_emulation_its_results_keep() {
     assert!(card("transpose/naive-read").contains("What changed from transpose/naive-write"));
     // report.md points at the page.
     assert!(read(&dir.join("report.md")).contains("[index.html](index.html)"));
+}
 
 /// A 16-bit product in a report: its row, its twin and cuBLAS GEMM BF16 in the same
 /// precision; the comparison names the precision of each 16-bit row, and the whole
