@@ -1056,3 +1056,22 @@ fn a_16_bit_product_is_reported_with_its_precision() {
     let written = report::write(&out, &results).unwrap();
     assert!(written.iter().any(|p| p.ends_with("report.md")), "{written:?}");
 }
+
+/// A report just run folds each kernel's SASS into its card where ptxas and nvdisasm
+/// run here; the same results rendered from a file never do (the committed sample page
+/// is the same on every machine).
+#[test]
+fn a_live_reports_page_has_sass_where_the_tools_run_and_a_saved_one_none() {
+    let results = fixture(&["copy"]);
+    let (live, saved) = (temp_path("live-page"), temp_path("saved-page"));
+    report::write_live(&live, std::slice::from_ref(&results)).unwrap();
+    report::write_from(&saved, std::slice::from_ref(&results)).unwrap();
+    let (live, saved) = (read(&live.join("index.html")), read(&saved.join("index.html")));
+    assert!(!saved.contains("Its SASS for"), "a saved report's page has SASS");
+    if common::ptxas().is_some() && common::nvdisasm().is_some() {
+        assert!(live.contains("Its SASS for sm_90"), "no SASS on the live page");
+        assert!(live.contains("LDG.E"), "the SASS has no global load");
+    } else {
+        assert_eq!(live, saved, "without the tools the live page is the saved one");
+    }
+}

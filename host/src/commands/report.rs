@@ -212,7 +212,7 @@ pub fn write_report(args: ReportArgs, open: Opener) -> Result<Outcome> {
     };
     with_predictions(&mut all, profiles, args.suite.quiet)?;
     emulate_unpredicted(&mut all, args.suite.quiet)?;
-    let files = report::write_from(&args.out, &all)?;
+    let files = report::write_live(&args.out, &all)?;
     let took: f64 = all.iter().map(|r| r.elapsed_s).sum();
     human.line(&format!(
         "\nreport: {} ({} files, run took {took:.0} s)",

@@ -75,7 +75,16 @@ impl Results {
 /// Writes report.md, results.json, index.html and every plot the results allow into
 /// `dir`; returns the files written, report.md first.
 pub fn write(dir: &Path, results: &Results) -> Result<Vec<PathBuf>> {
-    write_dir(dir, results, true)
+    write_dir(dir, results, Page::Saved)
+}
+
+/// Whether a folder gets index.html, and of what: results rendered from files (the
+/// same bytes on every machine), or a run just made (with SASS where the tools run).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Page {
+    None,
+    Saved,
+    Live,
 }
 
 /// The line report.md gains where index.html sits beside it.
@@ -85,13 +94,18 @@ pub const PAGE_LINE: &str = "- Page: [index.html](index.html), each kernel's sou
 
 /// [`write`], with index.html or without (a GPU's folder in a report of several,
 /// whose page covers them all).
-fn write_dir(dir: &Path, results: &Results, page: bool) -> Result<Vec<PathBuf>> {
+fn write_dir(dir: &Path, results: &Results, page: Page) -> Result<Vec<PathBuf>> {
     prepare_dir(dir)?;
     let plots = plots::all(results)?;
     let mut markdown = markdown::render(results, &plots);
-    let html = page.then(|| {
+    let html = (page != Page::None).then(|| {
         markdown = markdown.replacen("\n\n", &format!("\n\n{PAGE_LINE}\n"), 1);
-        html::render(std::slice::from_ref(results))
+        let one = std::slice::from_ref(results);
+        if page == Page::Live {
+            html::render_live(one)
+        } else {
+            html::render(one)
+        }
     });
     let mut files = vec![dir.join("report.md"), dir.join("results.json")];
     if let Some(html) = &html {
@@ -114,12 +128,26 @@ fn write_dir(dir: &Path, results: &Results, page: bool) -> Result<Vec<PathBuf>> 
 /// and index.html, and each GPU's own report in a folder named after it. Returns the
 /// files written.
 pub fn write_from(dir: &Path, all: &[Results]) -> Result<Vec<PathBuf>> {
+    write_all(dir, all, Page::Saved)
+}
+
+/// [`write_from`] for results a `coalesce report` has just run: the page gains each
+/// kernel's SASS where ptxas and nvdisasm run on this machine.
+pub fn write_live(dir: &Path, all: &[Results]) -> Result<Vec<PathBuf>> {
+    write_all(dir, all, Page::Live)
+}
+
+fn write_all(dir: &Path, all: &[Results], page: Page) -> Result<Vec<PathBuf>> {
     if let [one] = all {
-        return write(dir, one);
+        return write_dir(dir, one, page);
     }
     prepare_dir(dir)?;
     let plot = plots::summary::plot(all)?;
-    let html = html::render(all);
+    let html = if page == Page::Live {
+        html::render_live(all)
+    } else {
+        html::render(all)
+    };
     let mut files = vec![dir.join("report.md"), dir.join("index.html")];
     if let Some(p) = &plot {
         let path = dir.join(p.file);
@@ -127,7 +155,7 @@ pub fn write_from(dir: &Path, all: &[Results]) -> Result<Vec<PathBuf>> {
         files.push(path);
     }
     for (r, folder) in all.iter().zip(from_files::folders(all)) {
-        files.extend(write_dir(&dir.join(folder), r, false)?);
+        files.extend(write_dir(&dir.join(folder), r, Page::None)?);
     }
     write_file(&files[1], &html)?;
     write_file(&files[0], &from_files::render(all, plot.as_ref()))?;

@@ -223,12 +223,18 @@ fn row_of<'a>(r: &'a Results, e: &str, v: &str) -> Option<&'a harness::Row> {
     r.run.rows.iter().find(|x| x.experiment == e && x.variant == v)
 }
 
-/// The cards of a report: each kernel that ran, with a row of figures per GPU.
-pub fn of_results(all: &[Results], gpus: &[String]) -> Vec<Card> {
+/// The cards of a report: each kernel that ran, with a row of figures per GPU, and its
+/// SASS where `sass` makes it (a live report's tools; none for saved results).
+pub fn of_results(
+    all: &[Results],
+    gpus: &[String],
+    sass: &dyn Fn(&str) -> Option<(String, String)>,
+) -> Vec<Card> {
     kernels(all)
         .into_iter()
         .map(|(e, v, entry)| {
             let product = all.iter().filter_map(|r| row_of(r, &e, &v)).any(|x| x.flops.is_some());
+            let sass_of_entry = sass(&entry);
             let emulated = all.iter().zip(gpus).find_map(|(r, gpu)| {
                 let sites = match predicted::of(r, &e, &v).filter(|p| !p.sites.is_empty()) {
                     Some(p) => &p.sites,
@@ -264,8 +270,7 @@ pub fn of_results(all: &[Results], gpus: &[String]) -> Vec<Card> {
                 entry,
                 notes: emulated.map(|(n, _)| n),
                 notes_about,
-                // The committed page is the same wherever it is rendered: no tools.
-                sass: None,
+                sass: sass_of_entry,
                 head: vec!["GPU", "measured", "share", "CUDA C++ twin", "predicted", "bound"],
                 rows,
             }

@@ -110,10 +110,32 @@ fn sections(cards: &[Card]) -> String {
     out
 }
 
-/// The page of a report: one results file or several (one per GPU).
+/// The page of a report: one results file or several (one per GPU). Saved results
+/// render the same wherever they are rendered: no tools, so no SASS.
 pub fn render(all: &[Results]) -> String {
+    render_with(all, &|_| None)
+}
+
+/// The page of a report just run: each kernel's SASS for the first GPU's architecture
+/// too, where ptxas and nvdisasm run here.
+pub fn render_live(all: &[Results]) -> String {
+    let sm = all
+        .first()
+        .map(|r| {
+            format!(
+                "sm_{}{}",
+                r.run.device.compute_capability.0, r.run.device.compute_capability.1
+            )
+        })
+        .unwrap_or_else(|| "sm_90".into());
+    render_with(all, &|kernel| {
+        crate::explain::product::mix::sass_of(kernel, &sm).ok()
+    })
+}
+
+fn render_with(all: &[Results], sass: &dyn Fn(&str) -> Option<(String, String)>) -> String {
     let gpus = labels(all);
-    let cards = cards::of_results(all, &gpus);
+    let cards = cards::of_results(all, &gpus, sass);
     let mut body = String::from("<header class=\"top\">");
     let title = if all.len() > 1 {
         format!("coalesce report: {} GPUs", all.len())
