@@ -187,7 +187,9 @@ pub fn precisions(cards: &[Card]) -> Vec<String> {
 
 /// A product's arithmetic as the filter names it (`fp32`, `tf32`).
 fn precision_of(experiment: &str, variant: &str) -> String {
-    crate::experiments::arithmetic(experiment, variant).label().to_lowercase()
+    crate::experiments::arithmetic(experiment, variant)
+        .label()
+        .to_lowercase()
 }
 
 /// Every (experiment, variant) of any results, with its kernel: each experiment
