@@ -940,8 +940,8 @@ fn what_predictions_leave_out_is_said_under_their_table() {
 #[test]
 fn the_page_shows_every_kernel_with_the_emulation_its_results_keep() {
     use coalesce::explain::{Options, explain};
-    use coalesce::report::html::SiteNote;
     use coalesce::report::predicted::Predicted;
+    use coalesce::report::sites::SiteNote;
     let mut results = fixture(&["transpose"]);
     let selection =
         coalesce::experiments::select(&["transpose/naive-write".into(), "transpose/tiled".into()]).unwrap();

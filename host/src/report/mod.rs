@@ -11,6 +11,7 @@ pub mod markdown;
 pub mod markdown_table;
 pub mod plots;
 pub mod predicted;
+pub mod sites;
 pub mod variant_of;
 pub mod versus;
 

@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 use serde::{Deserialize, Serialize};
 
 use super::Results;
-use super::html::SiteNote;
 use super::markdown_table::table;
+use super::sites::SiteNote;
 use crate::error::Result;
 use crate::experiment::Kind;
 use crate::experiments::{Selection, named};

@@ -4,8 +4,8 @@
 use std::fmt::Write as _;
 
 use super::escape::{attr, text};
-use super::notes::{SiteNote, Waste, num};
 use super::source::Section;
+use crate::report::sites::{SiteNote, Waste, num};
 
 /// One line as the page shows it: a source line and its sites, or a section's
 /// heading (the file and where its lines start).

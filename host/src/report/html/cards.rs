@@ -8,10 +8,10 @@ use super::annotate;
 use super::charts::{Bar, Chart, Row};
 use super::diff;
 use super::escape::{attr, id, text};
-use super::notes::SiteNote;
 use super::source;
 use crate::explain::ExplainReport;
 use crate::harness;
+use crate::report::sites::SiteNote;
 use crate::report::{Results, ladder, predicted};
 
 /// The most lines of a kernel's PTX or SASS the page holds.

@@ -174,9 +174,9 @@ fn nice_step(raw: f64) -> f64 {
 /// `12500` -> `12.5k`, `87.5` -> `87.5`.
 fn short(v: f64) -> String {
     if v >= 10_000.0 {
-        format!("{}k", super::notes::num(v / 1000.0))
+        format!("{}k", crate::report::sites::num(v / 1000.0))
     } else {
-        super::notes::num((v * 10.0).round() / 10.0)
+        crate::report::sites::num((v * 10.0).round() / 10.0)
     }
 }
 

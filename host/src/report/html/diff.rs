@@ -182,8 +182,8 @@ fn cell(line: Option<&Line>) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::notes::SiteNote;
     use super::*;
+    use crate::report::sites::SiteNote;
 
     #[test]
     fn the_diff_keeps_the_common_lines_and_marks_the_rest() {

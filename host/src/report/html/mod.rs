@@ -13,11 +13,8 @@ mod cards;
 mod charts;
 mod diff;
 mod escape;
-pub mod notes;
 mod page;
 mod source;
-
-pub use notes::SiteNote;
 
 use std::fmt::Write as _;
 

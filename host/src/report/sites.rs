@@ -1,4 +1,4 @@
-//! What the emulator recorded at each access site of a kernel, as the page shows it
+//! What the emulator recorded at each access site of a kernel, as the report page shows it
 //! beside the source line: kept in a report's results (the predict stage emulates
 //! every kernel it predicts), so `report --from` draws the page with no emulation.
 
