@@ -196,3 +196,25 @@ fn a_copy_engine_wait_on_the_wrong_phase_fails_validation() {
         assert!(bad.detail.contains("got NaN"), "{}", bad.detail);
     }
 }
+
+/// A 16-bit Hopper rung whose B descriptor places the tile's 64-wide atoms where the
+/// copy engine did not land them: the tensor cores read a swizzled tile in another
+/// layout, and the product fails validation (the real rung passes at the same shape).
+#[test]
+fn a_16_bit_tile_read_in_the_wrong_layout_fails_validation() {
+    let p = Problem::Product {
+        m: 136,
+        n: 264,
+        k: 72,
+    };
+    let good = validation("gemm-bf16", "wgmma", p, None, Schedule::Concurrent);
+    assert!(good.ok, "gemm-bf16/wgmma at {p}: {}", good.detail);
+    let bad = validation(
+        "gemm-bf16",
+        "wgmma",
+        p,
+        Some(broken::hgemm_wgmma_bf16_wrong_atoms.info()),
+        Schedule::Concurrent,
+    );
+    assert!(!bad.ok, "B's misplaced atoms passed: {}", bad.detail);
+}

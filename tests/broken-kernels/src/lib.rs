@@ -179,3 +179,84 @@ kernel! {
         unsafe { hgemm_rounds_every_step(m, n, k, a, b, c) }
     }
 }
+
+/// `hgemm_wgmma_bf16` (rung 1, PLAIN's launch and maps) with B's descriptor naming
+/// its 64-wide atoms 1024 bytes apart instead of the 8 KiB between the boxes the copy
+/// engine landed: the tensor cores read B's columns 64 and on from inside the first
+/// box, in a layout it did not land in (the swizzled tile read as another).
+#[inline(always)]
+unsafe fn hgemm_wgmma_wrong_atoms(
+    m: u32,
+    n: u32,
+    k: u32,
+    maps: (Global<TensorMap>, Global<TensorMap>),
+    c: GlobalMut<Bf16>,
+) {
+    use kernels::gpu::wgmma::{self, Accumulator, Descriptor};
+    use kernels::hgemm::wgmma::{B_BOX, BK, PLAIN};
+    let t = PLAIN;
+    let (a_map, b_map) = maps;
+    // SAFETY: the rung's launch (PLAIN's shared memory and threads) and maps of A and B.
+    unsafe {
+        let tiles = dynamic_shared_array::<Bf16>(t.shared_bytes() / 2).aligned(1024);
+        let ring = Ring::new(tiles, t.stages, t.stage_len());
+        let (m0, n0) = kernels::sgemm::wgmma::tile_of(block_idx_x(), m, n, t.bm() as u32, t.bn as u32);
+        let tid = thread_idx_x() as usize;
+        if tid == 0 {
+            ring.init();
+        }
+        ring.sync();
+        let mut acc = <[f32; 128]>::zeroed();
+        let mut s = ring.consumer_start();
+        let mut load = ring.producer_start();
+        for i in 0..k.div_ceil(BK as u32) {
+            // One stage at a time: thread 0 copies k-tile i, everyone waits for it.
+            if tid == 0 {
+                let full = ring.acquire(load);
+                let kk = (i * BK as u32) as i32;
+                tma::load_2d(a_map, [kk, m0 as i32], tiles, ring.stage(load), full);
+                for j in 0..t.bn / B_BOX {
+                    let at = ring.stage(load) + t.a_len() + BK * B_BOX * j;
+                    tma::load_2d(b_map, [(n0 as usize + B_BOX * j) as i32, kk], tiles, at, full);
+                }
+            }
+            load.advance();
+            ring.wait(s);
+            wgmma::fence();
+            for step in 0..BK / 16 {
+                let st = ring.stage(s);
+                let da = Descriptor::k_major_128b(tiles, st + 64 * BK * (tid / 128) + 16 * step);
+                // The bug: 1024 bytes between B's atoms, not BK * B_BOX * 2.
+                let db = Descriptor::mn_major_128b(tiles, st + t.a_len() + 16 * B_BOX * step, 1024);
+                wgmma::mma_16bit_ss::<Bf16, _>(&mut acc, da, db);
+            }
+            wgmma::commit_group();
+            wgmma::wait_group::<0, _>(&mut acc);
+            thread::sync_threads();
+            s.advance();
+        }
+        let (w, lane) = ((tid % 128) / 32, tid % 32);
+        let row0 = m0 as usize + 64 * (tid / 128) + 16 * w + lane / 4;
+        let acc = acc.as_slice();
+        for j in 0..32 {
+            for h in 0..2 {
+                let (row, col) = (row0 + 8 * h, n0 as usize + 8 * j + 2 * (lane % 4));
+                if row < m as usize && col < n as usize {
+                    for e in 0..2 {
+                        c.write(row * n as usize + col + e, Bf16::from_f32(acc[4 * j + 2 * h + e]));
+                    }
+                }
+            }
+        }
+    }
+}
+
+kernel! {
+    #[launch_bounds(256, 1)]
+    #[requires(sm_90a)]
+    /// `hgemm_wgmma_bf16` with B's atoms misplaced in its descriptor.
+    pub fn hgemm_wgmma_bf16_wrong_atoms(m: u32, n: u32, k: u32, a: Global<TensorMap>, b: Global<TensorMap>, c: GlobalMut<Bf16>) {
+        // SAFETY: the rung's launch and maps.
+        unsafe { hgemm_wgmma_wrong_atoms(m, n, k, (a, b), c) }
+    }
+}
