@@ -11,14 +11,14 @@
 use kernels::entry;
 use kernels::gpu::tma::Swizzle;
 use kernels::hgemm::simt::TILE;
-use kernels::hgemm::wgmma::{B_BOX, BK, HalfTiling, PLAIN, SMALL, SPECIALISED, STAGED, STAGED_ROWS};
+use kernels::hgemm::tiling::{B_BOX, BK, HalfTiling, PLAIN, SMALL, SPECIALISED, STAGED, STAGED_ROWS};
 
 use super::matmul;
 use crate::device::DeviceInfo;
 use crate::elem::Elem;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::experiment::{Arg, Buffer, DefaultSize, Dim, Experiment, Kind, Problem, Reference, Variant, Work};
-use crate::launch::{Launch, MAX_GRID_X};
+use crate::launch::Launch;
 use crate::tensor_map::MapSpec;
 use crate::twin;
 
@@ -71,17 +71,7 @@ fn persistent(p: &Problem, info: &DeviceInfo, t: HalfTiling) -> Result<Launch> {
 }
 
 fn grid(p: &Problem, t: HalfTiling, blocks: u64) -> Result<Launch> {
-    if blocks > MAX_GRID_X {
-        return Err(Error::TooLarge {
-            what: format!("a product of {p}"),
-            why: format!("needs {blocks} blocks; CUDA allows {MAX_GRID_X}"),
-        });
-    }
-    Ok(Launch {
-        grid: (blocks as u32, 1, 1),
-        block: (t.threads() as u32, 1, 1),
-        shared_bytes: t.shared_bytes() as u32,
-    })
+    matmul::blocks_1d(p, blocks, t.threads(), t.shared_bytes())
 }
 
 /// Declares the rungs once: `NAME => (BF16 KERNEL, FP16 KERNEL), ARGS, LAUNCH;` makes

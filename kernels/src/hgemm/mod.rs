@@ -7,5 +7,7 @@
 //! Each rung is one kernel body generic over [`Half`](crate::gpu::Half), instantiated
 //! once per type, so a BF16 and an FP16 kernel never differ but in their element.
 
+mod epilogue;
 pub mod simt;
+pub mod tiling;
 pub mod wgmma;

@@ -33,107 +33,15 @@
 //! 6. `small`: rung 5 with 64 x 128 tiles and one consumer warpgroup: four times as
 //!    many tiles, so a small product still gives every SM one.
 
+use super::epilogue::{Out, store, store_staged};
+use super::tiling::{B_ATOM_BYTES, B_BOX, BK, HalfTiling, PLAIN, SMALL, SPECIALISED, STAGED};
 use crate::gpu::ring::{Release, Ring, Stage};
 use crate::gpu::shared::dynamic_shared_array;
-use crate::gpu::thread::{block_idx_x, grid_dim_x, sync_threads, sync_warp, thread_idx_x};
+use crate::gpu::thread::{block_idx_x, grid_dim_x, sync_threads, thread_idx_x};
 use crate::gpu::tma::{self, TensorMap, load_2d, load_2d_multicast};
 use crate::gpu::wgmma::{self, Accumulator, Descriptor};
 use crate::gpu::{Bf16, F16, Global, GlobalMut, Half};
 use crate::sgemm::wgmma::tile_of;
-
-/// k per stage: one 128-byte row of 16-bit elements.
-pub const BK: usize = 64;
-/// n of one of B's boxes (and of C's staged ones): one 128-byte row of 16-bit elements.
-pub const B_BOX: usize = 64;
-/// Bytes from one of B's boxes to the next: the MN-major tile's 64-wide atoms.
-const B_ATOM_BYTES: u32 = (BK * B_BOX * 2) as u32;
-
-/// Rows of C a consumer warp stages at a time, and their columns: a band of the
-/// warp's 16 rows, two 64 x 16 boxes of the copy engine.
-pub const STAGED_ROWS: usize = 16;
-pub const STAGED_COLS: usize = 2 * B_BOX;
-/// Elements of one of the staged boxes.
-const STAGED_BOX: usize = B_BOX * STAGED_ROWS;
-
-/// A 16-bit tuning: the block's tile (64 rows of C a consumer warpgroup, `bn`
-/// columns: the wgmma's N), its stages, and who does what.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct HalfTiling {
-    /// Consumer warpgroups, 64 rows of C each.
-    pub consumers: usize,
-    pub bn: usize,
-    pub stages: usize,
-    /// A producer warpgroup that only copies (warp specialisation).
-    pub producer: bool,
-    /// C staged in shared memory for the copy engine (else stored from registers).
-    pub staged: bool,
-}
-
-impl HalfTiling {
-    /// m per block.
-    pub const fn bm(&self) -> usize {
-        64 * self.consumers
-    }
-    /// Elements of A's tile in a stage, before B's boxes.
-    pub const fn a_len(&self) -> usize {
-        self.bm() * BK
-    }
-    /// Elements of one stage.
-    pub const fn stage_len(&self) -> usize {
-        self.a_len() + BK * self.bn
-    }
-    /// Warps that multiply: each frees a stage.
-    pub const fn consumer_warps(&self) -> u32 {
-        4 * self.consumers as u32
-    }
-    /// Elements where the consumer warps stage C: one band of 16 rows each.
-    pub const fn staging(&self) -> usize {
-        if self.staged {
-            self.consumer_warps() as usize * STAGED_ROWS * STAGED_COLS
-        } else {
-            0
-        }
-    }
-    /// Where the staging tiles start, then the barriers, in elements.
-    pub const fn staging_at(&self) -> usize {
-        self.stages * self.stage_len()
-    }
-    /// Dynamic shared memory: the stages, the staging tiles and two barriers a stage,
-    /// with room to start the stages on a 1024-byte boundary (the swizzle's).
-    pub const fn shared_bytes(&self) -> usize {
-        (self.staging_at() + self.staging()) * 2 + self.stages * 16 + 1024
-    }
-    pub const fn threads(&self) -> usize {
-        128 * (self.consumers + self.producer as usize)
-    }
-}
-
-/// `wgmma`: 128 x 256 tiles, 4 stages of 48 KiB, two warpgroups that multiply.
-pub const PLAIN: HalfTiling = HalfTiling {
-    consumers: 2,
-    bn: 256,
-    stages: 4,
-    producer: false,
-    staged: false,
-};
-/// `wgmma-ws`, `wgmma-cluster`, `persistent`: a producer warpgroup and two consumers.
-pub const SPECIALISED: HalfTiling = HalfTiling {
-    producer: true,
-    ..PLAIN
-};
-/// `tma-store`: the same, and 4 KiB of staging for each of the 8 consumer warps (227
-/// KiB in all, the most a block may have).
-pub const STAGED: HalfTiling = HalfTiling {
-    staged: true,
-    ..SPECIALISED
-};
-/// `small`: tma-store with 64 x 128 tiles, one consumer: four times the tiles, for
-/// products too small to fill the SMs with 128 x 256.
-pub const SMALL: HalfTiling = HalfTiling {
-    consumers: 1,
-    bn: 128,
-    ..STAGED
-};
 
 /// The ring of a tiling: its stages from the dynamic segment's first 1024-byte
 /// boundary, then their barriers.
@@ -199,96 +107,6 @@ unsafe fn multiply<H: Half, A: Accumulator>(acc: &mut A, t: HalfTiling, ring: Ri
             wgmma::mma_16bit_ss::<H, A>(acc, a, b);
         }
         wgmma::commit_group();
-    }
-}
-
-/// Stores consumer warpgroup `c`'s accumulators, thread `tid` of it, to the tile at
-/// (`m0`, `n0`): `acc[4 j + 2 h + e]` is C[64 c + 16 w + g + 8 h][8 j + 2 t + e], two
-/// neighbours packed into one 4-byte store (n is even, so they share a row).
-#[inline(always)]
-unsafe fn store<H: Half, A: Accumulator>(
-    acc: &A,
-    c: GlobalMut<H>,
-    (m, n): (u32, u32),
-    (m0, n0): (u32, u32),
-    wg: usize,
-    tid: usize,
-) {
-    let (w, lane) = (tid / 32, tid % 32);
-    let (g, t) = (lane / 4, lane % 4);
-    // SAFETY: C is m x n of H, n even, so each pair is one aligned 4-byte word.
-    let pairs = unsafe { c.cast::<u32>() };
-    let row0 = m0 as usize + 64 * wg + 16 * w + g;
-    let acc = acc.as_slice();
-    unroll!(j < A::N / 8; 32 => {
-        for h in 0..2 {
-            let (row, col) = (row0 + 8 * h, n0 as usize + 8 * j + 2 * t);
-            if row < m as usize && col < n as usize {
-                let word = H::pack2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
-                // SAFETY: in bounds (guarded); (row n + col) is even.
-                unsafe { pairs.write((row * n as usize + col) / 2, word) };
-            }
-        }
-    });
-}
-
-/// Where C goes from the consumers' registers.
-#[derive(Clone, Copy)]
-enum Out<H> {
-    /// Stored by the threads (rungs 1 to 4).
-    Registers(GlobalMut<H>),
-    /// Staged in shared memory and stored by the copy engine (rung 5) with this map of
-    /// C in boxes of 16 rows of 64.
-    CopyEngine(Global<TensorMap>),
-}
-
-/// Rung 5's epilogue for thread `tid` of consumer warpgroup `wg`: its warp's 16 rows
-/// of the tile, in bands of 128 columns, each written into the warp's staging
-/// tile (two 64 x 16 boxes, swizzled by 128 bytes so a store of the warp's 32 lanes
-/// hits 32 banks) and handed to the copy engine by lane 0. The warp waits only until
-/// the copy engine has read the band before it writes the next one.
-#[inline(always)]
-unsafe fn store_staged<H: Half, A: Accumulator>(
-    acc: &A,
-    ring: Ring<H>,
-    t: HalfTiling,
-    c: Global<TensorMap>,
-    (m0, n0): (u32, u32),
-    wg: usize,
-    tid: usize,
-) {
-    let (w, lane) = (tid / 32, tid % 32);
-    let (g, tt) = (lane / 4, lane % 4);
-    let at = t.staging_at() + (4 * wg + w) * STAGED_ROWS * STAGED_COLS;
-    let (tiles, row) = (ring.tiles(), m0 as usize + 64 * wg + STAGED_ROWS * w);
-    let (words, acc) = (tiles.offset(at).cast::<u32>(), acc.as_slice());
-    for band in 0..A::N / STAGED_COLS {
-        // SAFETY: the warp's own staging tile; lane 0's stores of the last band have
-        // read it once its wait returns.
-        unsafe {
-            if lane == 0 {
-                tma::wait_group_read::<0>();
-            }
-            sync_warp();
-            unroll!(jj < 16; 32 => {
-                let j = 16 * band + jj;
-                for h in 0..2 {
-                    // Row g + 8 h of the band, 16-byte chunk jj % 8 of box jj / 8,
-                    // swizzled by the row (g).
-                    let word = (jj / 8) * STAGED_BOX / 2 + (g + 8 * h) * 32 + (((jj % 8) ^ g) * 4) + tt;
-                    words.write(word, H::pack2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]));
-                }
-            });
-            tma::fence_proxy_async();
-            sync_warp();
-            if lane == 0 {
-                for bx in 0..2 {
-                    let col = n0 as usize + STAGED_COLS * band + B_BOX * bx;
-                    tma::store_2d(c, [col as i32, row as i32], tiles, at + STAGED_BOX * bx);
-                }
-                tma::commit_group();
-            }
-        }
     }
 }
 

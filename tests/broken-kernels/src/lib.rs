@@ -193,7 +193,7 @@ unsafe fn hgemm_wgmma_wrong_atoms(
     c: GlobalMut<Bf16>,
 ) {
     use kernels::gpu::wgmma::{self, Accumulator, Descriptor};
-    use kernels::hgemm::wgmma::{B_BOX, BK, PLAIN};
+    use kernels::hgemm::tiling::{B_BOX, BK, PLAIN};
     let t = PLAIN;
     let (a_map, b_map) = maps;
     // SAFETY: the rung's launch (PLAIN's shared memory and threads) and maps of A and B.
