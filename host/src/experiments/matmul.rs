@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::experiment::{
     Arg, Buffer, DefaultSize, Dim, Experiment, Kind, Problem, Reference, Variant, Work,
 };
-use crate::launch::Launch;
+use crate::launch::{Launch, MAX_GRID_X};
 use crate::twin;
 
 /// `(m, n, k, a, b, c)`: every matmul and SGEMM kernel's parameters.
@@ -101,6 +101,23 @@ pub fn within_32_bit_indices(p: &Problem) -> Result<()> {
 pub fn tiles(p: &Problem, (bm, bn): (usize, usize), block: (u32, u32, u32)) -> Result<Launch> {
     within_32_bit_indices(p)?;
     Launch::tiles("product", (p.dim(Dim::M), p.dim(Dim::N)), (bm, bn), block)
+}
+
+/// A one-dimensional grid of `blocks` blocks of `threads`, each with `shared_bytes`
+/// of dynamic shared memory: the Hopper rungs', whose kernels order the tiles
+/// themselves. Refused in one line beyond CUDA's grid.
+pub fn blocks_1d(p: &Problem, blocks: u64, threads: usize, shared_bytes: usize) -> Result<Launch> {
+    if blocks > MAX_GRID_X {
+        return Err(Error::TooLarge {
+            what: format!("a product of {p}"),
+            why: format!("needs {blocks} blocks; CUDA allows {MAX_GRID_X}"),
+        });
+    }
+    Ok(Launch {
+        grid: (blocks as u32, 1, 1),
+        block: (threads as u32, 1, 1),
+        shared_bytes: shared_bytes as u32,
+    })
 }
 
 #[cfg(test)]

@@ -31,11 +31,11 @@ use kernels::gpu::tma::Swizzle;
 
 use super::matmul;
 use crate::device::DeviceInfo;
-use crate::error::{Error, Result};
+use crate::error::Result;
 #[cfg(doc)]
 use crate::experiment::Arithmetic;
 use crate::experiment::{Arg, DefaultSize, Dim, Experiment, Kind, Problem, Reference, Variant};
-use crate::launch::{Launch, MAX_GRID_X};
+use crate::launch::Launch;
 use crate::tensor_map::MapSpec;
 use crate::twin;
 
@@ -86,17 +86,7 @@ fn hopper(p: &Problem, t: WgmmaTiling, cluster: usize) -> Result<Launch> {
     let one = tiles(p, t.bm, BN, t.threads())?;
     let (tiles_m, tiles_n) = (one.grid.1 as u64, one.grid.0 as u64);
     let blocks = tiles_m * tiles_n.div_ceil(cluster as u64) * cluster as u64;
-    if blocks > MAX_GRID_X {
-        return Err(Error::TooLarge {
-            what: format!("a product of {p}"),
-            why: format!("needs {blocks} blocks; CUDA allows {MAX_GRID_X}"),
-        });
-    }
-    Ok(Launch {
-        grid: (blocks as u32, 1, 1),
-        block: (t.threads() as u32, 1, 1),
-        shared_bytes: t.shared_bytes() as u32,
-    })
+    matmul::blocks_1d(p, blocks, t.threads(), t.shared_bytes())
 }
 
 /// A tensor-core tuning's tiles, with its shared stages as dynamic shared memory.
