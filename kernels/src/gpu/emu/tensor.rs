@@ -88,13 +88,26 @@ impl WarpgroupMma<'_> {
     /// and added in k order, each addition rounded to f32 (the hardware's own order is
     /// not specified; products are validated within a bound that allows for it).
     pub fn accumulate(&self, thread: usize, acc: &mut [f32], b: impl Fn(usize, usize) -> f32) {
-        let (w, lane) = (thread / 32, thread % 32);
-        let (g, t) = (lane / 4, lane % 4);
-        for (i, out) in acc.iter_mut().enumerate().take(self.n / 2) {
-            let (j, h, e) = (i / 4, (i / 2) % 2, i % 2);
-            let (row, col) = (16 * w + g + 8 * h, 8 * j + 2 * t + e);
-            *out = (0..8).fold(*out, |sum, k| self.a(row, k).mul_add(b(k, col), sum));
-        }
+        accumulate(thread, &mut acc[..self.n / 2], 8, |row, k| self.a(row, k), b);
+    }
+}
+
+/// `acc += A B` over `ks` k steps for thread `thread` of a warpgroup, whose
+/// accumulator `4 j + 2 h + e` is D[16 w + g + 8 h][8 j + 2 t + e] (every wgmma shape's
+/// f32 layout), with A and B read through `a(row, k)` and `b(k, col)`.
+fn accumulate(
+    thread: usize,
+    acc: &mut [f32],
+    ks: usize,
+    a: impl Fn(usize, usize) -> f32,
+    b: impl Fn(usize, usize) -> f32,
+) {
+    let (w, lane) = (thread / 32, thread % 32);
+    let (g, t) = (lane / 4, lane % 4);
+    for (i, out) in acc.iter_mut().enumerate() {
+        let (j, h, e) = (i / 4, (i / 2) % 2, i % 2);
+        let (row, col) = (16 * w + g + 8 * h, 8 * j + 2 * t + e);
+        *out = (0..ks).fold(*out, |sum, k| a(row, k).mul_add(b(k, col), sum));
     }
 }
 
@@ -140,13 +153,13 @@ impl HalfTiles {
     /// [`WarpgroupMma::accumulate`]). Products of 16-bit values are exact in f32; they
     /// are added in k order, each addition rounded.
     pub fn accumulate(&self, thread: usize, acc: &mut [f32], n: usize) {
-        let (w, lane) = (thread / 32, thread % 32);
-        let (g, t) = (lane / 4, lane % 4);
-        for (i, out) in acc.iter_mut().enumerate().take(n / 2) {
-            let (j, h, e) = (i / 4, (i / 2) % 2, i % 2);
-            let (row, col) = (16 * w + g + 8 * h, 8 * j + 2 * t + e);
-            *out = (0..16).fold(*out, |sum, k| self.a(row, k).mul_add(self.b(k, col), sum));
-        }
+        accumulate(
+            thread,
+            &mut acc[..n / 2],
+            16,
+            |row, k| self.a(row, k),
+            |k, col| self.b(k, col),
+        );
     }
 }
 
