@@ -98,9 +98,9 @@ fn sgemm_check(m: usize, n: usize, k: usize, math: Math, gpu: &Gpu, blas: &Cubla
     (!v.ok).then(|| format!("{m}x{n}x{k} {}: {}", math.label(), v.detail))
 }
 
-#[test]
-#[ignore = "needs an NVIDIA GPU"]
-fn cublas_sgemm_matches_an_f64_reference() {
+/// cuBLAS in `maths`, each checked by `check` at one element, awkward shapes and a
+/// long k: every shape within its bound.
+fn cublas_matches_an_f64_reference(maths: [Math; 2], check: GemmCheck) {
     let gpu = gpu();
     let blas = Cublas::load(&gpu).unwrap_or_else(|e| panic!("{e}"));
     let mut errors = Vec::new();
@@ -111,12 +111,21 @@ fn cublas_sgemm_matches_an_f64_reference() {
         (17, 1000, 129),
         (64, 48, 4096),
     ] {
-        for math in [Math::Fp32, Math::Tf32] {
-            errors.extend(sgemm_check(m, n, k, math, &gpu, &blas));
+        for math in maths {
+            errors.extend(check(m, n, k, math, &gpu, &blas));
         }
     }
     drop(blas);
     assert!(errors.is_empty(), "{}", errors.join("\n"));
+}
+
+/// One shape's check of cuBLAS: None, or what differs.
+type GemmCheck = fn(usize, usize, usize, Math, &Gpu, &Cublas) -> Option<String>;
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn cublas_sgemm_matches_an_f64_reference() {
+    cublas_matches_an_f64_reference([Math::Fp32, Math::Tf32], sgemm_check);
 }
 
 /// cuBLAS's BF16 and FP16 C = A B (`cublasGemmEx`, f32 accumulation) for one shape,
@@ -163,22 +172,7 @@ fn gemm_16_check(m: usize, n: usize, k: usize, math: Math, gpu: &Gpu, blas: &Cub
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn cublas_16_bit_gemm_matches_an_f64_reference() {
-    let gpu = gpu();
-    let blas = Cublas::load(&gpu).unwrap_or_else(|e| panic!("{e}"));
-    let mut errors = Vec::new();
-    for (m, n, k) in [
-        (1, 1, 1),
-        (33, 65, 17),
-        (1000, 17, 33),
-        (17, 1000, 129),
-        (64, 48, 4096),
-    ] {
-        for math in [Math::Bf16, Math::F16] {
-            errors.extend(gemm_16_check(m, n, k, math, &gpu, &blas));
-        }
-    }
-    drop(blas);
-    assert!(errors.is_empty(), "{}", errors.join("\n"));
+    cublas_matches_an_f64_reference([Math::Bf16, Math::F16], gemm_16_check);
 }
 
 /// The 16-bit experiments through `compare`: each simt kernel and its twin validated
