@@ -1,0 +1,113 @@
+//! The tensor pipe's 16-bit wgmma FLOPs, at the profile's 16-bit rate.
+
+use super::*;
+
+/// One warp's iteration of a 16-bit wgmma rung: a quarter of its warpgroup's
+/// m64n256k16 and a few instructions.
+fn hgemm() -> Step {
+    Step {
+        flops: 131072.0,
+        instructions: 20.0,
+        wgmma_flops: 131072.0,
+        wgmma_16bit_flops: 131072.0,
+        ..Step::default()
+    }
+}
+
+/// `p` with its 16-bit wgmma rate set to `rate`.
+fn with_16bit_rate(p: &Profile, rate: Option<f64>) -> Profile {
+    let mut p = p.clone();
+    if let Some(c) = p.compute.as_mut() {
+        c.wgmma_16bit_flops_per_ns_per_sm = rate;
+    }
+    p
+}
+
+#[test]
+fn sixteen_bit_wgmmas_take_the_tensor_pipe_at_their_own_rate() {
+    let p = unpowered();
+    let rates = p.compute.clone().unwrap();
+    // Far more blocks than SMs, 8 warps each: the tensor pipe sets the pace.
+    let run = |step: Step, p: &Profile| {
+        predict(step.flops * 1e6, step, "SASS", launch(132 * 64, 256), p, None).unwrap()
+    };
+    let per_scheduler = 1e6 / (132.0 * SCHEDULERS_PER_SM);
+    let got = run(hgemm(), &p);
+    assert_eq!(got.bound, ProductBound::Unit(Unit::TensorWgmma), "{got:?}");
+    let bound = per_scheduler * demand(131072.0, rates.wgmma_16bit_flops_per_ns_per_sm.unwrap());
+    let ns = got.time_ms * 1e6;
+    assert!(
+        ns >= bound * (1.0 - 1e-9) && ns <= bound * 1.05,
+        "{ns} against {bound}"
+    );
+    assert!(got.not_modelled.iter().all(|w| !w.contains("16-bit")), "{got:?}");
+    // The TF32 rate does not enter: another one changes nothing; half the 16-bit
+    // rate, about twice the time.
+    let mut other_tf32 = p.clone();
+    other_tf32
+        .compute
+        .as_mut()
+        .unwrap()
+        .wgmma_tf32_flops_per_ns_per_sm = Some(1.0);
+    assert!(close(run(hgemm(), &other_tf32).time_ms, got.time_ms));
+    let half = with_16bit_rate(&p, Some(rates.wgmma_16bit_flops_per_ns_per_sm.unwrap() / 2.0));
+    let slower = run(hgemm(), &half).time_ms;
+    assert!(
+        (slower / got.time_ms - 2.0).abs() < 0.05,
+        "{slower} {}",
+        got.time_ms
+    );
+    // Half the FLOPs TF32: each half at its own rate, their times added.
+    let mixed = Step {
+        wgmma_16bit_flops: 65536.0,
+        ..hgemm()
+    };
+    let both = demand(65536.0, rates.wgmma_16bit_flops_per_ns_per_sm.unwrap())
+        + demand(65536.0, rates.wgmma_tf32_flops_per_ns_per_sm.unwrap());
+    let tensor = run(mixed, &p)
+        .units
+        .into_iter()
+        .find(|u| u.unit == Unit::TensorWgmma)
+        .unwrap();
+    assert!(close(tensor.demand_ns, both), "{tensor:?}");
+}
+
+#[test]
+fn without_a_16_bit_rate_the_prediction_says_so() {
+    let p = with_16bit_rate(&sample(), None);
+    let got = predict(
+        hgemm().flops * 1e6,
+        hgemm(),
+        "SASS",
+        launch(132 * 64, 256),
+        &p,
+        None,
+    )
+    .unwrap();
+    let said: Vec<&String> = got
+        .not_modelled
+        .iter()
+        .filter(|w| w.contains("16-bit wgmma"))
+        .collect();
+    assert_eq!(said.len(), 1, "{:?}", got.not_modelled);
+    assert!(said[0].contains("coalesce calibrate"), "{said:?}");
+    // No rate invented: the tensor pipe takes no time it was not measured at.
+    assert!(got.units.iter().all(|u| u.unit != Unit::TensorWgmma), "{got:?}");
+    // A profile whose power lacks the 16-bit energy says that too.
+    let mut p = sample();
+    p.power.as_mut().unwrap().wgmma_16bit_pj_per_flop = None;
+    let got = predict(
+        hgemm().flops * 1e6,
+        hgemm(),
+        "SASS",
+        launch(132 * 64, 256),
+        &p,
+        None,
+    )
+    .unwrap();
+    assert!(
+        got.not_modelled.iter().any(|w| w.contains("16-bit wgmma FLOP")),
+        "{:?}",
+        got.not_modelled
+    );
+}
