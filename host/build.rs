@@ -149,6 +149,26 @@ fn build_ptx(manifest: &Path, out: &Path) {
         }
         let text = compile_to_ptx(&broken, "broken_kernels", &target_dir, &arch, None);
         fs::write(out.join("broken_kernels.ptx"), text).unwrap_or_else(|e| fail(&format!("write PTX: {e}")));
+        // Its Hopper kernels, as the product's are: a module for sm_90a, with their
+        // launch bounds (the registers ptxas may give a thread).
+        let table = kernel_table::scan_crate(&broken.join("src")).unwrap_or_else(|e| kernel_table::fail(&e));
+        let bounds: Vec<(String, u32, u32)> = table
+            .iter()
+            .filter_map(|k| Some((k.name.clone(), k.launch_bounds?.threads, k.launch_bounds?.blocks)))
+            .collect();
+        let text = with_launch_bounds(
+            compile_to_ptx(
+                &broken,
+                "broken_kernels",
+                &out.join("broken-sm90a-target"),
+                SM90A,
+                Some("sm90a"),
+            ),
+            &bounds,
+            &mut Vec::new(),
+        );
+        fs::write(out.join("broken_kernels_sm90a.ptx"), text)
+            .unwrap_or_else(|e| fail(&format!("write PTX: {e}")));
     }
 }
 

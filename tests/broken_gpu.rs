@@ -21,7 +21,7 @@ use coalesce::error::Error;
 use coalesce::experiment::{Kind, Problem};
 use coalesce::experiments::named;
 use coalesce::prepared::Prepared;
-use coalesce::ptx::BROKEN_PTX;
+use coalesce::ptx::{BROKEN_PTX, BROKEN_PTX_SM90A};
 use cust::module::Module;
 use kernels::entry;
 use kernels::handle::KernelInfo;
@@ -135,6 +135,37 @@ fn a_missing_barrier_is_reported_not_validated() {
         failed > 0,
         "the unsynchronised tile passed validation 3 times out of 3"
     );
+}
+
+#[test]
+#[ignore = "needs an NVIDIA GPU"]
+fn a_misplaced_atom_in_a_16_bit_descriptor_is_reported_not_validated() {
+    // The tensor cores read B's swizzled tile in a layout the copy engine did not land
+    // it in: every column past the first 64 of a tile is wrong, at once, on the GPU
+    // as on the emulator (tests/broken_emulator.rs).
+    let gpu = gpu();
+    assert_eq!(
+        gpu.info.compute_capability,
+        (9, 0),
+        "the wgmma kernels need an sm_90 GPU (H100, H200)"
+    );
+    let broken = Module::from_ptx(BROKEN_PTX_SM90A, &[]).unwrap();
+    for dims in [
+        product(128, 256, 64),
+        product(200, 264, 136),
+        product(1024, 1024, 1024),
+    ] {
+        let (ok, detail) = real_then_wrong(
+            &gpu,
+            &broken,
+            "gemm-bf16",
+            "wgmma",
+            dims,
+            broken::hgemm_wgmma_bf16_wrong_atoms.name,
+        );
+        assert!(!ok, "{dims:?}: {detail}");
+        assert!(detail.contains("entries differ"), "{detail}");
+    }
 }
 
 /// What racecheck runs in `scripts/gpu-run.sh broken`: one launch of the tile

@@ -336,17 +336,36 @@ fn the_broken_kernels_are_a_separate_module() {
     let body = &BROKEN_PTX[start..start + BROKEN_PTX[start..].find("\n}").unwrap()];
     assert_eq!(count(body, "bar.sync"), 0, "{body}");
     assert_eq!(count(body, "st.shared.f32"), 4, "{body}");
+    // The Hopper ones are in a module of their own, for sm_90a, with their launch bounds.
+    use coalesce::ptx::BROKEN_PTX_SM90A;
+    let hopper = entry_points(BROKEN_PTX_SM90A);
+    for k in ["copy_tma_wrong_phase", "hgemm_wgmma_bf16_wrong_atoms"] {
+        assert!(hopper.contains(&k), "{k} missing from {hopper:?}");
+        assert!(!broken.contains(&k), "{k} is in the sm_70 module");
+        assert!(
+            !entry_points(PTX_SM90A).contains(&k),
+            "{k} leaked into the product's PTX"
+        );
+    }
+    assert!(BROKEN_PTX_SM90A.contains(".target sm_90a"));
+    assert!(BROKEN_PTX_SM90A.contains(".maxntid 256, 1, 1"));
     let Some(ptxas) = ptxas() else { return };
     let dir = fresh_dir("ptx-broken-ptxas");
     let src = dir.join("broken.ptx");
-    std::fs::write(&src, BROKEN_PTX).unwrap();
-    let out = Command::new(&ptxas)
-        .args(["-arch", "sm_90", "-o"])
-        .arg(dir.join("broken.cubin"))
-        .arg(&src)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for (ptx, arch) in [(BROKEN_PTX, "sm_90"), (BROKEN_PTX_SM90A, "sm_90a")] {
+        std::fs::write(&src, ptx).unwrap();
+        let out = Command::new(&ptxas)
+            .args(["-arch", arch, "-o"])
+            .arg(dir.join("broken.cubin"))
+            .arg(&src)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{arch}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

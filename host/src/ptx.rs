@@ -10,6 +10,10 @@ pub const PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/kernels.ptx"));
 #[cfg(feature = "broken-kernels")]
 pub const BROKEN_PTX: &str = include_str!(concat!(env!("OUT_DIR"), "/broken_kernels.ptx"));
 
+/// The deliberately wrong Hopper kernels (`#[requires(sm_90a)]`), built for sm_90a.
+#[cfg(feature = "broken-kernels")]
+pub const BROKEN_PTX_SM90A: &str = include_str!(concat!(env!("OUT_DIR"), "/broken_kernels_sm90a.ptx"));
+
 /// The `-C target-cpu` the PTX was built for (`COALESCE_ARCH`, default sm_70).
 pub const ARCH: &str = env!("COALESCE_PTX_ARCH");
 
