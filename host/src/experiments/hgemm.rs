@@ -11,7 +11,8 @@
 use kernels::entry;
 use kernels::gpu::tma::Swizzle;
 use kernels::hgemm::simt::TILE;
-use kernels::hgemm::tiling::{B_BOX, BK, HalfTiling, PLAIN, SMALL, SPECIALISED, STAGED, STAGED_ROWS};
+use kernels::hgemm::stream_k::scratch_bytes;
+use kernels::hgemm::tiling::{B_BOX, BK, HalfTiling, PLAIN, SMALL, SPECIALISED, STAGED, STAGED_ROWS, STREAM_K};
 
 use super::matmul;
 use crate::device::DeviceInfo;
@@ -52,6 +53,14 @@ const HOPPER_ARGS: &[Arg] = &hopper_args(SPECIALISED);
 const STORE_ARGS: &[Arg] = &hopper_args(STAGED);
 const SMALL_ARGS: &[Arg] = &hopper_args(SMALL);
 
+/// tma-store's arguments and the scratch that holds split tiles' partial sums and
+/// their flags.
+const fn stream_k_args(t: HalfTiling) -> [Arg; 7] {
+    let a = hopper_args(t);
+    [a[0], a[1], a[2], a[3], a[4], a[5], Arg::Scratch]
+}
+const STREAM_K_ARGS: &[Arg] = &stream_k_args(STREAM_K);
+
 /// One block per tile of C (the kernel orders them), in whole clusters of `cluster`
 /// blocks along m, with the tiling's stages as dynamic shared memory.
 fn hopper(p: &Problem, t: HalfTiling, cluster: u64) -> Result<Launch> {
@@ -70,18 +79,38 @@ fn persistent(p: &Problem, info: &DeviceInfo, t: HalfTiling) -> Result<Launch> {
     grid(p, t, 2 * clusters)
 }
 
+/// One cluster of two blocks per two SMs, at most one per iteration (a pair tile's
+/// k-block of 64), each taking its share of the iterations; one cluster on the
+/// emulator unless `info` counts SMs.
+fn stream_k(p: &Problem, info: &DeviceInfo) -> Result<Launch> {
+    let t = STREAM_K;
+    let (m, n, k) = (p.dim(Dim::M) as u64, p.dim(Dim::N) as u64, p.dim(Dim::K) as u64);
+    let iterations = m.div_ceil(2 * t.bm() as u64) * n.div_ceil(t.bn as u64) * k.div_ceil(BK as u64);
+    let clusters = (u64::from(info.sm_count) / 2).clamp(1, iterations.max(1));
+    grid(p, t, 2 * clusters)
+}
+
+/// The stream-k rung's workspace and flags: a slot and a flag a consumer warp for
+/// every block of its launch.
+fn stream_k_scratch(_: &Problem, l: &Launch) -> u64 {
+    scratch_bytes(STREAM_K, l.grid.0 as usize * l.grid.1 as usize * l.grid.2 as usize) as u64
+}
+
 fn grid(p: &Problem, t: HalfTiling, blocks: u64) -> Result<Launch> {
     matmul::blocks_1d(p, blocks, t.threads(), t.shared_bytes())
 }
 
-/// Declares the rungs once: `NAME => (BF16 KERNEL, FP16 KERNEL), ARGS, LAUNCH;` makes
-/// the variant lists [`BF16_RUNGS`] and [`F16_RUNGS`], in order.
+/// Declares the rungs once: `NAME => (BF16 KERNEL, FP16 KERNEL), ARGS, LAUNCH;` (and
+/// `, scratch SCRATCH` before the `;` for a rung that takes one) makes the variant
+/// lists [`BF16_RUNGS`] and [`F16_RUNGS`], in order.
 macro_rules! rungs {
-    ($($name:literal => ($bf16:ident, $f16:ident), $args:expr, $launch:expr;)*) => {
+    ($($name:literal => ($bf16:ident, $f16:ident), $args:expr, $launch:expr $(, scratch $scratch:expr)?;)*) => {
         /// The BF16 rungs, in table order.
-        pub const BF16_RUNGS: &[Variant] = &[$(Variant::new($name, &entry::$bf16, $args, $launch).bf16()),*];
+        pub const BF16_RUNGS: &[Variant] =
+            &[$(Variant::new($name, &entry::$bf16, $args, $launch).bf16()$(.with_scratch($scratch))?),*];
         /// The FP16 rungs, the same in FP16.
-        pub const F16_RUNGS: &[Variant] = &[$(Variant::new($name, &entry::$f16, $args, $launch).f16()),*];
+        pub const F16_RUNGS: &[Variant] =
+            &[$(Variant::new($name, &entry::$f16, $args, $launch).f16()$(.with_scratch($scratch))?),*];
     };
 }
 
@@ -97,6 +126,7 @@ rungs! {
     };
     "tma-store" => (hgemm_tma_store_bf16, hgemm_tma_store_f16), STORE_ARGS, |p, info| persistent(p, info, STAGED);
     "small" => (hgemm_small_bf16, hgemm_small_f16), SMALL_ARGS, |p, info| persistent(p, info, SMALL);
+    "stream-k" => (hgemm_stream_k_bf16, hgemm_stream_k_f16), STREAM_K_ARGS, stream_k, scratch stream_k_scratch;
 }
 
 /// A, B and C of a product, of `elem` elements.
