@@ -212,6 +212,13 @@ mod tests {
         assert_eq!(F16.twins()[4], "hgemm_persistent_f16");
         assert_eq!(F16.twins()[5], "hgemm_tma_store_f16");
         assert_eq!(BF16.twins()[6], "hgemm_small_bf16");
+        assert_eq!(F16.twins()[7], "hgemm_stream_k_f16");
+        // Only stream-k keeps a scratch buffer, and it passes it.
+        for v in BF16.variants.iter().chain(F16.variants) {
+            let passes = v.args.contains(&Arg::Scratch);
+            assert_eq!(passes, v.scratch.is_some(), "{}", v.name);
+            assert_eq!(passes, v.name == "stream-k");
+        }
     }
 
     #[test]
@@ -270,6 +277,55 @@ mod tests {
         let small = Problem::Product { m: 1024, n: 1024, k: 1024 };
         assert_eq!(at(small, &h100, "small").grid, (128, 1, 1), "128 tiles of 64 x 128, a cluster a pair");
         assert_eq!(at(small, &h100, "small").block, (256, 1, 1));
+        // stream-k: every SM, however few tiles; no more clusters than iterations.
+        assert_eq!(at(small, &h100, "stream-k").grid, (h100.sm_count / 2 * 2, 1, 1));
+        let one = Problem::Product { m: 8, n: 8, k: 128 };
+        assert_eq!(at(one, &h100, "stream-k").grid, (2 * 2, 1, 1), "1 pair tile of 2 k-blocks");
+        assert_eq!(at(odd, &info(), "stream-k").grid, (2, 1, 1), "one cluster on the emulator");
+        // A slot of 128 x 256 f32s and 8 flags a block.
+        let v = BF16.variant("stream-k").unwrap();
+        let l = at(big, &h100, "stream-k");
+        assert_eq!(v.scratch_bytes(&big, &l), u64::from(h100.sm_count / 2 * 2) * (128 * 256 * 4 + 8 * 4));
+    }
+
+    /// stream-k on the emulator with three clusters (a GPU of 6 SMs), so tiles are
+    /// split between clusters and fixed up through the workspace: at 136 x 264 x 264
+    /// (2 pair tiles of 5 k-blocks in 3 ranges of 4, 3 and 3, both tiles split) and
+    /// 300 x 520 x 64 (6 pair tiles of one k-block: 2 whole rounds, none split); in a
+    /// block's threads' reverse order too. After each launch every flag is clear
+    /// again, as the next launch needs, and a second launch on the same scratch
+    /// gives the same C.
+    #[test]
+    fn stream_k_fixes_up_split_tiles_and_clears_its_flags_on_the_emulator() {
+        use crate::experiment::Inputs;
+        use crate::explain::emulate::{run_whole_on, validate_with};
+        use kernels::gpu::emu::Schedule;
+        let six = DeviceInfo {
+            sm_count: 6,
+            ..DeviceInfo::h100()
+        };
+        for e in [&BF16, &F16] {
+            let v = e.variant("stream-k").unwrap();
+            for (m, n, k) in [(136, 264, 264), (300, 520, 64)] {
+                let p = Problem::Product { m, n, k };
+                let run = EmuLaunch::new(e, v, p, &six).unwrap();
+                assert_eq!(run.grid.x, 6, "three clusters");
+                for schedule in [Schedule::Concurrent, Schedule::Reverse] {
+                    let check = validate_with(&run, 13, schedule).unwrap();
+                    assert!(check.ok, "{}/stream-k at {p}, {schedule:?}: {}", e.name, check.detail);
+                }
+                let inputs = Inputs { seed: 14 };
+                let mut scratch = vec![0u8; run.scratch];
+                let first = run_whole_on(&run, &inputs, Schedule::Concurrent, &mut scratch).unwrap();
+                let flags = &scratch[scratch_bytes(STREAM_K, 6) - 6 * 8 * 4..];
+                assert!(flags.iter().all(|&b| b == 0), "{}: flags left set at {p}: {flags:?}", e.name);
+                let split = scratch[..4 * 128 * 256 * 6].iter().any(|&b| b != 0);
+                assert_eq!(split, m == 136, "{}: partials in the workspace at {p}", e.name);
+                let second = run_whole_on(&run, &inputs, Schedule::Concurrent, &mut scratch).unwrap();
+                assert_eq!(first[2].len(), second[2].len());
+                assert!(first[2].iter().zip(&second[2]).all(|(a, b)| a.to_bits() == b.to_bits()));
+            }
+        }
     }
 
     /// The Hopper rungs on the emulator, whose copy engine lands a stage only at the

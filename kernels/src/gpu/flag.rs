@@ -98,3 +98,65 @@ impl Flags {
         unsafe { self.0.write(i, 0) }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gpu::emu::{Dim3, LaunchConfig, try_launch};
+    use crate::gpu::thread::{block_idx_x, sync_warp, thread_idx_x};
+    use std::string::ToString;
+
+    fn two_blocks() -> LaunchConfig {
+        LaunchConfig {
+            grid: Dim3::from(2),
+            block: Dim3::from(32),
+            ..Default::default()
+        }
+    }
+
+    /// Block `from`'s warp stores 32 words and lane 0 releases the flag; block `to`'s
+    /// lane 0 waits for it and clears it, and its warp copies the words on.
+    fn hand_over((words, flag): (usize, usize), (from, to): (u32, u32)) -> impl Fn() + Sync {
+        move || {
+            let (b, lane) = (block_idx_x(), thread_idx_x() as usize);
+            let words = GlobalMut::<u32>::from_ptr(core::ptr::with_exposed_provenance_mut(words));
+            let flag = Flags::new(GlobalMut::from_ptr(core::ptr::with_exposed_provenance_mut(flag)));
+            // SAFETY: 96 words and a flag, each written by one thread.
+            unsafe {
+                if b == from {
+                    words.write(lane, 100 + lane as u32);
+                    sync_warp();
+                    if lane == 0 {
+                        flag.release(0);
+                    }
+                } else if b == to {
+                    if lane == 0 {
+                        flag.wait(0);
+                        flag.reset(0);
+                    }
+                    sync_warp();
+                    words.write(32 + lane, words.read(lane) + 1);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_released_flag_hands_a_warps_words_to_a_later_block_and_is_cleared() {
+        let (mut words, mut flag) = (std::vec![0u32; 64], 0u32);
+        let at = (words.as_mut_ptr().expose_provenance(), (&raw mut flag).expose_provenance());
+        try_launch(&two_blocks(), hand_over(at, (0, 1))).unwrap();
+        assert!((0..32).all(|i| words[32 + i] == 101 + i as u32), "{words:?}");
+        assert_eq!(flag, 0, "cleared for the next launch");
+    }
+
+    /// The emulator runs block 0 before block 1: a wait on a flag only a later block
+    /// sets (or that no block sets) can never end, and fails the launch.
+    #[test]
+    fn a_wait_no_block_can_answer_is_a_deadlock_not_a_hang() {
+        let (mut words, mut flag) = (std::vec![0u32; 64], 0u32);
+        let at = (words.as_mut_ptr().expose_provenance(), (&raw mut flag).expose_provenance());
+        let e = try_launch(&two_blocks(), hand_over(at, (1, 0))).unwrap_err();
+        assert!(e.to_string().contains("deadlock"), "{e}");
+    }
+}
