@@ -163,11 +163,13 @@ impl Prepared {
         let addresses: Vec<u64> = self.memory.iter().map(|m| m.as_device_ptr().as_raw()).collect();
         let mut maps = self.maps[i].iter().map(|m| m.as_device_ptr().as_raw());
         let scratch = self.scratch[i].as_ref().map_or(0, |s| s.as_device_ptr().as_raw());
-        let words = self
-            .experiment
-            .words(&self.variants()[i], &self.problem, &addresses, scratch, &mut |_| {
-                Ok(maps.next().expect("one device map per map argument"))
-            })?;
+        let words = self.experiment.words(
+            &self.variants()[i],
+            &self.problem,
+            &addresses,
+            scratch,
+            &mut |_| Ok(maps.next().expect("one device map per map argument")),
+        )?;
         let launch = self.launches[i].clone().map_err(|why| Error::Unaddressable {
             what: format!("{}/{}", self.experiment.name, self.variants()[i].name),
             why,

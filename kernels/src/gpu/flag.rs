@@ -144,7 +144,10 @@ mod tests {
     #[test]
     fn a_released_flag_hands_a_warps_words_to_a_later_block_and_is_cleared() {
         let (mut words, mut flag) = (std::vec![0u32; 64], 0u32);
-        let at = (words.as_mut_ptr().expose_provenance(), (&raw mut flag).expose_provenance());
+        let at = (
+            words.as_mut_ptr().expose_provenance(),
+            (&raw mut flag).expose_provenance(),
+        );
         try_launch(&two_blocks(), hand_over(at, (0, 1))).unwrap();
         assert!((0..32).all(|i| words[32 + i] == 101 + i as u32), "{words:?}");
         assert_eq!(flag, 0, "cleared for the next launch");
@@ -155,7 +158,10 @@ mod tests {
     #[test]
     fn a_wait_no_block_can_answer_is_a_deadlock_not_a_hang() {
         let (mut words, mut flag) = (std::vec![0u32; 64], 0u32);
-        let at = (words.as_mut_ptr().expose_provenance(), (&raw mut flag).expose_provenance());
+        let at = (
+            words.as_mut_ptr().expose_provenance(),
+            (&raw mut flag).expose_provenance(),
+        );
         let e = try_launch(&two_blocks(), hand_over(at, (1, 0))).unwrap_err();
         assert!(e.to_string().contains("deadlock"), "{e}");
     }

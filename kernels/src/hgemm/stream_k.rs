@@ -119,7 +119,11 @@ impl Deal {
     #[inline(always)]
     pub const fn unit_at(self, it: u32, end: u32) -> Unit {
         let (tile, k0) = (it / self.ktiles, it % self.ktiles);
-        let k1 = if self.ktiles - k0 < end - it { self.ktiles } else { k0 + end - it };
+        let k1 = if self.ktiles - k0 < end - it {
+            self.ktiles
+        } else {
+            k0 + end - it
+        };
         Unit {
             tile: self.dp + tile,
             k0,
@@ -127,37 +131,82 @@ impl Deal {
         }
     }
 
-    /// Calls `f` with every unit of cluster `c`, in order: its whole tiles, then its
-    /// range of split iterations.
+    /// The units of cluster `c`, in order: its whole tiles, then its range of split
+    /// iterations. (An iterator, not a closure, so the kernel's loop body is its own
+    /// and the accumulators stay in registers.)
     #[inline(always)]
-    pub fn walk(self, c: u32, mut f: impl FnMut(Unit)) {
-        let mut tile = c;
-        while tile < self.dp {
-            f(Unit {
-                tile,
-                k0: 0,
-                k1: self.ktiles,
-            });
-            tile += self.clusters;
-        }
-        let (mut it, end) = self.range(c);
-        while it < end {
-            let u = self.unit_at(it, end);
-            f(u);
-            it += u.k1 - u.k0;
+    pub fn walk(self, c: u32) -> Walk {
+        let (it, end) = self.range(c);
+        Walk {
+            deal: self,
+            tile: c,
+            it,
+            end,
         }
     }
 
-    /// Calls `f` with each cluster after the owner `c` of split `tile` whose range
-    /// adds to it, in range order.
+    /// The clusters after the owner `c` of split `tile` whose ranges add to it, in
+    /// range order.
     #[inline(always)]
-    pub fn contributors(self, c: u32, tile: u32, mut f: impl FnMut(u32)) {
-        let end = (tile - self.dp + 1) * self.ktiles;
-        let mut j = self.clusters - c;
-        while j < self.clusters && self.start(j) < end {
-            f(self.clusters - 1 - j);
-            j += 1;
+    pub fn contributors(self, c: u32, tile: u32) -> Contributors {
+        Contributors {
+            deal: self,
+            j: self.clusters - c,
+            end: (tile - self.dp + 1) * self.ktiles,
         }
+    }
+}
+
+/// A cluster's units ([`Deal::walk`]).
+pub struct Walk {
+    deal: Deal,
+    /// The next whole tile, while below `deal.dp`.
+    tile: u32,
+    /// The next split iteration, and the range's end.
+    it: u32,
+    end: u32,
+}
+
+impl Iterator for Walk {
+    type Item = Unit;
+    #[inline(always)]
+    fn next(&mut self) -> Option<Unit> {
+        let d = self.deal;
+        if self.tile < d.dp {
+            self.tile += d.clusters;
+            return Some(Unit {
+                tile: self.tile - d.clusters,
+                k0: 0,
+                k1: d.ktiles,
+            });
+        }
+        if self.it >= self.end {
+            return None;
+        }
+        let u = d.unit_at(self.it, self.end);
+        self.it += u.k1 - u.k0;
+        Some(u)
+    }
+}
+
+/// A split tile's contributors ([`Deal::contributors`]).
+pub struct Contributors {
+    deal: Deal,
+    /// The next range, and the iteration that ends the tile.
+    j: u32,
+    end: u32,
+}
+
+impl Iterator for Contributors {
+    type Item = u32;
+    #[inline(always)]
+    fn next(&mut self) -> Option<u32> {
+        let d = self.deal;
+        if self.j >= d.clusters || d.start(self.j) >= self.end {
+            return None;
+        }
+        self.j += 1;
+        Some(d.clusters - self.j)
     }
 }
 
@@ -175,7 +224,14 @@ fn slot<A: Accumulator>(work: GlobalMut<f32>, t: HalfTiling, block: u32, warp: u
 /// A contributor's warp: stores its accumulators to its block's slot, then sets its
 /// flag (lane 0, after the warp's lanes meet: the release covers their stores).
 #[inline(always)]
-unsafe fn publish<A: Accumulator>(acc: &A, (work, flags): (GlobalMut<f32>, Flags), t: HalfTiling, block: u32, warp: usize, lane: usize) {
+unsafe fn publish<A: Accumulator>(
+    acc: &A,
+    (work, flags): (GlobalMut<f32>, Flags),
+    t: HalfTiling,
+    block: u32,
+    warp: usize,
+    lane: usize,
+) {
     let (to, acc) = (slot::<A>(work, t, block, warp), acc.as_slice());
     // SAFETY: the block's own slot, in bounds (scratch_bytes); its flag is clear: the
     // owner cleared it in the launch before, and a block publishes once a launch.
@@ -193,7 +249,14 @@ unsafe fn publish<A: Accumulator>(acc: &A, (work, flags): (GlobalMut<f32>, Flags
 /// The owner's warp: waits for a contributor block's flag (lane 0, then the lanes
 /// meet, ordering their loads after the acquire), clears it, and adds the partials.
 #[inline(always)]
-unsafe fn gather<A: Accumulator>(acc: &mut A, (work, flags): (GlobalMut<f32>, Flags), t: HalfTiling, from: u32, warp: usize, lane: usize) {
+unsafe fn gather<A: Accumulator>(
+    acc: &mut A,
+    (work, flags): (GlobalMut<f32>, Flags),
+    t: HalfTiling,
+    from: u32,
+    warp: usize,
+    lane: usize,
+) {
     let flag = from as usize * t.consumer_warps() as usize + warp;
     let (part, acc) = (slot::<A>(work, t, from, warp), acc.as_mut_slice());
     // SAFETY: the contributor's slot and flag, in bounds; the contributor sets the
@@ -243,13 +306,13 @@ unsafe fn stream_k<H: Half, A: Accumulator>(
             wgmma::shrink_registers::<40>();
             if tid == 0 {
                 let mut s = ring.producer_start();
-                deal.walk(cluster, |u| {
+                for u in deal.walk(cluster) {
                     let (m0, n0) = tile(t, ring, u.tile, (m, n));
                     for kt in u.k0..u.k1 {
                         load_stage(t, ring, s, maps, (m0, n0, kt));
                         s.advance();
                     }
-                });
+                }
             }
         } else {
             wgmma::grow_registers::<232>();
@@ -257,20 +320,20 @@ unsafe fn stream_k<H: Half, A: Accumulator>(
             let (warp, lane) = (4 * wg + me / 32, me % 32);
             let rank = ring.cluster().1;
             let mut s = ring.consumer_start();
-            deal.walk(cluster, |u| {
+            for u in deal.walk(cluster) {
                 let mut acc = A::zeroed();
                 consume((t, ring), u.k1 - u.k0, (wg, lane), &mut acc, &mut s);
                 if u.k0 != 0 {
                     publish(&acc, (work, flags), t, block, warp, lane);
-                    return;
+                    continue;
                 }
                 if u.k1 != ktiles {
-                    deal.contributors(cluster, u.tile, |from| {
+                    for from in deal.contributors(cluster, u.tile) {
                         gather(&mut acc, (work, flags), t, 2 * from + rank, warp, lane);
-                    });
+                    }
                 }
                 store_staged(&acc, ring, t, c, tile(t, ring, u.tile, (m, n)), wg, me);
-            });
+            }
             // The copy engine has read the staging tiles and written C before the
             // block's shared memory goes.
             if lane == 0 {
@@ -311,9 +374,7 @@ mod tests {
     use std::vec::Vec;
 
     fn units(d: Deal, c: u32) -> Vec<Unit> {
-        let mut v = Vec::new();
-        d.walk(c, |u| v.push(u));
-        v
+        d.walk(c).collect()
     }
 
     /// Every iteration of every tile is some cluster's, once; each cluster's share
@@ -324,7 +385,10 @@ mod tests {
         for c in 0..d.clusters {
             let mut mine = 0;
             for u in units(d, c) {
-                assert!(u.k0 < u.k1 && u.k1 <= d.ktiles && u.tile < d.tiles, "{d:?} cluster {c}: {u:?}");
+                assert!(
+                    u.k0 < u.k1 && u.k1 <= d.ktiles && u.tile < d.tiles,
+                    "{d:?} cluster {c}: {u:?}"
+                );
                 for k in u.k0..u.k1 {
                     seen[(u.tile * d.ktiles + k) as usize] += 1;
                 }
@@ -340,7 +404,16 @@ mod tests {
     #[test]
     fn every_iteration_is_dealt_once_and_evenly() {
         for hybrid in [true, false] {
-            for (tiles, ktiles, clusters) in [(36, 24, 66), (144, 48, 66), (256, 64, 66), (16, 16, 66), (3, 5, 2), (7, 1, 3), (1, 1, 4), (12, 4, 6)] {
+            for (tiles, ktiles, clusters) in [
+                (36, 24, 66),
+                (144, 48, 66),
+                (256, 64, 66),
+                (16, 16, 66),
+                (3, 5, 2),
+                (7, 1, 3),
+                (1, 1, 4),
+                (12, 4, 6),
+            ] {
                 covers_once(Deal::new(tiles, ktiles, clusters, hybrid));
             }
         }
@@ -352,7 +425,14 @@ mod tests {
     fn the_hybrid_splits_the_last_two_rounds() {
         let d = Deal::new(144, 48, 66, true);
         assert_eq!(d.dp, 66);
-        assert_eq!(units(d, 0)[0], Unit { tile: 0, k0: 0, k1: 48 });
+        assert_eq!(
+            units(d, 0)[0],
+            Unit {
+                tile: 0,
+                k0: 0,
+                k1: 48
+            }
+        );
         assert_eq!(Deal::new(144, 48, 66, false).dp, 0);
         // Whole rounds: nothing split.
         assert_eq!(Deal::new(132, 48, 66, true).dp, 132);
@@ -389,12 +469,12 @@ mod tests {
                         owners += 1;
                         assert_eq!(i, all.len() - 1, "{d:?}: an owner's part ends its range");
                         let mut covered = u.k1;
-                        d.contributors(c, u.tile, |from| {
+                        for from in d.contributors(c, u.tile) {
                             assert!(from < c, "{d:?}: contributor {from} of owner {c}");
                             let first = split(d, from)[0];
                             assert_eq!((first.tile, first.k0), (u.tile, covered), "{d:?}");
                             covered = first.k1;
-                        });
+                        }
                         assert_eq!(covered, d.ktiles, "{d:?}: cluster {c}'s tile {}", u.tile);
                     }
                 }

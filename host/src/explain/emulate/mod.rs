@@ -71,10 +71,11 @@ impl EmuLaunch {
     ) -> Result<EmuLaunch> {
         let launch = (variant.launch)(&problem, info)?;
         let buffers = experiment.buffers_at(&problem)?;
-        let scratch = usize::try_from(variant.scratch_bytes(&problem, &launch)).map_err(|_| Error::TooLarge {
-            what: format!("{}/{} at {problem}", experiment.name, variant.name),
-            why: "its scratch buffer's size overflows usize".into(),
-        })?;
+        let scratch =
+            usize::try_from(variant.scratch_bytes(&problem, &launch)).map_err(|_| Error::TooLarge {
+                what: format!("{}/{} at {problem}", experiment.name, variant.name),
+                why: "its scratch buffer's size overflows usize".into(),
+            })?;
         // The argument words exist at this problem (its u32 dimensions fit, the copy
         // engine can address its tensors).
         experiment.addressable(variant, &problem)?;
