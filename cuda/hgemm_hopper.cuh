@@ -289,15 +289,25 @@ struct HDeal {
         int total = (tiles - dp) * ktiles, each = total / clusters, extra = total % clusters;
         return j * each + min(j, extra);
     }
-    // f(tile, k0, k1) for each unit of cluster c: its whole tiles, then its range.
-    template <typename F> __device__ __forceinline__ void walk(int c, F f) const {
-        for (int tile = c; tile < dp; tile += clusters) f(tile, 0, ktiles);
-        int j = clusters - 1 - c, it = start(j), end = start(j + 1);
-        while (it < end) {
-            int tile = it / ktiles, k0 = it % ktiles, k1 = min(ktiles, k0 + end - it);
-            f(dp + tile, k0, k1);
-            it += k1 - k0;
+};
+
+// Cluster c's units (k-blocks k0..k1 of a tile), in order: its whole tiles, then its
+// range of split iterations. One loop in the kernel, so its body (and the
+// accumulators) stay one.
+struct HWalk {
+    HDeal deal;
+    int tile, it, end;
+    __device__ HWalk(HDeal d, int c) : deal(d), tile(c), it(d.start(d.clusters - 1 - c)), end(d.start(d.clusters - c)) {}
+    __device__ __forceinline__ bool next(int& t, int& k0, int& k1) {
+        if (tile < deal.dp) {
+            t = tile, k0 = 0, k1 = deal.ktiles;
+            tile += deal.clusters;
+            return true;
         }
+        if (it >= end) return false;
+        t = deal.dp + it / deal.ktiles, k0 = it % deal.ktiles, k1 = min(deal.ktiles, k0 + end - it);
+        it += k1 - k0;
+        return true;
     }
 };
 
@@ -314,6 +324,11 @@ __device__ __forceinline__ void flag_wait(unsigned* flag) {
     } while (v == 0);
 }
 
+// The workspace: a slot of partial accumulators a block, then a flag a consumer warp.
+__device__ __forceinline__ unsigned* hflag(float* work, int slot, int i) {
+    return reinterpret_cast<unsigned*>(work + (size_t)gridDim.x * slot) + i;
+}
+
 template <typename T, int BN>
 __device__ __forceinline__ void hgemm_stream_k(int m, int n, int k, const TensorMap* a, const TensorMap* b, const TensorMap* cmap, float* work) {
     using TILE = HTile<2, BN>;
@@ -327,8 +342,6 @@ __device__ __forceinline__ void hgemm_stream_k(int m, int n, int k, const Tensor
     int count = ((m + 2 * BM - 1) / (2 * BM)) * ((n + BN - 1) / BN);
     int ktiles = (k + H_BK - 1) / H_BK, tid = threadIdx.x;
     HDeal deal(count, ktiles, gridDim.x / 2, H_SK_HYBRID);
-    // Slots of partial accumulators, one a block, then a flag a consumer warp.
-    unsigned* flags = reinterpret_cast<unsigned*>(work + (size_t)gridDim.x * SLOT);
     if (tid == 0) {
         for (int s = 0; s < H_STAGES; ++s) {
             bar_init(&full[s], 1);
@@ -340,8 +353,8 @@ __device__ __forceinline__ void hgemm_stream_k(int m, int n, int k, const Tensor
     if (tid < 128) {
         hshrink_registers<40>();
         if (tid == 0) {
-            int it = 0;
-            deal.walk(cluster, [&](int tile, int k0, int k1) {
+            int it = 0, tile, k0, k1;
+            for (HWalk walk(deal, cluster); walk.next(tile, k0, k1);) {
                 int m0, n0;
                 htile_of(tile, m, n, 2 * BM, BN, m0, n0);
                 m0 += rank * BM;
@@ -350,12 +363,12 @@ __device__ __forceinline__ void hgemm_stream_k(int m, int n, int k, const Tensor
                     bar_wait(&empty[s], ((it / H_STAGES) & 1) ^ 1);
                     hload_stage<T, TILE, BN, true>(tiles + s * TILE::STAGE_LEN, &full[s], a, b, m0, n0, i, rank);
                 }
-            });
+            }
         }
     } else {
         hgrow_registers<232>();
-        int c = tid / 128 - 1, me = tid % 128, warp = 4 * c + me / 32, lane = me % 32, it = 0;
-        deal.walk(cluster, [&](int tile, int k0, int k1) {
+        int c = tid / 128 - 1, me = tid % 128, warp = 4 * c + me / 32, lane = me % 32, it = 0, tile, k0, k1;
+        for (HWalk walk(deal, cluster); walk.next(tile, k0, k1);) {
             int m0, n0;
             htile_of(tile, m, n, 2 * BM, BN, m0, n0);
             m0 += rank * BM;
@@ -385,15 +398,15 @@ __device__ __forceinline__ void hgemm_stream_k(int m, int n, int k, const Tensor
 #pragma unroll
                 for (int i = 0; i < BN / 8; ++i) slot[32 * i + lane] = make_float4(d[4 * i], d[4 * i + 1], d[4 * i + 2], d[4 * i + 3]);
                 __syncwarp();
-                if (lane == 0) flag_release(&flags[blockIdx.x * WARPS + warp]);
-                return;
+                if (lane == 0) flag_release(hflag(work, SLOT, blockIdx.x * WARPS + warp));
+                continue;
             }
             if (k1 != ktiles) {
                 // This cluster owns a split tile: add the later clusters' partials.
                 int end = (tile - deal.dp + 1) * ktiles;
                 for (int j = deal.clusters - cluster; j < deal.clusters && deal.start(j) < end; ++j) {
                     int from = 2 * (deal.clusters - 1 - j) + rank;
-                    unsigned* flag = &flags[from * WARPS + warp];
+                    unsigned* flag = hflag(work, SLOT, from * WARPS + warp);
                     if (lane == 0) {
                         flag_wait(flag);
                         *flag = 0;
@@ -411,7 +424,7 @@ __device__ __forceinline__ void hgemm_stream_k(int m, int n, int k, const Tensor
                 }
             }
             hstore_staged<T, BN>(d, staging, cmap, m0, n0, c, me);
-        });
+        }
         // The copy engine has read the staging tiles and written C before the block goes.
         if (lane == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
     }
