@@ -288,6 +288,20 @@ mod tests {
         assert_eq!(v.scratch_bytes(&big, &l), u64::from(h100.sm_count / 2 * 2) * (128 * 256 * 4 + 8 * 4));
     }
 
+    /// The stream-k twin is tuned as the Rust rung is: its tile's width and whether
+    /// it deals the hybrid (constants on both sides, which a tuning changes together).
+    #[test]
+    fn the_stream_k_twin_has_the_rungs_tuning() {
+        let header = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../cuda/hgemm_hopper.cuh"));
+        let hybrid = format!("constexpr bool H_SK_HYBRID = {};", kernels::hgemm::stream_k::HYBRID);
+        assert!(header.contains(&hybrid), "cuda/hgemm_hopper.cuh: {hybrid}");
+        for ty in ["bf16", "fp16"] {
+            let call = format!("hgemm_stream_k<{ty}, {}>(", STREAM_K.bn);
+            assert!(BF16.twin.source.contains(&call), "cuda/hgemm.cu: {call}");
+        }
+        assert_eq!((STREAM_K.consumers, STREAM_K.stages), (2, 4), "the twin's HTile<2, BN> and H_STAGES");
+    }
+
     /// stream-k on the emulator with three clusters (a GPU of 6 SMs), so tiles are
     /// split between clusters and fixed up through the workspace: at 136 x 264 x 264
     /// (2 pair tiles of 5 k-blocks in 3 ranges of 4, 3 and 3, both tiles split) and

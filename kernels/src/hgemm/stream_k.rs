@@ -11,9 +11,10 @@
 //! The schedule is the hybrid (the paper's "data-parallel + two-tile stream-k"):
 //! the tiles of all but the last full round are dealt whole (data-parallel), and only
 //! the last full round and the partial one after it are split, each cluster's share
-//! between one and two tiles' iterations. At 4096³ (512 tiles, 3.9 rounds) the splits
-//! then touch 1.9 rounds of tiles instead of all 3.9, so the fixup's traffic stays
-//! a few percent of C; a product smaller than one round is stream-k throughout.
+//! between one and two tiles' iterations. At 4096³ (256 pair tiles, 3.9 rounds) the
+//! splits then touch 1.9 rounds of tiles instead of all 3.9, and a cluster hands on
+//! at most one partial tile (128 KiB a block, written once and read once); a product
+//! smaller than one round is stream-k throughout.
 //! [`HYBRID`]` = false` splits every tile's iterations evenly instead.
 //!
 //! A split tile is fixed up through f32 workspace in global memory, a slot of the
