@@ -139,3 +139,15 @@ extern "C" __global__ void __launch_bounds__(256, 1) hgemm_small_f16(int m, int 
     hgemm_ws<fp16, 1, 128, true, true, true>(m, n, k, a, b, nullptr, c);
 #endif
 }
+
+extern "C" __global__ void __launch_bounds__(384, 1) hgemm_stream_k_bf16(int m, int n, int k, const TensorMap* a, const TensorMap* b, const TensorMap* c, float* work) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    hgemm_stream_k<bf16, 256>(m, n, k, a, b, c, work);
+#endif
+}
+
+extern "C" __global__ void __launch_bounds__(384, 1) hgemm_stream_k_f16(int m, int n, int k, const TensorMap* a, const TensorMap* b, const TensorMap* c, float* work) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    hgemm_stream_k<fp16, 256>(m, n, k, a, b, c, work);
+#endif
+}

@@ -269,4 +269,166 @@ __device__ __forceinline__ void hgemm_ws(int m, int n, int k, const TensorMap* a
     if (CLUSTER) cluster_sync();
 }
 
+// Rung 7, stream-k (kernels/src/hgemm/stream_k.rs): the tma-store rung with each
+// cluster given a contiguous range of the product's iterations (a pair tile's k-block)
+// instead of whole tiles. Hybrid: all but the last full round of tiles go whole, the
+// rest is split. Ranges are dealt from the last cluster back, so a split tile's owner
+// (the cluster holding its k-block 0) waits only on lower-numbered clusters. The
+// tuning (hybrid or not, the tile's width) is the Rust rung's: HYBRID and STREAM_K.
+constexpr bool H_SK_HYBRID = true;
+
+struct HDeal {
+    int tiles, ktiles, clusters, dp;
+    __device__ HDeal(int tiles_, int ktiles_, int clusters_, bool hybrid) : tiles(tiles_), ktiles(ktiles_), clusters(clusters_) {
+        int rounds = tiles / clusters, left = tiles % clusters;
+        int split = !hybrid ? tiles : left == 0 ? 0 : rounds == 0 ? tiles : left + clusters;
+        dp = tiles - split;
+    }
+    // Where range j starts among the split tiles' iterations.
+    __device__ int start(int j) const {
+        int total = (tiles - dp) * ktiles, each = total / clusters, extra = total % clusters;
+        return j * each + min(j, extra);
+    }
+};
+
+// Cluster c's units (k-blocks k0..k1 of a tile), in order: its whole tiles, then its
+// range of split iterations. One loop in the kernel, so its body (and the
+// accumulators) stay one.
+struct HWalk {
+    HDeal deal;
+    int tile, it, end;
+    __device__ HWalk(HDeal d, int c) : deal(d), tile(c), it(d.start(d.clusters - 1 - c)), end(d.start(d.clusters - c)) {}
+    __device__ __forceinline__ bool next(int& t, int& k0, int& k1) {
+        if (tile < deal.dp) {
+            t = tile, k0 = 0, k1 = deal.ktiles;
+            tile += deal.clusters;
+            return true;
+        }
+        if (it >= end) return false;
+        t = deal.dp + it / deal.ktiles, k0 = it % deal.ktiles, k1 = min(deal.ktiles, k0 + end - it);
+        it += k1 - k0;
+        return true;
+    }
+};
+
+// A flag of the stream-k fixup: set with release semantics after the warp's partials
+// (their stores ordered before it by __syncwarp), waited for with acquire semantics,
+// both at GPU scope: the two blocks are on different SMs.
+__device__ __forceinline__ void flag_release(unsigned* flag) {
+    asm volatile("st.release.gpu.u32 [%0], %1;" ::"l"(flag), "r"(1u) : "memory");
+}
+__device__ __forceinline__ void flag_wait(unsigned* flag) {
+    unsigned v;
+    do {
+        asm volatile("ld.acquire.gpu.u32 %0, [%1];" : "=r"(v) : "l"(flag) : "memory");
+    } while (v == 0);
+}
+
+// The workspace: a slot of partial accumulators a block, then a flag a consumer warp.
+__device__ __forceinline__ unsigned* hflag(float* work, int slot, int i) {
+    return reinterpret_cast<unsigned*>(work + (size_t)gridDim.x * slot) + i;
+}
+
+template <typename T, int BN>
+__device__ __forceinline__ void hgemm_stream_k(int m, int n, int k, const TensorMap* a, const TensorMap* b, const TensorMap* cmap, float* work) {
+    using TILE = HTile<2, BN>;
+    constexpr int BM = TILE::BM, WARPS = 8, SLOT = BM * BN;
+    T* tiles = haligned_stages<T>();
+    T* staging = tiles + H_STAGES * TILE::STAGE_LEN;
+    unsigned long long* full = reinterpret_cast<unsigned long long*>(staging + TILE::STAGING);
+    unsigned long long* empty = full + H_STAGES;
+    unsigned rank = cluster_rank();
+    int cluster = blockIdx.x / 2;
+    int count = ((m + 2 * BM - 1) / (2 * BM)) * ((n + BN - 1) / BN);
+    int ktiles = (k + H_BK - 1) / H_BK, tid = threadIdx.x;
+    HDeal deal(count, ktiles, gridDim.x / 2, H_SK_HYBRID);
+    if (tid == 0) {
+        for (int s = 0; s < H_STAGES; ++s) {
+            bar_init(&full[s], 1);
+            bar_init(&empty[s], 4 * 2 * 2);
+        }
+        bar_fence_init();
+    }
+    cluster_sync();
+    if (tid < 128) {
+        hshrink_registers<40>();
+        if (tid == 0) {
+            int it = 0, tile, k0, k1;
+            for (HWalk walk(deal, cluster); walk.next(tile, k0, k1);) {
+                int m0, n0;
+                htile_of(tile, m, n, 2 * BM, BN, m0, n0);
+                m0 += rank * BM;
+                for (int i = k0; i < k1; ++i, ++it) {
+                    int s = it % H_STAGES;
+                    bar_wait(&empty[s], ((it / H_STAGES) & 1) ^ 1);
+                    hload_stage<T, TILE, BN, true>(tiles + s * TILE::STAGE_LEN, &full[s], a, b, m0, n0, i, rank);
+                }
+            }
+        }
+    } else {
+        hgrow_registers<232>();
+        int c = tid / 128 - 1, me = tid % 128, warp = 4 * c + me / 32, lane = me % 32, it = 0, tile, k0, k1;
+        for (HWalk walk(deal, cluster); walk.next(tile, k0, k1);) {
+            int m0, n0;
+            htile_of(tile, m, n, 2 * BM, BN, m0, n0);
+            m0 += rank * BM;
+            float d[BN / 2];
+#pragma unroll
+            for (int i = 0; i < BN / 2; ++i) d[i] = 0.0f;
+            int pending = -1;
+            for (int i = k0; i < k1; ++i, ++it) {
+                int s = it % H_STAGES;
+                bar_wait(&full[s], (it / H_STAGES) & 1);
+                hmultiply<T, TILE, BN>(d, tiles + s * TILE::STAGE_LEN, c);
+                hwgmma_wait<1>();
+                if (pending >= 0 && lane == 0) {
+                    bar_arrive(&empty[pending]);
+                    bar_arrive_cluster(&empty[pending], rank ^ 1);
+                }
+                pending = s;
+            }
+            hwgmma_wait<0>();
+            if (pending >= 0 && lane == 0) {
+                bar_arrive(&empty[pending]);
+                bar_arrive_cluster(&empty[pending], rank ^ 1);
+            }
+            if (k0 != 0) {
+                // A later part of a tile another cluster owns: publish the partials.
+                float4* slot = reinterpret_cast<float4*>(work + (size_t)blockIdx.x * SLOT + warp * 32 * (BN / 2));
+#pragma unroll
+                for (int i = 0; i < BN / 8; ++i) slot[32 * i + lane] = make_float4(d[4 * i], d[4 * i + 1], d[4 * i + 2], d[4 * i + 3]);
+                __syncwarp();
+                if (lane == 0) flag_release(hflag(work, SLOT, blockIdx.x * WARPS + warp));
+                continue;
+            }
+            if (k1 != ktiles) {
+                // This cluster owns a split tile: add the later clusters' partials.
+                int end = (tile - deal.dp + 1) * ktiles;
+                for (int j = deal.clusters - cluster; j < deal.clusters && deal.start(j) < end; ++j) {
+                    int from = 2 * (deal.clusters - 1 - j) + rank;
+                    unsigned* flag = hflag(work, SLOT, from * WARPS + warp);
+                    if (lane == 0) {
+                        flag_wait(flag);
+                        *flag = 0;
+                    }
+                    __syncwarp();
+                    const float4* part = reinterpret_cast<const float4*>(work + (size_t)from * SLOT + warp * 32 * (BN / 2));
+#pragma unroll
+                    for (int i = 0; i < BN / 8; ++i) {
+                        float4 q = part[32 * i + lane];
+                        d[4 * i] += q.x;
+                        d[4 * i + 1] += q.y;
+                        d[4 * i + 2] += q.z;
+                        d[4 * i + 3] += q.w;
+                    }
+                }
+            }
+            hstore_staged<T, BN>(d, staging, cmap, m0, n0, c, me);
+        }
+        // The copy engine has read the staging tiles and written C before the block goes.
+        if (lane == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+    }
+    cluster_sync();
+}
+
 #endif

@@ -72,6 +72,9 @@ pub struct Variant {
     /// The relative rounding of each input before it is multiplied, where the kernel
     /// rounds less well than its arithmetic's own ([`Arithmetic::input_rounding`]).
     pub rounding: Option<f64>,
+    /// Bytes of the variant's scratch buffer ([`Arg::Scratch`]) at a problem and its
+    /// launch; `None` for a variant that takes none.
+    pub scratch: Option<fn(&Problem, &Launch) -> u64>,
 }
 
 impl Variant {
@@ -96,7 +99,22 @@ impl Variant {
             param: 0,
             arithmetic: Arithmetic::Fp32,
             rounding: None,
+            scratch: None,
         }
+    }
+
+    /// The same variant with a scratch buffer of `bytes(problem, launch)` bytes,
+    /// passed by [`Arg::Scratch`].
+    pub const fn with_scratch(self, bytes: fn(&Problem, &Launch) -> u64) -> Variant {
+        Variant {
+            scratch: Some(bytes),
+            ..self
+        }
+    }
+
+    /// Bytes of its scratch buffer at `p` launched as `launch` (0 without one).
+    pub fn scratch_bytes(&self, p: &Problem, launch: &Launch) -> u64 {
+        self.scratch.map_or(0, |bytes| bytes(p, launch))
     }
 
     /// The same variant with a parameter.
@@ -211,6 +229,11 @@ pub enum Arg {
     Buffer(usize),
     /// The address of a tensor map of one buffer, for the copy engine (TMA).
     Map(MapSpec),
+    /// The device address of the variant's scratch buffer ([`Variant::scratch`]):
+    /// memory the kernel keeps to itself from launch to launch (workspace, flags),
+    /// zeroed once when it is allocated, never filled, poisoned or validated; a kernel
+    /// leaves what must read zero at its next launch zero.
+    Scratch,
 }
 
 /// Whether `arg` can be passed as a parameter of kind `param`: a dimension or the
@@ -220,7 +243,7 @@ pub const fn fits(arg: Arg, param: ParamKind) -> bool {
     match arg {
         Arg::Dim(_) | Arg::Param => matches!(param, ParamKind::Usize | ParamKind::U32),
         Arg::F32(_) => matches!(param, ParamKind::F32),
-        Arg::Buffer(_) | Arg::Map(_) => param.is_pointer(),
+        Arg::Buffer(_) | Arg::Map(_) | Arg::Scratch => param.is_pointer(),
     }
 }
 
@@ -235,7 +258,7 @@ pub const fn check_args(args: &[Arg], params: &[ParamKind]) {
         if !fits(args[i], params[i]) {
             panic!(
                 "a declared argument does not fit its kernel's parameter: Dim and Param pass a \
-                 usize or u32, F32 an f32, Buffer a Global or GlobalMut"
+                 usize or u32, F32 an f32, Buffer and Scratch a Global or GlobalMut"
             );
         }
         i += 1;
@@ -472,21 +495,22 @@ impl Experiment {
     /// the copy engine cannot: the variant is skipped there.
     pub fn addressable(&self, v: &Variant, p: &Problem) -> Result<()> {
         let buffers = self.buffers_at(p)?;
-        self.words(v, p, &vec![0; buffers.len()], &mut |spec| {
+        self.words(v, p, &vec![0; buffers.len()], 0, &mut |spec| {
             spec.extents(p, buffers[spec.buffer].elem).map(|_| 0)
         })
         .map(|_| ())
     }
 
     /// A variant's arguments as 64-bit words (what the driver and the emulator read),
-    /// with buffer i at `addresses[i]` and each tensor map where `map` put it (the
-    /// backend encodes it for the GPU or the emulator). A dimension or parameter the
-    /// kernel takes as a `u32` must fit one.
+    /// with buffer i at `addresses[i]`, the variant's scratch at `scratch` and each
+    /// tensor map where `map` put it (the backend encodes it for the GPU or the
+    /// emulator). A dimension or parameter the kernel takes as a `u32` must fit one.
     pub fn words(
         &self,
         v: &Variant,
         p: &Problem,
         addresses: &[u64],
+        scratch: u64,
         map: &mut dyn FnMut(&MapSpec) -> Result<u64>,
     ) -> Result<Vec<u64>> {
         v.args
@@ -509,6 +533,7 @@ impl Experiment {
                     Arg::F32(x) => Ok(u64::from(x.to_bits())),
                     Arg::Buffer(b) => Ok(addresses[b]),
                     Arg::Map(ref spec) => map(spec),
+                    Arg::Scratch => Ok(scratch),
                 }
             })
             .collect()
@@ -640,12 +665,12 @@ mod tests {
             k: 1,
         };
         let e = crate::experiments::matmul::EXPERIMENT
-            .words(v, &p, &[0, 0, 0], &mut |_| unreachable!("no maps"))
+            .words(v, &p, &[0, 0, 0], 0, &mut |_| unreachable!("no maps"))
             .unwrap_err();
         assert!(e.to_string().contains("32-bit"), "{e}");
         let p = Problem::Product { m: 3, n: 4, k: 5 };
         let w = crate::experiments::matmul::EXPERIMENT
-            .words(v, &p, &[7, 8, 9], &mut |_| unreachable!("no maps"))
+            .words(v, &p, &[7, 8, 9], 0, &mut |_| unreachable!("no maps"))
             .unwrap();
         assert_eq!(w, [3, 4, 5, 7, 8, 9]);
     }

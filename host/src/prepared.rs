@@ -44,6 +44,9 @@ pub struct Prepared {
     launches: Vec<std::result::Result<Launch, String>>,
     /// Each variant's tensor maps on the device, in argument order.
     maps: Vec<Vec<DeviceBuffer<u64>>>,
+    /// Each variant's scratch buffer ([`Arg::Scratch`]), zeroed when allocated and
+    /// then the kernel's (and its twin's) from launch to launch.
+    scratch: Vec<Option<DeviceBuffer<u8>>>,
     seed: u64,
     /// What the last [`Prepared::reset`] filled the inputs with.
     inputs: Inputs,
@@ -78,18 +81,23 @@ impl Prepared {
                 (views, Owner::Buffers(own))
             }
         };
-        let (mut launches, mut maps) = (Vec::new(), Vec::new());
+        let (mut launches, mut maps, mut scratch) = (Vec::new(), Vec::new(), Vec::new());
         for v in experiment.variants {
-            let made = (v.launch)(&problem, &gpu.info)
-                .and_then(|l| Ok((l, device_maps(gpu, v, &problem, &buffers, &memory)?)));
+            let made = (v.launch)(&problem, &gpu.info).and_then(|l| {
+                let m = device_maps(gpu, v, &problem, &buffers, &memory)?;
+                let s = zeroed_scratch(gpu, v.scratch_bytes(&problem, &l))?;
+                Ok((l, m, s))
+            });
             match made {
-                Ok((l, m)) => {
+                Ok((l, m, s)) => {
                     launches.push(Ok(l));
                     maps.push(m);
+                    scratch.push(s);
                 }
                 Err(e @ Error::Unaddressable { .. }) => {
                     launches.push(Err(e.to_string()));
                     maps.push(Vec::new());
+                    scratch.push(None);
                 }
                 Err(e) => return Err(e),
             }
@@ -102,6 +110,7 @@ impl Prepared {
             _owner: owner,
             launches,
             maps,
+            scratch,
             seed,
             inputs: Inputs { seed },
         })
@@ -153,11 +162,14 @@ impl Prepared {
     pub fn launch_spec(&self, i: usize) -> Result<(Launch, Vec<u64>)> {
         let addresses: Vec<u64> = self.memory.iter().map(|m| m.as_device_ptr().as_raw()).collect();
         let mut maps = self.maps[i].iter().map(|m| m.as_device_ptr().as_raw());
-        let words = self
-            .experiment
-            .words(&self.variants()[i], &self.problem, &addresses, &mut |_| {
-                Ok(maps.next().expect("one device map per map argument"))
-            })?;
+        let scratch = self.scratch[i].as_ref().map_or(0, |s| s.as_device_ptr().as_raw());
+        let words = self.experiment.words(
+            &self.variants()[i],
+            &self.problem,
+            &addresses,
+            scratch,
+            &mut |_| Ok(maps.next().expect("one device map per map argument")),
+        )?;
         let launch = self.launches[i].clone().map_err(|why| Error::Unaddressable {
             what: format!("{}/{}", self.experiment.name, self.variants()[i].name),
             why,
@@ -234,6 +246,18 @@ impl Prepared {
 enum Owner {
     Lease(#[expect(dead_code, reason = "held for its Drop")] Lease),
     Buffers(#[expect(dead_code, reason = "held for its Drop")] Vec<DeviceBuffer<u8>>),
+}
+
+/// A scratch buffer of `bytes` zeros, or none for a variant that takes none.
+fn zeroed_scratch(gpu: &Gpu, bytes: u64) -> Result<Option<DeviceBuffer<u8>>> {
+    if bytes == 0 {
+        return Ok(None);
+    }
+    let len = usize::try_from(bytes).map_err(|_| Error::TooLarge {
+        what: format!("a scratch buffer of {bytes} bytes"),
+        why: "more bytes than usize holds".into(),
+    })?;
+    gpu.upload(&vec![0u8; len]).map(Some)
 }
 
 /// Variant `v`'s tensor maps at `problem`, encoded by the driver and copied to the

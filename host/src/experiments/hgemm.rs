@@ -11,7 +11,8 @@
 use kernels::entry;
 use kernels::gpu::tma::Swizzle;
 use kernels::hgemm::simt::TILE;
-use kernels::hgemm::tiling::{B_BOX, BK, HalfTiling, PLAIN, SMALL, SPECIALISED, STAGED, STAGED_ROWS};
+use kernels::hgemm::stream_k::scratch_bytes;
+use kernels::hgemm::tiling::{B_BOX, BK, HalfTiling, PLAIN, SMALL, SPECIALISED, STAGED, STAGED_ROWS, STREAM_K};
 
 use super::matmul;
 use crate::device::DeviceInfo;
@@ -52,6 +53,14 @@ const HOPPER_ARGS: &[Arg] = &hopper_args(SPECIALISED);
 const STORE_ARGS: &[Arg] = &hopper_args(STAGED);
 const SMALL_ARGS: &[Arg] = &hopper_args(SMALL);
 
+/// tma-store's arguments and the scratch that holds split tiles' partial sums and
+/// their flags.
+const fn stream_k_args(t: HalfTiling) -> [Arg; 7] {
+    let a = hopper_args(t);
+    [a[0], a[1], a[2], a[3], a[4], a[5], Arg::Scratch]
+}
+const STREAM_K_ARGS: &[Arg] = &stream_k_args(STREAM_K);
+
 /// One block per tile of C (the kernel orders them), in whole clusters of `cluster`
 /// blocks along m, with the tiling's stages as dynamic shared memory.
 fn hopper(p: &Problem, t: HalfTiling, cluster: u64) -> Result<Launch> {
@@ -70,18 +79,38 @@ fn persistent(p: &Problem, info: &DeviceInfo, t: HalfTiling) -> Result<Launch> {
     grid(p, t, 2 * clusters)
 }
 
+/// One cluster of two blocks per two SMs, at most one per iteration (a pair tile's
+/// k-block of 64), each taking its share of the iterations; one cluster on the
+/// emulator unless `info` counts SMs.
+fn stream_k(p: &Problem, info: &DeviceInfo) -> Result<Launch> {
+    let t = STREAM_K;
+    let (m, n, k) = (p.dim(Dim::M) as u64, p.dim(Dim::N) as u64, p.dim(Dim::K) as u64);
+    let iterations = m.div_ceil(2 * t.bm() as u64) * n.div_ceil(t.bn as u64) * k.div_ceil(BK as u64);
+    let clusters = (u64::from(info.sm_count) / 2).clamp(1, iterations.max(1));
+    grid(p, t, 2 * clusters)
+}
+
+/// The stream-k rung's workspace and flags: a slot and a flag a consumer warp for
+/// every block of its launch.
+fn stream_k_scratch(_: &Problem, l: &Launch) -> u64 {
+    scratch_bytes(STREAM_K, l.grid.0 as usize * l.grid.1 as usize * l.grid.2 as usize) as u64
+}
+
 fn grid(p: &Problem, t: HalfTiling, blocks: u64) -> Result<Launch> {
     matmul::blocks_1d(p, blocks, t.threads(), t.shared_bytes())
 }
 
-/// Declares the rungs once: `NAME => (BF16 KERNEL, FP16 KERNEL), ARGS, LAUNCH;` makes
-/// the variant lists [`BF16_RUNGS`] and [`F16_RUNGS`], in order.
+/// Declares the rungs once: `NAME => (BF16 KERNEL, FP16 KERNEL), ARGS, LAUNCH;` (and
+/// `, scratch SCRATCH` before the `;` for a rung that takes one) makes the variant
+/// lists [`BF16_RUNGS`] and [`F16_RUNGS`], in order.
 macro_rules! rungs {
-    ($($name:literal => ($bf16:ident, $f16:ident), $args:expr, $launch:expr;)*) => {
+    ($($name:literal => ($bf16:ident, $f16:ident), $args:expr, $launch:expr $(, scratch $scratch:expr)?;)*) => {
         /// The BF16 rungs, in table order.
-        pub const BF16_RUNGS: &[Variant] = &[$(Variant::new($name, &entry::$bf16, $args, $launch).bf16()),*];
+        pub const BF16_RUNGS: &[Variant] =
+            &[$(Variant::new($name, &entry::$bf16, $args, $launch).bf16()$(.with_scratch($scratch))?),*];
         /// The FP16 rungs, the same in FP16.
-        pub const F16_RUNGS: &[Variant] = &[$(Variant::new($name, &entry::$f16, $args, $launch).f16()),*];
+        pub const F16_RUNGS: &[Variant] =
+            &[$(Variant::new($name, &entry::$f16, $args, $launch).f16()$(.with_scratch($scratch))?),*];
     };
 }
 
@@ -97,6 +126,7 @@ rungs! {
     };
     "tma-store" => (hgemm_tma_store_bf16, hgemm_tma_store_f16), STORE_ARGS, |p, info| persistent(p, info, STAGED);
     "small" => (hgemm_small_bf16, hgemm_small_f16), SMALL_ARGS, |p, info| persistent(p, info, SMALL);
+    "stream-k" => (hgemm_stream_k_bf16, hgemm_stream_k_f16), STREAM_K_ARGS, stream_k, scratch stream_k_scratch;
 }
 
 /// A, B and C of a product, of `elem` elements.
@@ -182,6 +212,13 @@ mod tests {
         assert_eq!(F16.twins()[4], "hgemm_persistent_f16");
         assert_eq!(F16.twins()[5], "hgemm_tma_store_f16");
         assert_eq!(BF16.twins()[6], "hgemm_small_bf16");
+        assert_eq!(F16.twins()[7], "hgemm_stream_k_f16");
+        // Only stream-k keeps a scratch buffer, and it passes it.
+        for v in BF16.variants.iter().chain(F16.variants) {
+            let passes = v.args.contains(&Arg::Scratch);
+            assert_eq!(passes, v.scratch.is_some(), "{}", v.name);
+            assert_eq!(passes, v.name == "stream-k");
+        }
     }
 
     #[test]
@@ -240,6 +277,69 @@ mod tests {
         let small = Problem::Product { m: 1024, n: 1024, k: 1024 };
         assert_eq!(at(small, &h100, "small").grid, (128, 1, 1), "128 tiles of 64 x 128, a cluster a pair");
         assert_eq!(at(small, &h100, "small").block, (256, 1, 1));
+        // stream-k: every SM, however few tiles; no more clusters than iterations.
+        assert_eq!(at(small, &h100, "stream-k").grid, (h100.sm_count / 2 * 2, 1, 1));
+        let one = Problem::Product { m: 8, n: 8, k: 128 };
+        assert_eq!(at(one, &h100, "stream-k").grid, (2 * 2, 1, 1), "1 pair tile of 2 k-blocks");
+        assert_eq!(at(odd, &info(), "stream-k").grid, (2, 1, 1), "one cluster on the emulator");
+        // A slot of 128 x 256 f32s and 8 flags a block.
+        let v = BF16.variant("stream-k").unwrap();
+        let l = at(big, &h100, "stream-k");
+        assert_eq!(v.scratch_bytes(&big, &l), u64::from(h100.sm_count / 2 * 2) * (128 * 256 * 4 + 8 * 4));
+    }
+
+    /// The stream-k twin is tuned as the Rust rung is: its tile's width and whether
+    /// it deals the hybrid (constants on both sides, which a tuning changes together).
+    #[test]
+    fn the_stream_k_twin_has_the_rungs_tuning() {
+        let header = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../cuda/hgemm_hopper.cuh"));
+        let hybrid = format!("constexpr bool H_SK_HYBRID = {};", kernels::hgemm::stream_k::HYBRID);
+        assert!(header.contains(&hybrid), "cuda/hgemm_hopper.cuh: {hybrid}");
+        for ty in ["bf16", "fp16"] {
+            let call = format!("hgemm_stream_k<{ty}, {}>(", STREAM_K.bn);
+            assert!(BF16.twin.source.contains(&call), "cuda/hgemm.cu: {call}");
+        }
+        assert_eq!((STREAM_K.consumers, STREAM_K.stages), (2, 4), "the twin's HTile<2, BN> and H_STAGES");
+    }
+
+    /// stream-k on the emulator with three clusters (a GPU of 6 SMs), so tiles are
+    /// split between clusters and fixed up through the workspace: at 136 x 264 x 264
+    /// (2 pair tiles of 5 k-blocks in 3 ranges of 4, 3 and 3, both tiles split) and
+    /// 300 x 520 x 64 (6 pair tiles of one k-block: 2 whole rounds, none split); in a
+    /// block's threads' reverse order too. After each launch every flag is clear
+    /// again, as the next launch needs, and a second launch on the same scratch
+    /// gives the same C.
+    #[test]
+    fn stream_k_fixes_up_split_tiles_and_clears_its_flags_on_the_emulator() {
+        use crate::experiment::Inputs;
+        use crate::explain::emulate::{run_whole_on, validate_with};
+        use kernels::gpu::emu::Schedule;
+        let six = DeviceInfo {
+            sm_count: 6,
+            ..DeviceInfo::h100()
+        };
+        for e in [&BF16, &F16] {
+            let v = e.variant("stream-k").unwrap();
+            for (m, n, k) in [(136, 264, 264), (300, 520, 64)] {
+                let p = Problem::Product { m, n, k };
+                let run = EmuLaunch::new(e, v, p, &six).unwrap();
+                assert_eq!(run.grid.x, 6, "three clusters");
+                for schedule in [Schedule::Concurrent, Schedule::Reverse] {
+                    let check = validate_with(&run, 13, schedule).unwrap();
+                    assert!(check.ok, "{}/stream-k at {p}, {schedule:?}: {}", e.name, check.detail);
+                }
+                let inputs = Inputs { seed: 14 };
+                let mut scratch = vec![0u8; run.scratch];
+                let first = run_whole_on(&run, &inputs, Schedule::Concurrent, &mut scratch).unwrap();
+                let flags = &scratch[scratch_bytes(STREAM_K, 6) - 6 * 8 * 4..];
+                assert!(flags.iter().all(|&b| b == 0), "{}: flags left set at {p}: {flags:?}", e.name);
+                let split = scratch[..4 * 128 * 256 * 6].iter().any(|&b| b != 0);
+                assert_eq!(split, m == 136, "{}: partials in the workspace at {p}", e.name);
+                let second = run_whole_on(&run, &inputs, Schedule::Concurrent, &mut scratch).unwrap();
+                assert_eq!(first[2].len(), second[2].len());
+                assert!(first[2].iter().zip(&second[2]).all(|(a, b)| a.to_bits() == b.to_bits()));
+            }
+        }
     }
 
     /// The Hopper rungs on the emulator, whose copy engine lands a stage only at the

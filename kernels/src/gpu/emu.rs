@@ -38,6 +38,7 @@ use std::vec::Vec;
 
 pub mod async_copy;
 pub mod config;
+mod flag;
 mod hopper;
 pub mod launch;
 pub mod record;
@@ -48,6 +49,7 @@ mod warp;
 
 pub use async_copy::{commit_group, queue_async_copy, wait_group};
 pub use config::{Dim3, LaunchConfig, LaunchError};
+pub use flag::{release_flag, wait_flag};
 pub use hopper::{
     barrier_arrive, barrier_arrive_in, barrier_init, barrier_try_wait, cluster_rank, cluster_sync,
     fence_proxy_async, tma_load, tma_store, wgmma_commit, wgmma_mma_16bit_ss, wgmma_mma_tf32,

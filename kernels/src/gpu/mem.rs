@@ -222,4 +222,11 @@ impl<T: Element> GlobalMut<T> {
     pub unsafe fn cast<U: Element>(self) -> GlobalMut<U> {
         GlobalMut::from_ptr(self.ptr.cast())
     }
+
+    /// The pointer `i` elements further (as [`Global::offset`]): one buffer holding
+    /// several arrays, each from its own offset.
+    #[inline(always)]
+    pub fn offset(self, i: usize) -> Self {
+        Self::from_ptr(self.ptr.wrapping_add(i))
+    }
 }

@@ -8,6 +8,7 @@
 pub mod async_copy;
 pub mod barrier;
 pub mod cluster;
+pub mod flag;
 pub mod half;
 pub mod math;
 pub mod mem;

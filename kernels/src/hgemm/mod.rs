@@ -9,5 +9,6 @@
 
 mod epilogue;
 pub mod simt;
+pub mod stream_k;
 pub mod tiling;
 pub mod wgmma;

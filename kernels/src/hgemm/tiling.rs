@@ -95,3 +95,6 @@ pub const SMALL: HalfTiling = HalfTiling {
     bn: 128,
     ..STAGED
 };
+/// `stream-k`: tma-store's tiling (128 x 256; `bn: 128` gives 128 x 128 tiles, twice
+/// as many, each split fewer ways), its iterations dealt out by [`super::stream_k`].
+pub const STREAM_K: HalfTiling = STAGED;

@@ -32,6 +32,8 @@
 //!    so the warp is back at the tensor cores while the copy engine writes C.
 //! 6. `small`: rung 5 with 64 x 128 tiles and one consumer warpgroup: four times as
 //!    many tiles, so a small product still gives every SM one.
+//! 7. [`super::stream_k`]: rung 5 dealing out k-blocks instead of whole tiles, so the
+//!    last round of tiles leaves no SM idle.
 
 use super::epilogue::{Out, store, store_staged};
 use super::tiling::{B_ATOM_BYTES, B_BOX, BK, HalfTiling, PLAIN, SMALL, SPECIALISED, STAGED};
@@ -46,7 +48,7 @@ use crate::sgemm::wgmma::tile_of;
 /// The ring of a tiling: its stages from the dynamic segment's first 1024-byte
 /// boundary, then their barriers.
 #[inline(always)]
-unsafe fn ring<H: Half>(t: HalfTiling) -> Ring<H> {
+pub(super) unsafe fn ring<H: Half>(t: HalfTiling) -> Ring<H> {
     // SAFETY: the host launches with t.shared_bytes() of dynamic shared memory.
     let tiles = unsafe { dynamic_shared_array::<H>(t.shared_bytes() / 2).aligned(1024) };
     Ring::new(tiles, t.stages, t.stage_len()).with_barriers_at(t.staging_at() + t.staging())
@@ -57,7 +59,7 @@ unsafe fn ring<H: Half>(t: HalfTiling) -> Ring<H> {
 /// stage's `full` barrier. In a cluster, this block copies its half of B's boxes into
 /// every block.
 #[inline(always)]
-unsafe fn load_stage<H: Half>(
+pub(super) unsafe fn load_stage<H: Half>(
     t: HalfTiling,
     ring: Ring<H>,
     s: Stage,
@@ -160,7 +162,7 @@ unsafe fn plain<H: Half, A: Accumulator>(
 /// group is issued before the one before it is waited for, and that one's stage is
 /// then freed (one arrival a warp, in every block of the cluster).
 #[inline(always)]
-unsafe fn consume<H: Half, A: Accumulator>(
+pub(super) unsafe fn consume<H: Half, A: Accumulator>(
     (t, ring): (HalfTiling, Ring<H>),
     ktiles: u32,
     (wg, lane): (usize, usize),
@@ -196,7 +198,7 @@ unsafe fn consume<H: Half, A: Accumulator>(
 /// The tile (`m0`, `n0`) of tile index `i` for this block: in a cluster, the pair of
 /// row tiles on the same columns, this block's by its rank.
 #[inline(always)]
-fn tile<H: Half>(t: HalfTiling, ring: Ring<H>, i: u32, (m, n): (u32, u32)) -> (u32, u32) {
+pub(super) fn tile<H: Half>(t: HalfTiling, ring: Ring<H>, i: u32, (m, n): (u32, u32)) -> (u32, u32) {
     let (blocks, rank, bm) = (ring.cluster().0, ring.cluster().1, t.bm() as u32);
     let (m0, n0) = tile_of(i, m, n, blocks * bm, t.bn as u32);
     (m0 + rank * bm, n0)

@@ -55,6 +55,8 @@ pub struct EmuLaunch {
     pub block: Dim3,
     pub dynamic_shared_bytes: usize,
     pub buffers: Vec<Buffer>,
+    /// Bytes of the variant's scratch buffer at this launch (0 without one).
+    pub scratch: usize,
 }
 
 impl EmuLaunch {
@@ -69,6 +71,11 @@ impl EmuLaunch {
     ) -> Result<EmuLaunch> {
         let launch = (variant.launch)(&problem, info)?;
         let buffers = experiment.buffers_at(&problem)?;
+        let scratch =
+            usize::try_from(variant.scratch_bytes(&problem, &launch)).map_err(|_| Error::TooLarge {
+                what: format!("{}/{} at {problem}", experiment.name, variant.name),
+                why: "its scratch buffer's size overflows usize".into(),
+            })?;
         // The argument words exist at this problem (its u32 dimensions fit, the copy
         // engine can address its tensors).
         experiment.addressable(variant, &problem)?;
@@ -81,7 +88,18 @@ impl EmuLaunch {
             block: Dim3::from(launch.block),
             dynamic_shared_bytes: launch.shared_bytes as usize,
             buffers,
+            scratch,
         })
+    }
+
+    /// The buffers the kernel is given: the experiment's, then its scratch (as f32
+    /// words, zeroed) if it takes one.
+    fn laid_out(&self) -> Vec<Buffer> {
+        let mut all = self.buffers.clone();
+        if self.scratch > 0 {
+            all.push(Buffer::in_out("scratch", self.scratch.div_ceil(4)));
+        }
+        all
     }
 
     /// The same launch running another kernel with the same parameters (a
@@ -90,15 +108,17 @@ impl EmuLaunch {
         EmuLaunch { kernel, ..self }
     }
 
-    /// Runs the kernel in the current emulated thread with buffer i at `addresses[i]`.
-    /// The words were checked when the launch was made ([`EmuLaunch::new`]).
+    /// Runs the kernel in the current emulated thread with buffer i at `addresses[i]`
+    /// and its scratch after them ([`EmuLaunch::laid_out`]). The words were checked when
+    /// the launch was made ([`EmuLaunch::new`]).
     fn call(&self, addresses: &[usize]) {
+        let scratch = addresses.get(self.buffers.len()).map_or(0, |&a| a as u64);
         let addresses: Vec<u64> = addresses.iter().map(|&a| a as u64).collect();
         // Each tensor map as the emulator reads it, alive until the kernel returns.
         let mut maps: Vec<Box<TensorMap>> = Vec::new();
         let words = self
             .experiment
-            .words(self.variant, &self.problem, &addresses, &mut |spec| {
+            .words(self.variant, &self.problem, &addresses, scratch, &mut |spec| {
                 let elem = self.buffers[spec.buffer].elem;
                 let map = Box::new(spec.for_emulator(&self.problem, elem, addresses[spec.buffer])?);
                 let at = &*map as *const TensorMap as u64;
@@ -194,7 +214,23 @@ pub fn validate_with(launch: &EmuLaunch, seed: u64, schedule: emu::Schedule) -> 
 /// Runs the whole grid on host buffers that start as `inputs` (and poison) say, and
 /// returns every buffer's elements afterwards, as exact values.
 pub fn run_whole(launch: &EmuLaunch, inputs: &Inputs, schedule: emu::Schedule) -> Result<Vec<Vec<f32>>> {
-    let initial = initial_contents(launch, inputs);
+    run_whole_on(launch, inputs, schedule, &mut vec![0; launch.scratch])
+}
+
+/// [`run_whole`] with the scratch buffer starting as `scratch` (the launch's bytes of
+/// it), which holds what the kernel left there afterwards: a second launch on it
+/// starts where a GPU's next launch would.
+pub fn run_whole_on(
+    launch: &EmuLaunch,
+    inputs: &Inputs,
+    schedule: emu::Schedule,
+    scratch: &mut [u8],
+) -> Result<Vec<Vec<f32>>> {
+    assert_eq!(scratch.len(), launch.scratch, "the launch's scratch bytes");
+    let mut initial = initial_contents(launch, inputs);
+    if launch.scratch > 0 {
+        initial.push(scratch.to_vec());
+    }
     let mut memory: Vec<HostBuffer> = initial.iter().map(|d| HostBuffer::from(d)).collect();
     let addrs: Vec<usize> = memory.iter_mut().map(HostBuffer::addr).collect();
     let config = LaunchConfig {
@@ -203,7 +239,7 @@ pub fn run_whole(launch: &EmuLaunch, inputs: &Inputs, schedule: emu::Schedule) -
         dynamic_shared_bytes: launch.dynamic_shared_bytes,
         cluster: launch.kernel.cluster,
         bounds: launch
-            .buffers
+            .laid_out()
             .iter()
             .zip(&addrs)
             .map(|(b, &a)| a..a + b.elem.bytes() * b.len)
@@ -212,6 +248,9 @@ pub fn run_whole(launch: &EmuLaunch, inputs: &Inputs, schedule: emu::Schedule) -
         ..Default::default()
     };
     emu::try_launch(&config, || launch.call(&addrs)).map_err(emulation_error(launch.kernel.name))?;
+    if launch.scratch > 0 {
+        scratch.copy_from_slice(&memory[launch.buffers.len()].to_bytes()[..launch.scratch]);
+    }
     Ok(memory
         .iter()
         .zip(&launch.buffers)
@@ -269,9 +308,9 @@ pub type Regions = Vec<(String, Range<usize>)>;
 
 /// The regions of [`record_each`]'s virtual buffers, and their base addresses.
 pub fn regions(launch: &EmuLaunch) -> Result<(Regions, Vec<usize>)> {
-    let addrs = virtual_layout(&launch.buffers)?;
-    let regions = launch
-        .buffers
+    let all = launch.laid_out();
+    let addrs = virtual_layout(&all)?;
+    let regions = all
         .iter()
         .zip(&addrs)
         .map(|(b, &a)| (b.name.to_string(), a..a + b.elem.bytes() * b.len))
@@ -302,7 +341,7 @@ pub fn record_each(
         blocks,
         max_occurrences: Some(max_occurrences),
         bounds: launch
-            .buffers
+            .laid_out()
             .iter()
             .zip(addrs)
             .map(|(b, &a)| a..a + b.elem.bytes() * b.len)
