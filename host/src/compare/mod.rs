@@ -9,6 +9,7 @@
 //! tests, and still gets the Rust-only table.
 
 pub mod cublas;
+pub mod headers;
 pub mod layout;
 pub mod libs;
 pub mod nvrtc;
