@@ -1,5 +1,5 @@
 // The 16-bit Hopper rungs of the hgemm twin (included by hgemm.cu): C = A B, row-major,
-// A, B and C of one 16-bit type (bf16 or fp16, hgemm.cu's), f32 accumulation; TMA-fed
+// A, B and C of one 16-bit type (__nv_bfloat16 or half), f32 accumulation; TMA-fed
 // tiles multiplied by warpgroups from shared memory (wgmma, sm_90a), written as
 // hand-written Hopper GEMMs are: inline PTX. As in kernels/src/hgemm/wgmma.rs: A lands
 // K-major, B MN-major (the instruction transposes it); a block's tile is 64 rows a
@@ -45,23 +45,20 @@ __device__ __forceinline__ void wgmma_f16_n128(float* d, unsigned long long a, u
 
 template <typename T, int N> __device__ __forceinline__ void wgmma_k16(float* d, unsigned long long a, unsigned long long b) {
     if constexpr (N == 256) {
-        if constexpr (T::IS_BF16) wgmma_bf16_n256(d, a, b); else wgmma_f16_n256(d, a, b);
+        if constexpr (IS_BF16<T>) wgmma_bf16_n256(d, a, b); else wgmma_f16_n256(d, a, b);
     } else {
-        if constexpr (T::IS_BF16) wgmma_bf16_n128(d, a, b); else wgmma_f16_n128(d, a, b);
+        if constexpr (IS_BF16<T>) wgmma_bf16_n128(d, a, b); else wgmma_f16_n128(d, a, b);
     }
 }
 
-// lo and hi rounded to nearest even and packed, lo in the low half (cvt's first source
-// lands in the high half).
-__device__ __forceinline__ unsigned pack2(bf16*, float lo, float hi) {
-    unsigned d;
-    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
-    return d;
+// lo and hi rounded to nearest even and packed into one word, lo in the low half.
+__device__ __forceinline__ unsigned pack2(__nv_bfloat16*, float lo, float hi) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<unsigned*>(&v);
 }
-__device__ __forceinline__ unsigned pack2(fp16*, float lo, float hi) {
-    unsigned d;
-    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(d) : "f"(hi), "f"(lo));
-    return d;
+__device__ __forceinline__ unsigned pack2(half*, float lo, float hi) {
+    half2 v = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<unsigned*>(&v);
 }
 
 constexpr int H_BK = 64, H_BOX = 64, H_GROUP_M = 8, H_STAGES = 4;

@@ -11,6 +11,7 @@ use cust::memory::CopyDestination;
 
 use coalesce::compare::CompareReport;
 use coalesce::compare::cublas::{Cublas, Math};
+use coalesce::compare::layout::Layout;
 use coalesce::compare::run::compare;
 use coalesce::compare::twins::Twins;
 use coalesce::device::Gpu;
@@ -67,9 +68,26 @@ fn every_twin_validates_at_awkward_sizes() {
     assert!(checked >= ALL.len() * 4);
 }
 
-/// cuBLAS's C = A B for one shape, checked against the f64 reference the matmul
-/// experiment uses, with its bound widened for TF32's rounded inputs.
-fn sgemm_check(m: usize, n: usize, k: usize, math: Math, gpu: &Gpu, blas: &Cublas) -> Option<String> {
+/// A row-major `rows` x `cols` matrix as `layout` stores it: as it is, or column-major.
+fn stored(x: &[f32], rows: usize, cols: usize, col_major: bool) -> Vec<f32> {
+    match col_major {
+        false => x.to_vec(),
+        true => (0..rows * cols)
+            .map(|i| x[(i % rows) * cols + i / rows])
+            .collect(),
+    }
+}
+
+/// cuBLAS's C = A B for one shape, A and B stored as `layout` says, checked against
+/// the f64 reference the matmul experiment uses, with its bound widened for TF32's
+/// rounded inputs.
+fn sgemm_check(
+    (m, n, k): (usize, usize, usize),
+    math: Math,
+    layout: Layout,
+    gpu: &Gpu,
+    blas: &Cublas,
+) -> Option<String> {
     let a: Vec<f32> = (0..m * k).map(|i| kernels::fill::uniform(1, i as u64)).collect();
     let b: Vec<f32> = (0..k * n).map(|i| kernels::fill::uniform(2, i as u64)).collect();
     let (mut da, mut db, dc) = (
@@ -77,8 +95,8 @@ fn sgemm_check(m: usize, n: usize, k: usize, math: Math, gpu: &Gpu, blas: &Cubla
         gpu.alloc::<f32>(k * n).unwrap(),
         gpu.alloc::<f32>(m * n).unwrap(),
     );
-    da.copy_from(&a[..]).unwrap();
-    db.copy_from(&b[..]).unwrap();
+    da.copy_from(&stored(&a, m, k, layout.a_col_major())[..]).unwrap();
+    db.copy_from(&stored(&b, k, n, layout.b_col_major())[..]).unwrap();
     let g = Gemm {
         m,
         n,
@@ -89,17 +107,17 @@ fn sgemm_check(m: usize, n: usize, k: usize, math: Math, gpu: &Gpu, blas: &Cubla
         input: Elem::F32,
         output: Elem::F32,
     };
-    blas.gemm(math, &g).unwrap();
+    blas.gemm(math, &g, layout).unwrap();
     gpu.sync("sgemm").unwrap();
     let mut got = vec![0f32; m * n];
     dc.copy_to(&mut got[..]).unwrap();
     let all: Vec<usize> = (0..m * n).collect();
     let v = check_rounded_product(&got, (m, n, k), |i| a[i], |i| b[i], &all, math.input_rounding());
-    (!v.ok).then(|| format!("{m}x{n}x{k} {}: {}", math.label(), v.detail))
+    (!v.ok).then(|| format!("{m}x{n}x{k} {} {}: {}", math.label(), layout.label(), v.detail))
 }
 
-/// cuBLAS in `maths`, each checked by `check` at one element, awkward shapes and a
-/// long k: every shape within its bound.
+/// cuBLAS in `maths` and every operand layout, each checked by `check` at one
+/// element, awkward shapes and a long k: every shape within its bound.
 fn cublas_matches_an_f64_reference(maths: [Math; 2], check: GemmCheck) {
     let gpu = gpu();
     let blas = Cublas::load(&gpu).unwrap_or_else(|e| panic!("{e}"));
@@ -112,15 +130,17 @@ fn cublas_matches_an_f64_reference(maths: [Math; 2], check: GemmCheck) {
         (64, 48, 4096),
     ] {
         for math in maths {
-            errors.extend(check(m, n, k, math, &gpu, &blas));
+            for layout in Layout::ALL {
+                errors.extend(check((m, n, k), math, layout, &gpu, &blas));
+            }
         }
     }
     drop(blas);
     assert!(errors.is_empty(), "{}", errors.join("\n"));
 }
 
-/// One shape's check of cuBLAS: None, or what differs.
-type GemmCheck = fn(usize, usize, usize, Math, &Gpu, &Cublas) -> Option<String>;
+/// One shape's check of cuBLAS in one layout: None, or what differs.
+type GemmCheck = fn((usize, usize, usize), Math, Layout, &Gpu, &Cublas) -> Option<String>;
 
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
@@ -129,8 +149,15 @@ fn cublas_sgemm_matches_an_f64_reference() {
 }
 
 /// cuBLAS's BF16 and FP16 C = A B (`cublasGemmEx`, f32 accumulation) for one shape,
-/// against the f64 product of the inputs' exact values within the 16-bit bound.
-fn gemm_16_check(m: usize, n: usize, k: usize, math: Math, gpu: &Gpu, blas: &Cublas) -> Option<String> {
+/// A and B stored as `layout` says, against the f64 product of the inputs' exact
+/// values within the 16-bit bound.
+fn gemm_16_check(
+    (m, n, k): (usize, usize, usize),
+    math: Math,
+    layout: Layout,
+    gpu: &Gpu,
+    blas: &Cublas,
+) -> Option<String> {
     let elem = math.elem();
     let a: Vec<f32> = (0..m * k)
         .map(|i| elem.round(kernels::fill::uniform(1, i as u64)))
@@ -143,8 +170,10 @@ fn gemm_16_check(m: usize, n: usize, k: usize, math: Math, gpu: &Gpu, blas: &Cub
         gpu.alloc::<u8>(k * n * 2).unwrap(),
         gpu.alloc::<u8>(m * n * 2).unwrap(),
     );
-    da.copy_from(&elem.encode(&a)[..]).unwrap();
-    db.copy_from(&elem.encode(&b)[..]).unwrap();
+    da.copy_from(&elem.encode(&stored(&a, m, k, layout.a_col_major()))[..])
+        .unwrap();
+    db.copy_from(&elem.encode(&stored(&b, k, n, layout.b_col_major()))[..])
+        .unwrap();
     let g = Gemm {
         m,
         n,
@@ -155,7 +184,7 @@ fn gemm_16_check(m: usize, n: usize, k: usize, math: Math, gpu: &Gpu, blas: &Cub
         input: elem,
         output: elem,
     };
-    blas.gemm(math, &g).unwrap();
+    blas.gemm(math, &g, layout).unwrap();
     gpu.sync("gemm").unwrap();
     let mut bytes = vec![0u8; m * n * 2];
     dc.copy_to(&mut bytes[..]).unwrap();
@@ -166,7 +195,7 @@ fn gemm_16_check(m: usize, n: usize, k: usize, math: Math, gpu: &Gpu, blas: &Cub
         output: elem,
     };
     let v = check_product_bound(&got, (m, n, k), |i| a[i], |i| b[i], &all, bound);
-    (!v.ok).then(|| format!("{m}x{n}x{k} {}: {}", math.label(), v.detail))
+    (!v.ok).then(|| format!("{m}x{n}x{k} {} {}: {}", math.label(), layout.label(), v.detail))
 }
 
 #[test]
@@ -204,7 +233,10 @@ fn the_16_bit_gemms_run_validated_beside_cublas() {
         );
         assert!(r.rust.pct_of_cublas.is_some_and(|p| p > 0.0), "{r:#?}");
         assert!(r.cublas_interleaved);
+        // Of cuBLAS at its fastest layout, which the row names.
+        assert!(r.cublas_layout.is_some(), "{r:#?}");
     }
+    assert!(report.cublas_rows.iter().all(|c| c.layout.is_some()));
     let lines: Vec<(&str, Math, bool)> = report
         .cublas_rows
         .iter()

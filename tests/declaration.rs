@@ -132,7 +132,7 @@ fn check_run_and_compare_run_it_on_the_gpu() {
         reps: Reps { warmup: 1, timed: 3 },
         seed: 5,
     };
-    let measured = run_experiment(&gpu, &demo()[0], &opts, None, None, |_| Ok(()), |_| {}).unwrap();
+    let measured = run_experiment(&gpu, &demo()[0], &opts, None, &[], |_| Ok(()), |_| {}).unwrap();
     assert_eq!(measured.rows.len(), 2);
     assert!(
         measured
@@ -140,15 +140,21 @@ fn check_run_and_compare_run_it_on_the_gpu() {
             .iter()
             .all(|(r, _, _)| r.validated && r.gb_per_s > 0.0)
     );
-    // A library's call beside each variant runs in the same rounds as it, and is timed.
+    // Library calls beside each variant run in the same rounds as it, each timed.
     let calls = std::cell::Cell::new(0);
     let count = |_: &coalesce::prepared::Prepared, _: usize| {
         calls.set(calls.get() + 1);
         Ok(())
     };
-    let beside = run_experiment(&gpu, &demo()[0], &opts, None, Some(&count), |_| Ok(()), |_| {}).unwrap();
-    assert!(beside.rows.iter().all(|(_, _, t)| t.is_some_and(|t| t.reps == 3)));
-    assert_eq!(calls.get(), 2 * (1 + 3));
+    let two: [coalesce::harness::Beside; 2] = [&count, &count];
+    let beside = run_experiment(&gpu, &demo()[0], &opts, None, &two, |_| Ok(()), |_| {}).unwrap();
+    assert!(
+        beside
+            .rows
+            .iter()
+            .all(|(_, _, t)| t.len() == 2 && t.iter().all(|t| t.reps == 3))
+    );
+    assert_eq!(calls.get(), 2 * 2 * (1 + 3));
     let compared = coalesce::compare::run::compare(&gpu, &demo(), &opts, None, |_| {}).unwrap();
     assert!(compared.cpp_available, "{}", compared.cpp);
     assert!(

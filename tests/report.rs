@@ -10,6 +10,7 @@ use common::temp_path;
 use std::path::Path;
 
 use coalesce::compare::cublas::Math;
+use coalesce::compare::layout::Layout;
 use coalesce::compare::{CompareReport, CompareRow, CublasRate, CublasRow};
 use coalesce::device::DeviceInfo;
 use coalesce::experiment::{Problem, Work};
@@ -225,6 +226,7 @@ fn comparison(results: &Results, twins: bool) -> CompareReport {
                     gflop_per_s: g,
                     validated: true,
                     check: "within 1e-4".into(),
+                    layout: None,
                 }
             })
             .collect(),
@@ -1020,11 +1022,13 @@ fn a_16_bit_product_is_reported_with_its_precision() {
     let mut c = comparison(&plain, true);
     let g = bf16.gflop_per_s.unwrap();
     c.rows.pop();
-    c.rows.push(CompareRow::new(
+    let mut row = CompareRow::new(
         &bf16,
         Some(&twin(&bf16, 1.1)),
         Some(CublasRate::Interleaved(g * 20.0)),
-    ));
+    );
+    row.cublas_layout = Some(Layout::TN);
+    c.rows.push(row);
     c.cublas = Some("cuBLAS 13.0.0 (/usr/local/cuda/lib64/libcublas.so.13)".into());
     c.cublas_rows.push(CublasRow {
         experiment: "gemm-bf16".into(),
@@ -1036,6 +1040,7 @@ fn a_16_bit_product_is_reported_with_its_precision() {
         gflop_per_s: g * 20.0,
         validated: true,
         check: "within the bound".into(),
+        layout: Some(Layout::NT),
     });
     let results = Results::of_comparison(plain.elapsed_s, c);
     let md = coalesce::report::markdown::render(&results, &[]);
@@ -1044,6 +1049,16 @@ fn a_16_bit_product_is_reported_with_its_precision() {
         cpp.contains("- gemm-bf16: cuBLAS GEMM BF16 4096x4096x4096 = "),
         "{cpp}"
     );
+    // The layout each figure of cuBLAS is of: the line's, and the row's in its column.
+    assert!(cpp.contains("GFLOP/s, layout NT, the fastest of 4"), "{cpp}");
+    let header = cpp.lines().find(|l| l.starts_with("| experiment")).unwrap();
+    assert!(
+        header.contains("| C++ % of cuBLAS | cuBLAS layout | Rust valid |"),
+        "{cpp}"
+    );
+    let bf16_row = cpp.lines().find(|l| l.starts_with("| gemm-bf16")).unwrap();
+    assert!(bf16_row.contains("| TN |"), "{cpp}");
+    assert!(cpp.contains("cuBLAS layout: how A and B were stored"), "{cpp}");
     assert!(
         cpp.contains(
             "\nPrecision: BF16: gemm-bf16/simt; each % of cuBLAS is of cuBLAS in the row's precision.\n"

@@ -211,7 +211,7 @@ fn run_suite(
     };
     for s in selection {
         let measured =
-            harness::run_experiment(&gpu, s, opts, None, None, |_| Ok(()), |msg| progress.step(msg))?;
+            harness::run_experiment(&gpu, s, opts, None, &[], |_| Ok(()), |msg| progress.step(msg))?;
         report.baselines.push(ExperimentBaseline {
             experiment: s.experiment.name.to_string(),
             baseline: measured.baseline,

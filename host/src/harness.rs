@@ -227,20 +227,21 @@ pub fn fill_speedups(rows: &mut [Row]) {
 pub type TwinLookup<'a, 'm> = &'a dyn Fn(&str) -> Result<Function<'m>>;
 
 /// A library's call doing variant `i`'s work on the same buffers (cuBLAS for a
-/// product), timed interleaved with the variant's own launches.
+/// product, in one of its operand layouts), timed interleaved with the variant's own
+/// launches.
 pub type Beside<'a> = &'a dyn Fn(&Prepared, usize) -> Result<()>;
 
 /// One experiment as measured: its baseline, and a row per selected variant with
-/// the twin's row beside it where a twin ran, and the library's timing interleaved
-/// with it where one was given.
+/// the twin's row beside it where a twin ran, and the timing of each library call
+/// given, interleaved with it, in the order given.
 pub struct Measured {
     pub baseline: Baseline,
-    pub rows: Vec<(Row, Option<Row>, Option<Timing>)>,
+    pub rows: Vec<(Row, Option<Row>, Vec<Timing>)>,
 }
 
 /// Runs the selected variants of one experiment: baseline copy, then for each
 /// variant reset, launch, validate, time (interleaved with its twin when `twin` is
-/// given, and with `beside` when given: under a power limit a launch's clock depends
+/// given, and with each call of `beside`: under a power limit a launch's clock depends
 /// on what ran before it, so what is compared is timed in the same rounds);
 /// `library` runs last on the same buffers (cuBLAS for a product, validated).
 pub fn run_experiment(
@@ -248,7 +249,7 @@ pub fn run_experiment(
     selection: &Selection,
     opts: &RunOptions,
     twin: Option<TwinLookup<'_, '_>>,
-    beside: Option<Beside<'_>>,
+    beside: &[Beside<'_>],
     mut library: impl FnMut(&mut Prepared) -> Result<()>,
     mut progress: impl FnMut(&str),
 ) -> Result<Measured> {
@@ -293,20 +294,20 @@ pub fn run_experiment(
         // in that order.
         let mut rust_launch = || p.launch(gpu, i, &rust);
         let mut cpp_launch = cpp.as_ref().map(|f| move || p.launch(gpu, i, f));
-        let mut lib_launch = beside.map(|b| move || b(p, i));
-        let timings = if cpp_launch.is_none() && lib_launch.is_none() {
+        let mut lib_launches: Vec<_> = beside.iter().map(|b| move || b(p, i)).collect();
+        let timings = if cpp_launch.is_none() && lib_launches.is_empty() {
             vec![time_launches(gpu, opts.reps, rust_launch)?]
         } else {
             let mut launches: Vec<&mut dyn FnMut() -> Result<()>> = vec![&mut rust_launch];
             if let Some(c) = cpp_launch.as_mut() {
                 launches.push(c);
             }
-            if let Some(l) = lib_launch.as_mut() {
+            for l in lib_launches.iter_mut() {
                 launches.push(l);
             }
             time_interleaved(gpu, opts.reps, &mut launches)?
         };
-        let lib_timing = beside.and(timings.last().copied());
+        let lib_timing = timings[timings.len() - beside.len()..].to_vec();
         measured.push((
             Case::of(exp, v, problem),
             timings,

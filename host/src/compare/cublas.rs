@@ -9,11 +9,10 @@
 use std::ffi::{c_int, c_void};
 
 use cudarc::cublas::result as cb;
-use cudarc::cublas::sys::{
-    self, cublasComputeType_t, cublasGemmAlgo_t, cublasMath_t, cublasOperation_t, cudaDataType,
-};
+use cudarc::cublas::sys::{self, cublasComputeType_t, cublasGemmAlgo_t, cublasMath_t, cudaDataType};
 use serde::{Deserialize, Serialize};
 
+use super::layout::{Call, Layout};
 use super::libs::{self, Found, Lib};
 use crate::device::Gpu;
 use crate::elem::Elem;
@@ -119,40 +118,20 @@ fn data_type(elem: Elem) -> cudaDataType {
 /// the f32 compute type takes them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GemmEx {
-    pub transa: cublasOperation_t,
-    pub transb: cublasOperation_t,
-    pub m: c_int,
-    pub n: c_int,
-    pub k: c_int,
-    pub a: u64,
+    /// The shape, operands and their layout ([`Call::new`]).
+    pub call: Call,
     pub a_type: cudaDataType,
-    pub lda: c_int,
-    pub b: u64,
     pub b_type: cudaDataType,
-    pub ldb: c_int,
-    pub c: u64,
     pub c_type: cudaDataType,
-    pub ldc: c_int,
     pub compute: cublasComputeType_t,
     pub algo: cublasGemmAlgo_t,
 }
 
-/// The 32-bit dimensions cuBLAS takes, or a clean error.
-fn dims(g: &Gemm) -> Result<(c_int, c_int, c_int)> {
-    let dim = |v: usize, what: &str| {
-        c_int::try_from(v).map_err(|_| Error::TooLarge {
-            what: format!("{what} = {v}"),
-            why: "cuBLAS takes 32-bit matrix dimensions".into(),
-        })
-    };
-    Ok((dim(g.m, "m")?, dim(g.n, "n")?, dim(g.k, "k")?))
-}
-
 impl GemmEx {
-    /// Row-major C = A B in `math` (a 16-bit one) on `g`'s buffers. cuBLAS is
-    /// column-major: a row-major m x n matrix is its n x m transpose, so it computes
-    /// C^T = B^T A^T: (n, m, k) with B first, no transposes, leading dimensions n, k, n.
-    pub fn row_major(math: Math, g: &Gemm) -> Result<GemmEx> {
+    /// Row-major C = A B in `math` (a 16-bit one) on `g`'s buffers, A and B stored
+    /// as `layout` says: A, B and C of the type, f32 accumulation, the default
+    /// algorithm.
+    pub fn new(math: Math, g: &Gemm, layout: Layout) -> Result<GemmEx> {
         let elem = math.elem();
         if math.routine() != "GEMM" || g.input != elem || g.output != elem {
             return Err(Error::Library(format!(
@@ -162,22 +141,11 @@ impl GemmEx {
                 g.output.label()
             )));
         }
-        let (m, n, k) = dims(g)?;
         Ok(GemmEx {
-            transa: cublasOperation_t::CUBLAS_OP_N,
-            transb: cublasOperation_t::CUBLAS_OP_N,
-            m: n,
-            n: m,
-            k,
-            a: g.b,
+            call: Call::new(g, layout)?,
             a_type: data_type(elem),
-            lda: n,
-            b: g.a,
             b_type: data_type(elem),
-            ldb: k,
-            c: g.c,
             c_type: data_type(elem),
-            ldc: n,
             compute: cublasComputeType_t::CUBLAS_COMPUTE_32F,
             algo: cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
         })
@@ -227,17 +195,19 @@ impl Cublas {
         format!("{}.{}.{}", v / 10000, v / 100 % 100, v % 100)
     }
 
-    /// Enqueues row-major C = A B on the stream with `math`: SGEMM for FP32 and
-    /// TF32, `cublasGemmEx` for the 16-bit types ([`GemmEx::row_major`]).
-    pub fn gemm(&self, math: Math, g: &Gemm) -> Result<()> {
+    /// Enqueues row-major C = A B on the stream with `math`, A and B stored as
+    /// `layout` says: SGEMM for FP32 and TF32, `cublasGemmEx` for the 16-bit types
+    /// ([`GemmEx::new`]).
+    pub fn gemm(&self, math: Math, g: &Gemm, layout: Layout) -> Result<()> {
         match math {
-            Math::Fp32 | Math::Tf32 => self.sgemm(math, g),
-            Math::Bf16 | Math::F16 => self.gemm_ex(&GemmEx::row_major(math, g)?),
+            Math::Fp32 | Math::Tf32 => self.sgemm(math, g, layout),
+            Math::Bf16 | Math::F16 => self.gemm_ex(&GemmEx::new(math, g, layout)?),
         }
     }
 
     /// Enqueues one `cublasGemmEx` call.
     fn gemm_ex(&self, x: &GemmEx) -> Result<()> {
+        let c = &x.call;
         let fail = |what: &str, e: cb::CublasError| Error::Library(format!("cuBLAS {what} failed: {e}"));
         // SAFETY: a live handle; the mode is one cuBLAS defines.
         unsafe { sys::cublasSetMathMode(self.handle, cublasMath_t::CUBLAS_DEFAULT_MATH) }
@@ -246,27 +216,27 @@ impl Cublas {
         let (alpha, beta) = (1.0f32, 0.0f32);
         // SAFETY: the call's pointers are live device buffers of this context holding
         // the matrices its dimensions and leading dimensions describe, of its types
-        // ([`GemmEx::row_major`] from the caller's Gemm); alpha and beta are host f32
+        // ([`GemmEx::new`] from the caller's Gemm); alpha and beta are host f32
         // scalars, as the f32 compute type takes them, read before the call returns.
         unsafe {
             cb::gemm_ex(
                 self.handle,
-                x.transa,
-                x.transb,
-                x.m,
-                x.n,
-                x.k,
+                c.transa,
+                c.transb,
+                c.m,
+                c.n,
+                c.k,
                 (&alpha as *const f32).cast::<c_void>(),
-                x.a as *const c_void,
+                c.a as *const c_void,
                 x.a_type,
-                x.lda,
-                x.b as *const c_void,
+                c.lda,
+                c.b as *const c_void,
                 x.b_type,
-                x.ldb,
+                c.ldb,
                 (&beta as *const f32).cast::<c_void>(),
-                x.c as *mut c_void,
+                c.c as *mut c_void,
                 x.c_type,
-                x.ldc,
+                c.ldc,
                 x.compute,
                 x.algo,
             )
@@ -274,11 +244,9 @@ impl Cublas {
         .map_err(|e| fail("cublasGemmEx", e))
     }
 
-    /// Enqueues row-major C = A B on f32 matrices with `math` (FP32 or TF32).
-    ///
-    /// cuBLAS is column-major: a row-major m x n matrix is its n x m transpose, so
-    /// it computes C^T = B^T A^T, that is sgemm(n, m, k, B, A) with no transposes.
-    fn sgemm(&self, math: Math, g: &Gemm) -> Result<()> {
+    /// Enqueues row-major C = A B on f32 matrices with `math` (FP32 or TF32), A and
+    /// B stored as `layout` says ([`Call::new`]).
+    fn sgemm(&self, math: Math, g: &Gemm, layout: Layout) -> Result<()> {
         if g.input != Elem::F32 || g.output != Elem::F32 {
             return Err(Error::Library(format!(
                 "cuBLAS SGEMM asked of {} inputs and a {} output",
@@ -286,7 +254,7 @@ impl Cublas {
                 g.output.label()
             )));
         }
-        let (m, n, k) = dims(g)?;
+        let c = Call::new(g, layout)?;
         let fail = |what: &str, e: cb::CublasError| Error::Library(format!("cuBLAS {what} failed: {e}"));
         // SAFETY: a live handle; the mode is one cuBLAS defines.
         unsafe { sys::cublasSetMathMode(self.handle, math.mode()) }
@@ -294,24 +262,25 @@ impl Cublas {
             .map_err(|e| fail("cublasSetMathMode", e))?;
         let (alpha, beta) = (1.0f32, 0.0f32);
         // SAFETY: the caller's Gemm describes live device buffers of m x k, k x n and
-        // m x n floats in this context; alpha and beta are host scalars (cuBLAS's
-        // default pointer mode) read before the call returns.
+        // m x n floats in this context, which the call reads as its layout says;
+        // alpha and beta are host scalars (cuBLAS's default pointer mode) read before
+        // the call returns.
         unsafe {
             cb::sgemm(
                 self.handle,
-                cublasOperation_t::CUBLAS_OP_N,
-                cublasOperation_t::CUBLAS_OP_N,
-                n,
-                m,
-                k,
+                c.transa,
+                c.transb,
+                c.m,
+                c.n,
+                c.k,
                 &alpha,
-                g.b as *const f32,
-                n,
-                g.a as *const f32,
-                k,
+                c.a as *const f32,
+                c.lda,
+                c.b as *const f32,
+                c.ldb,
                 &beta,
-                g.c as *mut f32,
-                n,
+                c.c as *mut f32,
+                c.ldc,
             )
         }
         .map_err(|e| fail("cublasSgemm", e))
@@ -364,43 +333,57 @@ mod tests {
         }
     }
 
-    /// Row-major C (300 x 200) = A (300 x 100) B (100 x 200) in BF16 and FP16: cuBLAS
-    /// sees column-major C^T = B^T A^T, B first, with the types, f32 accumulation and
-    /// the default algorithm.
+    /// Row-major C (300 x 200) = A (300 x 100) B (100 x 200) in BF16 and FP16, in
+    /// every layout: cuBLAS sees column-major C^T = op(B) op(A), B first, with the
+    /// types, f32 accumulation and the default algorithm; the natural layout (NN)
+    /// takes both as they are, leading dimensions n, k, n.
     #[test]
     fn the_16_bit_call_is_the_row_major_product_in_cublas_terms() {
-        use cublasOperation_t::CUBLAS_OP_N;
+        use cublasOperation_t::{CUBLAS_OP_N as N, CUBLAS_OP_T as T};
+        use cudarc::cublas::sys::cublasOperation_t;
         for (math, ty) in [
             (Math::Bf16, cudaDataType::CUDA_R_16BF),
             (Math::F16, cudaDataType::CUDA_R_16F),
         ] {
-            let x = GemmEx::row_major(math, &gemm(math.elem(), math.elem())).unwrap();
-            assert_eq!(
-                x,
-                GemmEx {
-                    transa: CUBLAS_OP_N,
-                    transb: CUBLAS_OP_N,
-                    m: 200,
-                    n: 300,
-                    k: 100,
-                    a: 0xb000,
-                    a_type: ty,
-                    lda: 200,
-                    b: 0xa000,
-                    b_type: ty,
-                    ldb: 100,
-                    c: 0xc000,
-                    c_type: ty,
-                    ldc: 200,
-                    compute: cublasComputeType_t::CUBLAS_COMPUTE_32F,
-                    algo: cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
-                }
-            );
+            let g = gemm(math.elem(), math.elem());
+            for (layout, transa, lda, transb, ldb) in [
+                (Layout::NN, N, 200, N, 100),
+                (Layout::TN, N, 200, T, 300),
+                (Layout::NT, T, 100, N, 100),
+                (Layout::TT, T, 100, T, 300),
+            ] {
+                let x = GemmEx::new(math, &g, layout).unwrap();
+                assert_eq!(
+                    x,
+                    GemmEx {
+                        call: Call {
+                            transa,
+                            transb,
+                            m: 200,
+                            n: 300,
+                            k: 100,
+                            a: 0xb000,
+                            lda,
+                            b: 0xa000,
+                            ldb,
+                            c: 0xc000,
+                            ldc: 200,
+                        },
+                        a_type: ty,
+                        b_type: ty,
+                        c_type: ty,
+                        compute: cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                        algo: cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+                    },
+                    "{layout:?}"
+                );
+            }
         }
         assert_eq!(cudaDataType::CUDA_R_16BF as u32, 14);
         assert_eq!(cudaDataType::CUDA_R_16F as u32, 2);
         assert_eq!(cublasComputeType_t::CUBLAS_COMPUTE_32F as u32, 68);
         assert_eq!(cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT as i32, -1);
+        assert_eq!((N as u32, T as u32), (0, 1));
         // The element names of the declaration and of cuBLAS's enum agree.
         for e in [Elem::F32, Elem::Bf16, Elem::F16] {
             assert_eq!(format!("{:?}", data_type(e)), e.cuda_data_type());
@@ -409,21 +392,23 @@ mod tests {
 
     #[test]
     fn a_mode_that_does_not_fit_the_buffers_is_refused() {
-        let e = GemmEx::row_major(Math::Bf16, &gemm(Elem::F16, Elem::F16)).unwrap_err();
-        assert!(
-            e.to_string().contains("BF16") && e.to_string().contains("f16"),
-            "{e}"
-        );
-        assert!(GemmEx::row_major(Math::Fp32, &gemm(Elem::F32, Elem::F32)).is_err());
-        let big = Gemm {
-            m: 1 << 31,
-            ..gemm(Elem::Bf16, Elem::Bf16)
-        };
-        assert!(
-            GemmEx::row_major(Math::Bf16, &big)
-                .unwrap_err()
-                .to_string()
-                .contains("32-bit")
-        );
+        for layout in Layout::ALL {
+            let e = GemmEx::new(Math::Bf16, &gemm(Elem::F16, Elem::F16), layout).unwrap_err();
+            assert!(
+                e.to_string().contains("BF16") && e.to_string().contains("f16"),
+                "{e}"
+            );
+            assert!(GemmEx::new(Math::Fp32, &gemm(Elem::F32, Elem::F32), layout).is_err());
+            let big = Gemm {
+                m: 1 << 31,
+                ..gemm(Elem::Bf16, Elem::Bf16)
+            };
+            assert!(
+                GemmEx::new(Math::Bf16, &big, layout)
+                    .unwrap_err()
+                    .to_string()
+                    .contains("32-bit")
+            );
+        }
     }
 }

@@ -78,16 +78,26 @@ pub fn names(stem: &str) -> Vec<String> {
     out
 }
 
-/// The toolkit folders to search, from the environment, then the default install.
-pub fn toolkit_dirs() -> Vec<PathBuf> {
-    let roots = TOOLKIT_VARS
+/// The toolkits to look in, from the environment, then the default install.
+pub fn toolkit_roots() -> Vec<PathBuf> {
+    let mut roots: Vec<PathBuf> = Vec::new();
+    let named = TOOLKIT_VARS
         .iter()
         .filter_map(std::env::var_os)
         .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .chain([PathBuf::from(DEFAULT_TOOLKIT)]);
+        .map(PathBuf::from);
+    for root in named.chain([PathBuf::from(DEFAULT_TOOLKIT)]) {
+        if !roots.contains(&root) {
+            roots.push(root);
+        }
+    }
+    roots
+}
+
+/// The toolkit folders to search for libraries, from [`toolkit_roots`].
+pub fn toolkit_dirs() -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = Vec::new();
-    for root in roots {
+    for root in toolkit_roots() {
         for sub in ["lib64", "lib"] {
             let d = root.join(sub);
             if !dirs.contains(&d) {

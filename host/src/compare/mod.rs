@@ -9,6 +9,8 @@
 //! tests, and still gets the Rust-only table.
 
 pub mod cublas;
+pub mod headers;
+pub mod layout;
 pub mod libs;
 pub mod nvrtc;
 pub mod render;
@@ -19,6 +21,7 @@ pub mod twins;
 use serde::{Deserialize, Serialize};
 
 use self::cublas::Math;
+use self::layout::Layout;
 use crate::device::DeviceInfo;
 use crate::experiment::Arithmetic;
 use crate::harness::{self, Row};
@@ -92,6 +95,11 @@ pub struct CompareRow {
     /// [`CompareRow::precision`]), and then left out when written again.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub precision: String,
+    /// How cuBLAS's operands were stored in the call its % of cuBLAS divides by: the
+    /// fastest of its layouts. None without cuBLAS, and in files that predate the
+    /// layouts (whose cuBLAS ran in NN alone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cublas_layout: Option<Layout>,
 }
 
 impl CompareRow {
@@ -137,6 +145,7 @@ impl CompareRow {
             cpp,
             cublas_interleaved: matches!(cublas, Some(CublasRate::Interleaved(_))),
             precision: rust.precision.clone(),
+            cublas_layout: None,
         }
     }
 }
@@ -153,14 +162,22 @@ pub struct CublasRow {
     pub gflop_per_s: f64,
     pub validated: bool,
     pub check: String,
+    /// The fastest of the operand layouts, which the timing is of (the check is of
+    /// NN's result). None in files that predate the layouts (cuBLAS ran in NN alone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub layout: Option<Layout>,
 }
 
 impl CublasRow {
     /// `cuBLAS SGEMM FP32 4096x4096x4096 = 48000 GFLOP/s (median of 20)`; `cuBLAS
-    /// GEMM BF16 ...` for a 16-bit product.
+    /// GEMM BF16 ...` for a 16-bit product; `..., layout TN, the fastest of 4 (median
+    /// of 20)` where the layouts were timed.
     pub fn describe(&self) -> String {
+        let layout = self.layout.map_or_else(String::new, |l| {
+            format!(", layout {}, the fastest of {}", l.label(), Layout::ALL.len())
+        });
         format!(
-            "cuBLAS {} {} {}x{}x{} = {:.0} GFLOP/s (median of {})",
+            "cuBLAS {} {} {}x{}x{} = {:.0} GFLOP/s{layout} (median of {})",
             self.math.routine(),
             self.math.label(),
             self.m,

@@ -1,6 +1,7 @@
 //! NVRTC through cudarc: CUDA C++ source to PTX at run time, from the user's toolkit.
 
 use std::ffi::{CString, c_char, c_int};
+use std::path::Path;
 
 use cudarc::nvrtc::result::{self as nv, NvrtcError};
 use cudarc::nvrtc::sys::{self, nvrtcResult};
@@ -61,10 +62,13 @@ pub fn arch_for_target(target_cpu: &str) -> String {
     format!("compute_{}", target_cpu.trim_start_matches("sm_"))
 }
 
-/// The options every twin is compiled with: the device's architecture and nothing
-/// else, NVRTC's defaults being nvcc's (-O3 device code, fused multiply-add on).
-pub fn options(arch: &str) -> Vec<String> {
-    vec![format!("--gpu-architecture={arch}")]
+/// The options every twin is compiled with: the device's architecture and, where it
+/// includes toolkit headers, their folder; nothing else, NVRTC's defaults being
+/// nvcc's (-O3 device code, fused multiply-add on).
+pub fn options(arch: &str, include: Option<&Path>) -> Vec<String> {
+    let mut opts = vec![format!("--gpu-architecture={arch}")];
+    opts.extend(include.map(|d| format!("-I{}", d.display())));
+    opts
 }
 
 /// The headers twins include (`#include "hopper.cuh"`), embedded: NVRTC is given them
@@ -143,6 +147,18 @@ impl Nvrtc {
 
     /// Compiles `source` (named `name` in messages) to PTX for `arch`.
     pub fn compile(&self, name: &str, source: &str, arch: &str) -> Result<String, CompileError> {
+        self.compile_with(name, source, arch, None)
+    }
+
+    /// [`Nvrtc::compile`], with the toolkit headers' folder (`-I`) where the source
+    /// includes any.
+    pub fn compile_with(
+        &self,
+        name: &str,
+        source: &str,
+        arch: &str,
+        include: Option<&Path>,
+    ) -> Result<String, CompileError> {
         let version = self.version_string();
         let call = |what, e: NvrtcError| CompileError::Call {
             name: name.to_string(),
@@ -157,7 +173,7 @@ impl Nvrtc {
         })?;
         let cname = CString::new(name).unwrap_or_default();
         let prog = create_with_headers(&src, &cname).map_err(|e| call("creating", e))?;
-        let opts = options(arch);
+        let opts = options(arch, include);
         // SAFETY: `prog` was created above and is destroyed once, at the end;
         // `src` and `cname` outlive it.
         let compiled = unsafe { nv::compile_program(prog, &opts) };
@@ -209,7 +225,11 @@ mod tests {
         assert_eq!(arch_for((12, 0)), "compute_120");
         assert_eq!(arch_for_target("sm_90"), "compute_90");
         assert_eq!(arch_for_target("sm_90a"), "compute_90a");
-        assert_eq!(options("compute_90"), ["--gpu-architecture=compute_90"]);
+        assert_eq!(options("compute_90", None), ["--gpu-architecture=compute_90"]);
+        assert_eq!(
+            options("compute_90a", Some(Path::new("/usr/local/cuda/include"))),
+            ["--gpu-architecture=compute_90a", "-I/usr/local/cuda/include"]
+        );
     }
 
     #[test]

@@ -8,6 +8,14 @@ use crate::columns::{Layout, columns, numbers_from};
 use crate::run_table;
 use crate::units::format_bytes;
 
+/// The column naming the cuBLAS operand layout each row's % of cuBLAS is of.
+pub const LAYOUT_COLUMN: &str = "cuBLAS layout";
+
+/// What the layout column means.
+pub const LAYOUT_NOTE: &str = "cuBLAS layout: how A and B were stored in the cuBLAS call the row's % of \
+     cuBLAS divides by, the fastest of the four (A's letter, then B's: N row-major, T column-major; C \
+     row-major).";
+
 /// A side's rate with its unit: GFLOP/s where the work is FLOPs, else GB/s.
 pub fn rate(s: &Side) -> String {
     match s.gflop_per_s {
@@ -82,6 +90,7 @@ pub fn render(report: &CompareReport) -> String {
         );
     }
     let with_cublas = report.rows.iter().any(|r| r.rust.pct_of_cublas.is_some());
+    let with_layout = report.rows.iter().any(|r| r.cublas_layout.is_some());
     // Products say what they multiply in (and so which cuBLAS they are set beside).
     let with_precision = report.rows.iter().any(|r| r.flops.is_some());
     let mut header: Vec<String> = [
@@ -102,6 +111,9 @@ pub fn render(report: &CompareReport) -> String {
     }
     if with_cublas {
         header.extend(["Rust % cuBLAS".to_string(), "C++ % cuBLAS".to_string()]);
+    }
+    if with_layout {
+        header.push(LAYOUT_COLUMN.into());
     }
     header.push("valid (Rust/C++)".into());
     let dash = || "-".to_string();
@@ -133,6 +145,9 @@ pub fn render(report: &CompareReport) -> String {
             row.push(rust_cublas);
             row.push(cpp_cublas);
         }
+        if with_layout {
+            row.push(r.cublas_layout.map_or_else(dash, |l| l.label().to_string()));
+        }
         row.push(format!(
             "{}/{}",
             yes(r.rust.validated),
@@ -143,6 +158,10 @@ pub fn render(report: &CompareReport) -> String {
     let mut right = numbers_from(2, cells[0].len());
     if with_precision {
         right[3] = false;
+    }
+    if with_layout {
+        let at = right.len() - 2;
+        right[at] = false;
     }
     out.push_str(&columns(
         &cells,
@@ -157,6 +176,9 @@ pub fn render(report: &CompareReport) -> String {
             out,
             "% cuBLAS: of cuBLAS in the row's precision on the same matrices, its launches interleaved with the row's (the baseline lines time it alone, after the variants)"
         );
+    }
+    if with_layout {
+        let _ = writeln!(out, "{LAYOUT_NOTE}");
     }
     for r in &report.rows {
         let sides = [("Rust", Some(&r.rust)), ("C++", r.cpp.as_ref())];
@@ -320,6 +342,59 @@ mod tests {
         let row = t.lines().find(|l| l.starts_with("matmul")).unwrap();
         let cells: Vec<&str> = row.split_whitespace().collect();
         assert_eq!(cells[cells.len() - 3..], ["-", "-", "yes/yes"], "{t}");
+    }
+
+    /// Where cuBLAS's layouts were timed, each row names the fastest, which its % of
+    /// cuBLAS is of, and the baseline line names its own; older files show neither.
+    #[test]
+    fn the_fastest_cublas_layout_is_shown_where_its_rate_is() {
+        use crate::compare::CublasRow;
+        use crate::compare::cublas::Math;
+        use crate::compare::layout::Layout;
+        let mut r = report(None);
+        r.rows[0].rust.pct_of_cublas = Some(80.0);
+        r.rows[0].flops = Some(1);
+        let line = CublasRow {
+            experiment: "gemm-bf16".into(),
+            math: Math::Bf16,
+            m: 64,
+            n: 32,
+            k: 16,
+            timing: Timing::from_samples(vec![1.0]),
+            gflop_per_s: 100.0,
+            validated: true,
+            check: "ok".into(),
+            layout: None,
+        };
+        r.cublas_rows.push(line.clone());
+        let old = render(&r);
+        assert!(!old.contains(LAYOUT_COLUMN) && !old.contains("layout"), "{old}");
+        r.rows[0].cublas_layout = Some(Layout::TN);
+        r.cublas_rows[0].layout = Some(Layout::NT);
+        let t = render(&r);
+        let header = t.lines().find(|l| l.starts_with("experiment")).unwrap();
+        assert!(header.contains("C++ % cuBLAS  cuBLAS layout"), "{t}");
+        let row = t.lines().find(|l| l.starts_with("copy")).unwrap();
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(cells[cells.len() - 4..], ["80.0", "-", "TN", "yes/-"], "{t}");
+        assert!(t.contains(LAYOUT_NOTE), "{t}");
+        assert!(
+            t.contains("cuBLAS GEMM BF16 64x32x16 = 100 GFLOP/s, layout NT, the fastest of 4 (median of 1)"),
+            "{t}"
+        );
+        // Through JSON and back, and an old file (no layouts) reads as it was.
+        let json = serde_json::to_string(&r).unwrap();
+        assert!(
+            json.contains("\"cublas_layout\":\"TN\"") && json.contains("\"layout\":\"NT\""),
+            "{json}"
+        );
+        let back: CompareReport = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, r);
+        let older = json
+            .replace(",\"cublas_layout\":\"TN\"", "")
+            .replace(",\"layout\":\"NT\"", "");
+        let back: CompareReport = serde_json::from_str(&older).unwrap();
+        assert_eq!((back.rows[0].cublas_layout, &back.cublas_rows[0]), (None, &line));
     }
 
     /// The JSON names each row's precision; a file that predates the field reads as FP32.

@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use super::cublas::{Cublas, Math};
+use super::layout::Layout;
 use super::twins::{Twins, Unusable};
 use super::{CompareReport, CompareRow, CublasRate, CublasRow};
 use crate::device::Gpu;
@@ -15,7 +16,7 @@ use crate::harness::{self, RunOptions};
 use crate::prepared::Prepared;
 use crate::ptx::PtxModule;
 use crate::run_table::ExperimentBaseline;
-use crate::timing::time_launches;
+use crate::timing::{Timing, time_interleaved};
 use crate::units::gflop_per_s;
 
 /// Compiles the selected experiments' twins; on failure, the reason, never an error.
@@ -96,10 +97,18 @@ pub fn compare(
             });
         }
         let lib = cublas.as_ref().and_then(|c| c.as_ref().ok()).filter(|_| product);
-        // cuBLAS in each variant's own arithmetic, timed in the same rounds as it.
-        let same_work = |p: &Prepared, i: usize| match (lib, p.gemm()) {
-            (Some(c), Some(g)) => c.gemm(Math::from(exp.variants[i].arithmetic), &g),
-            _ => Ok(()),
+        // cuBLAS in each variant's own arithmetic, in every operand layout, each timed
+        // in the same rounds as the variant.
+        let in_layout = |layout: Layout| {
+            move |p: &Prepared, i: usize| match (lib, p.gemm()) {
+                (Some(c), Some(g)) => c.gemm(Math::from(exp.variants[i].arithmetic), &g, layout),
+                _ => Ok(()),
+            }
+        };
+        let layouts = Layout::ALL.map(in_layout);
+        let beside: Vec<harness::Beside> = match lib {
+            Some(_) => layouts.iter().map(|f| f as harness::Beside).collect(),
+            None => Vec::new(),
         };
         let mut sgemm = Vec::new();
         let measured = harness::run_experiment(
@@ -107,7 +116,7 @@ pub fn compare(
             s,
             opts,
             twins.is_ok().then_some(&lookup as harness::TwinLookup),
-            lib.is_some().then_some(&same_work as harness::Beside),
+            &beside,
             |p| {
                 let (Some(c), Some(g)) = (lib, p.gemm()) else {
                     return Ok(());
@@ -115,10 +124,19 @@ pub fn compare(
                 for &math in Math::on(g.input) {
                     // Reset, compute, validate, as every kernel is checked, against the
                     // same reference with the bound widened for TF32's rounded inputs
-                    // (and for a 16-bit C's rounding, by C's element type).
+                    // (and for a 16-bit C's rounding, by C's element type). The other
+                    // layouts read the same buffers transposed: a product of other
+                    // numbers, the same work.
                     let what = format!("cuBLAS {} {}", math.routine(), math.label());
-                    let check = p.check_with(gpu, 0, &what, math.input_rounding(), |_| c.gemm(math, &g))?;
-                    let timing = time_launches(gpu, opts.reps, || c.gemm(math, &g))?;
+                    let check = p.check_with(gpu, 0, &what, math.input_rounding(), |_| {
+                        c.gemm(math, &g, Layout::NN)
+                    })?;
+                    let mut calls: Vec<_> = Layout::ALL.map(|l| move || c.gemm(math, &g, l)).into();
+                    let mut launches: Vec<&mut dyn FnMut() -> Result<()>> = calls
+                        .iter_mut()
+                        .map(|f| f as &mut dyn FnMut() -> Result<()>)
+                        .collect();
+                    let (layout, timing) = fastest(&time_interleaved(gpu, opts.reps, &mut launches)?);
                     let flops = 2 * (g.m * g.n * g.k) as u64;
                     sgemm.push(CublasRow {
                         experiment: exp.name.to_string(),
@@ -130,22 +148,30 @@ pub fn compare(
                         gflop_per_s: gflop_per_s(flops, timing.median_ms),
                         validated: check.ok,
                         check: check.detail,
+                        layout: Some(layout),
                     });
                 }
                 Ok(())
             },
             &mut progress,
         )?;
-        // Each kernel beside cuBLAS in its own arithmetic (the TF32 rungs beside TF32),
-        // as timed in the same rounds as the kernel.
-        let line = |math: Math| sgemm.iter().find(|c| c.math == math).map(|c| c.gflop_per_s);
+        // Each kernel beside cuBLAS in its own arithmetic (the TF32 rungs beside TF32)
+        // at its fastest layout, as timed in the same rounds as the kernel.
+        let line = |math: Math| sgemm.iter().find(|c| c.math == math);
         for (rust, cpp, beside) in &measured.rows {
             let math = Math::from(crate::experiments::arithmetic(exp.name, &rust.variant));
-            let interleaved = beside.zip(rust.flops).map(|(t, f)| gflop_per_s(f, t.median_ms));
-            let cublas = interleaved
-                .map(CublasRate::Interleaved)
-                .or(line(math).map(CublasRate::Alone));
-            report.rows.push(CompareRow::new(rust, cpp.as_ref(), cublas));
+            let best = (!beside.is_empty()).then(|| fastest(beside));
+            let (cublas, layout) = match (best, rust.flops, line(math)) {
+                (Some((layout, t)), Some(f), _) => (
+                    Some(CublasRate::Interleaved(gflop_per_s(f, t.median_ms))),
+                    Some(layout),
+                ),
+                (_, _, Some(l)) => (Some(CublasRate::Alone(l.gflop_per_s)), l.layout),
+                _ => (None, None),
+            };
+            let mut row = CompareRow::new(rust, cpp.as_ref(), cublas);
+            row.cublas_layout = layout;
+            report.rows.push(row);
         }
         report.cublas_rows.extend(sgemm);
         report.baselines.push(ExperimentBaseline {
@@ -156,9 +182,35 @@ pub fn compare(
     Ok(report)
 }
 
+/// The fastest of cuBLAS's timings, one per layout in [`Layout::ALL`] order, by
+/// median (the first on a tie).
+fn fastest(timings: &[Timing]) -> (Layout, Timing) {
+    let mut best = (Layout::ALL[0], timings[0]);
+    for (&layout, &t) in Layout::ALL.iter().zip(timings).skip(1) {
+        if t.median_ms < best.1.median_ms {
+            best = (layout, t);
+        }
+    }
+    best
+}
+
 /// Never reached: the lookup is only handed to the harness when the twins loaded.
 fn unreachable_twin(name: &str) -> Error {
     Error::MissingKernel {
         kernel: format!("{name} (C++ twin)"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fastest_layout_is_the_lowest_median_and_the_first_on_a_tie() {
+        let t = |ms: f64| Timing::from_samples(vec![ms, ms + 1.0, ms - 0.5]);
+        let (layout, timing) = fastest(&[t(2.0), t(1.5), t(3.0), t(1.5)]);
+        assert_eq!((layout, timing.median_ms), (Layout::TN, 1.5));
+        assert_eq!(fastest(&[t(1.0); 4]).0, Layout::NN);
+        assert_eq!(fastest(&[t(4.0), t(4.0), t(4.0), t(0.5)]).0, Layout::TT);
     }
 }

@@ -5,6 +5,7 @@
 use cust::function::Function;
 use cust::module::Module;
 
+use super::headers;
 use super::nvrtc::{self, CompileError, Nvrtc};
 use crate::device::Gpu;
 use crate::error::{Error, Result};
@@ -58,13 +59,19 @@ fn choose_arch(nvrtc: &Nvrtc, gpu: &Gpu) -> String {
 }
 
 /// Compiles `experiment`'s twin to PTX for `arch` and checks that it defines every
-/// variant's twin entry point with the Rust kernel's parameter types.
+/// variant's twin entry point with the Rust kernel's parameter types. A twin that
+/// includes toolkit headers (`<cuda_bf16.h>`) is handed their folder; without one, it
+/// is unavailable, as without NVRTC.
 pub fn compile(nvrtc: &Nvrtc, experiment: &Experiment, arch: &str) -> std::result::Result<String, Unusable> {
     let twin = &experiment.twin;
-    let ptx = nvrtc.compile(twin.file, twin.source, arch).map_err(|e| match e {
-        CompileError::Refused { .. } => Unusable::Unavailable(e.to_string()),
-        _ => Unusable::Broken(e.to_string()),
-    })?;
+    let include = headers::find(&headers::system_includes(twin.source), &headers::candidates())
+        .map_err(|why| Unusable::Unavailable(format!("cuda/{}: {why}", twin.file)))?;
+    let ptx = nvrtc
+        .compile_with(twin.file, twin.source, arch, include.as_deref())
+        .map_err(|e| match e {
+            CompileError::Refused { .. } => Unusable::Unavailable(e.to_string()),
+            _ => Unusable::Broken(e.to_string()),
+        })?;
     let entries = entry_points(&ptx);
     for v in experiment.variants {
         if !entries.contains(&v.twin) {

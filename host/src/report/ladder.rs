@@ -10,6 +10,7 @@ use std::fmt::Write as _;
 use super::Results;
 use super::markdown_table::table;
 use crate::compare::cublas::Math;
+use crate::compare::layout::Layout;
 use crate::experiment::Arithmetic;
 
 /// The experiments whose variants are the ladder's rungs, in order.
@@ -64,6 +65,9 @@ pub struct Ladder {
     /// cuBLAS SGEMM FP32 and TF32, GFLOP/s (the last experiment's that ran them).
     pub cublas_fp32: Option<f64>,
     pub cublas_tf32: Option<f64>,
+    /// The operand layouts those lines were fastest in, where the layouts were timed.
+    pub cublas_fp32_layout: Option<Layout>,
+    pub cublas_tf32_layout: Option<Layout>,
     /// Every rung's % of cuBLAS divides by cuBLAS timed in the same rounds as the
     /// rung, not by the lines above (older results files time cuBLAS alone).
     pub cublas_interleaved: bool,
@@ -116,25 +120,24 @@ pub fn ladder(results: &Results) -> Option<Ladder> {
     }
     let cublas = |math: Math| {
         results.compare.as_ref().and_then(|c| {
-            EXPERIMENTS
-                .iter()
-                .rev()
-                .find_map(|e| {
-                    c.cublas_rows
-                        .iter()
-                        .find(|x| x.experiment == *e && x.math == math && x.validated)
-                })
-                .map(|x| x.gflop_per_s)
+            EXPERIMENTS.iter().rev().find_map(|e| {
+                c.cublas_rows
+                    .iter()
+                    .find(|x| x.experiment == *e && x.math == math && x.validated)
+            })
         })
     };
+    let (fp32, tf32) = (cublas(Math::Fp32), cublas(Math::Tf32));
     let cublas_interleaved = results
         .compare
         .as_ref()
         .is_some_and(|c| c.cublas_shares_in_same_rounds());
     Some(Ladder {
         rungs,
-        cublas_fp32: cublas(Math::Fp32),
-        cublas_tf32: cublas(Math::Tf32),
+        cublas_fp32: fp32.map(|x| x.gflop_per_s),
+        cublas_tf32: tf32.map(|x| x.gflop_per_s),
+        cublas_fp32_layout: fp32.and_then(|x| x.layout),
+        cublas_tf32_layout: tf32.and_then(|x| x.layout),
         cublas_interleaved,
     })
 }
@@ -152,22 +155,30 @@ pub fn render(out: &mut String, results: &Results) {
          FP32 SIMT kernel, {}, reaches {:.0}% of cuBLAS SGEMM FP32 at 4096³ on {}.\n",
         SIMT_PEER.name, SIMT_PEER.pct_of_cublas, SIMT_PEER.measured_on
     );
+    // The fastest operand layout of a line, where the layouts were timed.
+    let layout = |l: Option<Layout>| l.map(|l| format!(" (layout {})", l.label())).unwrap_or_default();
     match (l.cublas_fp32, l.cublas_tf32) {
         (Some(f), t) => {
             let tf32 = t
-                .map(|t| format!("; TF32 tensor cores: {t:.0} GFLOP/s"))
+                .map(|t| {
+                    format!(
+                        "; TF32 tensor cores: {t:.0} GFLOP/s{}",
+                        layout(l.cublas_tf32_layout)
+                    )
+                })
                 .unwrap_or_default();
+            let f = format!("{f:.0} GFLOP/s{}", layout(l.cublas_fp32_layout));
             let line = if l.cublas_interleaved {
                 format!(
-                    "cuBLAS SGEMM FP32 on the same matrices, timed alone after the rungs: {f:.0} \
-                     GFLOP/s{tf32}. Each rung's % of cuBLAS divides by cuBLAS timed in the same \
+                    "cuBLAS SGEMM FP32 on the same matrices, timed alone after the rungs: \
+                     {f}{tf32}. Each rung's % of cuBLAS divides by cuBLAS timed in the same \
                      rounds as the rung and its twin: under the GPU's power limit, a launch's \
                      clock depends on what ran before it."
                 )
             } else {
                 format!(
-                    "cuBLAS SGEMM FP32 on the same matrices: {f:.0} GFLOP/s{tf32}; each rung's % \
-                     of cuBLAS divides by it."
+                    "cuBLAS SGEMM FP32 on the same matrices: {f}{tf32}; each rung's % of cuBLAS \
+                     divides by it."
                 )
             };
             let _ = writeln!(out, "{line}\n");
@@ -401,6 +412,44 @@ pub(crate) mod tests {
         assert_eq!(
             l.best_of(Arithmetic::Tf32).map(|r| r.variant.as_str()),
             Some("tf32-128x256x32")
+        );
+    }
+
+    /// The cuBLAS lines name the operand layout each was fastest in, where the
+    /// layouts were timed; an older file's lines name none.
+    #[test]
+    fn the_cublas_lines_name_their_fastest_layout() {
+        let line = |math: Math, g: f64, layout: Option<Layout>| crate::compare::CublasRow {
+            experiment: "sgemm".into(),
+            math,
+            m: 4096,
+            n: 4096,
+            k: 4096,
+            timing: crate::timing::Timing::from_samples(vec![1.0]),
+            gflop_per_s: g,
+            validated: true,
+            check: "ok".into(),
+            layout,
+        };
+        let section = |layouts: [Option<Layout>; 2]| {
+            let mut compare = comparison(Vec::new());
+            compare.cublas_rows = vec![
+                line(Math::Fp32, 50_000.0, layouts[0]),
+                line(Math::Tf32, 400_000.0, layouts[1]),
+            ];
+            let mut out = String::new();
+            render(&mut out, &results(vec![row("interior", 45_000.0)], Some(compare)));
+            out
+        };
+        let new = section([Some(Layout::NN), Some(Layout::TN)]);
+        assert!(
+            new.contains("50000 GFLOP/s (layout NN); TF32 tensor cores: 400000 GFLOP/s (layout TN)"),
+            "{new}"
+        );
+        let old = section([None, None]);
+        assert!(
+            old.contains("50000 GFLOP/s; TF32 tensor cores: 400000 GFLOP/s") && !old.contains("layout"),
+            "{old}"
         );
     }
 

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::markdown_table::table;
-use crate::compare::render::{rate, shares};
+use crate::compare::render::{LAYOUT_COLUMN, LAYOUT_NOTE, rate, shares};
 use crate::compare::{CompareReport, CompareRow};
 
 /// A kernel's speed over its twin's that counts as keeping up with C++: at most 2%
@@ -68,12 +68,28 @@ pub fn render(out: &mut String, c: &CompareReport) {
         };
         let _ = writeln!(out, "- {}: {}, {check}", s.experiment, s.describe());
     }
-    let rows: Vec<Vec<String>> = c.rows.iter().filter_map(cells).collect();
+    // Which of cuBLAS's operand layouts each % of cuBLAS is of, where they were timed.
+    let layouts = c.rows.iter().any(|r| r.cublas_layout.is_some());
+    let rows: Vec<Vec<String>> = c
+        .rows
+        .iter()
+        .filter_map(|r| {
+            let mut row = cells(r)?;
+            if layouts {
+                row.insert(10, r.cublas_layout.map_or("-", |l| l.label()).to_string());
+            }
+            Some(row)
+        })
+        .collect();
     if rows.is_empty() {
         return;
     }
+    let mut header = HEADER.to_vec();
+    if layouts {
+        header.insert(10, LAYOUT_COLUMN);
+    }
     let _ = writeln!(out);
-    table(out, &HEADER, rows);
+    table(out, &header, rows);
     let ratios: Vec<f64> = c.rows.iter().filter_map(|r| r.rust_over_cpp).collect();
     let kept_up = ratios.iter().filter(|&&x| x >= KEEPS_UP).count();
     let _ = writeln!(
@@ -90,6 +106,9 @@ pub fn render(out: &mut String, c: &CompareReport) {
             "the cuBLAS lines above (timed alone, after the variants)"
         };
         let _ = writeln!(out, "\n% of cuBLAS: of {of}.");
+        if layouts {
+            let _ = writeln!(out, "{LAYOUT_NOTE}");
+        }
         // The ladder marks its TF32 rungs; 16-bit products are named here, each % of
         // cuBLAS being of cuBLAS in the row's own precision.
         if c.rows.iter().any(|r| matches!(r.precision(), "BF16" | "FP16"))
