@@ -117,12 +117,12 @@ extern "C" __global__ void __launch_bounds__(256, 1) hgemm_small_f16(int m, int 
 
 extern "C" __global__ void __launch_bounds__(384, 1) hgemm_stream_k_bf16(int m, int n, int k, const TensorMap* a, const TensorMap* b, const TensorMap* c, float* work) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    hgemm_stream_k<bf16, 256>(m, n, k, a, b, c, work);
+    hgemm_stream_k<__nv_bfloat16, 256>(m, n, k, a, b, c, work);
 #endif
 }
 
 extern "C" __global__ void __launch_bounds__(384, 1) hgemm_stream_k_f16(int m, int n, int k, const TensorMap* a, const TensorMap* b, const TensorMap* c, float* work) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    hgemm_stream_k<fp16, 256>(m, n, k, a, b, c, work);
+    hgemm_stream_k<half, 256>(m, n, k, a, b, c, work);
 #endif
 }
