@@ -11,7 +11,7 @@
 use kernels::entry;
 use kernels::gpu::tma::Swizzle;
 use kernels::hgemm::simt::TILE;
-use kernels::hgemm::stream_k::{scratch_bytes, slot_words};
+use kernels::hgemm::stream_k::scratch_bytes;
 use kernels::hgemm::tiling::{B_BOX, BK, HalfTiling, PLAIN, SMALL, SPECIALISED, STAGED, STAGED_ROWS, STREAM_K};
 
 use super::matmul;
@@ -314,7 +314,7 @@ mod tests {
         use crate::experiment::Inputs;
         use crate::explain::emulate::{run_whole_on, validate_with};
         use kernels::gpu::emu::Schedule;
-        use kernels::hgemm::stream_k::{Deal, HYBRID};
+        use kernels::hgemm::stream_k::{Deal, HYBRID, slot_words};
         let eight = DeviceInfo {
             sm_count: 8,
             ..DeviceInfo::h100()
@@ -350,6 +350,19 @@ mod tests {
                 assert!(first[2].iter().zip(&second[2]).all(|(a, b)| a.to_bits() == b.to_bits()));
             }
         }
+    }
+
+    /// stream-k at 512³ as an H100 launches it: (128 x 256 tiles) 4 pair tiles of 8
+    /// k-blocks for 32 clusters (no more than the iterations), a k-block each, so
+    /// every tile's owner adds the partials of 7 contributors.
+    #[test]
+    fn stream_k_sums_a_tile_split_many_ways_on_the_emulator() {
+        let p = Problem::Product { m: 512, n: 512, k: 512 };
+        let run = EmuLaunch::new(&BF16, BF16.variant("stream-k").unwrap(), p, &DeviceInfo::h100()).unwrap();
+        let pairs = 512u32.div_ceil(2 * STREAM_K.bm() as u32) * 512u32.div_ceil(STREAM_K.bn as u32);
+        assert!(run.grid.x / 2 >= 4 * pairs, "at least 4 clusters a tile: {:?}", run.grid);
+        let check = validate(&run, 21).unwrap();
+        assert!(check.ok, "gemm-bf16/stream-k at {p}: {}", check.detail);
     }
 
     /// The Hopper rungs on the emulator, whose copy engine lands a stage only at the
