@@ -282,10 +282,11 @@ mod tests {
         let one = Problem::Product { m: 8, n: 8, k: 128 };
         assert_eq!(at(one, &h100, "stream-k").grid, (2 * 2, 1, 1), "1 pair tile of 2 k-blocks");
         assert_eq!(at(odd, &info(), "stream-k").grid, (2, 1, 1), "one cluster on the emulator");
-        // A slot of 128 x 256 f32s and 8 flags a block.
+        // A slot of the tile's f32s (128 x 256 as tuned) and 8 flags a block.
         let v = BF16.variant("stream-k").unwrap();
         let l = at(big, &h100, "stream-k");
-        assert_eq!(v.scratch_bytes(&big, &l), u64::from(h100.sm_count / 2 * 2) * (128 * 256 * 4 + 8 * 4));
+        let tile = (STREAM_K.bm() * STREAM_K.bn) as u64;
+        assert_eq!(v.scratch_bytes(&big, &l), u64::from(h100.sm_count / 2 * 2) * (tile * 4 + 8 * 4));
     }
 
     /// The stream-k twin is tuned as the Rust rung is: its tile's width and whether
@@ -302,28 +303,37 @@ mod tests {
         assert_eq!((STREAM_K.consumers, STREAM_K.stages), (2, 4), "the twin's HTile<2, BN> and H_STAGES");
     }
 
-    /// stream-k on the emulator with three clusters (a GPU of 6 SMs), so tiles are
-    /// split between clusters and fixed up through the workspace: at 136 x 264 x 264
-    /// (2 pair tiles of 5 k-blocks in 3 ranges of 4, 3 and 3, both tiles split) and
-    /// 300 x 520 x 64 (6 pair tiles of one k-block: 2 whole rounds, none split); in a
-    /// block's threads' reverse order too. After each launch every flag is clear
-    /// again, as the next launch needs, and a second launch on the same scratch
-    /// gives the same C.
+    /// stream-k on the emulator with four clusters (a GPU of 8 SMs), so tiles are
+    /// split between clusters and fixed up through the workspace: at 136 x 264 x 320
+    /// (5 k-blocks: 2 pair tiles of 128 x 256, or 3 of 128 x 128, in 4 ranges, which
+    /// split them) and 300 x 520 x 64 (one k-block: nothing to split); in a block's
+    /// threads' reverse order too. After each launch every flag is clear again, as
+    /// the next launch needs, and a second launch on the same scratch gives the same C.
     #[test]
     fn stream_k_fixes_up_split_tiles_and_clears_its_flags_on_the_emulator() {
         use crate::experiment::Inputs;
         use crate::explain::emulate::{run_whole_on, validate_with};
         use kernels::gpu::emu::Schedule;
-        let six = DeviceInfo {
-            sm_count: 6,
+        use kernels::hgemm::stream_k::{Deal, HYBRID, slot_words};
+        let eight = DeviceInfo {
+            sm_count: 8,
             ..DeviceInfo::h100()
         };
+        let t = STREAM_K;
         for e in [&BF16, &F16] {
             let v = e.variant("stream-k").unwrap();
-            for (m, n, k) in [(136, 264, 264), (300, 520, 64)] {
-                let p = Problem::Product { m, n, k };
-                let run = EmuLaunch::new(e, v, p, &six).unwrap();
-                assert_eq!(run.grid.x, 6, "three clusters");
+            for (m, n, k) in [(136u32, 264u32, 320u32), (300, 520, 64)] {
+                let p = Problem::Product {
+                    m: m as usize,
+                    n: n as usize,
+                    k: k as usize,
+                };
+                let run = EmuLaunch::new(e, v, p, &eight).unwrap();
+                assert_eq!(run.grid.x, 8, "four clusters");
+                let pairs = m.div_ceil(2 * t.bm() as u32) * n.div_ceil(t.bn as u32);
+                let deal = Deal::new(pairs, k.div_ceil(BK as u32), 4, HYBRID);
+                let splits = (0..4).any(|c| deal.walk(c).any(|u| u.k1 - u.k0 < deal.ktiles));
+                assert_eq!(splits, k > 64, "the first shape splits tiles, the second cannot");
                 for schedule in [Schedule::Concurrent, Schedule::Reverse] {
                     let check = validate_with(&run, 13, schedule).unwrap();
                     assert!(check.ok, "{}/stream-k at {p}, {schedule:?}: {}", e.name, check.detail);
@@ -331,15 +341,28 @@ mod tests {
                 let inputs = Inputs { seed: 14 };
                 let mut scratch = vec![0u8; run.scratch];
                 let first = run_whole_on(&run, &inputs, Schedule::Concurrent, &mut scratch).unwrap();
-                let flags = &scratch[scratch_bytes(STREAM_K, 6) - 6 * 8 * 4..];
+                let flags = &scratch[scratch_bytes(t, 8) - 8 * 8 * 4..];
                 assert!(flags.iter().all(|&b| b == 0), "{}: flags left set at {p}: {flags:?}", e.name);
-                let split = scratch[..4 * 128 * 256 * 6].iter().any(|&b| b != 0);
-                assert_eq!(split, m == 136, "{}: partials in the workspace at {p}", e.name);
+                let written = scratch[..4 * slot_words(t) * 8].iter().any(|&b| b != 0);
+                assert_eq!(written, splits, "{}: partials in the workspace at {p}", e.name);
                 let second = run_whole_on(&run, &inputs, Schedule::Concurrent, &mut scratch).unwrap();
                 assert_eq!(first[2].len(), second[2].len());
                 assert!(first[2].iter().zip(&second[2]).all(|(a, b)| a.to_bits() == b.to_bits()));
             }
         }
+    }
+
+    /// stream-k at 512³ as an H100 launches it: (128 x 256 tiles) 4 pair tiles of 8
+    /// k-blocks for 32 clusters (no more than the iterations), a k-block each, so
+    /// every tile's owner adds the partials of 7 contributors.
+    #[test]
+    fn stream_k_sums_a_tile_split_many_ways_on_the_emulator() {
+        let p = Problem::Product { m: 512, n: 512, k: 512 };
+        let run = EmuLaunch::new(&BF16, BF16.variant("stream-k").unwrap(), p, &DeviceInfo::h100()).unwrap();
+        let pairs = 512u32.div_ceil(2 * STREAM_K.bm() as u32) * 512u32.div_ceil(STREAM_K.bn as u32);
+        assert!(run.grid.x / 2 >= 4 * pairs, "at least 4 clusters a tile: {:?}", run.grid);
+        let check = validate(&run, 21).unwrap();
+        assert!(check.ok, "gemm-bf16/stream-k at {p}: {}", check.detail);
     }
 
     /// The Hopper rungs on the emulator, whose copy engine lands a stage only at the
