@@ -97,6 +97,14 @@ fn info_reports_nvrtc_and_cublas_without_panicking() {
             assert!(line.contains("LD_LIBRARY_PATH"), "{line}");
         }
     }
+    // The headers the 16-bit twins include: their folder, or where they were looked for.
+    let headers = stdout
+        .lines()
+        .find(|l| l.starts_with("CUDA headers"))
+        .unwrap_or_else(|| panic!("no CUDA headers line in {stdout}"));
+    if headers.contains("unavailable") {
+        assert!(headers.contains("CUDA_HOME"), "{headers}");
+    }
 }
 
 #[test]

@@ -40,7 +40,8 @@ pub enum Command {
     /// per source line: sectors per warp request, useful bytes, bank conflicts.
     Explain(ExplainArgs),
     /// Show the device, its peak bandwidth, the kernels in the embedded PTX, and
-    /// whether NVRTC and cuBLAS (for `compare`) can be loaded.
+    /// whether NVRTC, cuBLAS and the CUDA headers the 16-bit twins include (for
+    /// `compare`) can be found.
     Info {
         /// CUDA device: an ordinal, a list such as 0,1, or all.
         #[arg(long, allow_hyphen_values = true, value_parser = device_arg, default_value = "0")]
