@@ -258,9 +258,21 @@ pub enum Role {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Buffer {
     pub name: &'static str,
+    /// Elements in memory, padding included.
     pub len: usize,
     pub role: Role,
     pub elem: Elem,
+    /// A matrix laid out with padded rows (for the copy engine); `None`: dense.
+    pub padding: Option<Padding>,
+}
+
+/// A row-major matrix of `cols` columns whose rows start `pitch` elements apart; the
+/// `pitch - cols` elements after each row are padding, which no kernel reads or
+/// writes: the harness poisons them and the reference checks they stay so.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Padding {
+    pub cols: usize,
+    pub pitch: usize,
 }
 
 impl Buffer {
@@ -270,6 +282,7 @@ impl Buffer {
             len,
             role: Role::Input,
             elem: Elem::F32,
+            padding: None,
         }
     }
     pub fn output(name: &'static str, len: usize) -> Self {
@@ -291,6 +304,27 @@ impl Buffer {
     /// Its size in bytes (None on overflow).
     pub fn bytes(&self) -> Option<u64> {
         self.elem.bytes_of(self.len)
+    }
+    /// The same buffer as `rows` rows of `cols` elements, `pitch` apart (None on
+    /// overflow); dense when the pitch is the width.
+    pub fn padded(self, rows: usize, cols: usize, pitch: usize) -> Option<Self> {
+        let padding = (pitch != cols).then_some(Padding { cols, pitch });
+        Some(Buffer {
+            len: rows.checked_mul(pitch)?,
+            padding,
+            ..self
+        })
+    }
+    /// Where element `i` of the matrix, counted densely row by row, lies in memory.
+    pub fn at(&self, i: usize) -> usize {
+        match self.padding {
+            None => i,
+            Some(Padding { cols, pitch }) => i / cols * pitch + i % cols,
+        }
+    }
+    /// Whether element `j` of memory is a row's padding.
+    pub fn is_padding(&self, j: usize) -> bool {
+        self.padding.is_some_and(|p| j % p.pitch >= p.cols)
     }
 }
 
@@ -432,9 +466,52 @@ impl Experiment {
         })
     }
 
+    /// The buffers as variant `v` is passed them at `p`: the declared ones, each
+    /// matrix it names as a padded map ([`MapSpec::padded`]) laid out at the copy
+    /// engine's row pitch.
+    pub fn buffers_for(&self, v: &Variant, p: &Problem) -> Result<Vec<Buffer>> {
+        let mut buffers = self.buffers_at(p)?;
+        for spec in v.args.iter().filter_map(|a| match a {
+            Arg::Map(spec) if spec.padded => Some(spec),
+            _ => None,
+        }) {
+            let b = &mut buffers[spec.buffer];
+            let ([cols, rows], pitch) = spec.extents(p, b.elem)?;
+            let pitch = pitch / b.elem.bytes() as u64;
+            let laid = usize::try_from(rows)
+                .ok()
+                .zip(usize::try_from(pitch).ok())
+                .and_then(|(rows, pitch)| b.clone().padded(rows, cols as usize, pitch));
+            *b = laid.ok_or_else(|| Error::TooLarge {
+                what: format!("{} at {p}", self.name),
+                why: format!("buffer {} at a padded row pitch overflows usize", b.name),
+            })?;
+        }
+        Ok(buffers)
+    }
+
+    /// The buffers at `p` as device memory holds them: each at its largest layout
+    /// over the variants that can run there ([`Experiment::buffers_for`]).
+    pub fn allocations_at(&self, p: &Problem) -> Result<Vec<Buffer>> {
+        let mut largest = self.buffers_at(p)?;
+        for v in self.variants {
+            let laid = match self.buffers_for(v, p) {
+                Err(Error::Unaddressable { .. }) => continue,
+                other => other?,
+            };
+            for (big, b) in largest.iter_mut().zip(laid) {
+                if b.len > big.len {
+                    *big = b;
+                }
+            }
+        }
+        Ok(largest)
+    }
+
     /// Device memory for the buffers at `p` (None if it overflows).
     pub fn device_bytes(&self, p: &Problem) -> Option<u64> {
-        (self.buffers)(p)?
+        self.allocations_at(p)
+            .ok()?
             .iter()
             .try_fold(0u64, |sum, b| sum.checked_add(b.bytes()?))
     }
@@ -471,7 +548,7 @@ impl Experiment {
     /// types, the copy engine can address its tensors). `Error::Unaddressable` where
     /// the copy engine cannot: the variant is skipped there.
     pub fn addressable(&self, v: &Variant, p: &Problem) -> Result<()> {
-        let buffers = self.buffers_at(p)?;
+        let buffers = self.buffers_for(v, p)?;
         self.words(v, p, &vec![0; buffers.len()], &mut |spec| {
             spec.extents(p, buffers[spec.buffer].elem).map(|_| 0)
         })
