@@ -22,8 +22,12 @@ use crate::launch::Launch;
 use crate::tensor_map::MapSpec;
 use crate::validate::Tolerance;
 
+// `Experiment::buffers_for`: how each variant's buffers lie in memory (padded rows).
+mod layout;
 // `Experiment::requested_problem`: what `--size` and `--shape` ask of an experiment.
 mod requested;
+
+pub use layout::Padding;
 
 pub use crate::problem::{AWKWARD_2D, AWKWARD_3D, AWKWARD_N, DefaultSize, Dim, Kind, Problem};
 
@@ -266,15 +270,6 @@ pub struct Buffer {
     pub padding: Option<Padding>,
 }
 
-/// A row-major matrix of `cols` columns whose rows start `pitch` elements apart; the
-/// `pitch - cols` elements after each row are padding, which no kernel reads or
-/// writes: the harness poisons them and the reference checks they stay so.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Padding {
-    pub cols: usize,
-    pub pitch: usize,
-}
-
 impl Buffer {
     pub fn input(name: &'static str, len: usize) -> Self {
         Buffer {
@@ -304,27 +299,6 @@ impl Buffer {
     /// Its size in bytes (None on overflow).
     pub fn bytes(&self) -> Option<u64> {
         self.elem.bytes_of(self.len)
-    }
-    /// The same buffer as `rows` rows of `cols` elements, `pitch` apart (None on
-    /// overflow); dense when the pitch is the width.
-    pub fn padded(self, rows: usize, cols: usize, pitch: usize) -> Option<Self> {
-        let padding = (pitch != cols).then_some(Padding { cols, pitch });
-        Some(Buffer {
-            len: rows.checked_mul(pitch)?,
-            padding,
-            ..self
-        })
-    }
-    /// Where element `i` of the matrix, counted densely row by row, lies in memory.
-    pub fn at(&self, i: usize) -> usize {
-        match self.padding {
-            None => i,
-            Some(Padding { cols, pitch }) => i / cols * pitch + i % cols,
-        }
-    }
-    /// Whether element `j` of memory is a row's padding.
-    pub fn is_padding(&self, j: usize) -> bool {
-        self.padding.is_some_and(|p| j % p.pitch >= p.cols)
     }
 }
 
@@ -464,48 +438,6 @@ impl Experiment {
             what: format!("{} at {p}", self.name),
             why: "a buffer's length overflows usize".into(),
         })
-    }
-
-    /// The buffers as variant `v` is passed them at `p`: the declared ones, each
-    /// matrix it names as a padded map ([`MapSpec::padded`]) laid out at the copy
-    /// engine's row pitch.
-    pub fn buffers_for(&self, v: &Variant, p: &Problem) -> Result<Vec<Buffer>> {
-        let mut buffers = self.buffers_at(p)?;
-        for spec in v.args.iter().filter_map(|a| match a {
-            Arg::Map(spec) if spec.padded => Some(spec),
-            _ => None,
-        }) {
-            let b = &mut buffers[spec.buffer];
-            let ([cols, rows], pitch) = spec.extents(p, b.elem)?;
-            let pitch = pitch / b.elem.bytes() as u64;
-            let laid = usize::try_from(rows)
-                .ok()
-                .zip(usize::try_from(pitch).ok())
-                .and_then(|(rows, pitch)| b.clone().padded(rows, cols as usize, pitch));
-            *b = laid.ok_or_else(|| Error::TooLarge {
-                what: format!("{} at {p}", self.name),
-                why: format!("buffer {} at a padded row pitch overflows usize", b.name),
-            })?;
-        }
-        Ok(buffers)
-    }
-
-    /// The buffers at `p` as device memory holds them: each at its largest layout
-    /// over the variants that can run there ([`Experiment::buffers_for`]).
-    pub fn allocations_at(&self, p: &Problem) -> Result<Vec<Buffer>> {
-        let mut largest = self.buffers_at(p)?;
-        for v in self.variants {
-            let laid = match self.buffers_for(v, p) {
-                Err(Error::Unaddressable { .. }) => continue,
-                other => other?,
-            };
-            for (big, b) in largest.iter_mut().zip(laid) {
-                if b.len > big.len {
-                    *big = b;
-                }
-            }
-        }
-        Ok(largest)
     }
 
     /// Device memory for the buffers at `p` (None if it overflows).
