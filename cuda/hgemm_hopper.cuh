@@ -128,12 +128,15 @@ template <typename T, int BN> __device__ __forceinline__ void hstore(const float
         for (int h = 0; h < 2; ++h) {
             int row = m0 + 64 * c + 16 * w + g + 8 * h, col = n0 + 8 * j + 2 * t;
             if (row < m && col < n) {
-                float lo = d[4 * j + 2 * h], hi = d[4 * j + 2 * h + 1];
+                unsigned word = pack2(C, d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
                 if (even) {
-                    pairs[((size_t)row * n + col) / 2] = pack2(C, lo, hi);
+                    pairs[((size_t)row * n + col) / 2] = word;
                 } else {
-                    C[(size_t)row * n + col] = from_float<T>(lo);
-                    if (col + 1 < n) C[(size_t)row * n + col + 1] = from_float<T>(hi);
+                    T lo, hi;
+                    lo.bits = (unsigned short)word;
+                    hi.bits = (unsigned short)(word >> 16);
+                    C[(size_t)row * n + col] = lo;
+                    if (col + 1 < n) C[(size_t)row * n + col + 1] = hi;
                 }
             }
         }

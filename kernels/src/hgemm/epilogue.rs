@@ -32,15 +32,15 @@ pub(super) unsafe fn store<H: Half, A: Accumulator>(
         for h in 0..2 {
             let (row, col) = (row0 + 8 * h, n0 as usize + 8 * j + 2 * t);
             if row < m as usize && col < n {
-                let (lo, hi) = (acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+                let word = H::pack2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
                 // SAFETY (each): in bounds (guarded, the neighbour too); for the
                 // word, (row n + col) is even.
                 if even {
-                    unsafe { pairs.write((row * n + col) / 2, H::pack2(lo, hi)) };
+                    unsafe { pairs.write((row * n + col) / 2, word) };
                 } else {
-                    unsafe { c.write(row * n + col, H::from_f32(lo)) };
+                    unsafe { c.write(row * n + col, H::from_bits(word as u16)) };
                     if col + 1 < n {
-                        unsafe { c.write(row * n + col + 1, H::from_f32(hi)) };
+                        unsafe { c.write(row * n + col + 1, H::from_bits((word >> 16) as u16)) };
                     }
                 }
             }
