@@ -166,6 +166,35 @@ fn padding_never_leaks_into_the_result() {
     }
 }
 
+/// `explain` takes an odd shape on every copy-engine rung (none is skipped), and a bad
+/// shape still gets one line and a non-zero exit.
+#[test]
+fn explain_takes_any_shape_and_refuses_bad_ones_in_one_line() {
+    let args = [
+        "explain",
+        "sgemm/wgmma",
+        "gemm-f16/tma-store",
+        "--shape",
+        "65x129x33",
+    ];
+    let out = common::coalesce().args(args).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        text.contains("sgemm/wgmma: sgemm_wgmma, m = 65, n = 129, k = 33"),
+        "{text}"
+    );
+    assert!(text.contains("gemm-f16/tma-store: hgemm_tma_store_f16"), "{text}");
+    assert!(!text.contains("not run at"), "{text}");
+    for bad in ["0x129x33", "65x129", "65x-1x33"] {
+        let (code, err) = common::exit_and_error(&["explain", "gemm-bf16", "--shape", bad]);
+        assert!(
+            code != 0 && err.starts_with("error: "),
+            "--shape {bad}: exit {code}: {err}"
+        );
+    }
+}
+
 /// The GPU: the copy engine's rungs at odd shapes, the Rust kernels and their C++
 /// twins, each validated (the padding poisoned before every checked launch, C's
 /// checked after), in one set of buffers with the dense rungs'. 1000 x 1000 x 1001
