@@ -113,16 +113,29 @@ template <typename T, typename TILE, int BN> __device__ __forceinline__ void hmu
     hwgmma_commit();
 }
 
-// d[4 j + 2 h + e] is C[64 c + 16 w + g + 8 h][8 j + 2 t + e]: neighbours packed in one store.
+// d[4 j + 2 h + e] is C[64 c + 16 w + g + 8 h][8 j + 2 t + e]: neighbours packed in one
+// store where n is even, one by one where it is odd (a pair may straddle a row's end).
 template <typename T, int BN> __device__ __forceinline__ void hstore(const float* d, T* C, int m, int n, int m0, int n0, int c, int tid) {
     int w = tid / 32, g = tid % 32 / 4, t = tid % 4;
     unsigned* pairs = reinterpret_cast<unsigned*>(C);
+    bool even = n % 2 == 0;
 #pragma unroll
     for (int j = 0; j < BN / 8; ++j)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
             int row = m0 + 64 * c + 16 * w + g + 8 * h, col = n0 + 8 * j + 2 * t;
-            if (row < m && col < n) pairs[((size_t)row * n + col) / 2] = pack2(C, d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+            if (row < m && col < n) {
+                unsigned word = pack2(C, d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+                if (even) {
+                    pairs[((size_t)row * n + col) / 2] = word;
+                } else {
+                    T lo, hi;
+                    lo.bits = (unsigned short)word;
+                    hi.bits = (unsigned short)(word >> 16);
+                    C[(size_t)row * n + col] = lo;
+                    if (col + 1 < n) C[(size_t)row * n + col + 1] = hi;
+                }
+            }
         }
 }
 

@@ -201,7 +201,8 @@ pub struct SuiteArgs {
     /// Bytes per array, e.g. 256M or 1G (default: 8 x the L2 size, at least 256 MiB).
     #[arg(long, allow_hyphen_values = true, value_parser = size_arg)]
     pub size: Option<u64>,
-    /// Matrix shape: ROWSxCOLS for transpose, MxNxK for matmul (overrides --size for them).
+    /// Matrix shape: ROWSxCOLS for transpose, MxNxK (any) for the matrix products
+    /// (overrides --size for them).
     #[arg(long, allow_hyphen_values = true, value_parser = shape_arg)]
     pub shape: Option<ShapeArg>,
     /// Timed launches per variant; the table shows their median.

@@ -9,6 +9,7 @@ use kernels::gpu::{Bf16, F16};
 use crate::device::Gpu;
 use crate::elem::Elem;
 use crate::error::{Error, Result};
+use crate::experiment::Padding;
 use crate::launch::{AsGlobal, Launch};
 
 /// The f32 poison ([`Elem::poison`]): a quiet NaN with a recognisable payload.
@@ -45,6 +46,33 @@ pub fn poison(gpu: &Gpu, buf: &mut DeviceSlice<u8>, elem: Elem) -> Result<()> {
         }
     };
     set.map_err(gpu.cuda_error("poisoning an output buffer"))
+}
+
+/// Overwrites the padding of `buf`, a matrix laid out as `padding` says, with
+/// `elem`'s poison: one 2D memset over the rows' tails.
+pub fn poison_padding(gpu: &Gpu, buf: &DeviceSlice<u8>, elem: Elem, padding: Padding) -> Result<()> {
+    let size = elem.bytes();
+    let (pitch, width) = (padding.pitch * size, padding.pitch - padding.cols);
+    let rows = buf.len() / pitch;
+    let first = buf.as_device_ptr().as_raw() + (padding.cols * size) as u64;
+    let stream = gpu.stream.as_inner();
+    // SAFETY: `rows` rows of `pitch` bytes lie in the buffer, each row's tail of
+    // `width` elements within its row; the stream outlives the work (callers sync).
+    let status = unsafe {
+        match size {
+            4 => cust::sys::cuMemsetD2D32Async(first, pitch, elem.poison(), width, rows, stream),
+            _ => cust::sys::cuMemsetD2D16Async(first, pitch, elem.poison() as u16, width, rows, stream),
+        }
+    };
+    // cust has no 2D memset, nor a public conversion of a raw status: the status is
+    // named in the message.
+    if status != cust::sys::cudaError_enum::CUDA_SUCCESS {
+        return Err(gpu
+            .cuda_error(format!("poisoning a matrix's row padding ({status:?})"))(
+            cust::error::CudaError::UnknownError,
+        ));
+    }
+    Ok(())
 }
 
 /// Waits for the stream, then copies `buf` to the host as the exact values of its

@@ -106,6 +106,11 @@ impl Elem {
         out
     }
 
+    /// The poison's value as an f32 (a NaN), bit for bit as [`Elem::decode`] reads it.
+    pub fn poison_value(self) -> f32 {
+        self.decode(&self.poisoned(1))[0]
+    }
+
     /// `count` elements of poison, as bytes.
     pub fn poisoned(self, count: usize) -> Vec<u8> {
         let one = self.poison().to_le_bytes();

@@ -22,8 +22,12 @@ use crate::launch::Launch;
 use crate::tensor_map::MapSpec;
 use crate::validate::Tolerance;
 
+// `Experiment::buffers_for`: how each variant's buffers lie in memory (padded rows).
+mod layout;
 // `Experiment::requested_problem`: what `--size` and `--shape` ask of an experiment.
 mod requested;
+
+pub use layout::Padding;
 
 pub use crate::problem::{AWKWARD_2D, AWKWARD_3D, AWKWARD_N, DefaultSize, Dim, Kind, Problem};
 
@@ -281,9 +285,12 @@ pub enum Role {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Buffer {
     pub name: &'static str,
+    /// Elements in memory, padding included.
     pub len: usize,
     pub role: Role,
     pub elem: Elem,
+    /// A matrix laid out with padded rows (for the copy engine); `None`: dense.
+    pub padding: Option<Padding>,
 }
 
 impl Buffer {
@@ -293,6 +300,7 @@ impl Buffer {
             len,
             role: Role::Input,
             elem: Elem::F32,
+            padding: None,
         }
     }
     pub fn output(name: &'static str, len: usize) -> Self {
@@ -457,7 +465,8 @@ impl Experiment {
 
     /// Device memory for the buffers at `p` (None if it overflows).
     pub fn device_bytes(&self, p: &Problem) -> Option<u64> {
-        (self.buffers)(p)?
+        self.allocations_at(p)
+            .ok()?
             .iter()
             .try_fold(0u64, |sum, b| sum.checked_add(b.bytes()?))
     }
@@ -494,7 +503,7 @@ impl Experiment {
     /// types, the copy engine can address its tensors). `Error::Unaddressable` where
     /// the copy engine cannot: the variant is skipped there.
     pub fn addressable(&self, v: &Variant, p: &Problem) -> Result<()> {
-        let buffers = self.buffers_at(p)?;
+        let buffers = self.buffers_for(v, p)?;
         self.words(v, p, &vec![0; buffers.len()], 0, &mut |spec| {
             spec.extents(p, buffers[spec.buffer].elem).map(|_| 0)
         })

@@ -91,7 +91,7 @@ pub fn reservation(selection: &[Selection], opts: &RunOptions, info: &DeviceInfo
         };
         let sizes: Vec<u64> = s
             .experiment
-            .buffers_at(&p)
+            .allocations_at(&p)
             .ok()?
             .iter()
             .map(|b| b.bytes())

@@ -7,7 +7,7 @@ use cust::function::Function;
 use cust::memory::{DeviceBuffer, DeviceSlice};
 
 use crate::arena::Lease;
-use crate::buffers::{download, fill_uniform, poison};
+use crate::buffers::{download, fill_uniform, poison, poison_padding};
 use crate::device::Gpu;
 use crate::elem::Elem;
 use crate::error::{Error, Result};
@@ -34,7 +34,12 @@ pub struct Gemm {
 pub struct Prepared {
     pub experiment: &'static Experiment,
     pub problem: Problem,
+    /// The buffers as allocated: each at its largest layout over the variants.
     buffers: Vec<Buffer>,
+    /// Each variant's view of them ([`Experiment::buffers_for`]): a padded matrix
+    /// where it passes one to the copy engine, else the dense layout, at the start
+    /// of the same memory.
+    layouts: Vec<Vec<Buffer>>,
     /// Each buffer's bytes on the device, in declaration order.
     memory: Vec<DeviceSlice<u8>>,
     /// What keeps `memory` allocated while this lives.
@@ -56,7 +61,7 @@ impl Prepared {
     /// Every buffer of `experiment` at `problem`, from the GPU's reservation where it
     /// has one ([`Gpu::lease`]) or allocated; `seed` seeds the inputs.
     pub fn new(gpu: &Gpu, experiment: &'static Experiment, problem: Problem, seed: u64) -> Result<Prepared> {
-        let buffers = experiment.buffers_at(&problem)?;
+        let buffers = experiment.allocations_at(&problem)?;
         let sizes: Vec<u64> = buffers
             .iter()
             .map(|b| {
@@ -81,23 +86,26 @@ impl Prepared {
                 (views, Owner::Buffers(own))
             }
         };
-        let (mut launches, mut maps, mut scratch) = (Vec::new(), Vec::new(), Vec::new());
+        let (mut launches, mut maps, mut scratch, mut layouts) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for v in experiment.variants {
             let made = (v.launch)(&problem, &gpu.info).and_then(|l| {
                 let m = device_maps(gpu, v, &problem, &buffers, &memory)?;
                 let s = zeroed_scratch(gpu, v.scratch_bytes(&problem, &l))?;
-                Ok((l, m, s))
+                let layout = experiment.buffers_for(v, &problem)?;
+                Ok((l, m, s, layout))
             });
             match made {
-                Ok((l, m, s)) => {
+                Ok((l, m, s, layout)) => {
                     launches.push(Ok(l));
                     maps.push(m);
                     scratch.push(s);
+                    layouts.push(layout);
                 }
                 Err(e @ Error::Unaddressable { .. }) => {
                     launches.push(Err(e.to_string()));
                     maps.push(Vec::new());
                     scratch.push(None);
+                    layouts.push(experiment.buffers_at(&problem)?);
                 }
                 Err(e) => return Err(e),
             }
@@ -106,6 +114,7 @@ impl Prepared {
             experiment,
             problem,
             buffers,
+            layouts,
             memory,
             _owner: owner,
             launches,
@@ -141,18 +150,32 @@ impl Prepared {
         (self.experiment.work)(&self.problem)
     }
 
+    /// Buffer `b` as variant `i` is passed it: the start of its memory that its
+    /// layout covers.
+    fn view(&self, i: usize, b: usize) -> DeviceSlice<u8> {
+        let buf = &self.layouts[i][b];
+        self.memory[b].index(..buf.len * buf.elem.bytes())
+    }
+
     /// Fills the buffers variant `i` reads with fresh random data (a stream per
-    /// case) and poisons those it only writes, so an element it skips fails.
+    /// case) and poisons those it only writes, so an element it skips fails, and
+    /// every padded row's padding, so a kernel that reads or writes it fails.
     pub fn reset(&mut self, gpu: &Gpu, i: usize) -> Result<()> {
         self.inputs = Inputs {
             seed: self.seed.wrapping_add(i as u64),
         };
         let v = &self.variants()[i];
         for b in v.buffers() {
-            let elem = self.buffers[b].elem;
-            match self.buffers[b].role {
-                Role::Output => poison(gpu, &mut self.memory[b], elem)?,
-                Role::Input | Role::InOut => fill_uniform(gpu, &self.memory[b], elem, self.inputs.stream(b))?,
+            let buf = &self.layouts[i][b];
+            let mut view = self.view(i, b);
+            match buf.role {
+                Role::Output => poison(gpu, &mut view, buf.elem)?,
+                Role::Input | Role::InOut => {
+                    fill_uniform(gpu, &view, buf.elem, self.inputs.stream(b))?;
+                    if let Some(padding) = buf.padding {
+                        poison_padding(gpu, &view, buf.elem, padding)?;
+                    }
+                }
             }
         }
         Ok(())
@@ -191,7 +214,7 @@ impl Prepared {
             &self.variants()[i],
             &self.problem,
             &self.inputs,
-            |b| download(gpu, &self.memory[b], self.buffers[b].elem),
+            |b| download(gpu, &self.view(i, b), self.layouts[i][b].elem),
             Scope::Written,
             rounding,
         )
@@ -220,7 +243,8 @@ impl Prepared {
     }
 
     /// The operands when the experiment computes a row-major GEMM C = A B, so a
-    /// library (cuBLAS) can compute the same product on the same buffers.
+    /// library (cuBLAS) can compute the same product on the same buffers, dense (as
+    /// the first variant, which the library's check is judged as, lays them out).
     pub fn gemm(&self) -> Option<Gemm> {
         let (Reference::Product { a, b, c }, Problem::Product { m, n, k }) =
             (self.experiment.reference, self.problem)

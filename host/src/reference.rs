@@ -2,7 +2,7 @@
 //! backend applies (the GPU with Rust or C++ kernels, cuBLAS, the CPU emulator).
 
 use crate::error::Result;
-use crate::experiment::{Check, Experiment, Inputs, Problem, Reference, Role, Variant};
+use crate::experiment::{Buffer, Check, Experiment, Inputs, Problem, Reference, Role, Variant};
 use crate::validate::{self, ProductBound, Validation, check_product_bound, exact, sample_entries};
 
 /// Which buffers a judgement reads back.
@@ -31,7 +31,7 @@ pub fn judge(
     scope: Scope,
     rounding: f64,
 ) -> Result<Validation> {
-    let buffers = experiment.buffers_at(problem)?;
+    let buffers = experiment.buffers_for(variant, problem)?;
     let mut passed: Vec<usize> = Vec::new();
     for b in variant.buffers() {
         if !passed.contains(&b) {
@@ -46,8 +46,15 @@ pub fn judge(
     let mut checks = Vec::with_capacity(judged.len());
     for b in judged {
         let got = fetch(b)?;
-        let mut v = match (buffers[b].role, experiment.reference) {
-            (Role::Input, _) => exact(&got, |i| inputs.value(b, buffers[b].elem, i)),
+        let buf = &buffers[b];
+        let mut v = match (buf.role, experiment.reference) {
+            (Role::Input, _) => exact(&got, |i| {
+                if buf.is_padding(i) {
+                    buf.elem.poison_value()
+                } else {
+                    inputs.value(b, buf.elem, i)
+                }
+            }),
             (_, Reference::Elementwise { check, expected }) => {
                 let want = |i| expected(problem, variant.param, inputs, b, i);
                 match check {
@@ -61,19 +68,26 @@ pub fn judge(
                     other => panic!("{}: a product reference on a {other:?} problem", experiment.name),
                 };
                 let at = sample_entries(dims.0 * dims.1, inputs.seed);
-                let (ea, eb) = (buffers[a].elem, buffers[bb].elem);
+                let (pa, pb) = (&buffers[a], &buffers[bb]);
                 let bound = ProductBound {
                     input: rounding.max(variant.input_rounding()),
-                    output: buffers[b].elem,
+                    output: buf.elem,
                 };
-                check_product_bound(
-                    &got,
+                // C's padding must still hold the poison; its entries are read
+                // through its pitch, as A's and B's are.
+                let c: Vec<f32> = (0..dims.0 * dims.1).map(|i| got[buf.at(i)]).collect();
+                let product = check_product_bound(
+                    &c,
                     dims,
-                    |i| inputs.value(a, ea, i),
-                    |i| inputs.value(bb, eb, i),
+                    |i| inputs.value(a, pa.elem, pa.at(i)),
+                    |i| inputs.value(bb, pb.elem, pb.at(i)),
                     &at,
                     bound,
-                )
+                );
+                match buf.padding {
+                    None => product,
+                    Some(_) => validate::all([product, padding_untouched(&got, buf)]),
+                }
             }
         };
         if named {
@@ -82,4 +96,28 @@ pub fn judge(
         checks.push(v);
     }
     Ok(validate::all(checks))
+}
+
+/// A padded output's padding still holds the poison it was given: the kernel wrote
+/// only its matrix.
+fn padding_untouched(got: &[f32], buf: &Buffer) -> Validation {
+    let poison = buf.elem.poison_value().to_bits();
+    match (0..got.len()).find(|&j| buf.is_padding(j) && got[j].to_bits() != poison) {
+        None => Validation {
+            ok: true,
+            detail: "row padding untouched".into(),
+        },
+        Some(j) => {
+            let pitch = buf.padding.map_or(1, |p| p.pitch);
+            Validation {
+                ok: false,
+                detail: format!(
+                    "row {}'s padding was written (element {} of the row, pitch {pitch}): got {}",
+                    j / pitch,
+                    j % pitch,
+                    got[j]
+                ),
+            }
+        }
+    }
 }

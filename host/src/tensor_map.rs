@@ -23,6 +23,10 @@ pub struct MapSpec {
     /// 1D map). A 128-byte swizzled row is 32 f32s or 64 16-bit elements.
     pub boxes: [u32; 2],
     pub swizzle: Swizzle,
+    /// A matrix whose rows the harness lays out at a padded pitch (the next whole 16
+    /// bytes) when its width leaves them off the copy engine's 16-byte boundaries;
+    /// otherwise such a matrix cannot be addressed and its variant is skipped.
+    pub padded: bool,
 }
 
 /// The tensor's extents, from the problem.
@@ -45,6 +49,7 @@ impl MapSpec {
             shape: MapShape::Line(len),
             boxes: [boxes, 1],
             swizzle: Swizzle::None,
+            padded: false,
         }
     }
 
@@ -61,7 +66,16 @@ impl MapSpec {
             shape: MapShape::Matrix { rows, cols },
             boxes: [box_cols, box_rows],
             swizzle,
+            padded: false,
         }
+    }
+
+    /// The same matrix, its rows laid out at the copy engine's pitch whatever its
+    /// width: the tensor's extents stay the true ones, so the
+    /// copy engine zero-fills past them on loads, clips stores, and never reads or
+    /// writes the padding.
+    pub const fn padded(self) -> MapSpec {
+        MapSpec { padded: true, ..self }
     }
 
     /// Extents in elements (innermost first) and the row pitch in bytes at `p`, for
@@ -76,7 +90,13 @@ impl MapSpec {
             MapShape::Matrix { rows, cols } => {
                 let (r, c) = (p.dim(rows) as u64, p.dim(cols) as u64);
                 let whole = 16 / size;
-                if c % whole != 0 {
+                if self.padded {
+                    let pitch = c
+                        .checked_next_multiple_of(whole)
+                        .unwrap_or(u64::MAX)
+                        .saturating_mul(size);
+                    ([c, r], pitch)
+                } else if c % whole != 0 {
                     return Err(Error::Unaddressable {
                         what: format!("a matrix of {c} columns"),
                         why: format!(
@@ -84,8 +104,9 @@ impl MapSpec {
                             elem.label()
                         ),
                     });
+                } else {
+                    ([c, r], c.saturating_mul(size))
                 }
-                ([c, r], c.saturating_mul(size))
             }
         };
         if dims.iter().any(|&d| d > MAX_COORD) {
@@ -244,6 +265,20 @@ mod tests {
         assert!(e.contains("multiple of 8 bf16"), "{e}");
         let ok16 = Problem::Matrix { rows: 33, cols: 72 };
         assert_eq!(spec.extents(&ok16, Elem::F16).unwrap(), ([72, 33], 144));
+    }
+
+    /// A padded matrix keeps its true extents (the copy engine's bounds) and rounds
+    /// only its row pitch up to whole 16 bytes; a width already whole keeps its pitch.
+    #[test]
+    fn padded_rows_round_the_pitch_not_the_extents() {
+        let spec = MapSpec::matrix(0, (Dim::Rows, Dim::Cols), [32, 32], Swizzle::B128).padded();
+        let odd = Problem::Matrix { rows: 4, cols: 65 };
+        assert_eq!(spec.extents(&odd, Elem::F32).unwrap(), ([65, 4], 272));
+        assert_eq!(spec.extents(&odd, Elem::Bf16).unwrap(), ([65, 4], 144));
+        let whole = Problem::Matrix { rows: 4, cols: 72 };
+        assert_eq!(spec.extents(&whole, Elem::F16).unwrap(), ([72, 4], 144));
+        let one = Problem::Matrix { rows: 1, cols: 1 };
+        assert_eq!(spec.extents(&one, Elem::F32).unwrap(), ([1, 1], 16));
     }
 
     #[test]

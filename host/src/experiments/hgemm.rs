@@ -33,10 +33,12 @@ fn simt(p: &Problem, _: &DeviceInfo) -> Result<Launch> {
 
 /// The copy engine's view of a Hopper rung of tiling `t`: A in boxes of the tile's
 /// rows of 64 k (128 bytes, swizzled), B in boxes of 64 k rows of 64 n; C written by
-/// the threads, or (`staged`) by the copy engine in boxes of 16 rows of 64.
+/// the threads, or (`staged`) by the copy engine in boxes of 16 rows of 64. Every
+/// matrix the copy engine addresses is padded to whole 16-byte rows where its width
+/// needs it, so any shape runs.
 const fn hopper_args(t: HalfTiling) -> [Arg; 6] {
     let c = if t.staged {
-        Arg::Map(MapSpec::matrix(2, (Dim::M, Dim::N), [STAGED_ROWS as u32, B_BOX as u32], Swizzle::B128))
+        Arg::Map(MapSpec::matrix(2, (Dim::M, Dim::N), [STAGED_ROWS as u32, B_BOX as u32], Swizzle::B128).padded())
     } else {
         Arg::Buffer(2)
     };
@@ -44,8 +46,8 @@ const fn hopper_args(t: HalfTiling) -> [Arg; 6] {
         Arg::Dim(Dim::M),
         Arg::Dim(Dim::N),
         Arg::Dim(Dim::K),
-        Arg::Map(MapSpec::matrix(0, (Dim::M, Dim::K), [t.bm() as u32, BK as u32], Swizzle::B128)),
-        Arg::Map(MapSpec::matrix(1, (Dim::K, Dim::N), [BK as u32, B_BOX as u32], Swizzle::B128)),
+        Arg::Map(MapSpec::matrix(0, (Dim::M, Dim::K), [t.bm() as u32, BK as u32], Swizzle::B128).padded()),
+        Arg::Map(MapSpec::matrix(1, (Dim::K, Dim::N), [BK as u32, B_BOX as u32], Swizzle::B128).padded()),
         c,
     ]
 }
@@ -225,8 +227,9 @@ mod tests {
     fn sizes_count_2_byte_elements() {
         let p = Problem::Product { m: 33, n: 65, k: 17 };
         let bytes = 2 * (33 * 17 + 17 * 65 + 33 * 65);
-        assert_eq!(BF16.device_bytes(&p), Some(bytes));
         assert_eq!((F16.work)(&p).bytes(), bytes);
+        // Memory holds the copy engine's padded rows: k and n to whole 8 elements.
+        assert_eq!(BF16.device_bytes(&p), Some(2 * (33 * 24 + 17 * 72 + 33 * 72)));
         // The default: 4096^3, as sgemm's.
         let (p, chosen) = BF16.requested_problem(None, None, &DeviceInfo::h100()).unwrap();
         assert_eq!((p, chosen), (Problem::Product { m: 4096, n: 4096, k: 4096 }, false));

@@ -13,9 +13,11 @@
 //! launch.
 //!
 //! The `wgmma` rungs (sm_90a, the third module; an H100 or H200) take A and B as
-//! tensor maps for the copy engine ([`MapSpec`]), so k and n must be multiples of 4
-//! (rows on 16-byte boundaries; other shapes skip them in one line), and one operand
-//! is truncated to TF32 where the tensor cores read it from shared memory.
+//! tensor maps for the copy engine ([`MapSpec`]), whose rows must start on 16-byte
+//! boundaries: where k or n is not a multiple of 4, the harness lays that matrix out
+//! with its rows padded to the next 16 bytes ([`MapSpec::padded`]), so any m, n, k
+//! runs. One operand is truncated to TF32 where the tensor cores read it from shared
+//! memory.
 
 use kernels::entry;
 use kernels::sgemm::WarpTiling;
@@ -63,14 +65,15 @@ fn warp(p: &Problem, t: WarpTiling) -> Result<Launch> {
 }
 
 /// The copy engine's view of a Hopper rung: A in boxes of `rows` x 32 (k), B in 32 x
-/// 32, both landing with the 128-byte swizzle; C written by the threads.
+/// 32, both landing with the 128-byte swizzle, each padded to whole 16-byte rows
+/// where k or n needs it; C written by the threads.
 const fn hopper_args(rows: u32) -> [Arg; 6] {
     [
         Arg::Dim(Dim::M),
         Arg::Dim(Dim::N),
         Arg::Dim(Dim::K),
-        Arg::Map(MapSpec::matrix(0, (Dim::M, Dim::K), [rows, BK as u32], Swizzle::B128)),
-        Arg::Map(MapSpec::matrix(1, (Dim::K, Dim::N), [BK as u32, 32], Swizzle::B128)),
+        Arg::Map(MapSpec::matrix(0, (Dim::M, Dim::K), [rows, BK as u32], Swizzle::B128).padded()),
+        Arg::Map(MapSpec::matrix(1, (Dim::K, Dim::N), [BK as u32, 32], Swizzle::B128).padded()),
         Arg::Buffer(2),
     ]
 }

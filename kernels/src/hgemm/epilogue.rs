@@ -10,7 +10,8 @@ use crate::gpu::{Global, GlobalMut, Half};
 
 /// Stores consumer warpgroup `c`'s accumulators, thread `tid` of it, to the tile at
 /// (`m0`, `n0`): `acc[4 j + 2 h + e]` is C[64 c + 16 w + g + 8 h][8 j + 2 t + e], two
-/// neighbours packed into one 4-byte store (n is even, so they share a row).
+/// neighbours packed into one 4-byte store where n is even (they share a row and an
+/// aligned word), one by one where it is odd.
 #[inline(always)]
 pub(super) unsafe fn store<H: Half, A: Accumulator>(
     acc: &A,
@@ -22,17 +23,26 @@ pub(super) unsafe fn store<H: Half, A: Accumulator>(
 ) {
     let (w, lane) = (tid / 32, tid % 32);
     let (g, t) = (lane / 4, lane % 4);
-    // SAFETY: C is m x n of H, n even, so each pair is one aligned 4-byte word.
+    // SAFETY: C is m x n of H; the words are written only where n is even, so each
+    // pair is one aligned 4-byte word.
     let pairs = unsafe { c.cast::<u32>() };
-    let row0 = m0 as usize + 64 * wg + 16 * w + g;
+    let (row0, n, even) = (m0 as usize + 64 * wg + 16 * w + g, n as usize, n % 2 == 0);
     let acc = acc.as_slice();
     unroll!(j < A::N / 8; 32 => {
         for h in 0..2 {
             let (row, col) = (row0 + 8 * h, n0 as usize + 8 * j + 2 * t);
-            if row < m as usize && col < n as usize {
+            if row < m as usize && col < n {
                 let word = H::pack2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
-                // SAFETY: in bounds (guarded); (row n + col) is even.
-                unsafe { pairs.write((row * n as usize + col) / 2, word) };
+                // SAFETY (each): in bounds (guarded, the neighbour too); for the
+                // word, (row n + col) is even.
+                if even {
+                    unsafe { pairs.write((row * n + col) / 2, word) };
+                } else {
+                    unsafe { c.write(row * n + col, H::from_bits(word as u16)) };
+                    if col + 1 < n {
+                        unsafe { c.write(row * n + col + 1, H::from_bits((word >> 16) as u16)) };
+                    }
+                }
             }
         }
     });

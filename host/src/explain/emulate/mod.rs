@@ -70,7 +70,6 @@ impl EmuLaunch {
         info: &DeviceInfo,
     ) -> Result<EmuLaunch> {
         let launch = (variant.launch)(&problem, info)?;
-        let buffers = experiment.buffers_at(&problem)?;
         let scratch =
             usize::try_from(variant.scratch_bytes(&problem, &launch)).map_err(|_| Error::TooLarge {
                 what: format!("{}/{} at {problem}", experiment.name, variant.name),
@@ -79,6 +78,7 @@ impl EmuLaunch {
         // The argument words exist at this problem (its u32 dimensions fit, the copy
         // engine can address its tensors).
         experiment.addressable(variant, &problem)?;
+        let buffers = experiment.buffers_for(variant, &problem)?;
         Ok(EmuLaunch {
             experiment,
             variant,
@@ -173,7 +173,8 @@ pub(super) fn emulation_error(kernel: &str) -> impl FnOnce(emu::LaunchError) -> 
 }
 
 /// The buffers' initial contents, as bytes of their elements: what the GPU's reset
-/// fills ([`Inputs`]) for the buffers the kernel reads, poison for those it only writes.
+/// fills ([`Inputs`]) for the buffers the kernel reads, poison for those it only writes
+/// and for every padded row's padding.
 pub fn initial_contents(launch: &EmuLaunch, inputs: &Inputs) -> Vec<Vec<u8>> {
     launch
         .buffers
@@ -182,7 +183,16 @@ pub fn initial_contents(launch: &EmuLaunch, inputs: &Inputs) -> Vec<Vec<u8>> {
         .map(|(b, buf)| match buf.role {
             Role::Output => buf.elem.poisoned(buf.len),
             Role::Input | Role::InOut => {
-                let values: Vec<f32> = (0..buf.len).map(|i| inputs.get(b, i)).collect();
+                let poison = buf.elem.poison_value();
+                let values: Vec<f32> = (0..buf.len)
+                    .map(|i| {
+                        if buf.is_padding(i) {
+                            poison
+                        } else {
+                            inputs.get(b, i)
+                        }
+                    })
+                    .collect();
                 buf.elem.encode(&values)
             }
         })
