@@ -8,8 +8,13 @@
 #   predict: with a profile from the calibrate stage ($out/profile-*.json, or the
 #        file PROFILE names), each bandwidth kernel's predicted % of copy against a run
 #        of the suite: the report stage's when it ran before it in the same call; then
-#        each matmul and sgemm rung's predicted GFLOP/s against a run at PREDICT_SHAPE
-#        (default 4096x4096x4096).
+#        the bandwidth kernels at each size of PREDICT_SIZES (default "4M 16M 64M": a
+#        launch's fixed cost, bytes the L2 holds), the transposes at each shape of
+#        PREDICT_TRANSPOSES (default "1024x1024 2048x2048"), and each product rung
+#        (matmul, sgemm, gemm-bf16, gemm-f16) at each shape of PREDICT_SHAPES (default
+#        "1024x1024x1024 2048x2048x2048 4096x4096x4096 8192x8192x8192 1024x8192x4096
+#        8192x8192x1024": small, L2-resident, square, rectangular and small-k), each
+#        predicted against a run of its own at that size.
 #   predict-dram: with the same profile, each bandwidth kernel's predicted DRAM bytes
 #        against ncu's at the default sizes (PREDICT_ONLY: regex). Its own stage, as
 #        42 ncu processes at those sizes take minutes: a call can hold it alone.
@@ -231,15 +236,37 @@ for stage in "${stages[@]}"; do
           --json "$out/predict-copy.json" $("$bundle/coalesce" list --names | grep -vE '^(matmul|sgemm|gemm-bf16|gemm-f16)/') \
           >"$out/predict-copy.txt" 2>&1 || status=1
         cat "$out/predict-copy.txt"
-        # The products at 4096^3 (PREDICT_SHAPE), measured by a run of their own: each
-        # rung's predicted GFLOP/s against its measured.
-        shape=${PREDICT_SHAPE:-4096x4096x4096}
-        "$bundle/coalesce" run matmul sgemm --shape "$shape" --quiet --json "$out/predict-products-run.json" \
-          >"$out/predict-products-run.txt" 2>&1 || status=1
-        "$bundle/coalesce" explain matmul sgemm --shape "$shape" --quiet --profile "$profile" \
-          --against-run "$out/predict-products-run.json" --json "$out/predict-products.json" \
-          >"$out/predict-products.txt" 2>&1 || status=1
-        cat "$out/predict-products.txt"
+        # The bandwidth kernels again at each size of PREDICT_SIZES, where the L2 holds a
+        # launch's bytes and a launch's fixed cost counts; then the products at each
+        # shape of PREDICT_SHAPES: small, L2-resident, rectangular, small-k and large.
+        # Each measured by a run of its own and set beside its prediction.
+        # shellcheck disable=SC2046
+        for size in ${PREDICT_SIZES:-4M 16M 64M}; do
+          "$bundle/coalesce" run --size "$size" --quiet --json "$out/predict-bw-$size-run.json" \
+            $("$bundle/coalesce" list --names | grep -vE '^(matmul|sgemm|gemm-bf16|gemm-f16|transpose)/') \
+            >"$out/predict-bw-$size-run.txt" 2>&1 || status=1
+          "$bundle/coalesce" explain --size "$size" --quiet --profile "$profile" \
+            --against-run "$out/predict-bw-$size-run.json" --json "$out/predict-bw-$size.json" \
+            $("$bundle/coalesce" list --names | grep -vE '^(matmul|sgemm|gemm-bf16|gemm-f16|transpose)/') \
+            >"$out/predict-bw-$size.txt" 2>&1 || status=1
+          grep -E "within" "$out/predict-bw-$size.txt"
+        done
+        for shape in ${PREDICT_TRANSPOSES:-1024x1024 2048x2048}; do
+          "$bundle/coalesce" run transpose --shape "$shape" --quiet --json "$out/predict-tr-$shape-run.json" \
+            >"$out/predict-tr-$shape-run.txt" 2>&1 || status=1
+          "$bundle/coalesce" explain transpose --shape "$shape" --quiet --profile "$profile" \
+            --against-run "$out/predict-tr-$shape-run.json" --json "$out/predict-tr-$shape.json" \
+            >"$out/predict-tr-$shape.txt" 2>&1 || status=1
+          grep -E "within" "$out/predict-tr-$shape.txt"
+        done
+        for shape in ${PREDICT_SHAPES:-${PREDICT_SHAPE:-1024x1024x1024 2048x2048x2048 4096x4096x4096 8192x8192x8192 1024x8192x4096 8192x8192x1024}}; do
+          "$bundle/coalesce" run matmul sgemm gemm-bf16 gemm-f16 --shape "$shape" --quiet \
+            --json "$out/predict-products-$shape-run.json" >"$out/predict-products-$shape-run.txt" 2>&1 || status=1
+          "$bundle/coalesce" explain matmul sgemm gemm-bf16 gemm-f16 --shape "$shape" --quiet --profile "$profile" \
+            --against-run "$out/predict-products-$shape-run.json" --json "$out/predict-products-$shape.json" \
+            >"$out/predict-products-$shape.txt" 2>&1 || status=1
+          cat "$out/predict-products-$shape.txt"
+        done
         continue
       fi
       dir="$out/dram"

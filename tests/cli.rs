@@ -758,11 +758,11 @@ fn explain_predicts_with_a_profile_and_refuses_a_bad_one() {
         &newer,
         std::fs::read_to_string(&good)
             .unwrap()
-            .replace("\"schema\":1", "\"schema\":8"),
+            .replace("\"schema\":1", "\"schema\":9"),
     )
     .unwrap();
     let err = fails(&["explain", "copy", "--profile", newer.to_str().unwrap()], 2);
-    assert!(err.contains("newer coalesce (profile schema 8"), "{err}");
+    assert!(err.contains("newer coalesce (profile schema 9"), "{err}");
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     // Schema 3 needs its residency limits and on-chip rates.
     let partial = dir.join("partial.json");

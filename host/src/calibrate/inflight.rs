@@ -5,12 +5,14 @@
 use super::{Effort, SEED, Sweep, bytes_in_flight_per_sm, problem_for};
 use crate::device::Gpu;
 use crate::error::Result;
+use crate::experiment::Problem;
 use crate::experiments::inflight;
 use crate::launch::Launch;
 use crate::prepared::Prepared;
 use crate::profile::SweepPoint;
+use crate::profile::l2::rate_without_launch;
 use crate::timing::time_launches;
-use crate::units::{format_bytes, gb_per_s};
+use crate::units::format_bytes;
 
 /// Threads of a launch.
 fn threads(l: &Launch) -> u64 {
@@ -21,23 +23,41 @@ fn threads(l: &Launch) -> u64 {
 /// Every inflight variant, validated, then timed: x = read bytes in flight per SM,
 /// from its launch, and its read + written rate.
 pub(super) fn inflight_sweep(gpu: &Gpu, effort: Effort, progress: &mut impl FnMut(&str)) -> Result<Sweep> {
+    let problem = problem_for(gpu, &inflight::EXPERIMENT, effort)?;
+    sweep_at(gpu, effort, problem, 0.0, "inflight", progress)
+}
+
+/// The inflight sweep at `problem`, each median time less `launch_ns` (a launch's
+/// fixed cost: 0 where the copies are long enough not to see it); `label` names the
+/// sweep in progress lines and failures.
+pub(super) fn sweep_at(
+    gpu: &Gpu,
+    effort: Effort,
+    problem: Problem,
+    launch_ns: f64,
+    label: &str,
+    progress: &mut impl FnMut(&str),
+) -> Result<Sweep> {
     let exp = &inflight::EXPERIMENT;
-    let problem = problem_for(gpu, exp, effort)?;
     let bytes = 4 * problem.dim(crate::experiment::Dim::Len) as u64;
-    progress(&format!("inflight: {} per array", format_bytes(bytes)));
+    progress(&format!("{label}: {} per array", format_bytes(bytes)));
     let mut p = Prepared::new(gpu, exp, problem, SEED)?;
     let moved = p.work().bytes();
     let mut points = Vec::new();
     let mut failures = Vec::new();
     for (i, v) in exp.variants.iter().enumerate() {
-        progress(&format!("inflight/{}", v.name));
+        progress(&format!("{label}/{}", v.name));
         let f = gpu.function(v.kernel)?;
         let check = p.check(gpu, i, &f)?;
         if !check.ok {
-            failures.push(format!("inflight/{}: {}", v.name, check.detail));
+            failures.push(format!("{label}/{}: {}", v.name, check.detail));
         }
         let t = time_launches(gpu, effort.reps(), || p.launch(gpu, i, &f))?;
         let (cfg, _) = p.launch_spec(i)?;
+        // A copy no longer than its launch's fixed cost says nothing: left out.
+        let Some(gb_per_s) = rate_without_launch(moved, t.median_ms, launch_ns) else {
+            continue;
+        };
         points.push(SweepPoint {
             // A copy reads half the bytes it moves.
             x: bytes_in_flight_per_sm(
@@ -46,7 +66,7 @@ pub(super) fn inflight_sweep(gpu: &Gpu, effort: Effort, progress: &mut impl FnMu
                 gpu.info.sm_count,
                 gpu.info.max_threads_per_sm,
             ),
-            gb_per_s: gb_per_s(moved, t.median_ms),
+            gb_per_s,
         });
     }
     Ok(Sweep {

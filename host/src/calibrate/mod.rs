@@ -32,6 +32,7 @@ pub mod occupancy;
 pub mod on_chip;
 pub mod pitch;
 pub mod power;
+pub mod resident;
 pub mod spread;
 pub mod stride;
 pub mod summary;
@@ -114,13 +115,16 @@ impl Effort {
     }
 
     /// Progress steps of [`calibrate`]: two copies, each sweep's setup and points, the
-    /// chase, the residency limits, the three on-chip rates, the compute kernels (each
+    /// launch, the L2-resident copy and its inflight sweep, the chase, the residency limits, the three on-chip rates, the compute kernels (each
     /// one, run or skipped), the pitch sweep's setup and
     /// points (each at every iteration count), the spread sweep's setup and points.
     pub fn steps(self) -> u64 {
         (2 + 1
             + self.strides().len()
             + 1
+            + inflight_experiment::EXPERIMENT.variants.len()
+            + 1
+            + 2
             + inflight_experiment::EXPERIMENT.variants.len()
             + 1
             + 1
@@ -206,6 +210,8 @@ pub fn calibrate(gpu: &Gpu, effort: Effort, mut progress: impl FnMut(&str)) -> R
     let before = memcpy_baseline(gpu, copy_bytes, reps)?;
     let strided = stride::stride_sweep(gpu, effort, &mut progress)?;
     let inflight = inflight::inflight_sweep(gpu, effort, &mut progress)?;
+    let launch_ns = resident::launch_ns(gpu, effort, &mut progress)?;
+    let (l2_resident, l2_failures) = resident::l2_resident(gpu, effort, launch_ns, &mut progress)?;
     let (idle_ns, chase_bytes, chase_steps, chase_failure) = chase::idle_latency(gpu, effort, &mut progress)?;
     let (sm, occupancy_samples, occupancy_agreeing) = occupancy::sm_limits(gpu, &mut progress)?;
     let (rates, on_chip_blocks) = on_chip::on_chip_rates(gpu, effort, &mut progress)?;
@@ -252,11 +258,14 @@ pub fn calibrate(gpu: &Gpu, effort: Effort, mut progress: impl FnMut(&str)) -> R
         spread_sweep: Some(spread_points),
         compute: Some(compute),
         power: power.as_ref().ok().cloned(),
+        launch_ns: Some(launch_ns),
+        l2_resident,
         stride_sweep: strided.points,
         inflight_sweep: inflight.points,
     };
     let mut failures = strided.failures;
     failures.extend(inflight.failures);
+    failures.extend(l2_failures);
     failures.extend(chase_failure);
     failures.extend(compute_failures);
     failures.extend(power_failures);
@@ -311,7 +320,7 @@ mod tests {
         // distances of 2 kernels.
         assert_eq!(
             full.steps(),
-            2 + 1 + 64 + 1 + 8 + 1 + 1 + 3 + 10 + 8 + 1 + 31 * 3 + 1 + 8 * 2
+            2 + 1 + 64 + 1 + 8 + 1 + 2 + 8 + 1 + 1 + 3 + 10 + 8 + 1 + 31 * 3 + 1 + 8 * 2
         );
         assert!(quick.rounds() < full.rounds());
     }

@@ -191,7 +191,7 @@ pub fn product_line(p: &super::product::ProductPrediction) -> String {
     let s = &p.step;
     let mut line = format!(
         "  predicted on {}: {}, {:.0} GFLOP/s; bound: {}\n  \
-         {:.2} warps per scheduler ({} blocks per SM, limited by {}; {resources}); {} blocks on the busiest SM in {:.2} rounds\n  \
+         {:.2} warps per scheduler ({} blocks per SM, limited by {}; {resources}); {} blocks on the busiest SM in {} rounds (the last: {} blocks an SM on {} SMs)\n  \
          a warp's iteration of the hot loop ({}): {:.0} FLOPs, {:.0} instructions ({:.0} FP32, {:.0} mma.sync, {:.0} barriers), \
          {:.1} shared wavefronts, {:.2} load requests ({:.2} lines), {:.0} L2 bytes; delay {:.0} ns\n  busy: {}",
         p.device,
@@ -201,8 +201,10 @@ pub fn product_line(p: &super::product::ProductPrediction) -> String {
         p.warps_per_scheduler,
         p.residency.blocks,
         p.residency.limit.describe(),
-        p.blocks_per_busiest_sm,
-        p.rounds,
+        p.waves.busiest,
+        p.waves.rounds,
+        p.waves.last_round_blocks,
+        p.waves.last_busy_sms,
         p.mix_source,
         s.flops,
         s.instructions,
@@ -221,6 +223,19 @@ pub fn product_line(p: &super::product::ProductPrediction) -> String {
             "\n  epilogue: a block's stores of its tile after its loop, {} at the rates' clock, the round's blocks together",
             crate::units::format_ms(p.epilogue_ns * 1e-6)
         ));
+    }
+    if p.fill_ns > 0.0 {
+        line.push_str(&format!(
+            "\n  fixed costs: {} of {} rounds' waits for their first tiles",
+            crate::units::format_ms(p.fill_ns * 1e-6),
+            p.waves.rounds
+        ));
+        if p.launch_ns > 0.0 {
+            line.push_str(&format!(
+                ", {} the launch's",
+                crate::units::format_ms(p.launch_ns * 1e-6)
+            ));
+        }
     }
     if p.computed_share > 1.0005 {
         line.push_str(&format!(
@@ -322,6 +337,20 @@ pub fn prediction_line(p: &super::bandwidth::Prediction) -> String {
         p.pct_of_copy,
         bounds.join("; ")
     );
+    if p.level.from_l2 {
+        let _ = write!(
+            line,
+            "\n    from the L2: the launch's bytes fit in it, so each launch finds them there: its ceiling {:.0} GB/s and latency",
+            p.level.ceiling_gb_per_s
+        );
+    }
+    if p.launch_ms > 0.0 {
+        let _ = write!(
+            line,
+            "\n    the launch's fixed cost: {} beside the bound's time",
+            crate::units::format_ms(p.launch_ms)
+        );
+    }
     if let Some(s) = p.spread {
         let _ = write!(
             line,

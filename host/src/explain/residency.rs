@@ -179,12 +179,15 @@ pub struct Residency {
     pub limit: Limit,
 }
 
-/// How a launch fills the GPU: blocks, threads per block and dynamic shared bytes.
+/// How a launch fills the GPU: blocks, threads per block, dynamic shared bytes, and
+/// the blocks of a cluster (1 without clusters), which the GPU places together on SMs
+/// of one GPC.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LaunchSize {
     pub blocks: u64,
     pub threads_per_block: u32,
     pub dynamic_shared_bytes: u32,
+    pub cluster: u32,
 }
 
 /// Hopper, Ampere and Volta hold at most 32 blocks per SM: the block limit of a profile
@@ -319,6 +322,7 @@ ptxas info    : Used 8 registers, used 0 barriers, 380 bytes cmem[0]
             blocks,
             threads_per_block: 256,
             dynamic_shared_bytes: 0,
+            cluster: 1,
         };
         assert_eq!(wave_blocks(launch(1 << 20), &p, None), 8 * 132);
         // 42 registers: 5 blocks of 256 threads per SM.
@@ -338,6 +342,7 @@ ptxas info    : Used 8 registers, used 0 barriers, 380 bytes cmem[0]
             blocks,
             threads_per_block,
             dynamic_shared_bytes: 0,
+            cluster: 1,
         };
         assert_eq!(resident_threads(shape(1 << 20, 256), &p, None), 2048);
         assert_eq!(resident_threads(shape(132, 256), &p, None), 256);

@@ -45,6 +45,7 @@ pub fn explain_variant(
         blocks: total as u64,
         threads_per_block: launch.block.x * launch.block.y * launch.block.z,
         dynamic_shared_bytes: u32::try_from(launch.dynamic_shared_bytes).unwrap_or(u32::MAX),
+        cluster: launch.kernel.cluster.max(1),
     };
     let mut dram_window = None;
     // Only bandwidth-bound kernels: a product's time is set by its arithmetic.
@@ -101,9 +102,14 @@ pub fn explain_variant(
                 0 => flops as f64 * share,
                 counted => counted as f64,
             };
+            // The most any emulated block computes: a persistent kernel's blocks
+            // walk whole tiles, some one more than others.
+            let busiest_block_flops =
+                (counted.busiest_tensor_flops > 0).then_some(counted.busiest_tensor_flops as f64);
             let window = product::Window {
                 flops: window_flops,
                 launch_flops: window_flops / share,
+                busiest_block_flops,
                 sites: counted.sites.as_deref().unwrap_or_default(),
                 traffic: &traffic,
             };

@@ -12,12 +12,14 @@ use crate::error::{Error, Result};
 
 pub mod compute;
 pub mod fit;
+pub mod l2;
 pub mod power;
 pub mod refit;
 pub mod schema;
 pub mod sweeps;
 
 pub use compute::ComputeRates;
+pub use l2::L2Resident;
 pub use power::{PowerRates, PowerRun};
 pub use refit::{refit, upgrade};
 pub use schema::{PROFILE_SCHEMA, SCHEMA_3_FIELDS};
@@ -148,6 +150,15 @@ pub struct Profile {
     /// before, and where NVML could not be asked): what clock a product can keep.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub power: Option<PowerRates>,
+    /// What a launch costs beyond its work, ns (schema 8; `None` before): the median
+    /// time between the events around a launch of one thread that loads a word and
+    /// stores it back (`chase` with no hops), launch after launch as `run` times them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch_ns: Option<f64>,
+    /// The L2 as the memory of a working set that fits in it (schema 8; `None`
+    /// before): its copy ceiling and loaded latency ([`L2Resident`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub l2_resident: Option<L2Resident>,
     /// The measurements behind the fits, for the record.
     pub stride_sweep: Vec<SweepPoint>,
     pub inflight_sweep: Vec<SweepPoint>,
@@ -282,6 +293,8 @@ pub(crate) mod tests {
             }]),
             compute: Some(compute::tests::sample()),
             power: Some(power::tests::sample()),
+            launch_ns: None,
+            l2_resident: None,
             stride_sweep: Vec::new(),
             inflight_sweep: Vec::new(),
         }

@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 /// The profile format's version: a newer file is refused in one line, an older one is
 /// read as it is (docs/model.md says what each schema added, and what an older file's
 /// predictions lack).
-pub const PROFILE_SCHEMA: u32 = 7;
+pub const PROFILE_SCHEMA: u32 = 8;
 
 /// The fields schema 3 added: required in a schema-3 file, absent before.
 pub const SCHEMA_3_FIELDS: [&str; 4] = [
@@ -102,6 +102,15 @@ impl Profile {
                 )));
             }
         }
+        // Schema 8 added the launch's fixed cost and the L2's own copy ceiling and
+        // latency (each absent where calibrate could not measure it).
+        for field in ["launch_ns", "l2_resident"] {
+            if schema < 8 && value.get(field).is_some() {
+                return Err(bad(format!(
+                    "not a coalesce profile: schema {schema} has no field `{field}`"
+                )));
+            }
+        }
         let points = value.get("pitch_sweep").and_then(|v| v.as_array());
         let iterated = |p: &serde_json::Value| p.get("iterations").is_some();
         if schema < 5 && points.is_some_and(|ps| ps.iter().any(iterated)) {
@@ -190,6 +199,10 @@ impl Profile {
         if let Some(p) = &self.power {
             p.check()?;
         }
+        super::all_positive("", [("launch_ns", self.launch_ns)])?;
+        if let Some(l2) = &self.l2_resident {
+            l2.check()?;
+        }
         if self.sm_count == 0 || self.max_threads_per_sm == 0 {
             return Err("sm_count and max_threads_per_sm must be positive".into());
         }
@@ -225,9 +238,9 @@ mod tests {
                 "{e}"
             );
         }
-        let newer = text.replace("\"schema\":7", "\"schema\":8");
+        let newer = text.replace("\"schema\":8", "\"schema\":9");
         let e = Profile::parse(&newer, "p.json").unwrap_err().to_string();
-        assert!(e.contains("newer coalesce (profile schema 8"), "{e}");
+        assert!(e.contains("newer coalesce (profile schema 9"), "{e}");
         let missing = text.replace("\"loaded_latency_ns\"", "\"renamed\"");
         let e = Profile::parse(&missing, "p.json").unwrap_err().to_string();
         assert!(e.contains("missing field `loaded_latency_ns`"), "{e}");
@@ -317,7 +330,7 @@ mod tests {
         v.as_object_mut().unwrap().remove("spread_sweep");
         v.as_object_mut().unwrap().remove("compute");
         v.as_object_mut().unwrap().remove("power");
-        let odd = v.to_string().replace("\"schema\":7", "\"schema\":4");
+        let odd = v.to_string().replace("\"schema\":8", "\"schema\":4");
         let e = Profile::parse(&odd, "p.json").unwrap_err().to_string();
         assert_eq!(
             e,
@@ -357,7 +370,7 @@ mod tests {
         v.as_object_mut().unwrap().remove("power");
         assert_eq!(Profile::parse(&v.to_string(), "p.json").unwrap().power, None);
         // Nor the copy engine's L2 rates, which schema 7 added too.
-        let six = v.to_string().replace("\"schema\":7", "\"schema\":6");
+        let six = v.to_string().replace("\"schema\":8", "\"schema\":6");
         let e = Profile::parse(&six, "p.json").unwrap_err().to_string();
         assert_eq!(
             e,
@@ -366,9 +379,9 @@ mod tests {
         let compute = v["compute"].as_object_mut().unwrap();
         compute.remove("l2_bulk_read_gb_per_s");
         compute.remove("l2_bulk_shared_gb_per_s");
-        let six = v.to_string().replace("\"schema\":7", "\"schema\":6");
+        let six = v.to_string().replace("\"schema\":8", "\"schema\":6");
         assert_eq!(Profile::parse(&six, "p.json").unwrap().schema, 6);
-        let odd = text.replace("\"schema\":7", "\"schema\":6");
+        let odd = text.replace("\"schema\":8", "\"schema\":6");
         let e = Profile::parse(&odd, "p.json").unwrap_err().to_string();
         assert_eq!(e, "p.json: not a coalesce profile: schema 6 has no field `power`");
         let mut v = serde_json::to_value(sample()).unwrap();
@@ -381,6 +394,31 @@ mod tests {
     }
 
     #[test]
+    fn schema_8_may_carry_the_launch_and_the_l2_and_schema_7_may_not() {
+        let with = Profile {
+            launch_ns: Some(4000.0),
+            l2_resident: Some(crate::profile::l2::tests::sample()),
+            ..sample()
+        };
+        let text = serde_json::to_string(&with).unwrap();
+        assert_eq!(Profile::parse(&text, "p.json").unwrap(), with);
+        let seven = text.replace("\"schema\":8", "\"schema\":7");
+        let e = Profile::parse(&seven, "p.json").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "p.json: not a coalesce profile: schema 7 has no field `launch_ns`"
+        );
+        let bad = Profile {
+            launch_ns: Some(0.0),
+            ..with
+        };
+        let e = Profile::parse(&serde_json::to_string(&bad).unwrap(), "p.json")
+            .unwrap_err()
+            .to_string();
+        assert!(e.ends_with("launch_ns is 0, not a positive number"), "{e}");
+    }
+
+    #[test]
     fn schema_6_needs_its_compute_rates_and_schema_5_loads_without_them() {
         let mut v = serde_json::to_value(sample()).unwrap();
         v.as_object_mut().unwrap().remove("compute");
@@ -388,7 +426,7 @@ mod tests {
         assert_eq!(e, "p.json: not a coalesce profile: missing field `compute`");
         let null = v
             .to_string()
-            .replace("\"schema\":7", "\"schema\":7,\"compute\":null");
+            .replace("\"schema\":8", "\"schema\":8,\"compute\":null");
         let e = Profile::parse(&null, "p.json").unwrap_err().to_string();
         assert_eq!(e, "p.json: not a coalesce profile: missing field `compute`");
         // A schema-5 file: loads, with no compute rates.
@@ -398,7 +436,7 @@ mod tests {
         assert_eq!((p.schema, p.compute), (5, None));
         // ... and cannot carry them, even null.
         let text = serde_json::to_string(&sample()).unwrap();
-        let odd = text.replace("\"schema\":7", "\"schema\":5");
+        let odd = text.replace("\"schema\":8", "\"schema\":5");
         let e = Profile::parse(&odd, "p.json").unwrap_err().to_string();
         assert_eq!(
             e,

@@ -124,6 +124,12 @@ pub struct Prediction {
     pub in_flight_bytes_per_sm: f64,
     /// The read + write rate those bytes in flight sustain, GB/s (at most the ceiling).
     pub in_flight_gb_per_s: f64,
+    /// Where the bytes come from, launch after launch: the DRAM, or the L2 where it
+    /// holds them all ([`Level`]); the rates above are its.
+    pub level: Level,
+    /// The launch's fixed cost (the profile's `launch_ns`), in `time_ms` beside the
+    /// largest bound's time.
+    pub launch_ms: f64,
     /// How far the first wave spreads ([`Traffic::wave_spread`]) and the share of
     /// the copy ceiling streams so spread keep ([`sweep::spread_factor`]): the
     /// DRAM-bytes and in-flight rates are over that ceiling. `None` and 1 without a
@@ -173,8 +179,18 @@ impl Prediction {
 /// (bytes per ns are GB/s). With Lq = 0 it is min(C, F / L0): the constant latency's
 /// hard knee.
 pub fn in_flight_rate(in_flight: f64, ceiling_gb_per_s: f64, profile: &Profile) -> f64 {
+    rate_at(
+        in_flight,
+        ceiling_gb_per_s,
+        profile.loaded_latency_ns,
+        profile.queueing_latency_ns,
+    )
+}
+
+/// [`in_flight_rate`] with a latency of `l0` + `lq` x rho / (1 - rho): the DRAM's, or
+/// the L2's where it holds the working set ([`Level`]).
+fn rate_at(in_flight: f64, ceiling_gb_per_s: f64, l0: f64, lq: f64) -> f64 {
     let c = ceiling_gb_per_s;
-    let (l0, lq) = (profile.loaded_latency_ns, profile.queueing_latency_ns);
     if in_flight <= 0.0 {
         return 0.0;
     }
@@ -190,10 +206,61 @@ pub fn in_flight_rate(in_flight: f64, ceiling_gb_per_s: f64, profile: &Profile) 
 /// longer in the DRAM's queue than its base latency (Lq x rho / (1 - rho) >= L0, i.e.
 /// rho >= L0 / (L0 + Lq); with Lq = 0, only at the ceiling), else the bytes in flight.
 pub fn bound_at(rho: f64, profile: &Profile) -> Bound {
-    if profile.queueing_latency_ns * rho >= profile.loaded_latency_ns * (1.0 - rho) {
+    bound_with(rho, profile.loaded_latency_ns, profile.queueing_latency_ns)
+}
+
+fn bound_with(rho: f64, l0: f64, lq: f64) -> Bound {
+    if lq * rho >= l0 * (1.0 - rho) {
         Bound::DramBytes
     } else {
         Bound::BytesInFlight
+    }
+}
+
+/// The memory a launch's bytes come from, launch after launch: the DRAM, or the L2
+/// where they all fit in it (what one launch reads and writes, the next finds there),
+/// each with its ceiling and its latency's line.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Level {
+    pub from_l2: bool,
+    pub ceiling_gb_per_s: f64,
+    pub base_latency_ns: f64,
+    pub queueing_latency_ns: f64,
+}
+
+impl Level {
+    /// The level of a launch whose DRAM bytes (read and written, each once) are
+    /// `bytes`, on the profile's GPU, with the DRAM's ceiling `dram_ceiling` (the
+    /// spread's share of it); and why the L2 is not counted where it would hold them
+    /// but the profile has no L2 rates.
+    fn of(bytes: f64, dram_ceiling: f64, profile: &Profile) -> (Level, Option<String>) {
+        let fits = bytes <= profile.l2_bytes as f64;
+        match (&profile.l2_resident, fits) {
+            (Some(l2), true) => (
+                Level {
+                    from_l2: true,
+                    ceiling_gb_per_s: l2.copy_gb_per_s,
+                    base_latency_ns: l2.loaded_latency_ns,
+                    queueing_latency_ns: l2.queueing_latency_ns,
+                },
+                None,
+            ),
+            (l2, _) => (
+                Level {
+                    from_l2: false,
+                    ceiling_gb_per_s: dram_ceiling,
+                    base_latency_ns: profile.loaded_latency_ns,
+                    queueing_latency_ns: profile.queueing_latency_ns,
+                },
+                (l2.is_none() && fits).then(|| {
+                    format!(
+                        "L2 residency: the launch's {:.1} MiB fit in the L2, but the profile (schema {}) has no L2-resident rates: timed at the DRAM's; recalibrate",
+                        bytes / (1u64 << 20) as f64,
+                        profile.schema
+                    )
+                }),
+            ),
+        }
     }
 }
 
@@ -237,7 +304,9 @@ pub fn predict(
         (Some(sweep), Some(s)) => sweep::spread_factor(sweep, s.read, s.write),
         _ => 1.0,
     };
-    let ceiling = profile.copy_gb_per_s * spread_share;
+    let (level, unresident) = Level::of(dram, profile.copy_gb_per_s * spread_share, profile);
+    let ceiling = level.ceiling_gb_per_s;
+    let (l0, lq) = (level.base_latency_ns, level.queueing_latency_ns);
 
     // Little's law over the GPU: reads flow at (bytes in flight) / latency; writes keep
     // their proportion to reads. `threads` is the mean resident per SM.
@@ -247,7 +316,7 @@ pub fn predict(
     let rate_with = |threads: f64| {
         if loaded > 0.0 {
             let in_flight = threads * per_thread * sms * (dram / loaded);
-            (in_flight_rate(in_flight, ceiling, profile), in_flight)
+            (rate_at(in_flight, ceiling, l0, lq), in_flight)
         } else {
             (ceiling, 0.0)
         }
@@ -280,11 +349,7 @@ pub fn predict(
     let rho = (rate / ceiling).min(1.0);
     // Little's law again: the latency those bytes in flight see at that rate (at the
     // ceiling of a constant latency, the queue absorbs what exceeds L0).
-    let latency_ns = if in_flight > 0.0 {
-        in_flight / rate
-    } else {
-        profile.loaded_latency_ns
-    };
+    let latency_ns = if in_flight > 0.0 { in_flight / rate } else { l0 };
 
     // The on-chip bounds: the window's counts scaled to the launch as its useful
     // bytes are, over the busy SMs at the profile's per-SM rates.
@@ -308,7 +373,7 @@ pub fn predict(
         ),
     ];
     let mut bounds = vec![BoundTime {
-        bound: bound_at(rho, profile),
+        bound: bound_with(rho, l0, lq),
         time_ms: dram_s * 1e3,
     }];
     let mut l1_parts = Vec::new();
@@ -377,10 +442,19 @@ pub fn predict(
         .copied()
         .reduce(|a, b| if b.time_ms > a.time_ms { b } else { a })
         .unwrap_or(bounds[0]);
-    let time_s = top.time_ms / 1e3;
-    let gb_per_s = useful_bytes as f64 / time_s / 1e9;
+    // Every launch costs its fixed time besides its work.
+    let launch_ms = profile.launch_ns.unwrap_or(0.0) * 1e-6;
+    let time_ms = top.time_ms + launch_ms;
+    let gb_per_s = useful_bytes as f64 / (time_ms / 1e3) / 1e9;
     let resident = resident_threads(launch, profile, known);
     let mut caveats = not_modelled(traffic, profile);
+    caveats.extend(unresident);
+    if profile.launch_ns.is_none() {
+        caveats.push(format!(
+            "the launch's fixed cost: the profile (schema {}) has no launch_ns; recalibrate",
+            profile.schema
+        ));
+    }
     match (&profile.sm, &resources) {
         (None, _) => caveats.push(format!(
             "residency counts threads only: the profile (schema {}) has no register or shared-memory limits; recalibrate",
@@ -399,6 +473,8 @@ pub fn predict(
         resident_threads_per_sm: resident,
         in_flight_bytes_per_sm: f64::from(resident) * per_thread,
         in_flight_gb_per_s: rate,
+        level,
+        launch_ms,
         spread,
         spread_share,
         dram_utilisation: rho,
@@ -407,7 +483,7 @@ pub fn predict(
         bounds,
         l1_parts,
         scattered_parts,
-        time_ms: top.time_ms,
+        time_ms,
         gb_per_s,
         pct_of_copy: 100.0 * gb_per_s / profile.copy_gb_per_s,
         bound: top.bound,

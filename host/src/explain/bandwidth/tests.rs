@@ -35,6 +35,17 @@ fn whole_waves(waves: u64) -> LaunchSize {
         blocks: waves * 8 * 132,
         threads_per_block: 256,
         dynamic_shared_bytes: 0,
+        cluster: 1,
+    }
+}
+
+/// The sample profile with a launch's fixed cost and the L2 as a copy's memory
+/// (schema 8).
+fn calibrated() -> Profile {
+    Profile {
+        launch_ns: Some(4000.0),
+        l2_resident: Some(crate::profile::l2::tests::sample()),
+        ..sample()
     }
 }
 

@@ -51,8 +51,10 @@ pub struct Counted {
     pub sites: Option<Vec<SiteStats>>,
     /// Recorded scalar shared accesses folded into vector ones.
     pub folded: usize,
-    /// FLOPs of the tensor-core instructions the blocks executed (none for FFMA kernels).
+    /// FLOPs of the tensor-core instructions the blocks executed (none for FFMA kernels),
+    /// and the most one block executed.
     pub tensor_flops: u64,
+    pub busiest_tensor_flops: u64,
 }
 
 impl WindowedLaunch<'_> {
@@ -69,6 +71,8 @@ impl WindowedLaunch<'_> {
         let mut per_site = sites.map(|m| Sites::new(m, self.regions));
         let (mut folded, mut done, mut full) = (0, 0, false);
         let mut tensor_flops = 0;
+        let mut busiest_tensor_flops = 0;
+        let cluster = u64::from(self.launch.kernel.cluster.max(1));
         let ran = emulate::record_each(
             self.launch,
             self.addrs,
@@ -80,6 +84,8 @@ impl WindowedLaunch<'_> {
                 // The GPU runs what ptxas made of the source: its vector shared accesses.
                 folded += vectorize::merge(&mut block.accesses, self.vectorized);
                 tensor_flops += block.tensor_flops;
+                // A cluster's blocks come together: each its share.
+                busiest_tensor_flops = busiest_tensor_flops.max(block.tensor_flops / cluster);
                 if global_only {
                     counter.add(&block.accesses);
                 } else {
@@ -121,6 +127,7 @@ impl WindowedLaunch<'_> {
             sites: per_site.map(Sites::finish),
             folded,
             tensor_flops,
+            busiest_tensor_flops,
         })
     }
 

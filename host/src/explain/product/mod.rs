@@ -45,6 +45,7 @@
 pub mod mix;
 pub mod queue;
 mod step;
+pub mod waves;
 
 use serde::Serialize;
 
@@ -54,6 +55,7 @@ use crate::profile::{PowerRates, Profile};
 use mix::{MixSource, instruction_mix};
 
 pub use step::{Issued, LaunchFlops, Step, Window};
+pub use waves::Waves;
 
 /// Warp schedulers (SM sub-partitions) per SM: four on every GPU from sm_70 to sm_90.
 /// Each issues for its own warps and has a quarter of the SM's pipes.
@@ -109,6 +111,7 @@ pub fn of_kernel(
         LaunchFlops {
             declared: flops as f64,
             computed: window.launch_flops,
+            busiest_block: window.busiest_block_flops,
         },
         step,
         source,
@@ -202,13 +205,16 @@ pub struct ProductPrediction {
     pub residency: Residency,
     /// Warps per scheduler in the full rounds.
     pub warps_per_scheduler: f64,
-    /// Blocks the busiest SM runs, and the rounds it runs them in.
-    pub blocks_per_busiest_sm: u64,
-    pub rounds: f64,
+    /// How the blocks run: the busiest SM's blocks and rounds, the SMs busy.
+    pub waves: Waves,
     pub delay_ns: f64,
     /// A block's stores after its loop, at the calibrated clock: each round adds its
     /// blocks' ([`predict`]).
     pub epilogue_ns: f64,
+    /// The rounds' waits for their first tiles, and the launch's fixed cost: in the
+    /// time beside the rounds'.
+    pub fill_ns: f64,
+    pub launch_ns: f64,
     /// Every unit the iteration asks for, busiest first.
     pub units: Vec<UnitLoad>,
     pub time_ms: f64,
@@ -317,37 +323,61 @@ pub fn predict(
         let by_requests = step.load_requests / quarter(rates.l1_requests_per_ns_per_sm);
         l1 += (by_requests - by_lines).max(0.0);
     }
-    // The L2 and the DRAM serve the whole GPU: each scheduler's share of their rate.
-    let l2_share = quarter(rates.l2_read_gb_per_s / sms);
-    // The bytes a load's misses bring into the L1 take its time, in turn with its
-    // wavefronts and lines, at the rate an SM's L1 takes misses when every SM misses
-    // (docs/model.md: the cost Nsight Compute shows as the L1's queue backing up).
-    l1 += step.l1_miss_bytes / l2_share;
+    // The L1 takes its misses at the rate an SM's L1 takes them when every SM misses
+    // (docs/model.md: the cost Nsight Compute shows as the L1's queue backing up), in
+    // turn with its wavefronts and lines.
+    l1 += step.l1_miss_bytes / quarter(rates.l2_read_gb_per_s / sms);
     units.push((Unit::L1, l1));
+    // The L2 and the DRAM serve the whole GPU: each busy SM takes its share of their
+    // rate, and no more than the most one SM's port to the L2 was measured to take
+    // (a launch that leaves SMs idle gives the others more).
+    let port = [
+        Some(rates.l2_read_gb_per_s),
+        rates.l2_bulk_read_gb_per_s,
+        rates.l2_bulk_shared_gb_per_s,
+    ]
+    .into_iter()
+    .flatten()
+    .fold(0.0, f64::max)
+        / sms;
+    let share_of = |gb_per_s: f64, busy: u64| quarter((gb_per_s / busy.max(1) as f64).min(port));
     // The copy engine's bytes at the rates the L2 serves it, where measured: what the
     // product must read once (its DRAM bytes) at the rate of lines one SM reads, and
     // its re-reads (a tile read by every block of its row or column of tiles, the
     // blocks at about the same step) at the rate of lines several SMs read at once.
-    let bulk_share = rates.l2_bulk_read_gb_per_s.map_or(l2_share, |r| quarter(r / sms));
-    let shared_share = rates
-        .l2_bulk_shared_gb_per_s
-        .map_or(bulk_share, |r| quarter(r / sms));
+    let bulk_rate = rates.l2_bulk_read_gb_per_s.unwrap_or(rates.l2_read_gb_per_s);
+    let shared_rate = rates.l2_bulk_shared_gb_per_s.unwrap_or(bulk_rate);
     let once = step.dram_bytes.min(step.l2_bulk_bytes);
     let lsu_bytes = step.l2_bytes - step.l2_bulk_bytes;
-    let bulk = once / bulk_share + (step.l2_bulk_bytes - once) / shared_share;
-    units.push((Unit::L2, lsu_bytes / l2_share + bulk));
-    units.push((Unit::Dram, step.dram_bytes / quarter(profile.copy_gb_per_s / sms)));
-    units.retain(|(_, d)| *d > 0.0);
+    let units_with = |busy: u64| {
+        let bulk =
+            once / share_of(bulk_rate, busy) + (step.l2_bulk_bytes - once) / share_of(shared_rate, busy);
+        let mut all = units.clone();
+        all.push((
+            Unit::L2,
+            lsu_bytes / share_of(rates.l2_read_gb_per_s, busy) + bulk,
+        ));
+        all.push((
+            Unit::Dram,
+            step.dram_bytes / share_of(profile.copy_gb_per_s, busy),
+        ));
+        all.retain(|(_, d)| *d > 0.0);
+        all
+    };
     let delay_ns = step.barriers * rates.shared_latency_ns;
 
     let known = resources.filter(|_| profile.sm.is_some());
     let residency = blocks_per_sm(launch, profile, known);
     let blocks = launch.blocks.max(1);
     let warps_per_block = f64::from(launch.threads_per_block.div_ceil(32).max(1));
-    let per_block_iterations = flops / step.flops / blocks as f64;
-    let busiest = blocks.div_ceil(profile.sm_count.max(1) as u64);
-    let per_sm = u64::from(residency.blocks.max(1));
-    let (full, rest) = (busiest / per_sm, busiest % per_sm);
+    // A block's iterations: its even share of the launch's, or the busiest block's
+    // where some compute more (a persistent kernel's blocks walk whole tiles).
+    let even = flops / step.flops / blocks as f64;
+    let per_block_iterations = work.busiest_block.map_or(even, |b| (b / step.flops).max(even));
+    let waves = Waves::of(launch, residency.blocks, profile.sm_count);
+    let per_sm = waves.per_sm;
+    let busiest = waves.busiest;
+    let (full, last) = waves.full_and_last();
     // One round of `n` blocks on an SM: each scheduler runs its quarter of their warps'
     // iterations at the rate its quarter of their warps sustains.
     let per_scheduler = warps_per_block / SCHEDULERS_PER_SM;
@@ -357,7 +387,7 @@ pub fn predict(
     // one.
     let drains = step.block_barriers > 0.0 && step.wgmma_waits_all > 0.0;
     let together = drains.then_some(per_scheduler);
-    let rate = |n: u64| pace(&units, delay_ns, n as f64 * per_scheduler, together);
+    let rate = |n: u64, busy: u64| pace(&units_with(busy), delay_ns, n as f64 * per_scheduler, together);
     // A block stores its tile of C after its loop: the blocks of a round store theirs
     // together, through their SM's L1, with no loop of theirs left to overlap.
     let epilogue_ns = match profile.store_lines_per_ns_per_sm {
@@ -369,14 +399,19 @@ pub fn predict(
             0.0
         }
     };
-    let round_ns = |n: u64| {
-        let (x, _) = rate(n);
+    let round_ns = |n: u64, busy: u64| {
+        let (x, _) = rate(n, busy);
         n as f64 * per_block_iterations / SCHEDULERS_PER_SM / x + n as f64 * epilogue_ns
     };
-    let time_ns = full as f64 * round_ns(per_sm) + if rest > 0 { round_ns(rest) } else { 0.0 };
-    let rounds = full as f64 + rest as f64 / per_sm as f64;
+    let time_ns = full as f64 * round_ns(per_sm, waves.busy_sms)
+        + if last > 0 {
+            round_ns(last, waves.last_busy_sms)
+        } else {
+            0.0
+        };
     let warps_per_scheduler = per_sm.min(busiest) as f64 * warps_per_block / SCHEDULERS_PER_SM;
-    let (x, pacing) = rate(per_sm.min(busiest));
+    let (x, pacing) = rate(per_sm.min(busiest), waves.busy_sms);
+    let units = units_with(waves.busy_sms);
     let mut loads: Vec<UnitLoad> = units
         .iter()
         .map(|&(unit, demand_ns)| UnitLoad {
@@ -403,7 +438,7 @@ pub fn predict(
     // whole grid if it is smaller): the clock the limit sets then stays through a last,
     // partial round.
     let at_once = blocks.min(per_sm * u64::from(profile.sm_count.max(1)));
-    let busiest_round_ns = round_ns(per_sm.min(busiest));
+    let busiest_round_ns = round_ns(per_sm.min(busiest), waves.busy_sms);
     let power = profile.power.as_ref().map(|p| {
         let joules = energy_j(flops, &step, p) * at_once as f64 / blocks as f64;
         (p, joules / (busiest_round_ns * 1e-9))
@@ -421,7 +456,24 @@ pub fn predict(
         }
         _ => 1.0,
     };
-    let time_ns = time_ns / clock_share;
+    // Each round's blocks wait for their first tiles before any arithmetic, with
+    // nothing of theirs to overlap: one load's latency a round (the L2's where it holds
+    // the operands launch after launch, else an idle DRAM load's). And every launch
+    // costs its fixed time.
+    let product_bytes = step.dram_bytes * flops / step.flops;
+    let fill_latency_ns = match &profile.l2_resident {
+        Some(l2) if product_bytes <= profile.l2_bytes as f64 => l2.loaded_latency_ns,
+        _ => profile.idle_latency_ns,
+    };
+    let fill_ns = waves.rounds as f64 * fill_latency_ns;
+    let launch_ns = profile.launch_ns.unwrap_or_else(|| {
+        not_modelled.push(format!(
+            "the launch's fixed cost: the profile (schema {}) has no launch_ns; recalibrate",
+            profile.schema
+        ));
+        0.0
+    });
+    let time_ns = time_ns / clock_share + fill_ns + launch_ns;
     if power.is_none() {
         not_modelled.push("power: the profile has no power limit or energies (schema 7)".into());
     } else if step.wgmma_16bit_flops > 0.0 && power.is_some_and(|(p, _)| p.wgmma_16bit_pj_per_flop.is_none())
@@ -439,10 +491,11 @@ pub fn predict(
         resources: known,
         residency,
         warps_per_scheduler,
-        blocks_per_busiest_sm: busiest,
-        rounds,
+        waves,
         delay_ns,
         epilogue_ns,
+        fill_ns,
+        launch_ns,
         units: loads,
         time_ms: time_ns * 1e-6,
         gflop_per_s: work.declared / time_ns,

@@ -65,16 +65,21 @@ pub struct Issued {
 pub struct Window<'a> {
     pub flops: f64,
     pub launch_flops: f64,
+    /// The most FLOPs one emulated block computes, where the emulator counts them
+    /// (tensor-core instructions): a persistent kernel's first blocks walk a tile more.
+    pub busiest_block_flops: Option<f64>,
     pub sites: &'a [SiteStats],
     pub traffic: &'a Traffic,
 }
 
-/// A launch's FLOPs: those its rate is quoted in (2 m n k), and those its blocks
-/// compute, whole tiles on the edges too.
+/// A launch's FLOPs: those its rate is quoted in (2 m n k), those its blocks
+/// compute, whole tiles on the edges too, and the most one block computes where known
+/// (else every block its even share).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LaunchFlops {
     pub declared: f64,
     pub computed: f64,
+    pub busiest_block: Option<f64>,
 }
 
 /// A launch whose blocks compute exactly the declared FLOPs.
@@ -83,6 +88,7 @@ impl From<f64> for LaunchFlops {
         LaunchFlops {
             declared: flops,
             computed: flops,
+            busiest_block: None,
         }
     }
 }

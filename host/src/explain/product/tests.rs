@@ -34,7 +34,14 @@ fn launch(blocks: u64, threads: u32) -> LaunchSize {
         blocks,
         threads_per_block: threads,
         dynamic_shared_bytes: 0,
+        cluster: 1,
     }
+}
+
+/// A prediction's time without its fixed costs (the rounds' fills, the launch): its
+/// rounds' alone.
+fn loop_ms(p: &ProductPrediction) -> f64 {
+    p.time_ms - (p.fill_ns + p.launch_ns) * 1e-6
 }
 
 /// Demand of `count` at a per-SM rate, on one scheduler.
@@ -55,8 +62,8 @@ fn one_warp_waits_for_the_issue_slots_and_its_slowest_unit_in_turn() {
     // Ten iterations, each the issue slots' time and the L1's; the FP32 pipe takes
     // the FFMAs as they issue, so it only caps the pace.
     let per_iteration = (issue + l1).max(fp32);
-    assert!(close(got.time_ms, 10.0 * per_iteration * 1e-6), "{got:?}");
-    assert_eq!(got.blocks_per_busiest_sm, 1);
+    assert!(close(loop_ms(&got), 10.0 * per_iteration * 1e-6), "{got:?}");
+    assert_eq!(got.waves.busiest, 1);
 }
 
 #[test]
@@ -79,9 +86,9 @@ fn the_fp32_pipe_caps_the_pace_but_no_warp_waits_on_it() {
     // 8 warps, 2 a scheduler, 1000 iterations each.
     let want = 2.0 * 1000.0 * issue.max(fp32);
     assert!(
-        close(got.time_ms * 1e6, want),
+        close(loop_ms(&got) * 1e6, want),
         "{} against {want}",
-        got.time_ms * 1e6
+        loop_ms(&got) * 1e6
     );
 }
 
@@ -110,7 +117,7 @@ fn a_block_that_drains_its_wgmmas_at_a_barrier_keeps_the_tensor_pipe_to_itself()
     // The block is one customer: each iteration its two warps' issue, then their
     // wgmmas, one after the other; 100 iterations.
     let want = 100.0 * 2.0 * (issue + tensor);
-    assert!(close(together.time_ms * 1e6, want), "{together:?}");
+    assert!(close(loop_ms(&together) * 1e6, want), "{together:?}");
     // Warps that meet on no barrier overlap one's issue with the other's wgmmas.
     assert!(apart.time_ms < together.time_ms * 0.95, "{apart:?}");
     // A wait that leaves the pipe busy (no wait for all) keeps the warps apart too.
@@ -164,10 +171,11 @@ fn tiles_on_the_edge_compute_more_than_the_declared_flops() {
     let padded = LaunchFlops {
         declared,
         computed: declared * 1.25,
+        busiest_block: None,
     };
     let got = predict(padded, step, "SASS", launch(132, 32), &p, None).unwrap();
     // A quarter more iterations take a quarter more time, quoted in declared FLOPs.
-    assert!(close(got.time_ms, exact.time_ms * 1.25));
+    assert!(close(loop_ms(&got), loop_ms(&exact) * 1.25));
     assert!(close(got.gflop_per_s, declared / (got.time_ms * 1e6)));
 }
 
@@ -199,8 +207,8 @@ fn a_last_partial_round_runs_with_fewer_warps() {
     // 256 threads without resources: 8 blocks per SM by threads (2048 / 256).
     let full = blocks_of(132 * 8);
     let one_more = blocks_of(132 * 8 + 132);
-    assert_eq!(full.rounds, 1.0);
-    assert!(close(one_more.rounds, 1.125));
+    assert_eq!(full.waves.rounds, 1);
+    assert_eq!((one_more.waves.rounds, one_more.waves.last_round_blocks), (2, 1));
     // The extra round of one block per SM holds 2 warps per scheduler, not 16: slower
     // per iteration than the full round.
     assert!(
@@ -209,6 +217,92 @@ fn a_last_partial_round_runs_with_fewer_warps() {
         one_more.time_ms,
         full.time_ms
     );
+}
+
+#[test]
+fn one_block_more_than_a_full_wave_predicts_a_second_wave() {
+    let p = unpowered();
+    let step = simt();
+    // 100 iterations a block, 8 blocks of 256 threads an SM (threads).
+    let blocks_of = |n: u64| {
+        predict(
+            step.flops * 100.0 * n as f64,
+            step,
+            "SASS",
+            launch(n, 256),
+            &p,
+            None,
+        )
+        .unwrap()
+    };
+    let wave = blocks_of(132 * 8);
+    let one_more = blocks_of(132 * 8 + 1);
+    assert_eq!((wave.waves.rounds, one_more.waves.rounds), (1, 2));
+    // The second wave is that one block alone on one SM: as long as a launch of it.
+    let alone = blocks_of(1);
+    assert!(
+        close(one_more.time_ms, wave.time_ms + alone.time_ms),
+        "{} against {} + {}",
+        one_more.time_ms,
+        wave.time_ms,
+        alone.time_ms
+    );
+}
+
+#[test]
+fn a_persistent_kernels_busiest_block_sets_its_time() {
+    let p = unpowered();
+    let step = simt();
+    // 132 blocks walk 133 tiles of 100 iterations: one block walks two.
+    let tiles = 133.0 * 100.0 * step.flops;
+    let even = predict(tiles, step, "SASS", launch(132, 256), &p, None).unwrap();
+    let walked = LaunchFlops {
+        declared: tiles,
+        computed: tiles,
+        busiest_block: Some(200.0 * step.flops),
+    };
+    let got = predict(walked, step, "SASS", launch(132, 256), &p, None).unwrap();
+    assert!(
+        close(loop_ms(&got), loop_ms(&even) * 200.0 / (133.0 * 100.0 / 132.0)),
+        "{got:?}"
+    );
+}
+
+#[test]
+fn each_rounds_first_tiles_and_the_launch_cost_their_fixed_time() {
+    let step = Step {
+        dram_bytes: 64.0,
+        ..simt()
+    };
+    let flops = step.flops * 100.0 * 132.0 * 8.0 * 3.0;
+    let run = |p: &Profile| predict(flops, step, "SASS", launch(132 * 8 * 3, 256), p, None).unwrap();
+    let bare = run(&unpowered());
+    assert!(
+        bare.not_modelled.iter().any(|n| n.contains("no launch_ns")),
+        "{bare:?}"
+    );
+    // Three rounds, each waiting an idle DRAM load before its first tile.
+    assert_eq!(bare.waves.rounds, 3);
+    assert!(close(bare.fill_ns, 3.0 * bare_profile_latency()));
+    let calibrated = Profile {
+        launch_ns: Some(4000.0),
+        l2_resident: Some(crate::profile::l2::tests::sample()),
+        ..unpowered()
+    };
+    let got = run(&calibrated);
+    assert!(!got.not_modelled.iter().any(|n| n.contains("launch_ns")));
+    // The product's 64 bytes an iteration (20 MiB or so) fit in the L2: the L2's latency.
+    let l2 = crate::profile::l2::tests::sample().loaded_latency_ns;
+    assert!(close(got.fill_ns, 3.0 * l2) && got.launch_ns == 4000.0);
+    assert!(
+        close(got.time_ms, loop_ms(&bare) + (3.0 * l2 + 4000.0) * 1e-6),
+        "{got:?}"
+    );
+}
+
+/// The sample profile's idle DRAM latency.
+fn bare_profile_latency() -> f64 {
+    sample().idle_latency_ns
 }
 
 #[test]
@@ -263,9 +357,9 @@ fn work_that_would_draw_more_than_the_limit_runs_at_the_limit() {
     };
     let free = predict(flops, step, "SASS", launch(blocks, 128), &unlimited, None).unwrap();
     assert_eq!(free.bound, ProductBound::Unit(Unit::TensorWgmma));
-    assert!(close(drawn, power.base_w + joules / (free.time_ms * 1e-3)));
+    assert!(close(drawn, power.base_w + joules / (loop_ms(&free) * 1e-3)));
     // The clock falls until the work draws the limit: power as the clock's cube.
-    let clock = free.time_ms / got.time_ms;
+    let clock = loop_ms(&free) / loop_ms(&got);
     let at_clock = (drawn - power.base_w) * clock.powi(3);
     assert!(
         close(at_clock, power.limit_w - power.base_w),
@@ -378,6 +472,7 @@ fn step_over(sites: &[SiteStats], traffic: &Traffic) -> Step {
     let window = Window {
         flops: 1e5,
         launch_flops: 1e6,
+        busiest_block_flops: None,
         sites,
         traffic,
     };
@@ -454,10 +549,15 @@ fn the_l1s_misses_take_its_time_at_each_sms_share_of_the_l2_rate() {
     };
     let (bypassed, l2) = l1_of(0.0);
     let (missed, l2_again) = l1_of(512.0);
-    // Each SM's share of the L2's read rate, on one scheduler.
+    // The L1 takes its misses at each SM's share of the L2's read rate when every SM
+    // misses, on one scheduler.
     let share = rates.l2_read_gb_per_s / f64::from(p.sm_count) / SCHEDULERS_PER_SM;
     assert!(close(missed - bypassed, 512.0 / share));
-    assert!(close(l2, 512.0 / share) && close(l2_again, l2));
+    // The L2 serves the one busy SM as fast as one SM's port takes (the most an SM was
+    // measured to take: the copy engine's shared lines').
+    let port = rates.l2_bulk_shared_gb_per_s.unwrap() / f64::from(p.sm_count) / SCHEDULERS_PER_SM;
+    assert!(port > share);
+    assert!(close(l2, 512.0 / port) && close(l2_again, l2));
 }
 
 #[test]

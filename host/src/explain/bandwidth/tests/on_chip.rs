@@ -13,6 +13,8 @@ fn bank_conflicts_are_named_not_counted() {
         p.not_modelled,
         [
             "shared-memory bank conflicts, 32.0 wavefronts per shared load (not calibrated: the profile has no shared_wavefronts_per_ns_per_sm; recalibrate)",
+            "L2 residency: the launch's 8.0 MiB fit in the L2, but the profile (schema 2) has no L2-resident rates: timed at the DRAM's; recalibrate",
+            "the launch's fixed cost: the profile (schema 2) has no launch_ns; recalibrate",
             "residency counts threads only: the profile (schema 2) has no register or shared-memory limits; recalibrate"
         ]
     );
@@ -84,6 +86,7 @@ fn registers_and_shared_memory_limit_the_blocks_an_sm_holds() {
         blocks: 1 << 20,
         threads_per_block,
         dynamic_shared_bytes,
+        cluster: 1,
     };
     let uses = |registers, shared_bytes| {
         Some(Resources {

@@ -87,6 +87,7 @@ fn scattered_requests_take_the_pitch_sweeps_rate() {
         blocks: (1 << 20) / 2 / 256,
         threads_per_block: 256,
         dynamic_shared_bytes: 0,
+        cluster: 1,
     };
     let p = predict(8 << 20, &t, half, &twice, light()).unwrap();
     assert!((p.scattered_parts[0].iterations - 2.0).abs() < 1e-12);

@@ -81,6 +81,7 @@ fn the_last_partial_wave_moves_its_share_slower() {
         blocks: 3 * 4 * 132,
         threads_per_block: 256,
         dynamic_shared_bytes: 0,
+        cluster: 1,
     };
     let p = predict(8 << 20, &t, shape, &q, light()).unwrap();
     assert_eq!(p.waves, 1.5);
@@ -94,6 +95,7 @@ fn the_last_partial_wave_moves_its_share_slower() {
         blocks: 66,
         threads_per_block: 200,
         dynamic_shared_bytes: 0,
+        cluster: 1,
     };
     let p = predict(8 << 20, &t, small, &q, light()).unwrap();
     assert!((p.in_flight_gb_per_s - rate(100.0)).abs() < 1e-9, "{p:?}");
@@ -132,4 +134,32 @@ fn the_shipped_profiles_predict_their_calibration_copies_without_a_gpu() {
             );
         }
     }
+}
+
+#[test]
+fn bytes_the_l2_holds_take_its_rates_and_every_launch_its_fixed_cost() {
+    let t = traffic(&strided(1, 8));
+    let dram = predict(8 << 20, &t, whole_waves(100), &sample(), light()).unwrap();
+    let p = calibrated();
+    // 8 MiB read and written in all, in the sample's 50 MiB L2.
+    let fits = predict(8 << 20, &t, whole_waves(100), &p, light()).unwrap();
+    assert!(fits.level.from_l2 && !dram.level.from_l2);
+    let l2 = p.l2_resident.clone().unwrap();
+    assert_eq!(fits.level.ceiling_gb_per_s, l2.copy_gb_per_s);
+    assert_eq!(fits.level.base_latency_ns, l2.loaded_latency_ns);
+    // The launch's 4 us beside the largest bound's time.
+    let largest = fits.bounds.iter().map(|b| b.time_ms).fold(0.0, f64::max);
+    assert!((fits.time_ms - (largest + 4000.0 * 1e-6)).abs() < 1e-12);
+    assert!((fits.gb_per_s - (8u64 << 20) as f64 / (fits.time_ms * 1e6)).abs() < 1e-6);
+    // Ten times the L2: from the DRAM, at its ceiling and latency.
+    let big = predict(80 << 20, &t, whole_waves(1000), &p, light()).unwrap();
+    assert!(!big.level.from_l2);
+    assert_eq!(big.level.ceiling_gb_per_s, p.copy_gb_per_s);
+    assert!(big.not_modelled.is_empty(), "{:?}", big.not_modelled);
+    // Without the L2's rates, a launch that fits says it is timed at the DRAM's.
+    assert!(
+        dram.not_modelled
+            .iter()
+            .any(|n| n.starts_with("L2 residency: the launch's 8.0 MiB fit in the L2"))
+    );
 }
