@@ -129,11 +129,9 @@ template <typename T, int BN> __device__ __forceinline__ void hstore(const float
                 if (even) {
                     pairs[((size_t)row * n + col) / 2] = word;
                 } else {
-                    T lo, hi;
-                    lo.bits = (unsigned short)word;
-                    hi.bits = (unsigned short)(word >> 16);
-                    C[(size_t)row * n + col] = lo;
-                    if (col + 1 < n) C[(size_t)row * n + col + 1] = hi;
+                    unsigned short* halves = reinterpret_cast<unsigned short*>(C);
+                    halves[(size_t)row * n + col] = (unsigned short)word;
+                    if (col + 1 < n) halves[(size_t)row * n + col + 1] = (unsigned short)(word >> 16);
                 }
             }
         }

@@ -86,7 +86,8 @@ impl Prepared {
                 (views, Owner::Buffers(own))
             }
         };
-        let (mut launches, mut maps, mut scratch, mut layouts) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut launches, mut maps, mut scratch, mut layouts) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for v in experiment.variants {
             let made = (v.launch)(&problem, &gpu.info).and_then(|l| {
                 let m = device_maps(gpu, v, &problem, &buffers, &memory)?;
