@@ -9,7 +9,6 @@ use kernels::gpu::{Bf16, F16};
 use crate::device::Gpu;
 use crate::elem::Elem;
 use crate::error::{Error, Result};
-use crate::experiment::Padding;
 use crate::launch::{AsGlobal, Launch};
 
 /// The f32 poison ([`Elem::poison`]): a quiet NaN with a recognisable payload.
@@ -48,13 +47,18 @@ pub fn poison(gpu: &Gpu, buf: &mut DeviceSlice<u8>, elem: Elem) -> Result<()> {
     set.map_err(gpu.cuda_error("poisoning an output buffer"))
 }
 
-/// Overwrites the padding of `buf`, a matrix laid out as `padding` says, with
-/// `elem`'s poison: one 2D memset over the rows' tails.
-pub fn poison_padding(gpu: &Gpu, buf: &DeviceSlice<u8>, elem: Elem, padding: Padding) -> Result<()> {
+/// Overwrites the padding of `buf`, a matrix of rows of `cols` elements laid out
+/// `pitch` elements apart, with `elem`'s poison: one 2D memset over the rows' tails.
+pub fn poison_padding(
+    gpu: &Gpu,
+    buf: &DeviceSlice<u8>,
+    elem: Elem,
+    (cols, pitch): (usize, usize),
+) -> Result<()> {
     let size = elem.bytes();
-    let (pitch, width) = (padding.pitch * size, padding.pitch - padding.cols);
+    let (pitch, width) = (pitch * size, pitch - cols);
     let rows = buf.len() / pitch;
-    let first = buf.as_device_ptr().as_raw() + (padding.cols * size) as u64;
+    let first = buf.as_device_ptr().as_raw() + (cols * size) as u64;
     let stream = gpu.stream.as_inner();
     // SAFETY: `rows` rows of `pitch` bytes lie in the buffer, each row's tail of
     // `width` elements within its row; the stream outlives the work (callers sync).

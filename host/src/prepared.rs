@@ -174,7 +174,7 @@ impl Prepared {
                 Role::Input | Role::InOut => {
                     fill_uniform(gpu, &view, buf.elem, self.inputs.stream(b))?;
                     if let Some(padding) = buf.padding {
-                        poison_padding(gpu, &view, buf.elem, padding)?;
+                        poison_padding(gpu, &view, buf.elem, (padding.cols, padding.pitch))?;
                     }
                 }
             }
