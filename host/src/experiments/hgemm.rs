@@ -231,8 +231,9 @@ mod tests {
         let p = Problem::Product { m: 33, n: 65, k: 17 };
         let bytes = 2 * (33 * 17 + 17 * 65 + 33 * 65);
         assert_eq!((F16.work)(&p).bytes(), bytes);
-        // Memory holds the copy engine's padded rows: k and n to whole 8 elements.
-        assert_eq!(BF16.device_bytes(&p), Some(2 * (33 * 24 + 17 * 72 + 33 * 72)));
+        // Memory holds the copy engine's padded rows of A and B: k and n to whole 8
+        // elements (C dense: see hopper_args).
+        assert_eq!(BF16.device_bytes(&p), Some(2 * (33 * 24 + 17 * 72 + 33 * 65)));
         // The default: 4096^3, as sgemm's.
         let (p, chosen) = BF16.requested_problem(None, None, &DeviceInfo::h100()).unwrap();
         assert_eq!((p, chosen), (Problem::Product { m: 4096, n: 4096, k: 4096 }, false));
