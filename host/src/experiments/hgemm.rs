@@ -303,7 +303,7 @@ mod tests {
         let header = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../cuda/hgemm_hopper.cuh"));
         let hybrid = format!("constexpr bool H_SK_HYBRID = {};", kernels::hgemm::stream_k::HYBRID);
         assert!(header.contains(&hybrid), "cuda/hgemm_hopper.cuh: {hybrid}");
-        for ty in ["bf16", "fp16"] {
+        for ty in ["__nv_bfloat16", "half"] {
             let call = format!("hgemm_stream_k<{ty}, {}>(", STREAM_K.bn);
             assert!(BF16.twin.source.contains(&call), "cuda/hgemm.cu: {call}");
         }
