@@ -14,6 +14,12 @@ fn hgemm() -> Step {
     }
 }
 
+/// `step`'s prediction over far more blocks than SMs, 8 warps each, where the
+/// tensor pipe sets the pace.
+fn run(step: Step, p: &Profile) -> ProductPrediction {
+    predict(step.flops * 1e6, step, "SASS", launch(132 * 64, 256), p, None).unwrap()
+}
+
 /// `p` with its 16-bit wgmma rate set to `rate`.
 fn with_16bit_rate(p: &Profile, rate: Option<f64>) -> Profile {
     let mut p = p.clone();
@@ -27,10 +33,6 @@ fn with_16bit_rate(p: &Profile, rate: Option<f64>) -> Profile {
 fn sixteen_bit_wgmmas_take_the_tensor_pipe_at_their_own_rate() {
     let p = unpowered();
     let rates = p.compute.clone().unwrap();
-    // Far more blocks than SMs, 8 warps each: the tensor pipe sets the pace.
-    let run = |step: Step, p: &Profile| {
-        predict(step.flops * 1e6, step, "SASS", launch(132 * 64, 256), p, None).unwrap()
-    };
     let per_scheduler = 1e6 / (132.0 * SCHEDULERS_PER_SM);
     let got = run(hgemm(), &p);
     assert_eq!(got.bound, ProductBound::Unit(Unit::TensorWgmma), "{got:?}");
@@ -75,15 +77,7 @@ fn sixteen_bit_wgmmas_take_the_tensor_pipe_at_their_own_rate() {
 #[test]
 fn without_a_16_bit_rate_the_prediction_says_so() {
     let p = with_16bit_rate(&sample(), None);
-    let got = predict(
-        hgemm().flops * 1e6,
-        hgemm(),
-        "SASS",
-        launch(132 * 64, 256),
-        &p,
-        None,
-    )
-    .unwrap();
+    let got = run(hgemm(), &p);
     let said: Vec<&String> = got
         .not_modelled
         .iter()
@@ -96,15 +90,7 @@ fn without_a_16_bit_rate_the_prediction_says_so() {
     // A profile whose power lacks the 16-bit energy says that too.
     let mut p = sample();
     p.power.as_mut().unwrap().wgmma_16bit_pj_per_flop = None;
-    let got = predict(
-        hgemm().flops * 1e6,
-        hgemm(),
-        "SASS",
-        launch(132 * 64, 256),
-        &p,
-        None,
-    )
-    .unwrap();
+    let got = run(hgemm(), &p);
     assert!(
         got.not_modelled.iter().any(|w| w.contains("16-bit wgmma FLOP")),
         "{:?}",
