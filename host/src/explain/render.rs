@@ -116,14 +116,7 @@ fn site_rows(k: &KernelReport, model: Model) -> Vec<Vec<String>> {
         .to_vec(),
     ];
     for (s, name) in k.sites.iter().zip(site_names(&k.sites)) {
-        // Both halves of an asynchronous copy are one LDGSTS instruction.
-        let op = match (s.bulk, s.async_copy, s.op) {
-            (true, _, Direction::Load) => "tma load",
-            (true, _, Direction::Store) => "tma store",
-            (false, true, _) => "cp.async",
-            (false, false, Direction::Load) => "load",
-            (false, false, Direction::Store) => "store",
-        };
+        let op = s.op_label();
         let useful = s.useful_bytes as f64 / s.requests.max(1) as f64;
         let row = match s.space {
             Memory::Global => {

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::explain::KernelReport;
-use crate::explain::emulate::analyse::{Direction, Memory, SiteStats};
+use crate::explain::emulate::analyse::{Memory, SiteStats};
 
 /// One access site: a load or store at one source location, per warp request.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -49,13 +49,7 @@ fn r2(x: f64) -> f64 {
 
 impl SiteNote {
     pub fn of(s: &SiteStats) -> SiteNote {
-        let op = match (s.bulk, s.async_copy, s.op) {
-            (true, _, Direction::Load) => "tma load",
-            (true, _, Direction::Store) => "tma store",
-            (false, true, _) => "cp.async",
-            (false, false, Direction::Load) => "load",
-            (false, false, Direction::Store) => "store",
-        };
+        let op = s.op_label();
         let per = |total: u64| r2(total as f64 / s.requests.max(1) as f64);
         let global = s.space == Memory::Global;
         let pattern = if s.pattern_share >= 0.995 {

@@ -122,6 +122,17 @@ pub struct SiteStats {
 }
 
 impl SiteStats {
+    /// The access's name in tables and on the page (both halves of an asynchronous
+    /// copy are one LDGSTS instruction: `cp.async`).
+    pub fn op_label(&self) -> &'static str {
+        match (self.bulk, self.async_copy, self.op) {
+            (true, _, Direction::Load) => "tma load",
+            (true, _, Direction::Store) => "tma store",
+            (false, true, _) => "cp.async",
+            (false, false, Direction::Load) => "load",
+            (false, false, Direction::Store) => "store",
+        }
+    }
     fn per_request(&self, total: u64) -> f64 {
         if self.requests == 0 {
             0.0
