@@ -201,7 +201,7 @@ __device__ __forceinline__ void hstore_staged(const float* d, T* staging, const 
     }
 }
 
-// Rungs 2 to 6: a producer warpgroup copies, CONSUMERS warpgroups multiply, each
+// Rungs 2 to 6 and 8: a producer warpgroup copies, CONSUMERS warpgroups multiply, each
 // keeping one group in flight and freeing a stage once the next group is issued.
 // CLUSTER: pairs of blocks on the same columns share B's tile; PERSISTENT: one cluster
 // per two SMs walks the tiles; STAGED: C through shared memory and the copy engine.

@@ -12,7 +12,7 @@ use kernels::entry;
 use kernels::gpu::tma::Swizzle;
 use kernels::hgemm::simt::TILE;
 use kernels::hgemm::stream_k::scratch_bytes;
-use kernels::hgemm::tiling::{B_BOX, BK, HalfTiling, PLAIN, SMALL, SPECIALISED, STAGED, STAGED_ROWS, STREAM_K};
+use kernels::hgemm::tiling::{B_BOX, BK, HalfTiling, PLAIN, SMALL, SPECIALISED, STAGED, STAGED_192, STAGED_ROWS, STREAM_K};
 
 use super::matmul;
 use crate::device::DeviceInfo;
@@ -57,6 +57,7 @@ const fn hopper_args(t: HalfTiling) -> [Arg; 6] {
 const HOPPER_ARGS: &[Arg] = &hopper_args(SPECIALISED);
 const STORE_ARGS: &[Arg] = &hopper_args(STAGED);
 const SMALL_ARGS: &[Arg] = &hopper_args(SMALL);
+const STORE_192_ARGS: &[Arg] = &hopper_args(STAGED_192);
 
 /// tma-store's arguments and the scratch that holds split tiles' partial sums and
 /// their flags.
@@ -132,6 +133,9 @@ rungs! {
     "tma-store" => (hgemm_tma_store_bf16, hgemm_tma_store_f16), STORE_ARGS, |p, info| persistent(p, info, STAGED);
     "small" => (hgemm_small_bf16, hgemm_small_f16), SMALL_ARGS, |p, info| persistent(p, info, SMALL);
     "stream-k" => (hgemm_stream_k_bf16, hgemm_stream_k_f16), STREAM_K_ARGS, stream_k, scratch stream_k_scratch;
+    "tma-store-192" => (hgemm_tma_store_192_bf16, hgemm_tma_store_192_f16), STORE_192_ARGS, |p, info| {
+        persistent(p, info, STAGED_192)
+    };
 }
 
 /// A, B and C of a product, of `elem` elements.
@@ -218,6 +222,7 @@ mod tests {
         assert_eq!(F16.twins()[5], "hgemm_tma_store_f16");
         assert_eq!(BF16.twins()[6], "hgemm_small_bf16");
         assert_eq!(F16.twins()[7], "hgemm_stream_k_f16");
+        assert_eq!(BF16.twins()[8], "hgemm_tma_store_192_bf16");
         // Only stream-k keeps a scratch buffer, and it passes it.
         for v in BF16.variants.iter().chain(F16.variants) {
             let passes = v.args.contains(&Arg::Scratch);
@@ -284,6 +289,11 @@ mod tests {
         let small = Problem::Product { m: 1024, n: 1024, k: 1024 };
         assert_eq!(at(small, &h100, "small").grid, (128, 1, 1), "128 tiles of 64 x 128, a cluster a pair");
         assert_eq!(at(small, &h100, "small").block, (256, 1, 1));
+        // tma-store-192: 1536^3 is 8 x 12 tiles of 192 x 128, 48 pairs, a block each.
+        let mid = Problem::Product { m: 1536, n: 1536, k: 1536 };
+        assert_eq!(at(mid, &h100, "tma-store-192").grid, (96, 1, 1));
+        assert_eq!(at(mid, &h100, "tma-store-192").block, (512, 1, 1));
+        assert!(at(mid, &h100, "tma-store-192").shared_bytes <= 227 * 1024);
         // stream-k: every SM, however few tiles; no more clusters than iterations.
         assert_eq!(at(small, &h100, "stream-k").grid, (h100.sm_count / 2 * 2, 1, 1));
         let one = Problem::Product { m: 8, n: 8, k: 128 };

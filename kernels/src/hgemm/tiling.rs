@@ -95,6 +95,14 @@ pub const SMALL: HalfTiling = HalfTiling {
     bn: 128,
     ..STAGED
 };
+/// `tma-store-192`: tma-store with 192 x 128 tiles, three consumers (208 KiB): at
+/// 1536³ and 3072³ these fill 96 and 384 tile slots where 128 x 256 fills 72 and 288,
+/// so the last round of 132 SMs is nearly full.
+pub const STAGED_192: HalfTiling = HalfTiling {
+    consumers: 3,
+    bn: 128,
+    ..STAGED
+};
 /// `stream-k`: tma-store's tiling (128 x 256; `bn: 128` gives 128 x 128 tiles, twice
 /// as many, each split fewer ways), its iterations dealt out by [`super::stream_k`].
 pub const STREAM_K: HalfTiling = STAGED;
