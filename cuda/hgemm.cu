@@ -105,13 +105,13 @@ extern "C" __global__ void __launch_bounds__(384, 1) hgemm_tma_store_f16(int m, 
 
 extern "C" __global__ void __launch_bounds__(256, 1) hgemm_small_bf16(int m, int n, int k, const TensorMap* a, const TensorMap* b, const TensorMap* c) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    hgemm_ws<__nv_bfloat16, 1, 128, true, true, true>(m, n, k, a, b, nullptr, c);
+    hgemm_ws<__nv_bfloat16, 1, 128, true, true, true, 8>(m, n, k, a, b, nullptr, c);
 #endif
 }
 
 extern "C" __global__ void __launch_bounds__(256, 1) hgemm_small_f16(int m, int n, int k, const TensorMap* a, const TensorMap* b, const TensorMap* c) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    hgemm_ws<half, 1, 128, true, true, true>(m, n, k, a, b, nullptr, c);
+    hgemm_ws<half, 1, 128, true, true, true, 8>(m, n, k, a, b, nullptr, c);
 #endif
 }
 

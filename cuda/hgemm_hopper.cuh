@@ -205,21 +205,21 @@ __device__ __forceinline__ void hstore_staged(const float* d, T* staging, const 
 // keeping one group in flight and freeing a stage once the next group is issued.
 // CLUSTER: pairs of blocks on the same columns share B's tile; PERSISTENT: one cluster
 // per two SMs walks the tiles; STAGED: C through shared memory and the copy engine.
-template <typename T, int CONSUMERS, int BN, bool CLUSTER, bool PERSISTENT, bool STAGED>
+template <typename T, int CONSUMERS, int BN, bool CLUSTER, bool PERSISTENT, bool STAGED, int STAGES = H_STAGES>
 __device__ __forceinline__ void hgemm_ws(int m, int n, int k, const TensorMap* a, const TensorMap* b, T* C, const TensorMap* cmap) {
     using TILE = HTile<CONSUMERS, BN>;
     constexpr int BM = TILE::BM;
     T* tiles = haligned_stages<T>();
-    T* staging = tiles + H_STAGES * TILE::STAGE_LEN;
+    T* staging = tiles + STAGES * TILE::STAGE_LEN;
     unsigned long long* full = reinterpret_cast<unsigned long long*>(staging + (STAGED ? TILE::STAGING : 0));
-    unsigned long long* empty = full + H_STAGES;
+    unsigned long long* empty = full + STAGES;
     unsigned rank = CLUSTER ? cluster_rank() : 0;
     int blocks = CLUSTER ? 2 : 1;
     int first = blockIdx.x / blocks, step = PERSISTENT ? gridDim.x / blocks : 1;
     int count = PERSISTENT ? ((m + blocks * BM - 1) / (blocks * BM)) * ((n + BN - 1) / BN) : first + 1;
     int ktiles = (k + H_BK - 1) / H_BK, tid = threadIdx.x;
     if (tid == 0) {
-        for (int s = 0; s < H_STAGES; ++s) {
+        for (int s = 0; s < STAGES; ++s) {
             bar_init(&full[s], 1);
             bar_init(&empty[s], 4 * CONSUMERS * blocks);
         }
@@ -235,8 +235,8 @@ __device__ __forceinline__ void hgemm_ws(int m, int n, int k, const TensorMap* a
                 htile_of(tile, m, n, blocks * BM, BN, m0, n0);
                 m0 += rank * BM;
                 for (int i = 0; i < ktiles; ++i, ++it) {
-                    int s = it % H_STAGES;
-                    bar_wait(&empty[s], ((it / H_STAGES) & 1) ^ 1);
+                    int s = it % STAGES;
+                    bar_wait(&empty[s], ((it / STAGES) & 1) ^ 1);
                     hload_stage<T, TILE, BN, CLUSTER>(tiles + s * TILE::STAGE_LEN, &full[s], a, b, m0, n0, i, rank);
                 }
             }
@@ -253,8 +253,8 @@ __device__ __forceinline__ void hgemm_ws(int m, int n, int k, const TensorMap* a
             for (int i = 0; i < BN / 2; ++i) d[i] = 0.0f;
             int pending = -1;
             for (int i = 0; i < ktiles; ++i, ++it) {
-                int s = it % H_STAGES;
-                bar_wait(&full[s], (it / H_STAGES) & 1);
+                int s = it % STAGES;
+                bar_wait(&full[s], (it / STAGES) & 1);
                 hmultiply<T, TILE, BN>(d, tiles + s * TILE::STAGE_LEN, c);
                 hwgmma_wait<1>();
                 if (pending >= 0 && me % 32 == 0) {

@@ -320,6 +320,19 @@ mod tests {
         assert_eq!((STREAM_K.consumers, STREAM_K.stages), (2, 4), "the twin's HTile<2, BN> and H_STAGES");
     }
 
+    /// The twins of the rungs that walk tiles with a staged C are instantiated with
+    /// the Rust rungs' tilings: consumers, tile width and stages.
+    #[test]
+    fn the_staged_twins_have_the_rungs_tilings() {
+        for (rung, t) in [("tma_store", STAGED), ("small", SMALL), ("tma_store_192", STAGED_192)] {
+            let stages = if t.stages == 4 { String::new() } else { format!(", {}", t.stages) };
+            for ty in ["__nv_bfloat16", "half"] {
+                let call = format!("hgemm_ws<{ty}, {}, {}, true, true, true{stages}>(", t.consumers, t.bn);
+                assert!(BF16.twin.source.contains(&call), "cuda/hgemm.cu, {rung}: {call}");
+            }
+        }
+    }
+
     /// stream-k on the emulator with four clusters (a GPU of 8 SMs), so tiles are
     /// split between clusters and fixed up through the workspace: at 136 x 264 x 320
     /// (5 k-blocks: 2 pair tiles of 128 x 256, or 3 of 128 x 128, in 4 ranges, which

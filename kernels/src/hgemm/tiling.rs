@@ -89,10 +89,13 @@ pub const STAGED: HalfTiling = HalfTiling {
     ..SPECIALISED
 };
 /// `small`: tma-store with 64 x 128 tiles, one consumer: four times the tiles, for
-/// products too small to fill the SMs with 128 x 256.
+/// products too small to fill the SMs with 128 x 256. A stage's MMAs take a quarter of
+/// tma-store's time, so 8 stages (192 KiB) keep as many bytes in flight to cover
+/// L2's latency.
 pub const SMALL: HalfTiling = HalfTiling {
     consumers: 1,
     bn: 128,
+    stages: 8,
     ..STAGED
 };
 /// `tma-store-192`: tma-store with 192 x 128 tiles, three consumers (208 KiB): at
