@@ -30,8 +30,8 @@
 //!   residency allows, the last round with fewer warps.
 //! - **Epilogue**: a block stores its tile of C after its loop; the blocks of a round
 //!   store theirs together, their lines through the SM's L1 with no loop to overlap.
-//! - **Launch**: launch after launch, the next launch's setup hides under this one's
-//!   work: a kernel that outlasts it pays the calibrated gap between kernels, a
+//! - **Launch**: launch after launch, the next launch's setup may hide under this
+//!   one's work: a kernel that outlasts it pays the calibrated gap between kernels, a
 //!   shorter one the whole launch ([`super::launch`]).
 //!
 //! - **Power**: the launch's counted work (FFMAs, MMAs, `wgmma` FLOPs, L2 and DRAM
@@ -469,8 +469,8 @@ pub fn predict(
         _ => profile.idle_latency_ns,
     };
     let fill_ns = waves.rounds as f64 * fill_latency_ns;
-    // `run` times launch after launch: the next one's setup hides under this one's
-    // work, and what is left of the launch is its gap, or the launch's floor.
+    // `run` times launch after launch: the next one's setup may hide under this
+    // one's work, and what is left of the launch is its gap, or the launch's floor.
     let work_ns = time_ns / clock_share + fill_ns;
     let time_ns = super::launch::interval_ns(work_ns, profile, &mut not_modelled);
     let launch_ns = time_ns - work_ns;

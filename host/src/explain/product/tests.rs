@@ -322,6 +322,15 @@ fn a_kernel_that_outlasts_the_launch_pays_the_gap_and_a_short_one_the_whole_laun
     let short = run(1.0);
     assert!(close(short.time_ms * 1e6, 4000.0), "{short:?}");
     assert!(short.launch_ns > 500.0, "{short:?}");
+    // Without the gap, the whole launch beside the work, and said so.
+    let uncalibrated = Profile {
+        launch_gap_ns: None,
+        ..calibrated
+    };
+    let flops = step.flops * 1e5 * 132.0 * 8.0;
+    let whole = predict(flops, step, "SASS", launch(132 * 8, 256), &uncalibrated, None).unwrap();
+    assert!(close(whole.launch_ns, 4000.0), "{whole:?}");
+    assert!(whole.not_modelled.iter().any(|n| n.contains("no launch_gap_ns")));
 }
 
 /// The sample profile's idle DRAM latency.
