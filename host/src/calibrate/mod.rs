@@ -28,6 +28,7 @@ pub mod chase;
 pub mod compute;
 pub mod fit;
 pub mod inflight;
+pub mod launch;
 pub mod occupancy;
 pub mod on_chip;
 pub mod pitch;
@@ -210,7 +211,8 @@ pub fn calibrate(gpu: &Gpu, effort: Effort, mut progress: impl FnMut(&str)) -> R
     let before = memcpy_baseline(gpu, copy_bytes, reps)?;
     let strided = stride::stride_sweep(gpu, effort, &mut progress)?;
     let inflight = inflight::inflight_sweep(gpu, effort, &mut progress)?;
-    let launch_ns = resident::launch_ns(gpu, effort, &mut progress)?;
+    let launch = launch::launch_costs(gpu, effort, &mut progress)?;
+    let launch_ns = launch.launch_ns;
     let (l2_resident, l2_failures) = resident::l2_resident(gpu, effort, launch_ns, &mut progress)?;
     let (idle_ns, chase_bytes, chase_steps, chase_failure) = chase::idle_latency(gpu, effort, &mut progress)?;
     let (sm, occupancy_samples, occupancy_agreeing) = occupancy::sm_limits(gpu, &mut progress)?;
@@ -259,6 +261,7 @@ pub fn calibrate(gpu: &Gpu, effort: Effort, mut progress: impl FnMut(&str)) -> R
         compute: Some(compute),
         power: power.as_ref().ok().cloned(),
         launch_ns: Some(launch_ns),
+        launch_gap_ns: launch.gap_ns,
         l2_resident,
         stride_sweep: strided.points,
         inflight_sweep: inflight.points,

@@ -18,6 +18,7 @@
 pub mod against_run;
 pub mod bandwidth;
 pub mod emulate;
+pub mod launch;
 pub mod ncu;
 mod options;
 pub mod product;

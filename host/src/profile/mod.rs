@@ -155,6 +155,12 @@ pub struct Profile {
     /// stores it back (`chase` with no hops), launch after launch as `run` times them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub launch_ns: Option<f64>,
+    /// What a launch adds to a kernel that outlasts the next launch's setup, ns
+    /// (schema 8; `None` in a profile written before it was measured, or where no
+    /// line fitted): back-to-back launches of W ns of work are
+    /// `gap + max(W, launch_ns - gap)` apart ([`crate::calibrate::launch`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch_gap_ns: Option<f64>,
     /// The L2 as the memory of a working set that fits in it (schema 8; `None`
     /// before): its copy ceiling and loaded latency ([`L2Resident`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -294,6 +300,7 @@ pub(crate) mod tests {
             compute: Some(compute::tests::sample()),
             power: Some(power::tests::sample()),
             launch_ns: None,
+            launch_gap_ns: None,
             l2_resident: None,
             stride_sweep: Vec::new(),
             inflight_sweep: Vec::new(),

@@ -102,9 +102,10 @@ impl Profile {
                 )));
             }
         }
-        // Schema 8 added the launch's fixed cost and the L2's own copy ceiling and
-        // latency (each absent where calibrate could not measure it).
-        for field in ["launch_ns", "l2_resident"] {
+        // Schema 8 added the launch's fixed cost, its gap beside a long kernel and the
+        // L2's own copy ceiling and latency (each absent where calibrate could not
+        // measure it).
+        for field in ["launch_ns", "launch_gap_ns", "l2_resident"] {
             if schema < 8 && value.get(field).is_some() {
                 return Err(bad(format!(
                     "not a coalesce profile: schema {schema} has no field `{field}`"
@@ -199,7 +200,20 @@ impl Profile {
         if let Some(p) = &self.power {
             p.check()?;
         }
-        super::all_positive("", [("launch_ns", self.launch_ns)])?;
+        super::all_positive(
+            "",
+            [
+                ("launch_ns", self.launch_ns),
+                ("launch_gap_ns", self.launch_gap_ns),
+            ],
+        )?;
+        if let (Some(gap), Some(launch)) = (self.launch_gap_ns, self.launch_ns)
+            && gap > launch
+        {
+            return Err(format!(
+                "launch_gap_ns is {gap}, above launch_ns ({launch}): a launch cannot cost a long kernel more than an empty one"
+            ));
+        }
         if let Some(l2) = &self.l2_resident {
             l2.check()?;
         }
@@ -416,6 +430,37 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.ends_with("launch_ns is 0, not a positive number"), "{e}");
+    }
+
+    #[test]
+    fn a_launch_gap_is_positive_and_at_most_the_launch() {
+        let with = Profile {
+            launch_ns: Some(4000.0),
+            launch_gap_ns: Some(500.0),
+            ..sample()
+        };
+        let text = serde_json::to_string(&with).unwrap();
+        assert_eq!(Profile::parse(&text, "p.json").unwrap(), with);
+        let seven = Profile {
+            launch_ns: None,
+            ..with.clone()
+        };
+        let seven = serde_json::to_string(&seven)
+            .unwrap()
+            .replace("\"schema\":8", "\"schema\":7");
+        let e = Profile::parse(&seven, "p.json").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "p.json: not a coalesce profile: schema 7 has no field `launch_gap_ns`"
+        );
+        let above = Profile {
+            launch_gap_ns: Some(5000.0),
+            ..with
+        };
+        let e = Profile::parse(&serde_json::to_string(&above).unwrap(), "p.json")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("launch_gap_ns is 5000, above launch_ns (4000)"), "{e}");
     }
 
     #[test]

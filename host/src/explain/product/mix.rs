@@ -15,7 +15,7 @@
 //! **Which loop.** The loops are the natural loops of the control-flow graph
 //! (`mix/cfg.rs` says why not "a backward branch and its target"). A loop's *direct*
 //! math is its math instructions (FP32, `mma.sync`, `wgmma`) outside the loops nested
-//! in it. The **hot loop** is the loop with the most direct math (the first by
+//! in it. The **hot loop** is the loop whose direct math does the most FLOPs (the first by
 //! position of equals: `sgemm_interior`'s two copies of one loop are alike). Its mix
 //! is every instruction of its body once, nested loops included once, i.e. one trip
 //! of each: an mbarrier wait's spin loop counts its instructions once, as where the
@@ -272,15 +272,18 @@ fn count(insts: &[Inst], source: MixSource, arch: &str) -> InstructionMix {
             .filter(|l| l.header != outer.header && outer.contains(l.header))
             .collect()
     };
-    let mut hot: Option<(&cfg::Loop, usize)> = None;
+    // Weighed by FLOPs, not instructions: a stream-k owner's fix-up loop adds 128
+    // partial sums (128 FADDs) where its k loop issues four wgmmas of 2^17 FLOPs each.
+    let mut hot: Option<(&cfg::Loop, f64)> = None;
     for l in &flow.loops {
         let inner = nested(l);
-        let direct = l
+        let direct: f64 = l
             .body
             .iter()
             .filter(|&&i| insts[i].kind.is_math() && !inner.iter().any(|o| o.contains(i)))
-            .count();
-        if direct > 0 && hot.is_none_or(|(_, d)| direct > d) {
+            .map(|&i| insts[i].flops)
+            .sum();
+        if direct > 0.0 && hot.is_none_or(|(_, d)| direct > d) {
             hot = Some((l, direct));
         }
     }

@@ -30,6 +30,9 @@
 //!   residency allows, the last round with fewer warps.
 //! - **Epilogue**: a block stores its tile of C after its loop; the blocks of a round
 //!   store theirs together, their lines through the SM's L1 with no loop to overlap.
+//! - **Launch**: launch after launch, the next launch's setup may hide under this
+//!   one's work: a kernel that outlasts it pays the calibrated gap between kernels, a
+//!   shorter one the whole launch ([`super::launch`]).
 //!
 //! - **Power**: the launch's counted work (FFMAs, MMAs, `wgmma` FLOPs, L2 and DRAM
 //!   bytes) takes the profile's energy per unit; if spending it at that pace would draw
@@ -211,7 +214,8 @@ pub struct ProductPrediction {
     /// A block's stores after its loop, at the calibrated clock: each round adds its
     /// blocks' ([`predict`]).
     pub epilogue_ns: f64,
-    /// The rounds' waits for their first tiles, and the launch's fixed cost: in the
+    /// The rounds' waits for their first tiles, and what the launch adds to the
+    /// kernel's work launch after launch ([`super::launch::interval_ns`]): in the
     /// time beside the rounds'.
     pub fill_ns: f64,
     pub launch_ns: f64,
@@ -458,22 +462,18 @@ pub fn predict(
     };
     // Each round's blocks wait for their first tiles before any arithmetic, with
     // nothing of theirs to overlap: one load's latency a round (the L2's where it holds
-    // the operands launch after launch, else an idle DRAM load's). And every launch
-    // costs its fixed time.
+    // the operands launch after launch, else an idle DRAM load's).
     let product_bytes = step.dram_bytes * flops / step.flops;
     let fill_latency_ns = match &profile.l2_resident {
         Some(l2) if product_bytes <= profile.l2_bytes as f64 => l2.loaded_latency_ns,
         _ => profile.idle_latency_ns,
     };
     let fill_ns = waves.rounds as f64 * fill_latency_ns;
-    let launch_ns = profile.launch_ns.unwrap_or_else(|| {
-        not_modelled.push(format!(
-            "the launch's fixed cost: the profile (schema {}) has no launch_ns; recalibrate",
-            profile.schema
-        ));
-        0.0
-    });
-    let time_ns = time_ns / clock_share + fill_ns + launch_ns;
+    // `run` times launch after launch: the next one's setup may hide under this
+    // one's work, and what is left of the launch is its gap, or the launch's floor.
+    let work_ns = time_ns / clock_share + fill_ns;
+    let time_ns = super::launch::interval_ns(work_ns, profile, &mut not_modelled);
+    let launch_ns = time_ns - work_ns;
     if power.is_none() {
         not_modelled.push("power: the profile has no power limit or energies (schema 7)".into());
     } else if step.wgmma_16bit_flops > 0.0 && power.is_some_and(|(p, _)| p.wgmma_16bit_pj_per_flop.is_none())

@@ -286,18 +286,51 @@ fn each_rounds_first_tiles_and_the_launch_cost_their_fixed_time() {
     assert!(close(bare.fill_ns, 3.0 * bare_profile_latency()));
     let calibrated = Profile {
         launch_ns: Some(4000.0),
+        launch_gap_ns: Some(500.0),
         l2_resident: Some(crate::profile::l2::tests::sample()),
         ..unpowered()
     };
     let got = run(&calibrated);
-    assert!(!got.not_modelled.iter().any(|n| n.contains("launch_ns")));
+    assert!(!got.not_modelled.iter().any(|n| n.contains("launch")));
     // The product's 64 bytes an iteration (20 MiB or so) fit in the L2: the L2's latency.
     let l2 = crate::profile::l2::tests::sample().loaded_latency_ns;
-    assert!(close(got.fill_ns, 3.0 * l2) && got.launch_ns == 4000.0);
-    assert!(
-        close(got.time_ms, loop_ms(&bare) + (3.0 * l2 + 4000.0) * 1e-6),
-        "{got:?}"
-    );
+    assert!(close(got.fill_ns, 3.0 * l2));
+    // Launch after launch: the gap beside the work, or the launch's floor.
+    let work_ns = loop_ms(&bare) * 1e6 + 3.0 * l2;
+    let interval_ns = 500.0 + work_ns.max(3500.0);
+    assert!(close(got.launch_ns, interval_ns - work_ns), "{got:?}");
+    assert!(close(got.time_ms, interval_ns * 1e-6), "{got:?}");
+}
+
+#[test]
+fn a_kernel_that_outlasts_the_launch_pays_the_gap_and_a_short_one_the_whole_launch() {
+    let step = simt();
+    let calibrated = Profile {
+        launch_ns: Some(4000.0),
+        launch_gap_ns: Some(500.0),
+        ..unpowered()
+    };
+    let run = |iterations: f64| {
+        let flops = step.flops * iterations * 132.0 * 8.0;
+        predict(flops, step, "SASS", launch(132 * 8, 256), &calibrated, None).unwrap()
+    };
+    // Long enough to hide the next launch's setup: only the gap is added.
+    let long = run(1e5);
+    assert!(long.time_ms * 1e6 > 10.0 * 4000.0, "{long:?}");
+    assert!(close(long.launch_ns, 500.0), "{long:?}");
+    // One iteration a block: the launch's interval is the time.
+    let short = run(1.0);
+    assert!(close(short.time_ms * 1e6, 4000.0), "{short:?}");
+    assert!(short.launch_ns > 500.0, "{short:?}");
+    // Without the gap, the whole launch beside the work, and said so.
+    let uncalibrated = Profile {
+        launch_gap_ns: None,
+        ..calibrated
+    };
+    let flops = step.flops * 1e5 * 132.0 * 8.0;
+    let whole = predict(flops, step, "SASS", launch(132 * 8, 256), &uncalibrated, None).unwrap();
+    assert!(close(whole.launch_ns, 4000.0), "{whole:?}");
+    assert!(whole.not_modelled.iter().any(|n| n.contains("no launch_gap_ns")));
 }
 
 /// The sample profile's idle DRAM latency.

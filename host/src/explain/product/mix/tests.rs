@@ -90,6 +90,45 @@ fn the_loop_with_the_most_math_is_hot() {
 }
 
 #[test]
+fn the_loop_with_the_most_flops_is_hot_not_the_most_instructions() {
+    // A stream-k owner's fix-up loop: more math instructions (FADDs) than the k loop's
+    // one wgmma, far fewer FLOPs.
+    let fadds: String = (0..8)
+        .map(|i| {
+            format!(
+                "/*{:04x}*/                   FADD R{}, R5, R6 ;\n",
+                0x50 + 0x10 * i,
+                8 + i
+            )
+        })
+        .collect();
+    let sass = format!(
+        "\
+/*0000*/                   MOV R0, RZ ;
+.L_x_1:
+/*0010*/                   HGMMA.64x256x16.F32.BF16 R24, gdesc[UR4], R24, gsb0 ;
+/*0020*/                   WARPGROUP.DEPBAR.LE gsb0, 0x0 ;
+/*0030*/               @P0 BRA `(.L_x_1) ;
+.L_x_2:
+/*0040*/                   LDG.E.128 R4, desc[UR4][R2.64] ;
+{fadds}/*00d0*/              @!P1 BRA `(.L_x_2) ;
+/*00e0*/                   EXIT ;
+"
+    );
+    let m = from_sass(&sass, "sm_90a");
+    assert_eq!(
+        m.hot_loop,
+        Some(HotLoop {
+            first: 0x10,
+            last: 0x30,
+            nested: 0
+        })
+    );
+    assert_eq!((m.wgmma, m.fp32), (1, 0));
+    assert_eq!(m.wgmma_16bit_flops, 2.0 * 64.0 * 256.0 * 16.0 / 4.0);
+}
+
+#[test]
 fn the_loop_around_the_hot_loop_adds_its_own_instructions() {
     // A k-tile loop (global load, shared store, barriers) around its k steps.
     let sass = "\
