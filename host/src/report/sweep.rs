@@ -329,3 +329,115 @@ pub fn render(out: &mut String, results: &Results) {
         table(out, &header, rows);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::ladder::tests::{results, row};
+
+    fn predicted(variant: &str, gflop_per_s: f64) -> Predicted {
+        Predicted {
+            experiment: "sgemm".into(),
+            variant: variant.into(),
+            pct_of_copy: 0.0,
+            bound: "FFMA".into(),
+            gb_per_s: None,
+            ceiling_gb_per_s: None,
+            gflop_per_s: Some(gflop_per_s),
+            not_modelled: Vec::new(),
+            sites: Vec::new(),
+        }
+    }
+
+    /// `row` at another shape, with that shape's FLOPs.
+    fn at(shape: &str, variant: &str, g: f64) -> Row {
+        let dims = crate::units::parse_shape(shape).unwrap();
+        Row {
+            size_label: Some(shape.into()),
+            flops: Some(2 * dims.iter().map(|d| *d as u64).product::<u64>()),
+            ..row(variant, g)
+        }
+    }
+
+    /// The report's own run at 4096³ and a run at 1024³ (listed after it): each
+    /// kernel's points come smallest first, each with its own run's prediction; a
+    /// kernel one run lacks is "not run" there, one that failed validation counts in
+    /// no summary.
+    #[test]
+    fn each_kernel_has_a_point_per_size_with_that_sizes_prediction() {
+        let mut r = results(
+            vec![
+                at("4096x4096x4096", "naive", 1000.0),
+                at("4096x4096x4096", "tiled", 9000.0),
+            ],
+            None,
+        );
+        r.predicted = vec![predicted("naive", 1050.0), predicted("tiled", 7000.0)];
+        let small = results(
+            vec![
+                at("1024x1024x1024", "naive", 800.0),
+                Row {
+                    validated: false,
+                    ..at("1024x1024x1024", "wide", 5.0)
+                },
+            ],
+            None,
+        )
+        .run;
+        r.other_sizes.push(AtSize {
+            run: small,
+            predicted: vec![predicted("naive", 1000.0), predicted("wide", 5.0)],
+        });
+        let sweep = Sweep::of(&r).unwrap();
+        let naive = &sweep.kernels[0];
+        assert_eq!(naive.0, ("sgemm", "naive"));
+        let got: Vec<(String, Option<(f64, f64)>)> =
+            naive.1.iter().map(|p| (size_of(p.row), p.rates())).collect();
+        assert_eq!(
+            got,
+            vec![
+                ("1024x1024x1024".into(), Some((1000.0, 800.0))),
+                ("4096x4096x4096".into(), Some((1050.0, 1000.0))),
+            ]
+        );
+        assert_eq!(naive.1[0].unit(), "GFLOP/s");
+        // Unvalidated: no error to count.
+        let wide = sweep.kernels.iter().find(|k| k.0.1 == "wide").unwrap();
+        assert_eq!(wide.1[0].rates(), None);
+
+        let by_size = sweep.by_size();
+        assert_eq!(by_size.len(), 2);
+        assert_eq!(by_size[0].size, "1024x1024x1024");
+        assert_eq!(by_size[0].errors, vec![("sgemm/naive".to_string(), 0.25)]);
+        assert_eq!((by_size[0].within(), by_size[1].within()), (0, 1));
+        assert!((by_size[1].mean_abs() - (0.05 + 2.0 / 9.0) / 2.0).abs() < 1e-12);
+        let overall = sweep.overall();
+        assert_eq!((overall.errors.len(), overall.within()), (3, 1));
+        assert_eq!(overall.worst().unwrap().0, "sgemm/naive");
+
+        let mut md = String::new();
+        render(&mut md, &r);
+        assert!(
+            md.contains("| naive | 800 / 1000 (**+25.0%**) | 1000 / 1050 (+5.0%) |"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| tiled | not run | 9000 / 7000 (**-22.2%**) |"),
+            "{md}"
+        );
+        assert!(md.contains("| wide | NOT VALIDATED | not run |"), "{md}");
+        assert!(
+            md.contains("| every size | 3 | 1 | 17.4% | sgemm/naive +25.0% |"),
+            "{md}"
+        );
+    }
+
+    #[test]
+    fn one_size_has_no_sweep() {
+        let r = results(vec![row("naive", 1.0)], None);
+        assert!(Sweep::of(&r).is_none());
+        let mut md = String::new();
+        render(&mut md, &r);
+        assert!(md.is_empty());
+    }
+}
