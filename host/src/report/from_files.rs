@@ -1,5 +1,6 @@
 //! `coalesce report --from FILE...`: reports rendered from saved results, with no GPU;
-//! with files from several GPUs, the same kernels side by side on each.
+//! with files from several GPUs, the same kernels side by side on each; with several
+//! files of one GPU, its runs at several sizes ([`super::sweep`]).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
