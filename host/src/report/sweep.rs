@@ -75,12 +75,15 @@ impl Point<'_> {
     }
 }
 
+/// A kernel (experiment, variant) with its points from the smallest size to the
+/// largest.
+pub type Kernel<'a> = ((&'a str, &'a str), Vec<Point<'a>>);
+
 /// The sweep of one GPU's results: each kernel at each size, the report's own run
 /// and its runs at other sizes.
 pub struct Sweep<'a> {
-    /// Each kernel (experiment, variant) in the order the results first list it, with
-    /// its points from the smallest size to the largest.
-    pub kernels: Vec<((&'a str, &'a str), Vec<Point<'a>>)>,
+    /// Each kernel in the order the results first list it.
+    pub kernels: Vec<Kernel<'a>>,
 }
 
 /// The order of sizes: by work (a product's FLOPs), then bytes, then name.
@@ -96,7 +99,7 @@ impl<'a> Sweep<'a> {
         }
         let runs = std::iter::once((&results.run, &results.predicted))
             .chain(results.other_sizes.iter().map(|s| (&s.run, &s.predicted)));
-        let mut kernels: Vec<((&str, &str), Vec<Point>)> = Vec::new();
+        let mut kernels: Vec<Kernel> = Vec::new();
         for (run, predictions) in runs {
             for row in &run.rows {
                 let predicted = predictions
@@ -117,7 +120,7 @@ impl<'a> Sweep<'a> {
     }
 
     /// Each experiment with its kernels, in order.
-    pub fn experiments(&self) -> Vec<(&'a str, Vec<&((&'a str, &'a str), Vec<Point<'a>>)>)> {
+    pub fn experiments(&self) -> Vec<(&'a str, Vec<&Kernel<'a>>)> {
         let mut out: Vec<(&str, Vec<_>)> = Vec::new();
         for k in &self.kernels {
             match out.iter_mut().find(|(e, _)| *e == k.0.0) {
@@ -129,7 +132,7 @@ impl<'a> Sweep<'a> {
     }
 
     /// The sizes of an experiment's kernels, smallest first.
-    pub fn sizes(kernels: &[&((&str, &str), Vec<Point>)]) -> Vec<String> {
+    pub fn sizes(kernels: &[&Kernel]) -> Vec<String> {
         let mut rows: Vec<&Row> = kernels.iter().flat_map(|k| k.1.iter().map(|p| p.row)).collect();
         rows.sort_by_key(|r| size_key(r));
         let mut out: Vec<String> = Vec::new();

@@ -9,7 +9,7 @@ use super::charts::GPU_COLOURS;
 use super::escape::{attr, id, text};
 use crate::report::Results;
 use crate::report::sweep::{
-    Point, SUMMARY_HEADER, Sweep, WITHIN, measured, signed_pct, size_of, summary_cells,
+    Kernel, Point, SUMMARY_HEADER, Sweep, WITHIN, measured, signed_pct, size_of, summary_cells,
 };
 
 /// The section, or nothing where no GPU's results hold more than one size.
@@ -65,8 +65,6 @@ fn summary(sweep: &Sweep) -> String {
     out.push_str("</table>\n");
     out
 }
-
-type Kernel<'a> = ((&'a str, &'a str), Vec<Point<'a>>);
 
 /// One experiment: a row per kernel, a column per size, each cell measured /
 /// predicted and the error, coloured by whether it is within 10%.
