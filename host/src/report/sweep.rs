@@ -166,11 +166,21 @@ impl<'a> Sweep<'a> {
         out
     }
 
-    /// Every predicted point's error, across all sizes.
+    /// Every predicted point's error, across all sizes (each kernel named with its
+    /// size).
     pub fn overall(&self) -> Summary {
         Summary {
             size: "every size".into(),
-            errors: self.by_size().into_iter().flat_map(|s| s.errors).collect(),
+            errors: self
+                .by_size()
+                .into_iter()
+                .flat_map(|s| {
+                    let size = s.size;
+                    s.errors
+                        .into_iter()
+                        .map(move |(k, e)| (format!("{k} at {size}"), e))
+                })
+                .collect(),
         }
     }
 }
@@ -416,7 +426,7 @@ mod tests {
         assert!((by_size[1].mean_abs() - (0.05 + 2.0 / 9.0) / 2.0).abs() < 1e-12);
         let overall = sweep.overall();
         assert_eq!((overall.errors.len(), overall.within()), (3, 1));
-        assert_eq!(overall.worst().unwrap().0, "sgemm/naive");
+        assert_eq!(overall.worst().unwrap().0, "sgemm/naive at 1024x1024x1024");
 
         let mut md = String::new();
         render(&mut md, &r);
@@ -430,7 +440,7 @@ mod tests {
         );
         assert!(md.contains("| wide | NOT VALIDATED | not run |"), "{md}");
         assert!(
-            md.contains("| every size | 3 | 1 | 17.4% | sgemm/naive +25.0% |"),
+            md.contains("| every size | 3 | 1 | 17.4% | sgemm/naive at 1024x1024x1024 +25.0% |"),
             "{md}"
         );
     }

@@ -159,7 +159,8 @@ fn render_with(all: &[Results], sass: &dyn Fn(&str) -> Option<(String, String)>)
     let precisions = cards::precisions(&cards);
     body.push_str(&palette_legend());
     body.push_str(&filters(&precisions));
-    let sweep = sweep::section(all, &gpus);
+    let anchors: Vec<String> = cards.iter().map(Card::anchor).collect();
+    let sweep = sweep::section(all, &gpus, &anchors);
     if !sweep.is_empty() {
         body.push_str(
             "<p><a href=\"#sweep\">Predicted beside measured at each size</a> the results hold.</p>\n",

@@ -12,8 +12,9 @@ use crate::report::sweep::{
     Kernel, Point, SUMMARY_HEADER, Sweep, WITHIN, measured, signed_pct, size_of, summary_cells,
 };
 
-/// The section, or nothing where no GPU's results hold more than one size.
-pub fn section(all: &[Results], gpus: &[String]) -> String {
+/// The section, or nothing where no GPU's results hold more than one size; a kernel
+/// links to its card where the page has one (`anchors`).
+pub fn section(all: &[Results], gpus: &[String], anchors: &[String]) -> String {
     let swept: Vec<(&String, Sweep)> = all
         .iter()
         .zip(gpus)
@@ -35,7 +36,7 @@ pub fn section(all: &[Results], gpus: &[String]) -> String {
         }
         out.push_str(&summary(sweep));
         for (experiment, kernels) in sweep.experiments() {
-            out.push_str(&experiment_table(gpu, experiment, &kernels));
+            out.push_str(&experiment_table(gpu, experiment, &kernels, anchors));
         }
     }
     out.push_str("</section>\n");
@@ -68,7 +69,7 @@ fn summary(sweep: &Sweep) -> String {
 
 /// One experiment: a row per kernel, a column per size, each cell measured /
 /// predicted and the error, coloured by whether it is within 10%.
-fn experiment_table(gpu: &str, experiment: &str, kernels: &[&Kernel]) -> String {
+fn experiment_table(gpu: &str, experiment: &str, kernels: &[&Kernel], anchors: &[String]) -> String {
     let sizes = Sweep::sizes(kernels);
     let unit = kernels[0].1[0].unit();
     let mut out = format!(
@@ -83,13 +84,14 @@ fn experiment_table(gpu: &str, experiment: &str, kernels: &[&Kernel]) -> String 
     }
     out.push_str("</tr>\n");
     for ((_, variant), points) in kernels.iter().copied() {
-        let _ = write!(
-            out,
-            "<tr data-sweep-kernel=\"{}\"><td><a href=\"#{}\">{}</a></td>",
-            attr(&format!("{experiment}/{variant}")),
-            attr(&id("k", &format!("{experiment}/{variant}"))),
+        let kernel = format!("{experiment}/{variant}");
+        let anchor = id("k", &kernel);
+        let name = if anchors.contains(&anchor) {
+            format!("<a href=\"#{anchor}\">{}</a>", text(variant))
+        } else {
             text(variant)
-        );
+        };
+        let _ = write!(out, "<tr data-sweep-kernel=\"{}\"><td>{name}</td>", attr(&kernel));
         for s in &sizes {
             match points.iter().find(|p| size_of(p.row) == *s) {
                 None => out.push_str("<td class=\"muted\">not run</td>"),
