@@ -173,13 +173,15 @@ fn plot(experiment: &str, kernels: &[&Kernel], sizes: &[String]) -> String {
             100.0 * e
         );
     }
+    // Many sizes' names alternate between two lines, so that neighbours do not meet.
+    let stagger = sizes.len() > 6;
     for (c, s) in sizes.iter().enumerate() {
+        let line = if stagger && c % 2 == 1 { H - 4.0 } else { H - 16.0 };
         let _ = write!(
             svg,
-            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" fill=\"#5b6474\" font-size=\"{}\">{}</text>",
+            "<text x=\"{:.1}\" y=\"{line:.1}\" text-anchor=\"middle\" fill=\"#5b6474\" font-size=\"{}\">{}</text>",
             x(c),
-            H - 12.0,
-            if sizes.len() > 6 { 8.5 } else { 10.0 },
+            if stagger { 9.0 } else { 10.0 },
             text(s)
         );
     }
