@@ -14,7 +14,9 @@
 #        (matmul, sgemm, gemm-bf16, gemm-f16) at each shape of PREDICT_SHAPES (default
 #        "1024x1024x1024 2048x2048x2048 4096x4096x4096 8192x8192x8192 1024x8192x4096
 #        8192x8192x1024": small, L2-resident, square, rectangular and small-k), each
-#        predicted against a run of its own at that size.
+#        predicted against a run of its own at that size; then one report of all those
+#        runs, predicted against measured per kernel at each size
+#        ($OUT/predict-report.tar.gz; its summary per size is printed).
 #   predict-dram: with the same profile, each bandwidth kernel's predicted DRAM bytes
 #        against ncu's at the default sizes (PREDICT_ONLY: regex). Its own stage, as
 #        42 ncu processes at those sizes take minutes: a call can hold it alone.
@@ -267,6 +269,23 @@ for stage in "${stages[@]}"; do
             >"$out/predict-products-$shape.txt" 2>&1 || status=1
           cat "$out/predict-products-$shape.txt"
         done
+        # Every run above in one report: the suite at its default sizes, and each kernel
+        # predicted against measured at each size (report.md's and the page's sweep). A
+        # shape the default run holds already is left out (one measurement a size).
+        runs=(--from "$out/predict-run.json")
+        for f in "$out"/predict-bw-*-run.json "$out"/predict-tr-*-run.json "$out"/predict-products-*-run.json; do
+          [ -f "$f" ] || continue
+          shape=${f%-run.json}; shape=${shape##*-}
+          grep -q "\"size_label\": \"$shape\"" "$out/predict-run.json" 2>/dev/null || runs+=(--from "$f")
+        done
+        rm -rf "$out/predict-report"
+        if "$bundle/coalesce" report --quiet --profile "$profile" "${runs[@]}" --out "$out/predict-report" \
+          >"$out/predict-report.txt" 2>&1; then
+          sed -n '/^## Predicted beside measured at each size/,/^###/p' "$out/predict-report/report.md" | grep '^|'
+          tar -czf "$out/predict-report.tar.gz" -C "$out" predict-report && rm -rf "$out/predict-report"
+        else
+          cat "$out/predict-report.txt"; status=1
+        fi
         continue
       fi
       dir="$out/dram"

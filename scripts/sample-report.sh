@@ -9,6 +9,7 @@
 # when one differs. No GPU needed.
 #
 #   scripts/sample-report.sh           rewrite docs/sample-report/ and the figures quoted from it
+#                                      (SAMPLE_SWEEP="FILE...": add runs at other sizes, see below)
 #   scripts/sample-report.sh --check   render into a temporary folder and compare (exit 1 on a difference)
 #   scripts/sample-report.sh --quotes  only rewrite the quoted figures from the committed results (no ptxas needed)
 #   scripts/sample-report.sh --page    re-render from the committed results as they are, predictions kept (no
@@ -45,6 +46,13 @@ for f in docs/sample-report/*/results.json; do
   args+=(--from "$tmp/$name.json")
 done
 [ "${#args[@]}" -ge 4 ] || { echo "docs/sample-report: fewer than two results files" >&2; exit 1; }
+# SAMPLE_SWEEP: runs at other sizes (`run --size/--shape --json` files), each added to
+# its GPU's results; the results files written keep them for every later render.
+# shellcheck disable=SC2086
+for f in ${SAMPLE_SWEEP:-}; do
+  [ -f "$f" ] || { echo "SAMPLE_SWEEP: no file $f" >&2; exit 1; }
+  args+=(--from "$f")
+done
 
 profiles=(--profile H100 --profile H200)
 [ "$page" = 1 ] && profiles=()

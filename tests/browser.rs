@@ -229,3 +229,39 @@ fn the_sample_pages_screenshot_is_not_blank() {
     colours.dedup();
     assert!(colours.len() > 16, "{} colours: a blank page", colours.len());
 }
+
+/// A report of one GPU at two shapes (two of tests/data's H200 runs) in a real
+/// browser: the page loads clean, and its sweep section holds the summary of each
+/// shape, a cell per kernel and shape marked within 10% or not, and a dot for each.
+#[test]
+fn a_report_of_two_shapes_shows_predicted_beside_measured_at_each() {
+    let Some(exe) = chromium() else { return };
+    let dir = common::fresh_dir("sweep-page");
+    let data = |shape: &str| {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../tests/data/h200-transpose-{shape}.json"))
+    };
+    let out = dir.join("report");
+    common::coalesce()
+        .args(["report", "--quiet", "--profile", "H200", "--from"])
+        .arg(data("1024x1024"))
+        .arg("--from")
+        .arg(data("2048x2048"))
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .success();
+    let (dom, console) = rendered(&exe, "sweep", &out.join("index.html"));
+    assert!(console.is_empty(), "the page wrote to the console: {console:?}");
+    let at = dom.find("<section id=\"sweep\">").expect("a sweep section");
+    let section = &dom[at..at + dom[at..].find("</section>").unwrap()];
+    for size in ["1024x1024", "2048x2048", "every size"] {
+        assert!(
+            section.contains(&format!("<td>{size}</td>")),
+            "no {size}: {section}"
+        );
+    }
+    let cells = section.matches("<td class=\"near\"").count() + section.matches("<td class=\"far\"").count();
+    assert_eq!(cells, 4, "two kernels at two shapes: {section}");
+    assert_eq!(section.matches("<circle").count(), 4, "{section}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

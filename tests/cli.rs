@@ -660,8 +660,8 @@ fn report_from_saved_results_needs_no_gpu_and_compares_gpus() {
     assert!(out.join("nvidia-h100-80gb-hbm3/report.md").is_file());
     assert!(out.join("nvidia-h200/report.md").is_file());
 
-    // The same GPU twice, something else, a newer schema: one line each, exit 2,
-    // and no report folder made.
+    // One GPU's kernels at one size twice, something else, a newer schema: one line
+    // each, exit 2, and no report folder made.
     let bad_out = dir.join("not-made");
     let o = bad_out.to_str().unwrap();
     let err = fails(
@@ -676,7 +676,13 @@ fn report_from_saved_results_needs_no_gpu_and_compares_gpus() {
         ],
         2,
     );
-    assert!(err.contains("comes from the same GPU as"), "{err}");
+    assert!(
+        err.contains(&format!(
+            "as {} does: give each size of a GPU once",
+            h100.display()
+        )),
+        "{err}"
+    );
     let other = dir.join("other.json");
     std::fs::write(&other, "{\"rows\": []}").unwrap();
     let err = fails(&["report", "--from", other.to_str().unwrap(), "--out", o], 2);

@@ -153,6 +153,7 @@ fn fixture(only: &[&str]) -> Results {
         compare: None,
         predicted: Vec::new(),
         emulated: Vec::new(),
+        other_sizes: Vec::new(),
     }
 }
 

@@ -167,7 +167,9 @@ pub struct ReportArgs {
     pub rust_only: bool,
     /// Render saved results instead of running (no GPU needed): a results.json from
     /// `report`, or a file from `run --json` or `compare --json`. Repeat it with
-    /// one file per GPU to compare the GPUs side by side.
+    /// one file per GPU to compare the GPUs side by side; further files of one GPU are
+    /// its runs at other sizes (`run --size` or `--shape`), set beside the model's
+    /// prediction at each with --profile.
     #[arg(long, value_name = "FILE")]
     pub from: Vec<PathBuf>,
     /// Set `explain`'s predictions beside the measurements (a table, and in the

@@ -26,7 +26,7 @@ fn with_predictions(all: &mut [Results], profiles: Vec<(Profile, String)>, quiet
         .flat_map(|(p, _)| {
             all.iter()
                 .filter(move |r| applies(r, p))
-                .map(move |r| report::predicted::steps(r, p))
+                .map(move |r| report::predicted::steps(r, p) + report::sweep::steps(r, p))
         })
         .sum();
     let mut progress = Progress::new(steps, quiet);
@@ -39,6 +39,9 @@ fn with_predictions(all: &mut [Results], profiles: Vec<(Profile, String)>, quiet
             let device = r.run.device.name.clone();
             r.predicted = report::predicted::predict(r, profile.clone(), &origin, |kernel| {
                 progress.step(&format!("predicted {kernel} on {device}"))
+            })?;
+            report::sweep::predict(r, &profile, &origin, |kernel| {
+                progress.step(&format!("predicted {kernel} on {device} at another size"))
             })?;
             used = true;
         }
@@ -166,7 +169,7 @@ fn report_from(args: &ReportArgs) -> Result<Outcome> {
         "report: {} ({} files, from {} results file(s))",
         files[0].display(),
         files.len(),
-        all.len()
+        args.from.len()
     ));
     Ok(outcome(all.iter().map(Results::failures).sum()))
 }
@@ -193,6 +196,7 @@ pub fn write_report(args: ReportArgs, open: Opener) -> Result<Outcome> {
                 compare: None,
                 predicted: Vec::new(),
                 emulated: Vec::new(),
+                other_sizes: Vec::new(),
             }
         } else {
             // The comparison times the same Rust kernels through the same harness

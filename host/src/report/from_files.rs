@@ -1,5 +1,6 @@
 //! `coalesce report --from FILE...`: reports rendered from saved results, with no GPU;
-//! with files from several GPUs, the same kernels side by side on each.
+//! with files from several GPUs, the same kernels side by side on each; with several
+//! files of one GPU, its runs at several sizes ([`super::sweep`]).
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -7,6 +8,7 @@ use std::path::{Path, PathBuf};
 use super::Results;
 use super::markdown_table::table;
 use super::plots::Plot;
+use super::sweep::{self, AtSize};
 use crate::compare::CompareReport;
 use crate::error::{Error, Result};
 use crate::run_table::SCHEMA;
@@ -66,25 +68,56 @@ pub fn load(path: &Path) -> Result<Vec<Results>> {
     parsed.map_err(|e| bad(format!("not coalesce results ({e})")))
 }
 
-/// Loads every file; two files from one GPU are refused (which would be compared?).
+/// Loads every file. Files of one GPU make one report: the first given is its own
+/// run, and each other adds its run at other sizes ([`super::sweep`]); a kernel
+/// measured at one size in two files is refused (which would be shown?).
 pub fn load_all(paths: &[PathBuf]) -> Result<Vec<Results>> {
-    let mut all: Vec<(PathBuf, Results)> = Vec::new();
+    let mut all: Vec<Results> = Vec::new();
+    // Every (experiment, variant, size) of each GPU, with the file that measured it.
+    let mut measured: Vec<Vec<(String, String, String, PathBuf)>> = Vec::new();
     for p in paths {
         for r in load(p)? {
-            if let Some((first, _)) = all.iter().find(|(_, x)| same_device(x, &r)) {
-                return Err(Error::BadResults {
-                    path: p.display().to_string(),
-                    why: format!(
-                        "comes from the same GPU as {} ({}); give one results file per GPU",
-                        first.display(),
-                        r.run.device.name
-                    ),
+            let (gpu, first) = match all.iter().position(|x| same_device(x, &r)) {
+                Some(gpu) => (gpu, false),
+                None => {
+                    all.push(Results {
+                        other_sizes: Vec::new(),
+                        ..r.clone()
+                    });
+                    measured.push(Vec::new());
+                    (all.len() - 1, true)
+                }
+            };
+            let runs = std::iter::once(&r.run).chain(r.other_sizes.iter().map(|s| &s.run));
+            for row in runs.flat_map(|run| &run.rows) {
+                let size = sweep::size_of(row);
+                if let Some((.., earlier)) = measured[gpu]
+                    .iter()
+                    .find(|(e, v, s, _)| *e == row.experiment && *v == row.variant && *s == size)
+                {
+                    return Err(Error::BadResults {
+                        path: p.display().to_string(),
+                        why: format!(
+                            "measures {}/{} at {size} on {}, as {} does: give each size of a GPU once",
+                            row.experiment,
+                            row.variant,
+                            r.run.device.name,
+                            earlier.display()
+                        ),
+                    });
+                }
+                measured[gpu].push((row.experiment.clone(), row.variant.clone(), size, p.clone()));
+            }
+            if !first {
+                all[gpu].other_sizes.push(AtSize {
+                    run: r.run,
+                    predicted: r.predicted,
                 });
             }
-            all.push((p.clone(), r));
+            all[gpu].other_sizes.extend(r.other_sizes);
         }
     }
-    Ok(all.into_iter().map(|(_, r)| r).collect())
+    Ok(all)
 }
 
 fn same_device(a: &Results, b: &Results) -> bool {

@@ -345,6 +345,7 @@ pub(crate) mod tests {
             compare,
             predicted: Vec::new(),
             emulated: Vec::new(),
+            other_sizes: Vec::new(),
         }
     }
 

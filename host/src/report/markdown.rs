@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use super::Results;
 use super::markdown_table::table;
 use super::plots::Plot;
-use super::{claims, ladder, predicted, versus};
+use super::{claims, ladder, predicted, sweep, versus};
 use crate::harness::Row;
 use crate::run_table::{copy_shares, device_line};
 use crate::units::{format_bytes, format_ms};
@@ -122,6 +122,7 @@ pub fn render(results: &Results, plots: &[Plot]) -> String {
     }
     ladder::render(&mut out, results);
     predicted::render(&mut out, results);
+    sweep::render(&mut out, results);
 
     let _ = writeln!(out, "\n## Published claims beside this GPU\n");
     table(

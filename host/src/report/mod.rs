@@ -12,6 +12,7 @@ pub mod markdown_table;
 pub mod plots;
 pub mod predicted;
 pub mod sites;
+pub mod sweep;
 pub mod variant_of;
 pub mod versus;
 
@@ -44,6 +45,11 @@ pub struct Results {
     /// page (with a profile, each prediction keeps its own).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub emulated: Vec<predicted::Emulated>,
+    /// Runs of the same GPU at other sizes (`report --from` with several files of
+    /// one GPU), each with the model's predictions at its size where a profile was
+    /// given: the page and report.md set them beside each other ([`sweep`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub other_sizes: Vec<sweep::AtSize>,
 }
 
 impl Results {
@@ -55,6 +61,7 @@ impl Results {
             compare: Some(compare),
             predicted: Vec::new(),
             emulated: Vec::new(),
+            other_sizes: Vec::new(),
         }
     }
 

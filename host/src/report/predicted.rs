@@ -390,6 +390,7 @@ mod tests {
             compare: None,
             predicted: Vec::new(),
             emulated: Vec::new(),
+            other_sizes: Vec::new(),
         };
         // The copy variants the results measured, not every declared one (copy/tma is
         // not in them, as in a results file from before it existed).

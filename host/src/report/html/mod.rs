@@ -15,6 +15,7 @@ mod diff;
 mod escape;
 mod page;
 mod source;
+mod sweep;
 
 use std::fmt::Write as _;
 
@@ -158,6 +159,13 @@ fn render_with(all: &[Results], sass: &dyn Fn(&str) -> Option<(String, String)>)
     let precisions = cards::precisions(&cards);
     body.push_str(&palette_legend());
     body.push_str(&filters(&precisions));
+    let anchors: Vec<String> = cards.iter().map(Card::anchor).collect();
+    let sweep = sweep::section(all, &gpus, &anchors);
+    if !sweep.is_empty() {
+        body.push_str(
+            "<p><a href=\"#sweep\">Predicted beside measured at each size</a> the results hold.</p>\n",
+        );
+    }
     body.push_str(&toc(&cards));
     body.push_str("</header>\n<main>\n");
     let charts = charts_of(all, &gpus, &cards);
@@ -166,6 +174,7 @@ fn render_with(all: &[Results], sass: &dyn Fn(&str) -> Option<(String, String)>)
         body.push_str(&charts);
         body.push_str("</section>\n");
     }
+    body.push_str(&sweep);
     body.push_str(&sections(&cards));
     body.push_str("</main>\n");
     page::page(&title, &body)

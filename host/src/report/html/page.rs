@@ -100,6 +100,10 @@ table.diff tr.renum td.code { background: var(--renum); }
 table.diff tr.fold td { text-align: center; color: var(--muted); font-style: italic; background: var(--panel); }
 table.diff td.code .notes { white-space: normal; }
 table.diff td.code .site { white-space: normal; }
+table.sweep td { white-space: nowrap; }
+table.sweep td.near { background: var(--w0); }
+table.sweep td.far { background: var(--w3); }
+table.sweep-summary td:nth-child(n+2):not(:last-child) { text-align: right; }
 p.same { font-style: italic; color: var(--muted); }
 .step { margin-top: 12px; }
 "#;
