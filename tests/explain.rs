@@ -283,8 +283,10 @@ fn residency_comes_from_ptxas_for_the_profiles_gpu() {
         load_lines_per_ns_per_sm: Some(1e6),
         store_lines_per_ns_per_sm: Some(1e6),
         shared_wavefronts_per_ns_per_sm: Some(1e6),
-        // A launch's fixed cost, for the arithmetic only: the profile leaves nothing out.
+        // A launch's fixed cost and its gap, for the arithmetic only: the profile
+        // leaves nothing out.
         launch_ns: Some(1.0),
+        launch_gap_ns: Some(1.0),
         ..shipped
     };
     let opts = Options {
