@@ -127,8 +127,8 @@ pub struct Prediction {
     /// Where the bytes come from, launch after launch: the DRAM, or the L2 where it
     /// holds them all ([`Level`]); the rates above are its.
     pub level: Level,
-    /// What the launch adds to the largest bound's time in `time_ms`, launch after
-    /// launch ([`crate::explain::launch::interval_ns`]).
+    /// The launch's fixed cost (the profile's `launch_ns`), in `time_ms` beside the
+    /// largest bound's time.
     pub launch_ms: f64,
     /// How far the first wave spreads ([`Traffic::wave_spread`]) and the share of
     /// the copy ceiling streams so spread keep ([`sweep::spread_factor`]): the
@@ -442,14 +442,19 @@ pub fn predict(
         .copied()
         .reduce(|a, b| if b.time_ms > a.time_ms { b } else { a })
         .unwrap_or(bounds[0]);
+    // Every launch costs its fixed time besides its work.
+    let launch_ms = profile.launch_ns.unwrap_or(0.0) * 1e-6;
+    let time_ms = top.time_ms + launch_ms;
+    let gb_per_s = useful_bytes as f64 / (time_ms / 1e3) / 1e9;
     let resident = resident_threads(launch, profile, known);
     let mut caveats = not_modelled(traffic, profile);
     caveats.extend(unresident);
-    // Launch after launch, as `run` times them: the gap beside a long kernel, the
-    // whole launch under a short one.
-    let time_ms = crate::explain::launch::interval_ns(top.time_ms * 1e6, profile, &mut caveats) * 1e-6;
-    let launch_ms = time_ms - top.time_ms;
-    let gb_per_s = useful_bytes as f64 / (time_ms / 1e3) / 1e9;
+    if profile.launch_ns.is_none() {
+        caveats.push(format!(
+            "the launch's fixed cost: the profile (schema {}) has no launch_ns; recalibrate",
+            profile.schema
+        ));
+    }
     match (&profile.sm, &resources) {
         (None, _) => caveats.push(format!(
             "residency counts threads only: the profile (schema {}) has no register or shared-memory limits; recalibrate",

@@ -39,12 +39,11 @@ fn whole_waves(waves: u64) -> LaunchSize {
     }
 }
 
-/// The sample profile with a launch's fixed cost, its gap beside a long kernel and the
-/// L2 as a copy's memory (schema 8).
+/// The sample profile with a launch's fixed cost and the L2 as a copy's memory
+/// (schema 8).
 fn calibrated() -> Profile {
     Profile {
         launch_ns: Some(4000.0),
-        launch_gap_ns: Some(3000.0),
         l2_resident: Some(crate::profile::l2::tests::sample()),
         ..sample()
     }

@@ -137,9 +137,9 @@ fn the_shipped_profiles_predict_their_calibration_copies_without_a_gpu() {
         };
         for (variant, rate) in [("f32-1", f32_1), ("f32-2", f32_2)] {
             let want = 100.0 * rate / copy;
-            // Below by at most 1.5%: a profile with `launch_ns` adds the launch's gap to
-            // the time, though the sweep's timings already hold it (3.7 us of the
-            // H200's 8 x L2 copies, about 1%); above, never by more than the fit's 0.5%.
+            // Below by at most 1.5%: a profile with `launch_ns` adds the launch to the
+            // time, though the sweep's timings already hold it (3.5 us of the H200's
+            // 8 x L2 copies, about 1%); above, never by more than the fit's 0.5%.
             let ratio = pct(variant) / want;
             assert!(
                 (0.985..1.005).contains(&ratio),
@@ -161,12 +161,9 @@ fn bytes_the_l2_holds_take_its_rates_and_every_launch_its_fixed_cost() {
     let l2 = p.l2_resident.clone().unwrap();
     assert_eq!(fits.level.ceiling_gb_per_s, l2.copy_gb_per_s);
     assert_eq!(fits.level.base_latency_ns, l2.loaded_latency_ns);
-    // The launch's 3 us gap beside the largest bound's time, which outlasts the other
-    // 1 us of the launch's 4.
+    // The launch's 4 us beside the largest bound's time.
     let largest = fits.bounds.iter().map(|b| b.time_ms).fold(0.0, f64::max);
-    assert!(largest > 1000.0 * 1e-6, "{largest}");
-    assert!((fits.time_ms - (largest + 3000.0 * 1e-6)).abs() < 1e-12);
-    assert!((fits.launch_ms - 3000.0 * 1e-6).abs() < 1e-12);
+    assert!((fits.time_ms - (largest + 4000.0 * 1e-6)).abs() < 1e-12);
     assert!((fits.gb_per_s - (8u64 << 20) as f64 / (fits.time_ms * 1e6)).abs() < 1e-6);
     // Ten times the L2: from the DRAM, at its ceiling and latency.
     let big = predict(80 << 20, &t, whole_waves(1000), &p, light()).unwrap();
