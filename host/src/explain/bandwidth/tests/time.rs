@@ -137,12 +137,12 @@ fn the_shipped_profiles_predict_their_calibration_copies_without_a_gpu() {
         };
         for (variant, rate) in [("f32-1", f32_1), ("f32-2", f32_2)] {
             let want = 100.0 * rate / copy;
-            // Below by at most 1.5%: a profile with `launch_ns` adds the launch to the
-            // time, though the sweep's timings already hold it (3.5 us of the H200's
-            // 8 x L2 copies, about 1%); above, never by more than the fit's 0.5%.
+            // Below by at most 2.5%: a profile with `launch_ns` adds the launch to the
+            // time, though the sweep's timings already hold it (5.2 us of the H200's
+            // 8 x L2 copies, about 2%); above, never by more than the fit's 0.5%.
             let ratio = pct(variant) / want;
             assert!(
-                (0.985..1.005).contains(&ratio),
+                (0.975..1.005).contains(&ratio),
                 "{gpu} {variant}: {} vs {want}",
                 pct(variant)
             );
