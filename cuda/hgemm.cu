@@ -138,3 +138,15 @@ extern "C" __global__ void __launch_bounds__(512, 1) hgemm_tma_store_192_f16(int
     hgemm_ws<half, 3, 128, true, true, true>(m, n, k, a, b, nullptr, c);
 #endif
 }
+
+extern "C" __global__ void __launch_bounds__(384, 1) hgemm_tma_store_128_bf16(int m, int n, int k, const TensorMap* a, const TensorMap* b, const TensorMap* c) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    hgemm_ws<__nv_bfloat16, 2, 128, true, true, true, 6>(m, n, k, a, b, nullptr, c);
+#endif
+}
+
+extern "C" __global__ void __launch_bounds__(384, 1) hgemm_tma_store_128_f16(int m, int n, int k, const TensorMap* a, const TensorMap* b, const TensorMap* c) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    hgemm_ws<half, 2, 128, true, true, true, 6>(m, n, k, a, b, nullptr, c);
+#endif
+}

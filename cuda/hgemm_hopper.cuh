@@ -66,7 +66,8 @@ constexpr unsigned H_ATOM_BYTES = H_BK * H_BOX * 2;
 // The staged epilogue: bands of 16 rows by 128 columns, one for each consumer warp.
 constexpr int H_STAGED_ROWS = 16, H_STAGED_COLS = 2 * H_BOX, H_STAGED_BOX = H_BOX * H_STAGED_ROWS;
 
-// A block's tile: 64 rows a consumer warpgroup by BN columns, H_STAGES stages.
+// A block's tile: 64 rows a consumer warpgroup by BN columns, and one stage of it
+// (hgemm_ws takes how many stages; H_STAGES unless the rung says otherwise).
 template <int CONSUMERS, int BN> struct HTile {
     static constexpr int BM = 64 * CONSUMERS, A_LEN = BM * H_BK, STAGE_LEN = A_LEN + H_BK * BN;
     static constexpr unsigned STAGE_BYTES = STAGE_LEN * 2;

@@ -12,7 +12,7 @@ use kernels::entry;
 use kernels::gpu::tma::Swizzle;
 use kernels::hgemm::simt::TILE;
 use kernels::hgemm::stream_k::scratch_bytes;
-use kernels::hgemm::tiling::{B_BOX, BK, HalfTiling, PLAIN, SMALL, SPECIALISED, STAGED, STAGED_192, STAGED_ROWS, STREAM_K};
+use kernels::hgemm::tiling::{B_BOX, BK, HalfTiling, PLAIN, SMALL, SPECIALISED, STAGED, STAGED_128, STAGED_192, STAGED_ROWS, STREAM_K};
 
 use super::matmul;
 use crate::device::DeviceInfo;
@@ -58,6 +58,7 @@ const HOPPER_ARGS: &[Arg] = &hopper_args(SPECIALISED);
 const STORE_ARGS: &[Arg] = &hopper_args(STAGED);
 const SMALL_ARGS: &[Arg] = &hopper_args(SMALL);
 const STORE_192_ARGS: &[Arg] = &hopper_args(STAGED_192);
+const STORE_128_ARGS: &[Arg] = &hopper_args(STAGED_128);
 
 /// tma-store's arguments and the scratch that holds split tiles' partial sums and
 /// their flags.
@@ -135,6 +136,9 @@ rungs! {
     "stream-k" => (hgemm_stream_k_bf16, hgemm_stream_k_f16), STREAM_K_ARGS, stream_k, scratch stream_k_scratch;
     "tma-store-192" => (hgemm_tma_store_192_bf16, hgemm_tma_store_192_f16), STORE_192_ARGS, |p, info| {
         persistent(p, info, STAGED_192)
+    };
+    "tma-store-128" => (hgemm_tma_store_128_bf16, hgemm_tma_store_128_f16), STORE_128_ARGS, |p, info| {
+        persistent(p, info, STAGED_128)
     };
 }
 
@@ -223,6 +227,7 @@ mod tests {
         assert_eq!(BF16.twins()[6], "hgemm_small_bf16");
         assert_eq!(F16.twins()[7], "hgemm_stream_k_f16");
         assert_eq!(BF16.twins()[8], "hgemm_tma_store_192_bf16");
+        assert_eq!(BF16.twins()[9], "hgemm_tma_store_128_bf16");
         // Only stream-k keeps a scratch buffer, and it passes it.
         for v in BF16.variants.iter().chain(F16.variants) {
             let passes = v.args.contains(&Arg::Scratch);
@@ -294,6 +299,11 @@ mod tests {
         assert_eq!(at(mid, &h100, "tma-store-192").grid, (96, 1, 1));
         assert_eq!(at(mid, &h100, "tma-store-192").block, (512, 1, 1));
         assert!(at(mid, &h100, "tma-store-192").shared_bytes <= 227 * 1024);
+        // tma-store-128: 1280^3 is 10 x 10 tiles of 128 x 128, 50 pairs, a block each.
+        let round = Problem::Product { m: 1280, n: 1280, k: 1280 };
+        assert_eq!(at(round, &h100, "tma-store-128").grid, (100, 1, 1));
+        assert_eq!(at(round, &h100, "tma-store-128").block, (384, 1, 1));
+        assert!(at(round, &h100, "tma-store-128").shared_bytes <= 227 * 1024);
         // stream-k: every SM, however few tiles; no more clusters than iterations.
         assert_eq!(at(small, &h100, "stream-k").grid, (h100.sm_count / 2 * 2, 1, 1));
         let one = Problem::Product { m: 8, n: 8, k: 128 };
@@ -324,7 +334,7 @@ mod tests {
     /// the Rust rungs' tilings: consumers, tile width and stages.
     #[test]
     fn the_staged_twins_have_the_rungs_tilings() {
-        for (rung, t) in [("tma_store", STAGED), ("small", SMALL), ("tma_store_192", STAGED_192)] {
+        for (rung, t) in [("tma_store", STAGED), ("small", SMALL), ("tma_store_192", STAGED_192), ("tma_store_128", STAGED_128)] {
             let stages = if t.stages == 4 { String::new() } else { format!(", {}", t.stages) };
             for ty in ["__nv_bfloat16", "half"] {
                 let call = format!("hgemm_ws<{ty}, {}, {}, true, true, true{stages}>(", t.consumers, t.bn);

@@ -106,6 +106,15 @@ pub const STAGED_192: HalfTiling = HalfTiling {
     bn: 128,
     ..STAGED
 };
+/// `tma-store-128`: tma-store with 128 x 128 tiles, two consumers, 6 stages (225
+/// KiB): at 1280³ these are 100 tiles, one round of 132 SMs, where 64 x 128 tiles
+/// are 200 (two rounds) and 128 x 256 are 50 (half the SMs idle). A stage is 32
+/// KiB, two thirds of tma-store's, so two more stages keep as many bytes in flight.
+pub const STAGED_128: HalfTiling = HalfTiling {
+    bn: 128,
+    stages: 6,
+    ..STAGED
+};
 /// `stream-k`: tma-store's tiling (128 x 256; `bn: 128` gives 128 x 128 tiles, twice
 /// as many, each split fewer ways), its iterations dealt out by [`super::stream_k`].
 pub const STREAM_K: HalfTiling = STAGED;

@@ -36,9 +36,14 @@
 //!    last round of tiles leaves no SM idle.
 //! 8. `tma-store-192`: rung 5 with 192 x 128 tiles and three consumer warpgroups, a
 //!    tile count that fills the last round at shapes that are multiples of 384.
+//! 9. `tma-store-128`: rung 5 with 128 x 128 tiles and 6 stages, one round of tiles
+//!    at shapes (1280³) where 128 x 256 leaves half the SMs idle and 64 x 128 takes
+//!    two rounds.
 
 use super::epilogue::{Out, store, store_staged};
-use super::tiling::{B_ATOM_BYTES, B_BOX, BK, HalfTiling, PLAIN, SMALL, SPECIALISED, STAGED, STAGED_192};
+use super::tiling::{
+    B_ATOM_BYTES, B_BOX, BK, HalfTiling, PLAIN, SMALL, SPECIALISED, STAGED, STAGED_128, STAGED_192,
+};
 use crate::gpu::ring::{Release, Ring, Stage};
 use crate::gpu::shared::dynamic_shared_array;
 use crate::gpu::thread::{block_idx_x, grid_dim_x, sync_threads, thread_idx_x};
@@ -498,5 +503,29 @@ kernel! {
     pub fn hgemm_tma_store_192_f16(m: u32, n: u32, k: u32, a: Global<TensorMap>, b: Global<TensorMap>, c: Global<TensorMap>) {
         // SAFETY: the host launches the rung's grid, block and shared memory with maps of A, B and C.
         unsafe { tma_store::<F16, [f32; 64]>(STAGED_192, (m, n, k), (a, b), c) }
+    }
+}
+
+kernel! {
+    #[launch_bounds(384, 1)]
+    #[requires(sm_90a)]
+    #[cluster(2)]
+    /// tma-store-128: tma-store with 128 x 128 tiles and 6 stages, a producer and two
+    /// consumer warpgroups. Bf16.
+    pub fn hgemm_tma_store_128_bf16(m: u32, n: u32, k: u32, a: Global<TensorMap>, b: Global<TensorMap>, c: Global<TensorMap>) {
+        // SAFETY: the host launches the rung's grid, block and shared memory with maps of A, B and C.
+        unsafe { tma_store::<Bf16, [f32; 64]>(STAGED_128, (m, n, k), (a, b), c) }
+    }
+}
+
+kernel! {
+    #[launch_bounds(384, 1)]
+    #[requires(sm_90a)]
+    #[cluster(2)]
+    /// tma-store-128: tma-store with 128 x 128 tiles and 6 stages, a producer and two
+    /// consumer warpgroups. F16.
+    pub fn hgemm_tma_store_128_f16(m: u32, n: u32, k: u32, a: Global<TensorMap>, b: Global<TensorMap>, c: Global<TensorMap>) {
+        // SAFETY: the host launches the rung's grid, block and shared memory with maps of A, B and C.
+        unsafe { tma_store::<F16, [f32; 64]>(STAGED_128, (m, n, k), (a, b), c) }
     }
 }
