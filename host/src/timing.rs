@@ -1,14 +1,81 @@
 //! Timing on the GPU: CUDA events around launches, warm-up first, the median of
 //! many repetitions; and the driver's device-to-device copy, the baseline every
 //! bandwidth is compared with.
+//!
+//! The GPU is held ([`Hold`]) while the host queues the launches and their events, so
+//! an interval holds one launch's GPU time: without it, a launch shorter than the
+//! host's time to queue one (a few microseconds; more for a library call such as
+//! cuBLAS's) is timed at the host's pace.
 
 use cust::event::{Event, EventFlags};
-use cust::memory::AsyncCopyDestination;
+use cust::memory::{AsyncCopyDestination, LockedBox};
+use kernels::entry;
+use kernels::gpu::Global;
 use serde::{Deserialize, Serialize};
 
 use crate::device::Gpu;
 use crate::error::{Error, Result};
+use crate::launch::Launch;
 use crate::units::gb_per_s;
+
+/// How long the hold kernel waits for the host at most: far longer than queueing any
+/// timing loop takes, short enough that a host that never releases it costs little.
+const HOLD_LIMIT_NS: u64 = 2_000_000_000;
+
+/// The hold kernel (`kernels::hold`) running on the stream until [`Hold::release`]
+/// (or drop) sets its flag in pinned host memory; what is queued behind it runs back
+/// to back once it is released.
+struct Hold<'g> {
+    gpu: &'g Gpu,
+    flag: LockedBox<u32>,
+    released: bool,
+}
+
+impl<'g> Hold<'g> {
+    fn start(gpu: &'g Gpu) -> Result<Hold<'g>> {
+        let flag =
+            LockedBox::new(&0u32).map_err(Error::cuda("allocating the hold's flag in pinned memory"))?;
+        let mut hold = Hold {
+            gpu,
+            flag,
+            released: false,
+        };
+        // Unified addressing: the pinned word's host address is its device address.
+        let word = Global::from_ptr(hold.word() as *const u32);
+        let one = Launch {
+            grid: (1, 1, 1),
+            block: (1, 1, 1),
+            shared_bytes: 0,
+        };
+        if let Err(e) = gpu.launch(&entry::hold, one, (word, HOLD_LIMIT_NS)) {
+            hold.released = true;
+            return Err(e);
+        }
+        Ok(hold)
+    }
+
+    fn word(&mut self) -> *mut u32 {
+        &mut *self.flag
+    }
+
+    /// Lets the queued work run.
+    fn release(&mut self) {
+        // SAFETY: the pinned word this Hold owns; the kernel only reads it.
+        unsafe { std::ptr::write_volatile(self.word(), 1) };
+        self.released = true;
+    }
+}
+
+impl Drop for Hold<'_> {
+    /// On an early return, the kernel still reads the flag: release it and wait for
+    /// the stream before the pinned word is freed.
+    fn drop(&mut self) {
+        if !self.released {
+            self.release();
+        }
+        let _ = self.gpu.stream.synchronize();
+    }
+}
 
 /// Median, min and max of repeated timings.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -51,9 +118,8 @@ impl Default for Reps {
     }
 }
 
-/// Times `launch` with CUDA events: the warm-up launches keep the GPU busy while
-/// the timed ones are enqueued, so each event interval holds exactly one launch and
-/// no host gap.
+/// Times `launch` with CUDA events, the GPU held while they are queued, so each
+/// event interval holds exactly one launch and no host gap.
 pub fn time_launches(gpu: &Gpu, reps: Reps, mut launch: impl FnMut() -> Result<()>) -> Result<Timing> {
     let mut timings = time_interleaved(gpu, reps, &mut [&mut launch])?;
     Ok(timings.remove(0))
@@ -62,7 +128,8 @@ pub fn time_launches(gpu: &Gpu, reps: Reps, mut launch: impl FnMut() -> Result<(
 /// Times several launches that do the same work (a kernel and its twin) in one
 /// stream, interleaved: each timed round runs every launch once, in alternating
 /// order (A B, then B A), so clock and thermal drift fall on all of them alike.
-/// Returns one timing per launch, each from `reps.timed` samples.
+/// Returns one timing per launch, each from `reps.timed` samples. Everything is
+/// queued behind a [`Hold`], released when the last event is.
 pub fn time_interleaved(
     gpu: &Gpu,
     reps: Reps,
@@ -77,6 +144,7 @@ pub fn time_interleaved(
         .map(|_| Event::new(EventFlags::DEFAULT))
         .collect::<std::result::Result<Vec<_>, _>>()
         .map_err(Error::cuda("creating timing events"))?;
+    let mut hold = Hold::start(gpu)?;
     for _ in 0..reps.warmup {
         for launch in launches.iter_mut() {
             launch()?;
@@ -97,6 +165,7 @@ pub fn time_interleaved(
             owner.push(which);
         }
     }
+    hold.release();
     gpu.sync("running the timed launches")?;
     let mut samples = vec![Vec::with_capacity(timed); count];
     for (e, &which) in owner.iter().enumerate() {
@@ -115,8 +184,10 @@ fn interleaved(round: usize, j: usize, count: usize) -> usize {
 }
 
 /// GPU time of `launches` back-to-back launches, in milliseconds: one event before
-/// the first and one after the last, so the host's enqueueing is not timed (what
-/// criterion's `iter_custom` needs: the total time of a batch). The caller warms up.
+/// the first and one after the last (what criterion's `iter_custom` needs: the total
+/// time of a batch). The caller warms up. Not held: a batch may be longer than the
+/// queue, so launches shorter than the host's time to queue one are timed at the
+/// host's pace here.
 pub fn time_batch(gpu: &Gpu, launches: u64, mut launch: impl FnMut() -> Result<()>) -> Result<f64> {
     let start = Event::new(EventFlags::DEFAULT).map_err(Error::cuda("creating timing events"))?;
     let end = Event::new(EventFlags::DEFAULT).map_err(Error::cuda("creating timing events"))?;

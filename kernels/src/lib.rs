@@ -19,6 +19,7 @@ extern crate std;
 pub mod gpu;
 
 pub mod fill;
+pub mod hold;
 
 pub mod calibrate;
 pub mod complex;

@@ -127,3 +127,49 @@ fn a_wrong_word_count_panics_naming_the_kernel() {
     };
     assert!(message.contains("stride_read"), "{message}");
 }
+
+/// Runs the hold kernel on the emulator in a thread of its own with `flag` and
+/// `limit_ns`; the wall time it took, or None if it had not returned within 10 s.
+fn hold_on_emulator(
+    flag: &'static std::sync::atomic::AtomicU32,
+    limit_ns: u64,
+) -> Option<std::time::Duration> {
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let start = std::time::Instant::now();
+        let words = [addr(flag.as_ptr()), limit_ns];
+        let k = &entry::hold;
+        // SAFETY: the flag is a static word the kernel only reads.
+        emu::launch(&config_1d(1, 1), || unsafe { (k.call)(&words) });
+        let _ = done.send(start.elapsed());
+    });
+    finished.recv_timeout(std::time::Duration::from_secs(10)).ok()
+}
+
+#[test]
+fn the_hold_returns_when_the_host_sets_its_flag_and_not_before() {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::time::Duration;
+    static SET: AtomicU32 = AtomicU32::new(1);
+    let at_once = hold_on_emulator(&SET, 60_000_000_000).expect("a set flag returns");
+    assert!(at_once < Duration::from_secs(5), "{at_once:?}");
+    static LATER: AtomicU32 = AtomicU32::new(0);
+    std::thread::spawn(|| {
+        std::thread::sleep(Duration::from_millis(50));
+        LATER.store(1, Ordering::Relaxed);
+    });
+    let held = hold_on_emulator(&LATER, 60_000_000_000).expect("the flag, once set, ends the hold");
+    assert!(
+        held >= Duration::from_millis(50),
+        "returned after {held:?}, before the flag was set"
+    );
+}
+
+#[test]
+fn the_hold_gives_up_after_its_limit() {
+    use std::sync::atomic::AtomicU32;
+    use std::time::Duration;
+    static NEVER: AtomicU32 = AtomicU32::new(0);
+    let held = hold_on_emulator(&NEVER, 30_000_000).expect("the limit ends the hold");
+    assert!(held >= Duration::from_millis(30), "{held:?}");
+}

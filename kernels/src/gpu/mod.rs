@@ -10,6 +10,7 @@ pub mod barrier;
 pub mod cluster;
 pub mod flag;
 pub mod half;
+pub mod host_flag;
 pub mod math;
 pub mod mem;
 pub mod mma;
