@@ -11,6 +11,8 @@
 
 __device__ __forceinline__ void hwgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
 __device__ __forceinline__ void hwgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+// Starts fetching a tensor map into the copy engine's descriptor cache.
+__device__ __forceinline__ void hprefetch_map(const TensorMap* m) { asm volatile("prefetch.tensormap [%0];" ::"l"(m) : "memory"); }
 template <int N> __device__ __forceinline__ void hwgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
 template <unsigned R> __device__ __forceinline__ void hgrow_registers() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(R)); }
 template <unsigned R> __device__ __forceinline__ void hshrink_registers() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(R)); }
@@ -220,6 +222,9 @@ __device__ __forceinline__ void hgemm_ws(int m, int n, int k, const TensorMap* a
     int count = PERSISTENT ? ((m + blocks * BM - 1) / (blocks * BM)) * ((n + BN - 1) / BN) : first + 1;
     int ktiles = (k + H_BK - 1) / H_BK, tid = threadIdx.x;
     if (tid == 0) {
+        hprefetch_map(a);
+        hprefetch_map(b);
+        if (STAGED) hprefetch_map(cmap);
         for (int s = 0; s < STAGES; ++s) {
             bar_init(&full[s], 1);
             bar_init(&empty[s], 4 * CONSUMERS * blocks);

@@ -175,6 +175,22 @@ pub unsafe fn store_2d<T: SharedWord>(
     };
 }
 
+/// `prefetch.tensormap`: starts fetching `map`'s 128 bytes into the copy engine's
+/// descriptor cache, so the first copy through it does not wait for them.
+///
+/// # Safety
+/// `map` points to a tensor map the host made for this launch.
+#[inline(always)]
+pub unsafe fn prefetch(map: Global<TensorMap>) {
+    #[cfg(target_arch = "nvptx64")]
+    // SAFETY: the caller's contract; a prefetch changes no memory.
+    unsafe {
+        core::arch::asm!("prefetch.tensormap [{m}];", m = in(reg64) map.as_ptr(), options(nostack, preserves_flags));
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    let _ = map;
+}
+
 /// `cp.async.bulk.commit_group`: this thread's stores since the last commit become a group.
 #[inline(always)]
 pub fn commit_group() {

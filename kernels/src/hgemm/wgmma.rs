@@ -227,6 +227,11 @@ unsafe fn specialised<H: Half, A: Accumulator>(
         let ktiles = k.div_ceil(BK as u32);
         let tid = thread_idx_x() as usize;
         if tid == 0 {
+            tma::prefetch(maps.0);
+            tma::prefetch(maps.1);
+            if let Out::CopyEngine(c) = out {
+                tma::prefetch(c);
+            }
             ring.init();
         }
         ring.sync();
