@@ -85,6 +85,29 @@ pub fn summary(p: &Profile, n: &Notes) -> String {
         ),
     ];
     let mut lines = lines.to_vec();
+    if let Some(launch) = p.launch_ns {
+        lines.push((
+            "launch_ns",
+            format!("{launch:.0} ns"),
+            "one thread, one word: the interval of launch after launch".into(),
+        ));
+        lines.push((
+            "launch_gap_ns",
+            p.launch_gap_ns.map_or("none".into(), |g| format!("{g:.0} ns")),
+            "what a long kernel pays a launch: the intercept of one thread's chases of 2^10 to 2^16 hops"
+                .into(),
+        ));
+    }
+    if let Some(r) = &p.l2_resident {
+        lines.push((
+            "l2_resident copy",
+            format!("{:.0} GB/s", r.copy_gb_per_s),
+            format!(
+                "cuMemcpyDtoD of {} per array, inside the L2, less launch_ns",
+                format_bytes(r.bytes_per_array)
+            ),
+        ));
+    }
     if let Some(sm) = &p.sm {
         let attribute = |name: &str| format!("device attribute {name}");
         lines.extend([
