@@ -15,8 +15,11 @@
 //! **Which loop.** The loops are the natural loops of the control-flow graph
 //! (`mix/cfg.rs` says why not "a backward branch and its target"). A loop's *direct*
 //! math is its math instructions (FP32, `mma.sync`, `wgmma`) outside the loops nested
-//! in it. The **hot loop** is the loop whose direct math does the most FLOPs (the first by
-//! position of equals: `sgemm_interior`'s two copies of one loop are alike). Its mix
+//! in it. The **hot loop** is the loop whose direct math does the most FLOPs, each
+//! loop's counted twice for each loop it is nested in (a loop runs at least twice a
+//! trip of its parent: a persistent kernel's k loop beats the tile loop around it that
+//! holds the k step ptxas peeled off), the first by position of equals
+//! (`sgemm_interior`'s two copies of one loop are alike). Its mix
 //! is every instruction of its body once, nested loops included once, i.e. one trip
 //! of each: an mbarrier wait's spin loop counts its instructions once, as where the
 //! data has arrived; the TMA issue loops ptxas wraps around each `UTMALDG`
@@ -274,15 +277,25 @@ fn count(insts: &[Inst], source: MixSource, arch: &str) -> InstructionMix {
     };
     // Weighed by FLOPs, not instructions: a stream-k owner's fix-up loop adds 128
     // partial sums (128 FADDs) where its k loop issues four wgmmas of 2^17 FLOPs each.
+    // And by depth: a loop runs at least twice for each trip of the loop around it, so
+    // its FLOPs count double its parent's. A persistent kernel's loop over tiles holds
+    // a k step ptxas peeled off the k loop nested in it: as many FLOPs of its own as
+    // the k loop, run once a tile where the k loop runs k / 64 times.
     let mut hot: Option<(&cfg::Loop, f64)> = None;
     for l in &flow.loops {
         let inner = nested(l);
+        let depth = flow
+            .loops
+            .iter()
+            .filter(|o| o.header != l.header && o.contains(l.header))
+            .count();
         let direct: f64 = l
             .body
             .iter()
             .filter(|&&i| insts[i].kind.is_math() && !inner.iter().any(|o| o.contains(i)))
             .map(|&i| insts[i].flops)
-            .sum();
+            .sum::<f64>()
+            * 2f64.powi(depth as i32);
         if direct > 0.0 && hot.is_none_or(|(_, d)| direct > d) {
             hot = Some((l, direct));
         }

@@ -28,8 +28,10 @@
 //!   quoted in the declared FLOPs ([`LaunchFlops`]).
 //! - **Waves**: the busiest SM runs its ceil(blocks / SMs) blocks, as many at once as
 //!   residency allows, the last round with fewer warps.
-//! - **Epilogue**: a block stores its tile of C after its loop; the blocks of a round
-//!   store theirs together, their lines through the SM's L1 with no loop to overlap.
+//! - **Epilogue**: a block stores its tile of C after its loop (its threads, or the
+//!   copy engine); the blocks of a round store theirs together, their lines through
+//!   the SM's port to the L2 with no loop to overlap, the busy SMs sharing the L2's
+//!   write rate (each up to its port) where a round leaves SMs idle.
 //! - **Launch**: launch after launch, the next launch's setup may hide under this
 //!   one's work: a kernel that outlasts it pays the calibrated gap between kernels, a
 //!   shorter one the whole launch ([`super::launch`]).
@@ -63,6 +65,9 @@ pub use waves::Waves;
 /// Warp schedulers (SM sub-partitions) per SM: four on every GPU from sm_70 to sm_90.
 /// Each issues for its own warps and has a quarter of the SM's pipes.
 pub const SCHEDULERS_PER_SM: f64 = 4.0;
+
+/// Bytes of a global line: what a store line moves through an SM's port.
+const LINE_BYTES: f64 = 128.0;
 
 /// Below this share of the time busy, the busiest unit is not what bounds a kernel:
 /// its warps are too few to keep it fed.
@@ -211,8 +216,9 @@ pub struct ProductPrediction {
     /// How the blocks run: the busiest SM's blocks and rounds, the SMs busy.
     pub waves: Waves,
     pub delay_ns: f64,
-    /// A block's stores after its loop, at the calibrated clock: each round adds its
-    /// blocks' ([`predict`]).
+    /// A block's stores after its loop (its threads' and the copy engine's lines), at
+    /// the calibrated clock, in the full rounds: each round adds its blocks'
+    /// ([`predict`]).
     pub epilogue_ns: f64,
     /// The rounds' waits for their first tiles, and what the launch adds to the
     /// kernel's work launch after launch ([`super::launch::interval_ns`]): in the
@@ -392,20 +398,23 @@ pub fn predict(
     let drains = step.block_barriers > 0.0 && step.wgmma_waits_all > 0.0;
     let together = drains.then_some(per_scheduler);
     let rate = |n: u64, busy: u64| pace(&units_with(busy), delay_ns, n as f64 * per_scheduler, together);
-    // A block stores its tile of C after its loop: the blocks of a round store theirs
-    // together, through their SM's L1, with no loop of theirs left to overlap.
-    let epilogue_ns = match profile.store_lines_per_ns_per_sm {
-        Some(r) => step.store_lines * per_block_iterations / r,
-        None => {
-            if step.store_lines > 0.0 {
-                not_modelled.push("lines of global stores: not calibrated".into());
-            }
-            0.0
-        }
+    // A block stores its tile of C after its loop, its threads' lines or the copy
+    // engine's: the blocks of a round store theirs together, through their SM's port
+    // to the L2, with no loop of theirs left to overlap. The calibrated rate is each
+    // SM's share with every SM storing: in a round that leaves SMs idle the busy ones
+    // share the same L2 write rate, each up to its port (as their loads do).
+    let epilogue_lines = (step.store_lines + step.bulk_store_lines) * per_block_iterations;
+    if profile.store_lines_per_ns_per_sm.is_none() && epilogue_lines > 0.0 {
+        not_modelled.push("lines of global stores: not calibrated".into());
+    }
+    let epilogue_at = |busy: u64| match profile.store_lines_per_ns_per_sm {
+        Some(r) => epilogue_lines / (r * sms / busy.max(1) as f64).min((port / LINE_BYTES).max(r)),
+        None => 0.0,
     };
+    let epilogue_ns = epilogue_at(waves.busy_sms);
     let round_ns = |n: u64, busy: u64| {
         let (x, _) = rate(n, busy);
-        n as f64 * per_block_iterations / SCHEDULERS_PER_SM / x + n as f64 * epilogue_ns
+        n as f64 * per_block_iterations / SCHEDULERS_PER_SM / x + n as f64 * epilogue_at(busy)
     };
     let time_ns = full as f64 * round_ns(per_sm, waves.busy_sms)
         + if last > 0 {

@@ -33,6 +33,9 @@ pub struct Step {
     pub load_requests: f64,
     pub load_lines: f64,
     pub store_lines: f64,
+    /// Lines the copy engine stores (TMA stores of C staged in shared memory), the
+    /// block's share per iteration as for `store_lines`.
+    pub bulk_store_lines: f64,
     /// Bytes the L2 serves (distinct sectors each block reads) and the DRAM moves.
     pub l2_bytes: f64,
     pub dram_bytes: f64,
@@ -154,6 +157,7 @@ impl Step {
         let load_lines = executed(&lsu(Direction::Load), &|s| s.lines);
         let load_requests = executed(&lsu(Direction::Load), &|s| s.requests);
         let store_lines = executed(&lsu(Direction::Store), &|s| s.lines);
+        let bulk_store_lines = executed(&|s| global(Direction::Store)(s) && s.bulk, &|s| s.lines);
         let load_sectors = executed(&global(Direction::Load), &|s| s.sectors);
         // A 16-byte `cp.async` is `cp.async.cg` (the kernel std's `copy4_async`).
         let through_l1 = |s: &SiteStats| lsu(Direction::Load)(s) && !(s.async_copy && s.lane_bytes >= 16);
@@ -178,6 +182,7 @@ impl Step {
             load_requests: per_iteration(load_requests),
             load_lines: per_iteration(load_lines),
             store_lines: per_iteration(store_lines),
+            bulk_store_lines: per_iteration(bulk_store_lines),
             l2_bytes: per_iteration(load_sectors * distinct * 32.0),
             l2_bulk_bytes: per_iteration(bulk_sectors * distinct * 32.0),
             dram_bytes: if flops > 0.0 { f * dram_bytes / flops } else { 0.0 },

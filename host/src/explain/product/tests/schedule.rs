@@ -136,3 +136,49 @@ fn a_kernel_that_outlasts_the_launch_pays_the_gap_and_a_short_one_the_whole_laun
     assert!(close(whole.launch_ns, 4000.0), "{whole:?}");
     assert!(whole.not_modelled.iter().any(|n| n.contains("no launch_gap_ns")));
 }
+
+#[test]
+fn a_round_that_leaves_sms_idle_stores_its_tiles_faster_up_to_the_port() {
+    let p = unpowered();
+    let rate = p.store_lines_per_ns_per_sm.unwrap();
+    let rates = p.compute.as_ref().unwrap();
+    let port = [
+        Some(rates.l2_read_gb_per_s),
+        rates.l2_bulk_read_gb_per_s,
+        rates.l2_bulk_shared_gb_per_s,
+    ]
+    .into_iter()
+    .flatten()
+    .fold(0.0, f64::max)
+        / 132.0
+        / 128.0;
+    // 2 lines an iteration, the threads' and the copy engine's alike, 100 iterations
+    // a block: 200 lines a block's epilogue.
+    let threads = Step {
+        store_lines: 2.0,
+        ..simt()
+    };
+    let copy_engine = Step {
+        bulk_store_lines: 2.0,
+        ..simt()
+    };
+    let run = |s: Step, blocks: u64| {
+        predict(
+            s.flops * 100.0 * blocks as f64,
+            s,
+            "SASS",
+            launch(blocks, 32),
+            &p,
+            None,
+        )
+        .unwrap()
+    };
+    // Every SM busy: each its share of the L2's write rate.
+    assert!(close(run(threads, 132).epilogue_ns, 200.0 / rate));
+    assert!(close(run(copy_engine, 132).epilogue_ns, 200.0 / rate));
+    // 33 SMs busy share the same write rate, 4 times each one's share, up to its port.
+    let few = run(threads, 33);
+    let want = 200.0 / (rate * 4.0).min(port.max(rate));
+    assert!(close(few.epilogue_ns, want), "{} against {want}", few.epilogue_ns);
+    assert!(few.epilogue_ns < run(threads, 132).epilogue_ns);
+}

@@ -130,6 +130,40 @@ fn the_loop_with_the_most_flops_is_hot_not_the_most_instructions() {
 }
 
 #[test]
+fn a_k_loop_beats_the_tile_loop_around_it_that_holds_a_peeled_k_step() {
+    // A persistent kernel's loop over tiles: the first k step peeled off (as many
+    // FLOPs as the k loop's own), then the k loop, then the tile's stores. On the old
+    // rule (direct FLOPs alone, the first of equals) the tile loop was hot and its
+    // epilogue counted as k-loop instructions.
+    let sass = "\
+/*0000*/                   MOV R0, RZ ;
+.L_x_1:
+/*0010*/                   HGMMA.64x256x16.F32.BF16 R24, gdesc[UR4], RZ, !UPT, gsb0 ;
+.L_x_2:
+/*0020*/                   HGMMA.64x256x16.F32.BF16 R24, gdesc[UR4], R24, gsb0 ;
+/*0030*/                   WARPGROUP.DEPBAR.LE gsb0, 0x1 ;
+/*0040*/               @P0 BRA `(.L_x_2) ;
+/*0050*/                   STG.E desc[UR12][R8.64], R24 ;
+/*0060*/                   STG.E desc[UR12][R8.64+0x10], R25 ;
+/*0070*/                   STG.E desc[UR12][R8.64+0x20], R26 ;
+/*0080*/               @P1 BRA `(.L_x_1) ;
+/*0090*/                   EXIT ;
+";
+    let m = from_sass(sass, "sm_90a");
+    assert_eq!(
+        m.hot_loop,
+        Some(HotLoop {
+            first: 0x20,
+            last: 0x40,
+            nested: 0
+        })
+    );
+    assert_eq!((m.total, m.wgmma, m.global_stores), (3, 1, 0));
+    let outer = m.outer.expect("the tile loop");
+    assert_eq!((outer.wgmma, outer.global_stores), (1, 3));
+}
+
+#[test]
 fn the_loop_around_the_hot_loop_adds_its_own_instructions() {
     // A k-tile loop (global load, shared store, barriers) around its k steps.
     let sass = "\
