@@ -21,7 +21,7 @@ pub enum Pick {
     /// This variant: as % of copy, or of cuBLAS SGEMM FP32 for a product.
     Kernel(VariantOf),
     /// The fastest validated rung of the matmul ladder in this arithmetic, as % of
-    /// cuBLAS SGEMM in the same arithmetic.
+    /// cuBLAS in the same arithmetic (SGEMM, or `cublasGemmEx` for 16 bits).
     BestRung(Arithmetic),
 }
 
@@ -177,7 +177,7 @@ pub fn plot(all: &[Results]) -> Result<Option<Plot>> {
     let svg = chart::bar_chart(&BarChart {
         title: TITLE,
         device: &devices,
-        x_desc: "% of the same GPU's copy (matrix products: of its cuBLAS SGEMM, FP32 or TF32)",
+        x_desc: "% of the same GPU's copy (matrix products: of its cuBLAS in the rung's precision)",
         origin: 0.0,
         bars,
         legend: names
