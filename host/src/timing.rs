@@ -112,6 +112,15 @@ pub struct Reps {
     pub timed: usize,
 }
 
+impl Reps {
+    /// Launches of each that [`time_interleaved`] makes: the first, finished before
+    /// the hold, the warm-ups and the timed ones (what a kernel that carries state
+    /// from launch to launch, as the chase does, has to count).
+    pub fn launches(&self) -> usize {
+        1 + self.warmup + self.timed.max(1)
+    }
+}
+
 impl Default for Reps {
     fn default() -> Self {
         Reps { warmup: 3, timed: 20 }

@@ -25,7 +25,7 @@ pub(super) fn idle_latency(
     let slots = (bytes / 128) as usize;
     progress(&format!("chase: {} cycle", format_bytes(bytes)));
     let reps = effort.chase_reps();
-    let launches = reps.warmup + reps.timed.max(1);
+    let launches = reps.launches();
     // Launches go on from one another: with no more hops than slots in all of them,
     // none revisits a line a launch before it brought into L2.
     let steps = effort.chase_steps().min(slots / launches).max(1);
@@ -82,7 +82,7 @@ mod tests {
             let effort = Effort { quick };
             let slots = (DefaultSize::BeyondL2.bytes(&info) / 128) as usize;
             let r = effort.chase_reps();
-            assert!((r.warmup + r.timed) * effort.chase_steps() <= slots);
+            assert!(r.launches() * effort.chase_steps() <= slots);
             // Every L2 line of 8 x L2 is 8 x more than L2 holds.
             assert!(slots as u64 * 128 >= 8 * info.l2_bytes);
         }
