@@ -224,7 +224,7 @@ fn the_loop_reader_finds_a_backward_branch() {
 /// Where ptxas and nvdisasm are found: each microbenchmark's loops (ptxas may unroll
 /// one more time, or keep a remainder loop) hold a whole number of rounds of the
 /// instructions it declares, no other floating-point or memory instruction, and at
-/// most the loop's 3 (the wgmma one: and its fence and wait; NOPs aside).
+/// most the loop's 3 (the wgmma ones: and each round's fence and wait; NOPs aside).
 #[test]
 fn each_microbenchmark_loop_holds_its_declared_instructions() {
     let (Some(ptxas), Some(nvdisasm)) = (ptxas(), nvdisasm()) else {
@@ -314,8 +314,9 @@ fn each_microbenchmark_loop_holds_its_declared_instructions() {
                 assert_eq!(lop3, rounds * extra, "{kernel}: {body:?}");
                 assert!(others - lop3 <= 3, "{kernel}: {body:?}");
             } else {
+                // Per round: ptxas unrolls the N = 128 wgmma loop 4 times.
                 assert!(
-                    others <= 3 + extra,
+                    others <= 3 + rounds * extra,
                     "{kernel}: {others} other instructions: {body:?}"
                 );
             }
