@@ -1,6 +1,6 @@
 //! pipes: `coalesce calibrate`'s microbenchmarks of the rates at which an SM computes:
 //! FP32 FMAs, instructions issued when no one pipe is full, tensor-core MMAs
-//! (`mma.sync`, sm_80; `wgmma` in TF32 and BF16, sm_90a), loads the L2 serves (to the SMs' loads, and
+//! (`mma.sync`, sm_80; `wgmma` in TF32 and BF16, the BF16 one at N 256 and 128, sm_90a), loads the L2 serves (to the SMs' loads, and
 //! to the copy engine's, sm_90a), one-line requests the
 //! L1 takes, and two latencies (a
 //! dependent FMA, a dependent shared load). Their data is a few parameters and
