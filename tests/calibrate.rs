@@ -125,7 +125,7 @@ fn a_quick_calibration_is_plausible() {
 /// every kernel validated, and each rate within what the device can do at its highest
 /// clock (device attribute CLOCK_RATE), per SM per clock: at most 4 warp FFMAs (128
 /// FP32 lanes), 4 warp instructions issued (4 schedulers), one m16n8k8 TF32 MMA and
-/// 2048 wgmma TF32 FLOPs and 4096 BF16 ones (an H100 SXM's dense peaks), each x 1.05; and at least a
+/// 2048 wgmma TF32 FLOPs and 4096 BF16 ones, of N 256 or 128 (an H100 SXM's dense peaks), each x 1.05; and at least a
 /// quarter of that (the MMA: a tenth, as an A100 does half an H100's per clock).
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
@@ -167,6 +167,11 @@ fn the_compute_rates_are_plausible_for_this_gpu() {
     match c.wgmma_16bit_flops_per_ns_per_sm {
         Some(wgmma) => per_clock(wgmma, 4096.0, 0.25),
         None => assert_ne!(gpu.info.compute_capability, (9, 0), "{text}"),
+    }
+    // The N = 128 shape measured where the N = 256 one is, under the same peak.
+    match c.wgmma_16bit_n128_flops_per_ns_per_sm {
+        Some(wgmma) => per_clock(wgmma, 4096.0, 0.25),
+        None => assert!(c.wgmma_16bit_flops_per_ns_per_sm.is_none(), "{text}"),
     }
     // The L2 serves reads faster than half the DRAM's peak, and at most 128 bytes per
     // clock per SM.

@@ -18,8 +18,8 @@ use crate::profile::ComputeRates;
 use crate::timing::time_launches;
 pub use expected::{
     FMA_A, FMA_B, ISSUE_K, MMA_A, MMA_B, WGMMA_B, bulk_sum, chase_end, check_wgmma_16bit_blocks,
-    check_wgmma_blocks, fma_chain, fma_chains, issue_chains, l2_sums, l2_value, line_sum, line_value,
-    mma_sum, wgmma_16bit_block_total, wgmma_block_total,
+    check_wgmma_16bit_n128_blocks, check_wgmma_blocks, fma_chain, fma_chains, issue_chains, l2_sums,
+    l2_value, line_sum, line_value, mma_sum, wgmma_16bit_block_total, wgmma_block_total,
 };
 pub use run::{Inputs, Ran, bulk_shape, l2_shape};
 pub use table::{BULK_SHARERS, Blocks, COMPUTE, Microbenchmark, Rate, Rounds, Setup, Work, power_runs};
@@ -54,7 +54,7 @@ pub fn compute_rates(
     let (info, reps) = (&gpu.info, effort.reps());
     let mut runs = Vec::new();
     let mut failures = Vec::new();
-    let mut rates: [Option<f64>; 10] = [None; 10];
+    let mut rates: [Option<f64>; 11] = [None; 11];
     let mut bulk_shared = None;
     for (i, bench) in COMPUTE.iter().enumerate() {
         let kernel = bench.kernel();
@@ -112,6 +112,7 @@ pub fn compute_rates(
         mma,
         wgmma,
         wgmma_16bit,
+        wgmma_16bit_n128,
         l2,
         fma_latency,
         shared_latency,
@@ -124,6 +125,7 @@ pub fn compute_rates(
         mma_tf32_per_ns_per_sm: mma,
         wgmma_tf32_flops_per_ns_per_sm: wgmma,
         wgmma_16bit_flops_per_ns_per_sm: wgmma_16bit,
+        wgmma_16bit_n128_flops_per_ns_per_sm: wgmma_16bit_n128,
         l2_read_gb_per_s: l2.unwrap_or_default(),
         fma_latency_ns: fma_latency.unwrap_or_default(),
         shared_latency_ns: shared_latency.unwrap_or_default(),
@@ -189,6 +191,11 @@ mod tests {
             units(&entry::wgmma_bf16_throughput, 396, 1024, 1),
             396 * 1024 * 8 * 524_288
         );
+        // And of m64n128k16: half that a wgmma.
+        assert_eq!(
+            units(&entry::wgmma_bf16_n128_throughput, 396, 1024, 1),
+            396 * 1024 * 8 * 262_144
+        );
         // A float4 a layer a thread a round.
         assert_eq!(units(&entry::l2_read, 1056, 600, 3), 1056 * 256 * 600 * 3 * 16);
         // A stage of each of 4 stages a block a round: 4 x 8 KiB.
@@ -245,6 +252,10 @@ mod tests {
                 "wgmma_16bit_flops_per_ns_per_sm",
                 entry::wgmma_bf16_throughput.info(),
             ),
+            (
+                "wgmma_16bit_n128_flops_per_ns_per_sm",
+                entry::wgmma_bf16_n128_throughput.info(),
+            ),
             ("l2_read_gb_per_s", entry::l2_read.info()),
             ("fma_latency_ns", entry::fma_latency.info()),
             ("shared_latency_ns", entry::shared_chase.info()),
@@ -252,7 +263,7 @@ mod tests {
             ("l2_bulk_read_gb_per_s", entry::l2_bulk_read.info()),
         ];
         assert_eq!(named.len(), COMPUTE.len() + 1);
-        assert_eq!(named[10].0, "l2_bulk_shared_gb_per_s");
+        assert_eq!(named[11].0, "l2_bulk_shared_gb_per_s");
         for ((bench, (rate, _)), (want_rate, want_kernel)) in COMPUTE.iter().zip(named).zip(kernels) {
             assert_eq!((rate, bench.kernel().name), (want_rate, want_kernel.name));
         }

@@ -323,7 +323,7 @@ mod tests {
         // distances of 2 kernels.
         assert_eq!(
             full.steps(),
-            2 + 1 + 64 + 1 + 8 + 1 + 2 + 8 + 1 + 1 + 3 + 10 + 8 + 1 + 31 * 3 + 1 + 8 * 2
+            2 + 1 + 64 + 1 + 8 + 1 + 2 + 8 + 1 + 1 + 3 + 11 + 8 + 1 + 31 * 3 + 1 + 8 * 2
         );
         assert!(quick.rounds() < full.rounds());
     }

@@ -178,7 +178,7 @@ pub fn summary(p: &Profile, n: &Notes) -> String {
     }
     let mut text: String = lines
         .iter()
-        .map(|(name, value, from)| format!("{name:<31} {value:>11}  {from}\n"))
+        .map(|(name, value, from)| format!("{name:<36} {value:>11}  {from}\n"))
         .collect();
     text.push_str(&pitch_table(
         p.pitch_sweep.as_deref().unwrap_or_default(),
@@ -200,6 +200,7 @@ fn compute_lines(c: &ComputeRates, n: &Notes) -> Vec<(&'static str, String, Stri
         "warp mma/ns/SM",
         "FLOP/ns/SM",
         "FLOP/ns/SM",
+        "FLOP/ns/SM",
         "GB/s",
         "ns",
         "ns",
@@ -213,6 +214,7 @@ fn compute_lines(c: &ComputeRates, n: &Notes) -> Vec<(&'static str, String, Stri
         "mma.sync.m16n8k8 TF32, 4 independent accumulators a warp, full residency; MMAs / time / SMs",
         "wgmma m64n256k8 TF32, both operands in shared memory, as many warpgroups as fit; FLOPs / time / SMs",
         "wgmma m64n256k16 BF16 (taken for FP16 too), as the TF32 one; FLOPs / time / SMs",
+        "wgmma m64n128k16 BF16 (taken for FP16 too), as the N = 256 one with half of B's tile; FLOPs / time / SMs",
         "float4 loads from a quarter of the L2, each round at another offset (L1 misses); bytes / time",
         "one warp, one dependent FFMA chain; time / FFMAs",
         "one warp, a dependent chain of shared loads; time / loads",
@@ -353,9 +355,9 @@ mod tests {
             no_power: None,
         };
         let text = summary(&p, &notes);
-        // 16 parameters, 11 compute rates and 9 of power, then each sweep: a blank line, its title, its header and one
+        // 16 parameters, 12 compute rates and 9 of power, then each sweep: a blank line, its title, its header and one
         // line per point.
-        assert_eq!(text.lines().count(), 16 + 11 + 9 + 3 + 1 + 3 + 1, "{text}");
+        assert_eq!(text.lines().count(), 16 + 12 + 9 + 3 + 1 + 3 + 1, "{text}");
         assert!(text.contains("\npitch sweep (32 lanes one pitch apart"), "{text}");
         assert!(text.contains("\nspread sweep (a copy"), "{text}");
         for field in [
@@ -380,6 +382,7 @@ mod tests {
             "mma_tf32_per_ns_per_sm",
             "wgmma_tf32_flops_per_ns_per_sm",
             "wgmma_16bit_flops_per_ns_per_sm",
+            "wgmma_16bit_n128_flops_per_ns_per_sm",
             "l2_read_gb_per_s",
             "fma_latency_ns",
             "shared_latency_ns",
@@ -404,6 +407,10 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("17.000 ns  shared_chase: one warp"), "{text}");
+        assert!(
+            text.contains("6000.000 FLOP/ns/SM  wgmma_bf16_n128_throughput: wgmma m64n128k16"),
+            "{text}"
+        );
         assert!(text.contains("for 118 of 120 kernel x block sizes"), "{text}");
         // A schema-2 profile has none of schema 3's lines.
         let old = summary(&crate::profile::tests::schema_2(), &notes);

@@ -30,6 +30,13 @@ pub struct ComputeRates {
     /// measured.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wgmma_16bit_flops_per_ns_per_sm: Option<f64>,
+    /// The same of `wgmma.mma_async.m64n128k16`, the shape of the products whose tiles
+    /// are 128 wide: `wgmma_bf16_n128_throughput` (as the N = 256 one, with half of B's
+    /// tile), 2 x 64 x 128 x 16 FLOPs per wgmma / time / SMs. Per FLOP it reads 1.2 x
+    /// the shared bytes (A's 64 x 16 tile a wgmma, for half the FLOPs). None but on
+    /// sm_90 GPUs, and in profiles calibrated before it was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wgmma_16bit_n128_flops_per_ns_per_sm: Option<f64>,
     /// Bytes per second, GB/s, the L2 serves GPU-wide to loads that miss L1: `l2_read`
     /// (float4 loads from a buffer of about a quarter of the L2, read again each round
     /// from another offset so no SM re-reads what its L1 holds), bytes / time.
@@ -58,7 +65,7 @@ pub struct ComputeRates {
 
 impl ComputeRates {
     /// Each rate by name, None where not measured on this GPU.
-    pub fn named(&self) -> [(&'static str, Option<f64>); 11] {
+    pub fn named(&self) -> [(&'static str, Option<f64>); 12] {
         [
             ("fma_per_ns_per_sm", Some(self.fma_per_ns_per_sm)),
             ("issue_per_ns_per_sm", Some(self.issue_per_ns_per_sm)),
@@ -70,6 +77,10 @@ impl ComputeRates {
             (
                 "wgmma_16bit_flops_per_ns_per_sm",
                 self.wgmma_16bit_flops_per_ns_per_sm,
+            ),
+            (
+                "wgmma_16bit_n128_flops_per_ns_per_sm",
+                self.wgmma_16bit_n128_flops_per_ns_per_sm,
             ),
             ("l2_read_gb_per_s", Some(self.l2_read_gb_per_s)),
             ("fma_latency_ns", Some(self.fma_latency_ns)),
@@ -98,6 +109,7 @@ pub(crate) mod tests {
             mma_tf32_per_ns_per_sm: Some(1.2),
             wgmma_tf32_flops_per_ns_per_sm: Some(3500.0),
             wgmma_16bit_flops_per_ns_per_sm: Some(7000.0),
+            wgmma_16bit_n128_flops_per_ns_per_sm: Some(6000.0),
             l2_read_gb_per_s: 5000.0,
             fma_latency_ns: 2.3,
             shared_latency_ns: 17.0,
@@ -114,6 +126,7 @@ pub(crate) mod tests {
             mma_tf32_per_ns_per_sm: None,
             wgmma_tf32_flops_per_ns_per_sm: None,
             wgmma_16bit_flops_per_ns_per_sm: None,
+            wgmma_16bit_n128_flops_per_ns_per_sm: None,
             l2_bulk_read_gb_per_s: None,
             l2_bulk_shared_gb_per_s: None,
             ..sample()

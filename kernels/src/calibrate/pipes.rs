@@ -1,6 +1,6 @@
 //! pipes: `coalesce calibrate`'s microbenchmarks of the rates at which an SM computes:
 //! FP32 FMAs, instructions issued when no one pipe is full, tensor-core MMAs
-//! (`mma.sync`, sm_80; `wgmma` in TF32 and BF16, sm_90a), loads the L2 serves (to the SMs' loads, and
+//! (`mma.sync`, sm_80; `wgmma` in TF32 and BF16, the BF16 one at N 256 and 128, sm_90a), loads the L2 serves (to the SMs' loads, and
 //! to the copy engine's, sm_90a), one-line requests the
 //! L1 takes, and two latencies (a
 //! dependent FMA, a dependent shared load). Their data is a few parameters and
@@ -18,7 +18,7 @@ use crate::gpu::ring::{Ring, Stage};
 use crate::gpu::shared::dynamic_shared_array;
 use crate::gpu::thread::{block_idx_x, grid_size_1d, sync_threads, thread_idx_x};
 use crate::gpu::tma::{self, TensorMap};
-use crate::gpu::wgmma::{self, Descriptor};
+use crate::gpu::wgmma::{self, Accumulator, Descriptor};
 use crate::gpu::{Bf16, Float4, Global, GlobalMut, thread};
 
 /// Threads per block of the throughput kernels but the wgmma one.
@@ -200,16 +200,27 @@ kernel! {
 
 /// The 16-bit wgmma's K (its tile is 64 x N x 16).
 pub const WGMMA_16BIT_K: usize = 16;
+/// The N of [`wgmma_bf16_n128_throughput`]'s wgmma, half [`WGMMA_N`]: the shape of the
+/// Hopper products whose tiles are 128 wide.
+pub const WGMMA_N128: usize = 128;
 /// Elements of [`wgmma_bf16_throughput`]'s A tile: 64 rows of 64 k (128 bytes each),
 /// K-major.
 pub const WGMMA_16BIT_A_TILE: usize = 64 * 64;
 /// Elements of its B tile, which follows A: MN-major, 4 atoms of 64 n (128 bytes) by
-/// the 64 k rows, [`WGMMA_16BIT_ATOM_BYTES`] apart.
+/// the 64 k rows, [`WGMMA_16BIT_ATOM_BYTES`] apart; [`wgmma_bf16_n128_throughput`]'s
+/// has 2.
 pub const WGMMA_16BIT_B_TILE: usize = 64 * WGMMA_N;
 pub const WGMMA_16BIT_ATOM_BYTES: u32 = 64 * 128;
 /// Dynamic shared memory of a [`wgmma_bf16_throughput`] block: both tiles, and room to
 /// align them to 1024 bytes.
-pub const WGMMA_16BIT_SHARED_BYTES: usize = (WGMMA_16BIT_A_TILE + WGMMA_16BIT_B_TILE) * 2 + 1024;
+pub const WGMMA_16BIT_SHARED_BYTES: usize = wgmma_16bit_shared_bytes(WGMMA_N);
+/// The same of a [`wgmma_bf16_n128_throughput`] block.
+pub const WGMMA_16BIT_N128_SHARED_BYTES: usize = wgmma_16bit_shared_bytes(WGMMA_N128);
+
+/// Dynamic shared memory of a BF16 throughput block whose wgmma is 64 x `n` x 16.
+const fn wgmma_16bit_shared_bytes(n: usize) -> usize {
+    (WGMMA_16BIT_A_TILE + 64 * n) * 2 + 1024
+}
 
 /// The value at element `i` of [`wgmma_bf16_throughput`]'s tiles (before a or b): 1
 /// plus a hashed 7-bit fraction, so exact in BF16 (and FP16), in [1, 2).
@@ -218,68 +229,95 @@ pub fn wgmma_16bit_tile_value(i: usize) -> f32 {
     1.0 + h as f32 / 128.0
 }
 
+/// The BF16 throughput kernels' body, for a wgmma 64 x `A::N` x 16 (the accumulator
+/// `A` holds `A::N` / 2 floats a thread): one warpgroup multiplies a 64 x 64 A tile
+/// (K-major) by a 64 x N B tile (MN-major, as a row-major B lands), both in the
+/// 128-byte swizzle in shared memory, into one f32 accumulator: 8 wgmmas per round
+/// (each k16 step of the tiles twice), a commit and a wait for the round before, with
+/// the round's fence. The tiles hold a and b times [`wgmma_16bit_tile_value`] (varied
+/// mantissas, as a product's data). Each thread stores the sum of its accumulators.
+///
+/// # Safety
+/// Launched with [`wgmma_16bit_shared_bytes`]`(A::N)` of dynamic shared memory, one
+/// warpgroup a block, `out` holding a value per thread of the grid.
+#[inline(always)]
+unsafe fn wgmma_bf16_rounds<A: Accumulator>(rounds: u32, a: f32, b: f32, out: GlobalMut<f32>) {
+    let elements = WGMMA_16BIT_A_TILE + 64 * A::N;
+    // SAFETY: the caller launches with this much dynamic shared memory.
+    let tiles = unsafe { dynamic_shared_array::<Bf16>(wgmma_16bit_shared_bytes(A::N) / 2).aligned(1024) };
+    let t = thread_idx_x() as usize;
+    let mut i = t;
+    while i < elements {
+        let scale = if i < WGMMA_16BIT_A_TILE { a } else { b };
+        // SAFETY: inside the aligned tiles.
+        unsafe { tiles.write(i, Bf16::from_f32(scale * wgmma_16bit_tile_value(i))) };
+        i += WGMMA_THREADS as usize;
+    }
+    crate::gpu::tma::fence_proxy_async();
+    sync_threads();
+    // The 4 k16 steps: A's 16 elements (32 bytes) on along its rows, B's 16 k rows
+    // (2 KiB) on in each atom.
+    let steps: [(Descriptor, Descriptor); 4] = core::array::from_fn(|s| {
+        // SAFETY: A's 1024-byte groups start on 1024-byte boundaries, and so do B's
+        // steps (A's 8 KiB and the 2 KiB steps are multiples of it).
+        unsafe {
+            (
+                Descriptor::k_major_128b(tiles, WGMMA_16BIT_K * s),
+                Descriptor::mn_major_128b(
+                    tiles,
+                    WGMMA_16BIT_A_TILE + WGMMA_16BIT_K * s * 64,
+                    WGMMA_16BIT_ATOM_BYTES,
+                ),
+            )
+        }
+    });
+    let mut acc = A::zeroed();
+    let mut r = 0u32;
+    while r < rounds {
+        wgmma::fence();
+        // Written out, as in wgmma_tf32_throughput.
+        // SAFETY: the whole warpgroup calls it; the tiles are written once,
+        // before, and acc is read only after the last wait.
+        unsafe {
+            wgmma::mma_16bit_ss::<Bf16, _>(&mut acc, steps[0].0, steps[0].1);
+            wgmma::mma_16bit_ss::<Bf16, _>(&mut acc, steps[1].0, steps[1].1);
+            wgmma::mma_16bit_ss::<Bf16, _>(&mut acc, steps[2].0, steps[2].1);
+            wgmma::mma_16bit_ss::<Bf16, _>(&mut acc, steps[3].0, steps[3].1);
+            wgmma::mma_16bit_ss::<Bf16, _>(&mut acc, steps[0].0, steps[0].1);
+            wgmma::mma_16bit_ss::<Bf16, _>(&mut acc, steps[1].0, steps[1].1);
+            wgmma::mma_16bit_ss::<Bf16, _>(&mut acc, steps[2].0, steps[2].1);
+            wgmma::mma_16bit_ss::<Bf16, _>(&mut acc, steps[3].0, steps[3].1);
+        }
+        wgmma::commit_group();
+        wgmma::wait_group::<1, _>(&mut acc);
+        r += 1;
+    }
+    wgmma::wait_group::<0, _>(&mut acc);
+    // SAFETY: out holds one value per thread of the grid (the caller's contract).
+    unsafe { out.write(thread::index_1d(), acc.as_slice().iter().sum()) };
+}
+
 kernel! {
     #[requires(sm_90a)]
-    /// [`wgmma_tf32_throughput`] in BF16: one warpgroup multiplies a 64 x 64 A tile
-    /// (K-major) by a 64 x 256 B tile (MN-major, as a row-major B lands), both in the
-    /// 128-byte swizzle in shared memory, into one f32 accumulator (128 floats a
-    /// thread): 8 `wgmma.m64n256k16.f32.bf16.bf16` per round (each k16 step of the
-    /// tiles twice), a commit and a wait for the round before, with the round's
-    /// fence. The tiles hold a and b times [`wgmma_16bit_tile_value`] (varied mantissas,
-    /// as a product's data). Each thread stores the sum of its 128.
+    /// [`wgmma_tf32_throughput`] in BF16 ([`wgmma_bf16_rounds`]): 8
+    /// `wgmma.m64n256k16.f32.bf16.bf16` per round, 128 accumulators a thread.
     pub fn wgmma_bf16_throughput(rounds: u32, a: f32, b: f32, out: GlobalMut<f32>) {
-        // SAFETY: the host launches with WGMMA_16BIT_SHARED_BYTES of dynamic shared memory.
-        let tiles = unsafe { dynamic_shared_array::<Bf16>(WGMMA_16BIT_SHARED_BYTES / 2).aligned(1024) };
-        let t = thread_idx_x() as usize;
-        let mut i = t;
-        while i < WGMMA_16BIT_A_TILE + WGMMA_16BIT_B_TILE {
-            let scale = if i < WGMMA_16BIT_A_TILE { a } else { b };
-            // SAFETY: inside the aligned tiles.
-            unsafe { tiles.write(i, Bf16::from_f32(scale * wgmma_16bit_tile_value(i))) };
-            i += WGMMA_THREADS as usize;
-        }
-        crate::gpu::tma::fence_proxy_async();
-        sync_threads();
-        // The 4 k16 steps: A's 16 elements (32 bytes) on along its rows, B's 16 k rows
-        // (2 KiB) on in each atom.
-        let steps: [(Descriptor, Descriptor); 4] = core::array::from_fn(|s| {
-            // SAFETY: A's 1024-byte groups start on 1024-byte boundaries, and so do B's
-            // steps (A's 8 KiB and the 2 KiB steps are multiples of it).
-            unsafe {
-                (
-                    Descriptor::k_major_128b(tiles, WGMMA_16BIT_K * s),
-                    Descriptor::mn_major_128b(
-                        tiles,
-                        WGMMA_16BIT_A_TILE + WGMMA_16BIT_K * s * 64,
-                        WGMMA_16BIT_ATOM_BYTES,
-                    ),
-                )
-            }
-        });
-        let mut acc = [0.0f32; WGMMA_N / 2];
-        let mut r = 0u32;
-        while r < rounds {
-            wgmma::fence();
-            // Written out, as in wgmma_tf32_throughput.
-            // SAFETY: the whole warpgroup calls it; the tiles are written once,
-            // before, and acc is read only after the last wait.
-            unsafe {
-                wgmma::mma_16bit_ss::<Bf16, _>(&mut acc, steps[0].0, steps[0].1);
-                wgmma::mma_16bit_ss::<Bf16, _>(&mut acc, steps[1].0, steps[1].1);
-                wgmma::mma_16bit_ss::<Bf16, _>(&mut acc, steps[2].0, steps[2].1);
-                wgmma::mma_16bit_ss::<Bf16, _>(&mut acc, steps[3].0, steps[3].1);
-                wgmma::mma_16bit_ss::<Bf16, _>(&mut acc, steps[0].0, steps[0].1);
-                wgmma::mma_16bit_ss::<Bf16, _>(&mut acc, steps[1].0, steps[1].1);
-                wgmma::mma_16bit_ss::<Bf16, _>(&mut acc, steps[2].0, steps[2].1);
-                wgmma::mma_16bit_ss::<Bf16, _>(&mut acc, steps[3].0, steps[3].1);
-            }
-            wgmma::commit_group();
-            wgmma::wait_group::<1, _>(&mut acc);
-            r += 1;
-        }
-        wgmma::wait_group::<0, _>(&mut acc);
-        // SAFETY: out holds one value per thread of the grid.
-        unsafe { out.write(thread::index_1d(), acc.iter().sum()) };
+        // SAFETY: the host launches with WGMMA_16BIT_SHARED_BYTES of dynamic shared
+        // memory, one warpgroup a block, and a value of out per thread.
+        unsafe { wgmma_bf16_rounds::<[f32; WGMMA_N / 2]>(rounds, a, b, out) };
+    }
+}
+
+kernel! {
+    #[requires(sm_90a)]
+    /// [`wgmma_bf16_throughput`] with half the N: 8 `wgmma.m64n128k16.f32.bf16.bf16`
+    /// per round, 64 accumulators a thread. Per FLOP it reads 1.2 x the shared bytes
+    /// of the N = 256 one (A's 64 x 16 tile a wgmma, for half the FLOPs): the rate of
+    /// the products whose wgmma is 128 wide.
+    pub fn wgmma_bf16_n128_throughput(rounds: u32, a: f32, b: f32, out: GlobalMut<f32>) {
+        // SAFETY: the host launches with WGMMA_16BIT_N128_SHARED_BYTES of dynamic
+        // shared memory, one warpgroup a block, and a value of out per thread.
+        unsafe { wgmma_bf16_rounds::<[f32; WGMMA_N128 / 2]>(rounds, a, b, out) };
     }
 }
 

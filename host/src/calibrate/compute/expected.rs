@@ -3,7 +3,7 @@
 
 use kernels::calibrate::pipes::{
     BULK_STAGE, BULK_STAGES, CHAINS, CHASE_RING, FMA_PER_ROUND, ISSUE_STEPS, LATENCY_STEPS, MMA_CHAINS,
-    MMA_PER_ROUND, REQUEST_WINDOW, REQUESTS_PER_ROUND, WGMMA_THREADS,
+    MMA_PER_ROUND, REQUEST_WINDOW, REQUESTS_PER_ROUND, WGMMA_N, WGMMA_N128, WGMMA_THREADS,
 };
 
 /// The FMA chains' parameters: `f = f A + B` tends to B / (1 - A) = 512, so the
@@ -150,13 +150,14 @@ pub fn wgmma_block_total(rounds: usize, a: f32, b: f32) -> f64 {
     rounds as f64 * 2.0 * f64::from(a) * f64::from(b) * per_round
 }
 
-/// What the 128 threads of one `wgmma_bf16_throughput` block store in all: each round
-/// uses every k of the 64 twice, so rounds x 2 x sum over k of (A's column k summed)
-/// (B's row k summed), each element read through the 128-byte swizzle (16-byte chunk
-/// c of a 128-byte row r holds the row's chunk c xor r mod 8): A's rows are its m,
-/// B's are its k rows of each 64-wide atom of n.
-pub fn wgmma_16bit_block_total(rounds: usize, a: f32, b: f32) -> f64 {
-    use kernels::calibrate::pipes::{WGMMA_16BIT_A_TILE, WGMMA_N, wgmma_16bit_tile_value};
+/// What the 128 threads of one block of a BF16 throughput kernel whose wgmma is 64 x
+/// `n` x 16 (`wgmma_bf16_throughput`, N 256; `wgmma_bf16_n128_throughput`, 128) store
+/// in all: each round uses every k of the 64 twice, so rounds x 2 x sum over k of (A's
+/// column k summed) (B's row k summed), each element read through the 128-byte swizzle
+/// (16-byte chunk c of a 128-byte row r holds the row's chunk c xor r mod 8): A's rows
+/// are its m, B's are its k rows of each 64-wide atom of n.
+pub fn wgmma_16bit_block_total(n: usize, rounds: usize, a: f32, b: f32) -> f64 {
+    use kernels::calibrate::pipes::{WGMMA_16BIT_A_TILE, wgmma_16bit_tile_value};
     // Element (row, col) of the 128-byte rows from element `base` on: 64 a row.
     let at = |base: usize, row: usize, col: usize| {
         let v = wgmma_16bit_tile_value(base + row * 64 + (((col / 8) ^ (row % 8)) * 8) + col % 8);
@@ -164,8 +165,8 @@ pub fn wgmma_16bit_block_total(rounds: usize, a: f32, b: f32) -> f64 {
     };
     let a_column = |k: usize| -> f64 { (0..64).map(|m| at(0, m, k)).sum() };
     let b_row = |k: usize| -> f64 {
-        (0..WGMMA_N)
-            .map(|n| at(WGMMA_16BIT_A_TILE + (n / 64) * 64 * 64, k, n % 64))
+        (0..n)
+            .map(|j| at(WGMMA_16BIT_A_TILE + (j / 64) * 64 * 64, k, j % 64))
             .sum()
     };
     let per_round: f64 = (0..64).map(|k| a_column(k) * b_row(k)).sum();
@@ -181,7 +182,12 @@ pub fn check_wgmma_blocks(got: &[f32], rounds: usize, a: f32, b: f32) -> Option<
 
 /// The same for `wgmma_bf16_throughput` against [`wgmma_16bit_block_total`].
 pub fn check_wgmma_16bit_blocks(got: &[f32], rounds: usize, a: f32, b: f32) -> Option<String> {
-    check_blocks(got, wgmma_16bit_block_total(rounds, a, b))
+    check_blocks(got, wgmma_16bit_block_total(WGMMA_N, rounds, a, b))
+}
+
+/// The same for `wgmma_bf16_n128_throughput`.
+pub fn check_wgmma_16bit_n128_blocks(got: &[f32], rounds: usize, a: f32, b: f32) -> Option<String> {
+    check_blocks(got, wgmma_16bit_block_total(WGMMA_N128, rounds, a, b))
 }
 
 /// The first warpgroup's block whose threads' sum is not within 1% of `want`.
@@ -242,7 +248,7 @@ mod tests {
         assert!(check_wgmma_blocks(&short, 1024, MMA_A, WGMMA_B).is_some());
         // BF16: 64 x 256 accumulators, each + a b (16 products in [1, 2)) per wgmma.
         let ones = 1024.0 * 8.0 * 64.0 * 256.0 * 16.0 * f64::from(MMA_A * WGMMA_B);
-        let total = wgmma_16bit_block_total(1024, MMA_A, WGMMA_B);
+        let total = wgmma_16bit_block_total(WGMMA_N, 1024, MMA_A, WGMMA_B);
         assert!(total > ones && total < 4.0 * ones, "{total} against {ones}");
         let share = (total / 128.0) as f32;
         assert_eq!(
@@ -254,6 +260,17 @@ mod tests {
         assert!(check_wgmma_16bit_blocks(&short, 1024, MMA_A, WGMMA_B).is_some());
         let tf32 = [(wgmma_block_total(1024, MMA_A, WGMMA_B) / 128.0) as f32; 128];
         assert!(check_wgmma_16bit_blocks(&tf32, 1024, MMA_A, WGMMA_B).is_some());
+        // N = 128: B's first 2 atoms of the 4, so about half the N = 256 total; each
+        // kernel's total passes its own check and fails the other's.
+        let n128 = wgmma_16bit_block_total(WGMMA_N128, 1024, MMA_A, WGMMA_B);
+        assert!(n128 > ones / 2.0 && n128 < 0.6 * total, "{n128} against {total}");
+        let n128_share = [(n128 / 128.0) as f32; 128];
+        assert_eq!(
+            check_wgmma_16bit_n128_blocks(&n128_share, 1024, MMA_A, WGMMA_B),
+            None
+        );
+        assert!(check_wgmma_16bit_blocks(&n128_share, 1024, MMA_A, WGMMA_B).is_some());
+        assert!(check_wgmma_16bit_n128_blocks(&[share; 128], 1024, MMA_A, WGMMA_B).is_some());
         // The chase ends elsewhere than it started at the full and quick rounds.
         let chase = COMPUTE
             .iter()

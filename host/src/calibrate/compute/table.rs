@@ -7,15 +7,16 @@
 use kernels::calibrate::pipes::{
     self, BLOCK, BULK_SHARED_BYTES, BULK_STAGE, BULK_STAGES, CHASE_THREADS, FMA_PER_ROUND,
     ISSUE_FMA_PER_ROUND, ISSUE_LOP3_PER_ROUND, LATENCY_STEPS, MMA_PER_ROUND, REQUESTS_PER_ROUND,
-    WGMMA_16BIT_K, WGMMA_16BIT_SHARED_BYTES, WGMMA_N, WGMMA_PER_ROUND, WGMMA_SHARED_BYTES, WGMMA_THREADS,
+    WGMMA_16BIT_K, WGMMA_16BIT_N128_SHARED_BYTES, WGMMA_16BIT_SHARED_BYTES, WGMMA_N, WGMMA_N128,
+    WGMMA_PER_ROUND, WGMMA_SHARED_BYTES, WGMMA_THREADS,
 };
 use kernels::entry;
 use kernels::gpu::GlobalMut;
 use kernels::handle::{Kernel, KernelInfo};
 
 use super::expected::{
-    FMA_A, FMA_B, MMA_A, MMA_B, WGMMA_B, check_wgmma_16bit_blocks, check_wgmma_blocks, fma_chain, fma_chains,
-    mma_sum,
+    FMA_A, FMA_B, MMA_A, MMA_B, WGMMA_B, check_wgmma_16bit_blocks, check_wgmma_16bit_n128_blocks,
+    check_wgmma_blocks, fma_chain, fma_chains, mma_sum,
 };
 use crate::calibrate::per_sm_rate;
 use crate::profile::power::Energy;
@@ -162,6 +163,8 @@ fn each_thread(got: &[f32], want: f32) -> Option<String> {
 const WGMMA_FLOPS: u64 = 2 * 64 * WGMMA_N as u64 * 8;
 /// FLOPs of one 16-bit `wgmma` m64n256k16: 2 x 64 x 256 x 16.
 const WGMMA_16BIT_FLOPS: u64 = 2 * 64 * WGMMA_N as u64 * WGMMA_16BIT_K as u64;
+/// And of one m64n128k16: half that.
+const WGMMA_16BIT_N128_FLOPS: u64 = 2 * 64 * WGMMA_N128 as u64 * WGMMA_16BIT_K as u64;
 
 /// 8 GB a launch: about 2 ms at 4 TB/s.
 const L2_BYTES_A_LAUNCH: Rounds = Rounds::Bytes(8 << 30);
@@ -170,8 +173,9 @@ const L2_BYTES_A_LAUNCH: Rounds = Rounds::Bytes(8 << 30);
 /// Fixed rounds make about 2 ms a launch on an H100 (at 4 FFMA or 4 instructions a
 /// clock per SM, about one m16n8k8 or 1/128 of an m64n256k8 a clock per SM, 4 clocks
 /// an FFMA and some 30 a shared load; a 16-bit m64n256k16, twice the FLOPs at twice the
-/// rate, about as long as a TF32 m64n256k8).
-pub static COMPUTE: [Microbenchmark; 10] = [
+/// rate, about as long as a TF32 m64n256k8, and an m64n128k16 half as long, so twice the
+/// rounds).
+pub static COMPUTE: [Microbenchmark; 11] = [
     Microbenchmark {
         setup: Setup::Chains {
             kernel: &entry::fma_throughput,
@@ -243,6 +247,24 @@ pub static COMPUTE: [Microbenchmark; 10] = [
         },
         rate: Rate::PerSm,
         energy: &[Energy::Wgmma16Bit],
+    },
+    Microbenchmark {
+        setup: Setup::Chains {
+            kernel: &entry::wgmma_bf16_n128_throughput,
+            a: MMA_A,
+            b: WGMMA_B,
+            check: check_wgmma_16bit_n128_blocks,
+        },
+        threads: WGMMA_THREADS,
+        blocks: Blocks::Fill,
+        shared_bytes: WGMMA_16BIT_N128_SHARED_BYTES as u32,
+        rounds: Rounds::Fixed(2048),
+        units: |w| {
+            w.threads / u64::from(WGMMA_THREADS) * w.rounds * WGMMA_PER_ROUND as u64 * WGMMA_16BIT_N128_FLOPS
+        },
+        rate: Rate::PerSm,
+        // The N = 256 run prices the 16-bit FLOP.
+        energy: &[],
     },
     Microbenchmark {
         setup: Setup::L2Read(&entry::l2_read),

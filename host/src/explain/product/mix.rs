@@ -56,7 +56,9 @@
 //!   16-bit operands (`HGMMA.64x256x16.F32.BF16`, or `HGMMA.64x256x16.F32` for FP16,
 //!   whose operand type nvdisasm leaves unnamed; `wgmma...k16.f32.bf16.bf16`
 //!   or `.f16.f16`), which the tensor cores run at their own rate; the rest are TF32
-//!   (`.TF32`, `.tf32`).
+//!   (`.TF32`, `.tf32`); and of the 16-bit ones `wgmma_16bit_n128_flops`, those whose
+//!   N is 128 (`HGMMA.64x128x16`, `m64n128k16`), which the tensor cores run at the rate
+//!   of that shape.
 //!
 //! Each SASS instruction is one warp instruction whatever its predicate: a predicated-
 //! off one still issues. Counts are static, per trip: how often the hot loop runs is
@@ -115,11 +117,12 @@ pub struct InstructionMix {
     pub block_barriers: u32,
     pub wgmma_waits_all: u32,
     pub branches: u32,
-    /// FLOPs one warp's iteration does, of them its `wgmma`s', and of those its
-    /// 16-bit `wgmma`s'.
+    /// FLOPs one warp's iteration does, of them its `wgmma`s', of those its 16-bit
+    /// `wgmma`s', and of those the ones 128 wide (`m64n128k16`).
     pub flops: f64,
     pub wgmma_flops: f64,
     pub wgmma_16bit_flops: f64,
+    pub wgmma_16bit_n128_flops: f64,
     /// `None`: no loop holds math, and the counts are the whole kernel's.
     pub hot_loop: Option<HotLoop>,
     /// The innermost loop around the hot loop, one trip, the hot loop's own
@@ -153,14 +156,20 @@ impl InstructionMix {
     }
 }
 
+/// The N of the 16-bit `wgmma`s counted apart: the profile measures their rate.
+const N128: u32 = 128;
+
 /// What one instruction is, for the counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Kind {
     Fp32,
     MmaSync,
-    /// A `wgmma` on TF32 operands, and one on 16-bit (BF16, FP16) operands.
+    /// A `wgmma` on TF32 operands, and one on 16-bit (BF16, FP16) operands, with its
+    /// tile's N (the tensor cores' rate differs with it).
     Wgmma,
-    Wgmma16Bit,
+    Wgmma16Bit {
+        n: u32,
+    },
     SharedLoad,
     SharedStore,
     GlobalLoad,
@@ -175,7 +184,10 @@ enum Kind {
 
 impl Kind {
     fn is_math(self) -> bool {
-        matches!(self, Kind::Fp32 | Kind::MmaSync | Kind::Wgmma | Kind::Wgmma16Bit)
+        matches!(
+            self,
+            Kind::Fp32 | Kind::MmaSync | Kind::Wgmma | Kind::Wgmma16Bit { .. }
+        )
     }
 }
 
@@ -328,6 +340,7 @@ fn count(insts: &[Inst], source: MixSource, arch: &str) -> InstructionMix {
             flops: 0.0,
             wgmma_flops: 0.0,
             wgmma_16bit_flops: 0.0,
+            wgmma_16bit_n128_flops: 0.0,
             hot_loop,
             outer: None,
             kernel_math,
@@ -335,11 +348,14 @@ fn count(insts: &[Inst], source: MixSource, arch: &str) -> InstructionMix {
         for inst in chosen.map(|i| &insts[i]) {
             mix.total += 1;
             mix.flops += inst.flops;
-            if matches!(inst.kind, Kind::Wgmma | Kind::Wgmma16Bit) {
+            if matches!(inst.kind, Kind::Wgmma | Kind::Wgmma16Bit { .. }) {
                 mix.wgmma_flops += inst.flops;
             }
-            if inst.kind == Kind::Wgmma16Bit {
+            if let Kind::Wgmma16Bit { n } = inst.kind {
                 mix.wgmma_16bit_flops += inst.flops;
+                if n == N128 {
+                    mix.wgmma_16bit_n128_flops += inst.flops;
+                }
             }
             if inst.kind == Kind::BlockBarrier {
                 mix.block_barriers += 1;
@@ -348,7 +364,7 @@ fn count(insts: &[Inst], source: MixSource, arch: &str) -> InstructionMix {
             let field = match inst.kind {
                 Kind::Fp32 => &mut mix.fp32,
                 Kind::MmaSync => &mut mix.mma_sync,
-                Kind::Wgmma | Kind::Wgmma16Bit => &mut mix.wgmma,
+                Kind::Wgmma | Kind::Wgmma16Bit { .. } => &mut mix.wgmma,
                 Kind::SharedLoad => &mut mix.shared_loads,
                 Kind::SharedStore => &mut mix.shared_stores,
                 Kind::GlobalLoad => &mut mix.global_loads,

@@ -50,6 +50,7 @@
 pub mod mix;
 pub mod queue;
 mod step;
+pub mod tensor;
 pub mod waves;
 
 use serde::Serialize;
@@ -277,36 +278,7 @@ pub fn predict(
         (Unit::Fp32Pipe, step.fp32 / quarter(rates.fma_per_ns_per_sm)),
     ];
     // TF32 and 16-bit wgmmas share the tensor pipe, each at its own rate.
-    let tf32_wgmma_flops = step.wgmma_flops - step.wgmma_16bit_flops;
-    for (unit, count, rate, why) in [
-        (
-            Unit::TensorMma,
-            step.mma_sync,
-            rates.mma_tf32_per_ns_per_sm,
-            "mma.sync: the profile has no TF32 mma rate (a GPU before sm_80)",
-        ),
-        (
-            Unit::TensorWgmma,
-            tf32_wgmma_flops,
-            rates.wgmma_tf32_flops_per_ns_per_sm,
-            "wgmma: the profile has no wgmma rate (a GPU before sm_90)",
-        ),
-        (
-            Unit::TensorWgmma,
-            step.wgmma_16bit_flops,
-            rates.wgmma_16bit_flops_per_ns_per_sm,
-            "16-bit wgmma: the profile has no BF16/FP16 wgmma rate (calibrated before it was measured, or a GPU before sm_90): run `coalesce calibrate` again",
-        ),
-    ] {
-        match rate {
-            Some(r) if count > 0.0 => match units.iter_mut().find(|(u, _)| *u == unit) {
-                Some((_, d)) => *d += count / quarter(r),
-                None => units.push((unit, count / quarter(r))),
-            },
-            None if count > 0.0 => not_modelled.push(why.into()),
-            _ => {}
-        }
-    }
+    units.extend(tensor::demands(&step, rates, &mut not_modelled));
     let mut l1 = 0.0;
     for (count, rate, what) in [
         (

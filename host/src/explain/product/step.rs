@@ -23,10 +23,11 @@ pub struct Step {
     /// its waits for every `wgmma` the warp issued.
     pub block_barriers: f64,
     pub wgmma_waits_all: f64,
-    /// FLOPs of the `wgmma`s the warp issues (its quarter of its warpgroup's), and of
-    /// them those on 16-bit operands (BF16, FP16).
+    /// FLOPs of the `wgmma`s the warp issues (its quarter of its warpgroup's), of
+    /// them those on 16-bit operands (BF16, FP16), and of those the ones whose N is 128.
     pub wgmma_flops: f64,
     pub wgmma_16bit_flops: f64,
+    pub wgmma_16bit_n128_flops: f64,
     /// Shared-memory wavefronts, warp requests of global loads and their 128-byte lines,
     /// and lines of global stores (the block's epilogue, its share per iteration).
     pub shared_wavefronts: f64,
@@ -55,6 +56,7 @@ pub struct Issued {
     pub mma_sync: f64,
     pub wgmma_flops: f64,
     pub wgmma_16bit_flops: f64,
+    pub wgmma_16bit_n128_flops: f64,
     pub barriers: f64,
     pub block_barriers: f64,
     pub wgmma_waits_all: f64,
@@ -106,6 +108,7 @@ impl Issued {
             mma_sync: f64::from(mix.mma_sync),
             wgmma_flops: mix.wgmma_flops,
             wgmma_16bit_flops: mix.wgmma_16bit_flops,
+            wgmma_16bit_n128_flops: mix.wgmma_16bit_n128_flops,
             barriers: f64::from(mix.barriers),
             block_barriers: f64::from(mix.block_barriers),
             wgmma_waits_all: f64::from(mix.wgmma_waits_all),
@@ -120,6 +123,7 @@ impl Issued {
         self.mma_sync += share * outer.mma_sync;
         self.wgmma_flops += share * outer.wgmma_flops;
         self.wgmma_16bit_flops += share * outer.wgmma_16bit_flops;
+        self.wgmma_16bit_n128_flops += share * outer.wgmma_16bit_n128_flops;
         self.barriers += share * outer.barriers;
     }
 }
@@ -178,6 +182,7 @@ impl Step {
             wgmma_waits_all: issued.wgmma_waits_all,
             wgmma_flops: issued.wgmma_flops,
             wgmma_16bit_flops: issued.wgmma_16bit_flops,
+            wgmma_16bit_n128_flops: issued.wgmma_16bit_n128_flops,
             shared_wavefronts: per_iteration(shared_wavefronts),
             load_requests: per_iteration(load_requests),
             load_lines: per_iteration(load_lines),

@@ -108,7 +108,11 @@ pub(super) fn classify(opcode: &str) -> (Kind, f64) {
         "wgmma" if opcode.starts_with("wgmma.mma_async") => {
             let (m, n, k) = shape(parts.iter().copied()).unwrap_or_default();
             let half = parts.iter().any(|p| *p == "bf16" || *p == "f16");
-            let kind = if half { Kind::Wgmma16Bit } else { Kind::Wgmma };
+            let kind = if half {
+                Kind::Wgmma16Bit { n: n as u32 }
+            } else {
+                Kind::Wgmma
+            };
             (kind, 2.0 * m * n * k / 4.0)
         }
         "ldmatrix" => (Kind::SharedLoad, 0.0),

@@ -205,13 +205,13 @@ pub(super) fn classify(opcode: &str) -> (Kind, f64) {
         // nvdisasm does not name): the same on 16-bit operands.
         "HGMMA" => {
             let dims: Vec<f64> = shape.split('x').filter_map(|d| d.parse().ok()).collect();
-            let flops = match dims[..] {
-                [m, n, k] => 2.0 * m * n * k / 4.0,
-                _ => 0.0,
+            let (flops, n) = match dims[..] {
+                [m, n, k] => (2.0 * m * n * k / 4.0, n as u32),
+                _ => (0.0, 0),
             };
             let types: Vec<&str> = parts.collect();
             let half = types.contains(&"BF16") || types.iter().all(|t| *t == "F32" || *t == "F16");
-            (if half { Kind::Wgmma16Bit } else { Kind::Wgmma }, flops)
+            (if half { Kind::Wgmma16Bit { n } } else { Kind::Wgmma }, flops)
         }
         "LDS" | "LDSM" => (Kind::SharedLoad, 0.0),
         "STS" | "STSM" => (Kind::SharedStore, 0.0),

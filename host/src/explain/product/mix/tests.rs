@@ -111,13 +111,18 @@ fn ptx_opcodes_are_classified() {
         ),
         (
             "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16",
-            Kind::Wgmma16Bit,
+            Kind::Wgmma16Bit { n: 256 },
             131072.0,
         ),
         (
             "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16",
-            Kind::Wgmma16Bit,
+            Kind::Wgmma16Bit { n: 256 },
             131072.0,
+        ),
+        (
+            "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16",
+            Kind::Wgmma16Bit { n: 128 },
+            65536.0,
         ),
         ("wgmma.fence.sync.aligned", Kind::Other, 0.0),
         ("ldmatrix.sync.aligned.m8n8.x4.shared.b16", Kind::SharedLoad, 0.0),
@@ -146,8 +151,9 @@ fn ptx_opcodes_are_classified() {
     for (op, kind, flops) in [
         ("HMMA.16816.F32.BF16", Kind::MmaSync, 4096.0),
         ("HGMMA.64x256x8.F32.TF32", Kind::Wgmma, 65536.0),
-        ("HGMMA.64x256x16.F32.BF16", Kind::Wgmma16Bit, 131072.0),
-        ("HGMMA.64x128x16.F32", Kind::Wgmma16Bit, 65536.0),
+        ("HGMMA.64x256x16.F32.BF16", Kind::Wgmma16Bit { n: 256 }, 131072.0),
+        ("HGMMA.64x128x16.F32", Kind::Wgmma16Bit { n: 128 }, 65536.0),
+        ("HGMMA.64x128x16.F32.BF16", Kind::Wgmma16Bit { n: 128 }, 65536.0),
         ("LDSM.16.M88.4", Kind::SharedLoad, 0.0),
         ("LDGSTS.E.BYPASS.128", Kind::GlobalLoad, 0.0),
         ("LDGDEPBAR", Kind::Other, 0.0),
@@ -268,6 +274,39 @@ fn a_16_bit_rungs_wgmma_flops_are_16_bit() {
         tf32.wgmma_flops > 0.0 && tf32.wgmma_16bit_flops == 0.0,
         "{tf32:?}"
     );
+}
+
+/// Every 16-bit rung's wgmmas count at their N: `small`, `tma-store-192` and
+/// `tma-store-128` issue m64n128k16, the others m64n256k16 (simt none); from the PTX,
+/// and the SASS where the tools are found.
+#[test]
+fn each_16_bit_rungs_wgmmas_count_at_their_n() {
+    use crate::experiments::hgemm::{BF16_RUNGS, F16_RUNGS};
+    let n128 = ["small", "tma-store-192", "tma-store-128"];
+    let sass = tools_or_skip();
+    let mut seen = 0;
+    for v in BF16_RUNGS.iter().chain(F16_RUNGS).filter(|v| v.name != "simt") {
+        let mut mixes = vec![ptx_mix(v.kernel.name).unwrap()];
+        if sass {
+            mixes.push(sass_mix(v.kernel.name, "sm_90").unwrap());
+        }
+        let n = if n128.contains(&v.name) { 128.0 } else { 256.0 };
+        for m in mixes {
+            let what = format!("{} ({:?}): {m:?}", v.kernel.name, m.source);
+            assert!(m.wgmma > 0, "{what}");
+            assert_eq!(m.wgmma_16bit_flops, m.wgmma_flops, "{what}");
+            // Each wgmma 2 x 64 x N x 16 FLOPs, a quarter of them each warp's.
+            assert_eq!(
+                m.wgmma_flops,
+                f64::from(m.wgmma) * 2.0 * 64.0 * n * 16.0 / 4.0,
+                "{what}"
+            );
+            let narrow = if n == 128.0 { m.wgmma_16bit_flops } else { 0.0 };
+            assert_eq!(m.wgmma_16bit_n128_flops, narrow, "{what}");
+        }
+        seen += 1;
+    }
+    assert_eq!(seen, 2 * (BF16_RUNGS.len() - 1));
 }
 
 fn tools_or_skip() -> bool {

@@ -1,4 +1,4 @@
-//! The tensor pipe's 16-bit wgmma FLOPs, at the profile's 16-bit rate.
+//! The tensor pipe's 16-bit wgmma FLOPs, at the profile's 16-bit rate for their N.
 
 use super::*;
 
@@ -95,5 +95,94 @@ fn without_a_16_bit_rate_the_prediction_says_so() {
         got.not_modelled.iter().any(|w| w.contains("16-bit wgmma FLOP")),
         "{:?}",
         got.not_modelled
+    );
+}
+
+/// [`hgemm`] with its wgmma 128 wide: a quarter of an m64n128k16, twice.
+fn narrow() -> Step {
+    Step {
+        wgmma_16bit_n128_flops: 131072.0,
+        ..hgemm()
+    }
+}
+
+/// The tensor pipe's demand in `got`.
+fn tensor_ns(got: &ProductPrediction) -> f64 {
+    got.units
+        .iter()
+        .find(|u| u.unit == Unit::TensorWgmma)
+        .map(|u| u.demand_ns)
+        .unwrap()
+}
+
+#[test]
+fn a_128_wide_wgmma_runs_at_the_n128_rate_where_the_profile_has_it() {
+    let p = unpowered();
+    let rates = p.compute.clone().unwrap();
+    let n128 = rates.wgmma_16bit_n128_flops_per_ns_per_sm.unwrap();
+    let n256 = rates.wgmma_16bit_flops_per_ns_per_sm.unwrap();
+    assert_ne!(n128, n256, "the sample's two rates must differ for this test");
+    let got = run(narrow(), &p);
+    assert_eq!(got.bound, ProductBound::Unit(Unit::TensorWgmma), "{got:?}");
+    assert!(close(tensor_ns(&got), demand(131072.0, n128)), "{got:?}");
+    assert!(got.not_modelled.iter().all(|w| !w.contains("16-bit")), "{got:?}");
+    // The time follows the N = 128 rate, not the N = 256 one.
+    let per_scheduler = 1e6 / (132.0 * SCHEDULERS_PER_SM);
+    let bound = per_scheduler * demand(131072.0, n128);
+    let ns = got.time_ms * 1e6;
+    assert!(
+        ns >= bound * (1.0 - 1e-9) && ns <= bound * 1.05,
+        "{ns} against {bound}"
+    );
+    let mut other_n256 = p.clone();
+    other_n256
+        .compute
+        .as_mut()
+        .unwrap()
+        .wgmma_16bit_flops_per_ns_per_sm = Some(n256 / 2.0);
+    assert!(close(run(narrow(), &other_n256).time_ms, got.time_ms));
+    // Half the iteration's FLOPs 128 wide, half 256: each at its rate, added.
+    let mixed = Step {
+        wgmma_16bit_n128_flops: 65536.0,
+        ..hgemm()
+    };
+    let both = demand(65536.0, n128) + demand(65536.0, n256);
+    assert!(close(tensor_ns(&run(mixed, &p)), both));
+    // A 256-wide wgmma keeps the N = 256 rate.
+    assert!(close(tensor_ns(&run(hgemm(), &p)), demand(131072.0, n256)));
+}
+
+#[test]
+fn without_an_n128_rate_a_128_wide_wgmma_runs_at_the_n256_rate_and_says_so() {
+    let mut p = unpowered();
+    p.compute.as_mut().unwrap().wgmma_16bit_n128_flops_per_ns_per_sm = None;
+    let n256 = p
+        .compute
+        .as_ref()
+        .unwrap()
+        .wgmma_16bit_flops_per_ns_per_sm
+        .unwrap();
+    let got = run(narrow(), &p);
+    assert!(close(tensor_ns(&got), demand(131072.0, n256)), "{got:?}");
+    let said: Vec<&String> = got
+        .not_modelled
+        .iter()
+        .filter(|w| w.contains("N = 128"))
+        .collect();
+    assert_eq!(said.len(), 1, "{:?}", got.not_modelled);
+    assert!(said[0].contains("coalesce calibrate"), "{said:?}");
+    // A 256-wide one has nothing to say.
+    let wide = run(hgemm(), &p);
+    assert!(
+        wide.not_modelled.iter().all(|w| !w.contains("N = 128")),
+        "{wide:?}"
+    );
+    // Without either 16-bit rate: the one line that there is none, no N = 128 line.
+    let none = with_16bit_rate(&p, None);
+    let got = run(narrow(), &none);
+    assert!(got.not_modelled.iter().all(|w| !w.contains("N = 128")), "{got:?}");
+    assert!(
+        got.not_modelled.iter().any(|w| w.contains("16-bit wgmma")),
+        "{got:?}"
     );
 }

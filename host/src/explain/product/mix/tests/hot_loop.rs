@@ -127,6 +127,7 @@ fn the_loop_with_the_most_flops_is_hot_not_the_most_instructions() {
     );
     assert_eq!((m.wgmma, m.fp32), (1, 0));
     assert_eq!(m.wgmma_16bit_flops, 2.0 * 64.0 * 256.0 * 16.0 / 4.0);
+    assert_eq!(m.wgmma_16bit_n128_flops, 0.0);
 }
 
 #[test]
