@@ -230,7 +230,9 @@ fn a_split_tiles_owner_waits_for_its_contributors_one_after_another() {
             / 128.0
             / (p.store_lines_per_ns_per_sm.unwrap() * 132.0 / f64::from(2 * k))
                 .min((port / 128.0).max(p.store_lines_per_ns_per_sm.unwrap()));
-        let gather = partial / (rates.l2_read_gb_per_s / 2.0).min(port);
+        // Each a wait for the flag and then the partial's loads: two of the latency
+        // (the sample profile has no L2-resident one: an idle load's) and the bytes.
+        let gather = 2.0 * bare_profile_latency() + partial / (rates.l2_read_gb_per_s / 2.0).min(port);
         let chain = store + f64::from(k) * gather;
         assert!(
             close(split.fixup_ns, chain),
