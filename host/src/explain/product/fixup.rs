@@ -186,4 +186,13 @@ mod tests {
         assert_eq!((s.deal.tiles, s.deal.ktiles, s.deal.clusters), (16, 16, 66));
         assert_eq!(s.partial_bytes, 128 * 1024);
     }
+
+    /// The names are those of the stream-k rungs' kernels (a renamed kernel would
+    /// otherwise lose its fix-up silently).
+    #[test]
+    fn the_names_are_the_stream_k_rungs_kernels() {
+        use crate::experiments::hgemm::{BF16, F16};
+        let kernels = [&BF16, &F16].map(|e| e.variant("stream-k").unwrap().kernel.name);
+        assert_eq!(kernels, STREAM_K_KERNELS);
+    }
 }
