@@ -18,6 +18,7 @@ use kernels::hgemm::stream_k::{Deal, HYBRID, slot_words};
 use kernels::hgemm::tiling::{BK, STREAM_K};
 
 use crate::problem::Problem;
+use crate::profile::Profile;
 
 /// The kernels that deal a product's k-blocks as stream-k does, and so fix up split
 /// tiles through workspace.
@@ -87,6 +88,33 @@ impl Split {
             }
         }
         (storing, gathering)
+    }
+
+    /// What the chain adds to a loop of `loop_ns` (the busiest cluster's k-blocks at
+    /// the loop's pace): a partial's stores take `store_ns(bytes, blocks storing)`,
+    /// its loads `bytes / read_rate(blocks loading)` (bytes per ns an SM).
+    pub fn added_ns(
+        &self,
+        loop_ns: f64,
+        store_ns: impl Fn(f64, u64) -> f64,
+        read_rate: impl Fn(u64) -> f64,
+        profile: &Profile,
+    ) -> f64 {
+        let (storing, gathering) = self.storing_and_gathering_blocks();
+        let bytes = self.partial_bytes as f64;
+        // A gather is two loads in turn, each a load's latency where the L2 holds the
+        // data (the partial was just written): the flag's acquire, then the partial's
+        // loads, which wait for it.
+        let latency = profile
+            .l2_resident
+            .as_ref()
+            .map_or(profile.idle_latency_ns, |l2| l2.loaded_latency_ns);
+        let chain = ChainRates {
+            k_block_ns: loop_ns / f64::from(self.busiest_k_blocks().max(1)),
+            store_ns: store_ns(bytes, storing),
+            gather_ns: 2.0 * latency + bytes / read_rate(gathering),
+        };
+        (self.finish_ns(chain) - loop_ns).max(0.0)
     }
 
     /// When the last cluster is done, ns from the launch's start: each walks its

@@ -433,22 +433,13 @@ pub fn predict(
         };
         let (x, _) = rate(n, busy);
         let loop_ns = n as f64 * per_block_iterations / SCHEDULERS_PER_SM / x;
-        let (storing, gathering) = s.storing_and_gathering_blocks();
-        let bytes = s.partial_bytes as f64;
-        let busiest = f64::from(s.busiest_k_blocks().max(1));
-        // A gather is two loads in turn, each a load's latency where the L2 holds the
-        // data (the partial was just written): the flag's acquire, then the partial's
-        // loads, which wait for it.
-        let latency = profile
-            .l2_resident
-            .as_ref()
-            .map_or(profile.idle_latency_ns, |l2| l2.loaded_latency_ns);
-        let chain = fixup::ChainRates {
-            k_block_ns: loop_ns / busiest,
-            store_ns: store_ns(bytes / LINE_BYTES, storing),
-            gather_ns: 2.0 * latency + bytes / (rates.l2_read_gb_per_s / gathering.max(1) as f64).min(port),
-        };
-        (s.finish_ns(chain) - loop_ns).max(0.0)
+        let read_rate = |busy: u64| (rates.l2_read_gb_per_s / busy.max(1) as f64).min(port);
+        s.added_ns(
+            loop_ns,
+            |bytes, busy| store_ns(bytes / LINE_BYTES, busy),
+            read_rate,
+            profile,
+        )
     });
     let time_ns = full as f64 * round_ns(per_sm, waves.busy_sms)
         + if last > 0 {
