@@ -217,6 +217,12 @@ pub fn product_line(p: &super::product::ProductPrediction) -> String {
             crate::units::format_ms(p.epilogue_ns * 1e-6)
         ));
     }
+    if p.fixup_ns > 0.0 {
+        line.push_str(&format!(
+            "\n  split tiles: {} more while owners wait for their contributors' partial tiles, take them and add them",
+            crate::units::format_ms(p.fixup_ns * 1e-6)
+        ));
+    }
     if p.fill_ns > 0.0 {
         line.push_str(&format!(
             "\n  fixed costs: {} of {} rounds' waits for their first tiles",

@@ -110,6 +110,7 @@ pub fn explain_variant(
                 flops: window_flops,
                 launch_flops: window_flops / share,
                 busiest_block_flops,
+                split: product::fixup::of_launch(launch.kernel.name, &problem, total as u64),
                 sites: counted.sites.as_deref().unwrap_or_default(),
                 traffic: &traffic,
             };

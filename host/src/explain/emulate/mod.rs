@@ -38,6 +38,10 @@ use crate::experiment::{Buffer, Experiment, Inputs, Problem, Role, Variant};
 use crate::reference::{Scope, judge};
 use crate::validate::Validation;
 
+/// The name of a variant's scratch buffer (workspace and flags it keeps from launch
+/// to launch) among the emulated launch's buffers.
+pub const SCRATCH: &str = "scratch";
+
 /// Each thread's first this-many executions of an access site are recorded: loops
 /// repeat their pattern, and the log stays small at any problem size.
 pub const MAX_OCCURRENCES: usize = 16;
@@ -97,7 +101,7 @@ impl EmuLaunch {
     fn laid_out(&self) -> Vec<Buffer> {
         let mut all = self.buffers.clone();
         if self.scratch > 0 {
-            all.push(Buffer::in_out("scratch", self.scratch.div_ceil(4)));
+            all.push(Buffer::in_out(SCRATCH, self.scratch.div_ceil(4)));
         }
         all
     }

@@ -47,6 +47,7 @@
 //! the tensor pipe of a block that empties it at a barrier each iteration), or the
 //! power limit where it slows the launch more than that unit's idle time does.
 
+pub mod fixup;
 pub mod mix;
 pub mod queue;
 mod step;
@@ -121,6 +122,7 @@ pub fn of_kernel(
             declared: flops as f64,
             computed: window.launch_flops,
             busiest_block: window.busiest_block_flops,
+            split: window.split,
         },
         step,
         source,
@@ -221,6 +223,9 @@ pub struct ProductPrediction {
     /// the calibrated clock, in the full rounds: each round adds its blocks'
     /// ([`predict`]).
     pub epilogue_ns: f64,
+    /// What a stream-k launch's owners of split tiles wait for their contributors'
+    /// partial tiles beyond the loop's even pace, at the calibrated clock ([`fixup`]).
+    pub fixup_ns: f64,
     /// The rounds' waits for their first tiles, and what the launch adds to the
     /// kernel's work launch after launch ([`super::launch::interval_ns`]): in the
     /// time beside the rounds'.
@@ -379,21 +384,42 @@ pub fn predict(
     if profile.store_lines_per_ns_per_sm.is_none() && epilogue_lines > 0.0 {
         not_modelled.push("lines of global stores: not calibrated".into());
     }
-    let epilogue_at = |busy: u64| match profile.store_lines_per_ns_per_sm {
-        Some(r) => epilogue_lines / (r * sms / busy.max(1) as f64).min((port / LINE_BYTES).max(r)),
+    let store_ns = |lines: f64, busy: u64| match profile.store_lines_per_ns_per_sm {
+        Some(r) => lines / (r * sms / busy.max(1) as f64).min((port / LINE_BYTES).max(r)),
         None => 0.0,
     };
+    let epilogue_at = |busy: u64| store_ns(epilogue_lines, busy);
     let epilogue_ns = epilogue_at(waves.busy_sms);
     let round_ns = |n: u64, busy: u64| {
         let (x, _) = rate(n, busy);
         n as f64 * per_block_iterations / SCHEDULERS_PER_SM / x + n as f64 * epilogue_at(busy)
     };
+    // A stream-k launch's split tiles: what the owners' waits for their contributors'
+    // partials add to the loop's even pace ([`fixup`]), its k-blocks at the pace of the
+    // round they run in.
+    let fixup_ns = work.split.map_or(0.0, |s| {
+        let (n, busy) = if full > 0 {
+            (per_sm, waves.busy_sms)
+        } else {
+            (last, waves.last_busy_sms)
+        };
+        let (x, _) = rate(n, busy);
+        let loop_ns = n as f64 * per_block_iterations / SCHEDULERS_PER_SM / x;
+        let read_rate = |busy: u64| (rates.l2_read_gb_per_s / busy.max(1) as f64).min(port);
+        s.added_ns(
+            loop_ns,
+            |bytes, busy| store_ns(bytes / LINE_BYTES, busy),
+            read_rate,
+            profile,
+        )
+    });
     let time_ns = full as f64 * round_ns(per_sm, waves.busy_sms)
         + if last > 0 {
             round_ns(last, waves.last_busy_sms)
         } else {
             0.0
-        };
+        }
+        + fixup_ns;
     let warps_per_scheduler = per_sm.min(busiest) as f64 * warps_per_block / SCHEDULERS_PER_SM;
     let (x, pacing) = rate(per_sm.min(busiest), waves.busy_sms);
     let units = units_with(waves.busy_sms);
@@ -475,6 +501,7 @@ pub fn predict(
         waves,
         delay_ns,
         epilogue_ns,
+        fixup_ns,
         fill_ns,
         launch_ns,
         units: loads,

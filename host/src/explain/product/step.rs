@@ -4,7 +4,9 @@
 
 use serde::Serialize;
 
+use super::fixup::Split;
 use super::mix::InstructionMix;
+use crate::explain::emulate::SCRATCH;
 use crate::explain::emulate::analyse::{Direction, Memory, SiteStats};
 use crate::explain::emulate::traffic::Traffic;
 
@@ -73,6 +75,8 @@ pub struct Window<'a> {
     /// The most FLOPs one emulated block computes, where the emulator counts them
     /// (tensor-core instructions): a persistent kernel's first blocks walk a tile more.
     pub busiest_block_flops: Option<f64>,
+    /// How a stream-k launch splits its tiles between clusters ([`super::fixup`]).
+    pub split: Option<Split>,
     pub sites: &'a [SiteStats],
     pub traffic: &'a Traffic,
 }
@@ -85,6 +89,8 @@ pub struct LaunchFlops {
     pub declared: f64,
     pub computed: f64,
     pub busiest_block: Option<f64>,
+    /// A stream-k launch's split tiles, whose owners wait for their contributors.
+    pub split: Option<Split>,
 }
 
 /// A launch whose blocks compute exactly the declared FLOPs.
@@ -94,6 +100,7 @@ impl From<f64> for LaunchFlops {
             declared: flops,
             computed: flops,
             busiest_block: None,
+            split: None,
         }
     }
 }
@@ -147,11 +154,14 @@ impl Step {
                 0.0
             }
         };
+        // A stream-k launch's partial tiles and flags (its scratch) are not the loop's:
+        // the fix-up's chain takes them in turn ([`super::fixup`]).
+        let fixup = |s: &SiteStats| window.split.is_some() && s.buffer.as_deref() == Some(SCRATCH);
         // Over every execution of the sites `which` picks: `per` of a recorded request.
         let executed = |which: &dyn Fn(&SiteStats) -> bool, per: &dyn Fn(&SiteStats) -> u64| {
             sites
                 .iter()
-                .filter(|s| which(s) && s.requests > 0)
+                .filter(|s| which(s) && !fixup(s) && s.requests > 0)
                 .map(|s| s.executions as f64 * per(s) as f64 / s.requests as f64)
                 .fold(0.0, |sum, x| sum + x)
         };

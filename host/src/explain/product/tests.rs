@@ -174,6 +174,7 @@ fn tiles_on_the_edge_compute_more_than_the_declared_flops() {
         declared,
         computed: declared * 1.25,
         busiest_block: None,
+        split: None,
     };
     let got = predict(padded, step, "SASS", launch(132, 32), &p, None).unwrap();
     // A quarter more iterations take a quarter more time, quoted in declared FLOPs.
@@ -374,6 +375,7 @@ fn step_over(sites: &[SiteStats], traffic: &Traffic) -> Step {
         flops: 1e5,
         launch_flops: 1e6,
         busiest_block_flops: None,
+        split: None,
         sites,
         traffic,
     };
@@ -495,4 +497,56 @@ fn a_bound_is_one_word_in_json() {
     assert_eq!(json(ProductBound::Unit(Unit::IssueSlots)), "\"issue-slots\"");
     assert_eq!(json(ProductBound::Latency), "\"latency\"");
     assert_eq!(json(ProductBound::Power), "\"power\"");
+}
+
+/// A stream-k launch's partial tiles and flags (its scratch) are the fix-up's chain's,
+/// not the loop's: with a split they leave the step; without one they stay in it.
+#[test]
+fn a_splits_scratch_traffic_leaves_the_loop_to_the_fixup() {
+    use crate::explain::emulate::SCRATCH;
+    use kernels::hgemm::stream_k::{Deal, HYBRID};
+    let on = |buffer: &str, op: Direction| SiteStats {
+        buffer: Some(buffer.into()),
+        ..site(Memory::Global, op, 10, 100, 4)
+    };
+    let sites = [
+        on("a", Direction::Load),
+        on(SCRATCH, Direction::Load),
+        on(SCRATCH, Direction::Store),
+        on("c", Direction::Store),
+    ];
+    let traffic = Traffic {
+        global_sectors: [80, 80],
+        read_segments: [80, 40, 20],
+        ..Traffic::default()
+    };
+    let issued = Issued {
+        flops: 1000.0,
+        ..Issued::default()
+    };
+    let step = |split| {
+        let window = Window {
+            flops: 1e5,
+            launch_flops: 1e6,
+            busiest_block_flops: None,
+            split,
+            sites: &sites,
+            traffic: &traffic,
+        };
+        Step::of(issued, &window, 4e4, 1e6)
+    };
+    let split = fixup::Split {
+        deal: Deal::new(1, 8, 4, HYBRID),
+        partial_bytes: 128 * 1024,
+    };
+    let (alone, with) = (step(None), step(Some(split)));
+    assert!(
+        close(alone.load_lines, 2.0 * with.load_lines),
+        "{alone:?} {with:?}"
+    );
+    assert!(
+        close(alone.store_lines, 2.0 * with.store_lines),
+        "{alone:?} {with:?}"
+    );
+    assert!(close(alone.l2_bytes, 2.0 * with.l2_bytes), "{alone:?} {with:?}");
 }

@@ -64,6 +64,7 @@ fn a_persistent_kernels_busiest_block_sets_its_time() {
         declared: tiles,
         computed: tiles,
         busiest_block: Some(200.0 * step.flops),
+        split: None,
     };
     let got = predict(walked, step, "SASS", launch(132, 256), &p, None).unwrap();
     assert!(
@@ -181,4 +182,68 @@ fn a_round_that_leaves_sms_idle_stores_its_tiles_faster_up_to_the_port() {
     let want = 200.0 / (rate * 4.0).min(port.max(rate));
     assert!(close(few.epilogue_ns, want), "{} against {want}", few.epilogue_ns);
     assert!(few.epilogue_ns < run(threads, 132).epilogue_ns);
+}
+
+/// stream-k: one tile of 2 (k + 1) k-blocks dealt to k + 1 clusters, two k-blocks
+/// each, against k + 1 tiles of two k-blocks dealt whole. The loops are the same; the
+/// split tile's owner then waits for its k contributors' partial tiles to be stored
+/// (they end their parts as it does) and takes them one after another.
+#[test]
+fn a_split_tiles_owner_waits_for_its_contributors_one_after_another() {
+    use crate::explain::product::fixup::Split;
+    use kernels::hgemm::stream_k::{Deal, HYBRID};
+    let p = unpowered();
+    let rates = p.compute.as_ref().unwrap();
+    let port = [
+        Some(rates.l2_read_gb_per_s),
+        rates.l2_bulk_read_gb_per_s,
+        rates.l2_bulk_shared_gb_per_s,
+    ]
+    .into_iter()
+    .flatten()
+    .fold(0.0, f64::max)
+        / 132.0;
+    let partial = 128.0 * 1024.0;
+    let step = simt();
+    for k in 1..=3u32 {
+        let clusters = k + 1;
+        let run = |deal: Deal| {
+            let flops = step.flops * 100.0 * 2.0 * f64::from(clusters);
+            let work = LaunchFlops {
+                split: Some(Split {
+                    deal,
+                    partial_bytes: partial as u64,
+                }),
+                ..LaunchFlops::from(flops)
+            };
+            let size = LaunchSize {
+                cluster: 2,
+                ..launch(2 * u64::from(clusters), 256)
+            };
+            predict(work, step, "SASS", size, &p, None).unwrap()
+        };
+        let whole = run(Deal::new(clusters, 2, clusters, HYBRID));
+        let split = run(Deal::new(1, 2 * clusters, clusters, HYBRID));
+        assert_eq!(whole.fixup_ns, 0.0, "{whole:?}");
+        // The k contributors' blocks store together; the owner's two blocks load.
+        let store = partial
+            / 128.0
+            / (p.store_lines_per_ns_per_sm.unwrap() * 132.0 / f64::from(2 * k))
+                .min((port / 128.0).max(p.store_lines_per_ns_per_sm.unwrap()));
+        // Each a wait for the flag and then the partial's loads: two of the latency
+        // (the sample profile has no L2-resident one: an idle load's) and the bytes.
+        let gather = 2.0 * bare_profile_latency() + partial / (rates.l2_read_gb_per_s / 2.0).min(port);
+        let chain = store + f64::from(k) * gather;
+        assert!(
+            close(split.fixup_ns, chain),
+            "k = {k}: {} against {chain}",
+            split.fixup_ns
+        );
+        assert!(
+            close(loop_ms(&split) - loop_ms(&whole), chain * 1e-6),
+            "k = {k}: {} against {}",
+            loop_ms(&split),
+            loop_ms(&whole)
+        );
+    }
 }
