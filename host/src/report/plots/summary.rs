@@ -177,7 +177,7 @@ pub fn plot(all: &[Results]) -> Result<Option<Plot>> {
     let svg = chart::bar_chart(&BarChart {
         title: TITLE,
         device: &devices,
-        x_desc: "% of the same GPU's copy (matrix products: of its cuBLAS in the rung's precision)",
+        x_desc: "% of the same GPU's copy (matrix products: of its cuBLAS, same precision)",
         origin: 0.0,
         bars,
         legend: names
