@@ -58,7 +58,7 @@ use serde::Serialize;
 
 use super::emulate::analyse::{Direction, Memory};
 use super::residency::{LaunchSize, Residency, Resources, blocks_per_sm};
-use crate::profile::{PowerRates, Profile};
+use crate::profile::{ComputeRates, PowerRates, Profile};
 use mix::{MixSource, instruction_mix};
 
 pub use step::{Issued, LaunchFlops, Step, Window};
@@ -318,15 +318,7 @@ pub fn predict(
     // The L2 and the DRAM serve the whole GPU: each busy SM takes its share of their
     // rate, and no more than the most one SM's port to the L2 was measured to take
     // (a launch that leaves SMs idle gives the others more).
-    let port = [
-        Some(rates.l2_read_gb_per_s),
-        rates.l2_bulk_read_gb_per_s,
-        rates.l2_bulk_shared_gb_per_s,
-    ]
-    .into_iter()
-    .flatten()
-    .fold(0.0, f64::max)
-        / sms;
+    let port = l2_port_gb_per_s(rates) / sms;
     let share_of = |gb_per_s: f64, busy: u64| quarter((gb_per_s / busy.max(1) as f64).min(port));
     // The copy engine's bytes at the rates the L2 serves it, where measured: what the
     // product must read once (its DRAM bytes) at the rate of lines one SM reads, and
@@ -572,5 +564,17 @@ fn pace(units: &[(Unit, f64)], delay_ns: f64, warps: f64, together: Option<f64>)
         .unwrap_or((0.0, Unit::IssueSlots))
 }
 
+/// The most the whole GPU's L2 was measured to serve, GB/s (the fastest of its read
+/// rates): divided among the SMs, the most one SM's port takes.
+pub(crate) fn l2_port_gb_per_s(rates: &ComputeRates) -> f64 {
+    [
+        Some(rates.l2_read_gb_per_s),
+        rates.l2_bulk_read_gb_per_s,
+        rates.l2_bulk_shared_gb_per_s,
+    ]
+    .into_iter()
+    .flatten()
+    .fold(0.0, f64::max)
+}
 #[cfg(test)]
 mod tests;

@@ -143,16 +143,7 @@ fn a_round_that_leaves_sms_idle_stores_its_tiles_faster_up_to_the_port() {
     let p = unpowered();
     let rate = p.store_lines_per_ns_per_sm.unwrap();
     let rates = p.compute.as_ref().unwrap();
-    let port = [
-        Some(rates.l2_read_gb_per_s),
-        rates.l2_bulk_read_gb_per_s,
-        rates.l2_bulk_shared_gb_per_s,
-    ]
-    .into_iter()
-    .flatten()
-    .fold(0.0, f64::max)
-        / 132.0
-        / 128.0;
+    let port = l2_port_gb_per_s(rates) / 132.0 / 128.0;
     // 2 lines an iteration, the threads' and the copy engine's alike, 100 iterations
     // a block: 200 lines a block's epilogue.
     let threads = Step {
@@ -194,15 +185,7 @@ fn a_split_tiles_owner_waits_for_its_contributors_one_after_another() {
     use kernels::hgemm::stream_k::{Deal, HYBRID};
     let p = unpowered();
     let rates = p.compute.as_ref().unwrap();
-    let port = [
-        Some(rates.l2_read_gb_per_s),
-        rates.l2_bulk_read_gb_per_s,
-        rates.l2_bulk_shared_gb_per_s,
-    ]
-    .into_iter()
-    .flatten()
-    .fold(0.0, f64::max)
-        / 132.0;
+    let port = l2_port_gb_per_s(rates) / 132.0;
     let partial = 128.0 * 1024.0;
     let step = simt();
     for k in 1..=3u32 {
