@@ -35,6 +35,9 @@
 //!    column tiles of C): each copies half of A's tile and multicasts it to both,
 //!    halving A's reads from L2; a consumer frees a stage in both blocks (the ring of
 //!    rung 2, clustered).
+//!
+//! Rung 2 also comes in narrower tiles: `sgemm_wgmma_ws_192` (192 rows of A) and
+//! `sgemm_wgmma_ws_64` (64), more blocks for products too small to fill the SMs.
 
 use crate::gpu::mma::{Tf32, to_tf32};
 use crate::gpu::ring::{Ring, Stage};
@@ -101,6 +104,14 @@ pub const WGMMA_WS: WgmmaTiling = WgmmaTiling {
 pub const WGMMA_WS_192: WgmmaTiling = WgmmaTiling {
     bm: 192,
     stages: 5,
+    warpgroups: 3,
+};
+/// `wgmma-ws-64`: 64 x 128 tiles (`m64n64k8`), four times wgmma-ws's blocks, for
+/// products too small to give every SM a 256 x 128 tile. A stage's wgmmas take a
+/// quarter of wgmma-ws's time, so 8 stages (192 KiB) keep twice the k in flight.
+pub const WGMMA_WS_64: WgmmaTiling = WgmmaTiling {
+    bm: 64,
+    stages: 8,
     warpgroups: 3,
 };
 /// `wgmma-cluster`: `wgmma-ws` in clusters of two sharing A's tile.
@@ -445,6 +456,16 @@ kernel! {
     pub fn sgemm_wgmma_ws_192(m: u32, n: u32, k: u32, a: Global<TensorMap>, b: Global<TensorMap>, c: GlobalMut<f32>) {
         // SAFETY: as above, WGMMA_WS_192's launch.
         unsafe { warp_specialised::<[f32; 96]>(WGMMA_WS_192, (m, n, k), (a, b), c) }
+    }
+}
+
+kernel! {
+    #[launch_bounds(384, 1)]
+    #[requires(sm_90a)]
+    /// wgmma-ws-64, 64 x 128 x 32, 8 stages: the same with small tiles, for small products.
+    pub fn sgemm_wgmma_ws_64(m: u32, n: u32, k: u32, a: Global<TensorMap>, b: Global<TensorMap>, c: GlobalMut<f32>) {
+        // SAFETY: as above, WGMMA_WS_64's launch.
+        unsafe { warp_specialised::<[f32; 32]>(WGMMA_WS_64, (m, n, k), (a, b), c) }
     }
 }
 
