@@ -727,6 +727,12 @@ extern "C" __global__ void __launch_bounds__(384, 1) sgemm_wgmma_ws_192(int m, i
 #endif
 }
 
+extern "C" __global__ void __launch_bounds__(384, 1) sgemm_wgmma_ws_128(int m, int n, int k, const TensorMap* a, const TensorMap* b, float* c) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    wgmma_ws<128, 6, false>(m, n, k, a, b, c);
+#endif
+}
+
 extern "C" __global__ void __launch_bounds__(384, 1) sgemm_wgmma_ws_64(int m, int n, int k, const TensorMap* a, const TensorMap* b, float* c) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
     wgmma_ws<64, 8, false>(m, n, k, a, b, c);

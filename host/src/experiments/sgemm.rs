@@ -28,7 +28,7 @@ use kernels::sgemm::tf32::{TF32_128X128X32, TF32_128X256X32, Tf32Tiling};
 use kernels::sgemm::tile_1d::{T1_BM, T1_BN, T1_THREADS};
 use kernels::sgemm::tile_2d::{T2_BM, T2_BN, T2_THREADS};
 use kernels::sgemm::warptile::WARPTILE;
-use kernels::sgemm::wgmma::{BK, BN, WGMMA, WGMMA_CLUSTER, WGMMA_WS, WGMMA_WS_64, WGMMA_WS_192, WgmmaTiling};
+use kernels::sgemm::wgmma::{BK, BN, WGMMA, WGMMA_CLUSTER, WGMMA_WS, WGMMA_WS_64, WGMMA_WS_128, WGMMA_WS_192, WgmmaTiling};
 use kernels::gpu::tma::Swizzle;
 
 use super::matmul;
@@ -79,6 +79,7 @@ const fn hopper_args(rows: u32) -> [Arg; 6] {
 }
 const WGMMA_ARGS: &[Arg] = &hopper_args(WGMMA.bm as u32);
 const WGMMA_192_ARGS: &[Arg] = &hopper_args(WGMMA_WS_192.bm as u32);
+const WGMMA_128_ARGS: &[Arg] = &hopper_args(WGMMA_WS_128.bm as u32);
 const WGMMA_64_ARGS: &[Arg] = &hopper_args(WGMMA_WS_64.bm as u32);
 /// Clusters: each block copies half of A's tile.
 const CLUSTER_ARGS: &[Arg] = &hopper_args(WGMMA_CLUSTER.bm as u32 / 2);
@@ -147,6 +148,10 @@ pub static EXPERIMENT: Experiment = Experiment {
             hopper(p, WGMMA_WS_192, 1)
         })
         .tf32_truncating(),
+        Variant::new("wgmma-ws-128", &entry::sgemm_wgmma_ws_128, WGMMA_128_ARGS, |p, _| {
+            hopper(p, WGMMA_WS_128, 1)
+        })
+        .tf32_truncating(),
         Variant::new("wgmma-ws-64", &entry::sgemm_wgmma_ws_64, WGMMA_64_ARGS, |p, _| {
             hopper(p, WGMMA_WS_64, 1)
         })
@@ -189,12 +194,13 @@ mod tests {
         let big = Problem::Product { m: 4096, n: 4096, k: 4096 };
         let l = EXPERIMENT.launches(&big, &DeviceInfo::h100()).unwrap();
         assert!(l.iter().flatten().all(|l| l.grid.0 * l.grid.1 * l.block.0 >= 4096 * 4096 / 128));
-        // The Hopper rungs: one block per 256 x 128 tile (192 x 128, 64 x 128), whole clusters.
+        // The Hopper rungs: one block per 256 x 128 tile (192, 128 or 64 x 128), whole clusters.
         let hopper = |v: &str| l[EXPERIMENT.variants.iter().position(|x| x.name == v).unwrap()].unwrap();
         assert_eq!(hopper("wgmma").grid, (16 * 32, 1, 1));
         assert_eq!(hopper("wgmma").block, (256, 1, 1));
         assert_eq!(hopper("wgmma-ws").block, (384, 1, 1));
         assert_eq!(hopper("wgmma-ws-192").grid, (22 * 32, 1, 1));
+        assert_eq!(hopper("wgmma-ws-128").grid, (32 * 32, 1, 1));
         let small = hopper("wgmma-ws-64");
         assert_eq!((small.grid, small.shared_bytes), ((64 * 32, 1, 1), 8 * 24 * 1024 + 8 * 16 + 1024));
         assert_eq!(hopper("wgmma-cluster").grid, (16 * 32, 1, 1));

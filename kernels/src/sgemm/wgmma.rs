@@ -36,8 +36,9 @@
 //!    halving A's reads from L2; a consumer frees a stage in both blocks (the ring of
 //!    rung 2, clustered).
 //!
-//! Rung 2 also comes in narrower tiles: `sgemm_wgmma_ws_192` (192 rows of A) and
-//! `sgemm_wgmma_ws_64` (64), more blocks for products too small to fill the SMs.
+//! Rung 2 also comes in narrower tiles: `sgemm_wgmma_ws_192`, `sgemm_wgmma_ws_128` and
+//! `sgemm_wgmma_ws_64` (192, 128 or 64 rows of A), more blocks for products too small
+//! to fill the SMs with 256-row tiles.
 
 use crate::gpu::mma::{Tf32, to_tf32};
 use crate::gpu::ring::{Ring, Stage};
@@ -112,6 +113,14 @@ pub const WGMMA_WS_192: WgmmaTiling = WgmmaTiling {
 pub const WGMMA_WS_64: WgmmaTiling = WgmmaTiling {
     bm: 64,
     stages: 8,
+    warpgroups: 3,
+};
+/// `wgmma-ws-128`: 128 x 128 tiles (`m64n128k8`), one round of the SMs at 1280³ (100
+/// tiles, where 256 x 128 makes 50 and 192 x 128 70); a stage's wgmmas take half of
+/// wgmma-ws's time, so 6 stages (192 KiB).
+pub const WGMMA_WS_128: WgmmaTiling = WgmmaTiling {
+    bm: 128,
+    stages: 6,
     warpgroups: 3,
 };
 /// `wgmma-cluster`: `wgmma-ws` in clusters of two sharing A's tile.
@@ -466,6 +475,16 @@ kernel! {
     pub fn sgemm_wgmma_ws_64(m: u32, n: u32, k: u32, a: Global<TensorMap>, b: Global<TensorMap>, c: GlobalMut<f32>) {
         // SAFETY: as above, WGMMA_WS_64's launch.
         unsafe { warp_specialised::<[f32; 32]>(WGMMA_WS_64, (m, n, k), (a, b), c) }
+    }
+}
+
+kernel! {
+    #[launch_bounds(384, 1)]
+    #[requires(sm_90a)]
+    /// wgmma-ws-128, 128 x 128 x 32, 6 stages: the same with 128-row tiles.
+    pub fn sgemm_wgmma_ws_128(m: u32, n: u32, k: u32, a: Global<TensorMap>, b: Global<TensorMap>, c: GlobalMut<f32>) {
+        // SAFETY: as above, WGMMA_WS_128's launch.
+        unsafe { warp_specialised::<[f32; 64]>(WGMMA_WS_128, (m, n, k), (a, b), c) }
     }
 }
 
