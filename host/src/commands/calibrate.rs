@@ -114,8 +114,15 @@ pub fn refit(paths: &[PathBuf]) -> Result<Outcome> {
         .collect::<Result<Vec<_>>>()?;
     for (path, before, after) in refitted {
         output::write_json(path, &after)?;
+        let l2 = match (&before.l2_resident, &after.l2_resident) {
+            (Some(b), Some(a)) => format!(
+                ", l2_resident loaded_latency_ns {:.3} -> {:.3}, queueing_latency_ns {:.3} -> {:.3}",
+                b.loaded_latency_ns, a.loaded_latency_ns, b.queueing_latency_ns, a.queueing_latency_ns
+            ),
+            _ => String::new(),
+        };
         Human::STDOUT.line(&format!(
-            "{}: dram_read_granularity {} -> {} B, loaded_latency_ns {:.3} -> {:.3}, queueing_latency_ns {:.3} -> {:.3}{}",
+            "{}: dram_read_granularity {} -> {} B, loaded_latency_ns {:.3} -> {:.3}, queueing_latency_ns {:.3} -> {:.3}{l2}{}",
             path.display(),
             before.dram_read_granularity,
             after.dram_read_granularity,

@@ -83,22 +83,40 @@ impl LatencyFit {
 /// copy with x read bytes in flight on each of `sm_count` SMs moves 2 x sm_count bytes
 /// (it writes what it reads) per latency (ns, with R in GB/s = bytes per ns).
 ///
-/// A point is latency-bound when more bytes in flight made the copy faster: some point
-/// has more bytes in flight, every such point ran faster, and the point itself ran
-/// under [`BELOW_CEILING`] of the ceiling. Points past the knee, whose rate stays
-/// level or falls as bytes in flight grow, say nothing about the latency.
+/// A point is latency-bound when more bytes in flight made the copy faster: it ran
+/// under [`BELOW_CEILING`] of the ceiling, every copy at the sweep's next bytes in
+/// flight ran faster than it by more than the 3% that [`BELOW_CEILING`] counts as the
+/// same rate, and so did every copy with as many bytes in flight or fewer. The first
+/// copy that gains less marks the knee: from its bytes in flight on, the copies run at
+/// their own plateau, where the variants differ by a few percent among themselves. A
+/// plateau copy that a later one beats by a hair would read as a latency of thousands
+/// of ns at a utilisation under 1, and drag the line's base towards zero.
 pub fn latency_points(points: &[SweepPoint], sm_count: u32, copy_gb_per_s: f64) -> Vec<(f64, f64)> {
     let usable: Vec<&SweepPoint> = points
         .iter()
         .filter(|p| p.x > 0.0 && p.gb_per_s.is_finite() && p.gb_per_s > 0.0)
         .collect();
-    let rising = |p: &SweepPoint| {
-        let mut more = usable.iter().filter(|o| o.x > p.x).peekable();
-        more.peek().is_some() && more.all(|o| o.gb_per_s > p.gb_per_s)
+    let gains = |p: &SweepPoint| {
+        let next = usable
+            .iter()
+            .map(|o| o.x)
+            .filter(|&x| x > p.x)
+            .fold(f64::INFINITY, f64::min);
+        next.is_finite()
+            && usable
+                .iter()
+                .filter(|o| o.x == next)
+                .all(|o| BELOW_CEILING * o.gb_per_s > p.gb_per_s)
     };
+    let latency_bound = |p: &SweepPoint| p.gb_per_s < BELOW_CEILING * copy_gb_per_s && gains(p);
+    let knee = usable
+        .iter()
+        .filter(|p| !latency_bound(p))
+        .map(|p| p.x)
+        .fold(f64::INFINITY, f64::min);
     usable
         .iter()
-        .filter(|p| p.gb_per_s < BELOW_CEILING * copy_gb_per_s && rising(p))
+        .filter(|p| p.x < knee)
         .map(|p| {
             (
                 p.gb_per_s / copy_gb_per_s,
@@ -299,6 +317,145 @@ mod tests {
         assert!((fit.base_ns - 702.226).abs() < 1e-3, "{fit:?}");
         assert!((fit.queue_ns - 58.876).abs() < 1e-3, "{fit:?}");
         assert!((fit.at(0.6363869152716707) - 805.269).abs() < 1e-3);
+    }
+
+    #[test]
+    fn past_the_knee_no_copy_is_latency_bound() {
+        // 132 SMs, a 7000 GB/s ceiling: two copies below the knee, then a plateau at
+        // 90% of the ceiling whose variants differ by a few percent. The 65536 copy at
+        // 6300 is beaten by both at 119156, one by a hair: still past the knee.
+        let points = [
+            point(8192.0, 3300.0),
+            point(16384.0, 6000.0),
+            point(32768.0, 6500.0),
+            point(32768.0, 6400.0),
+            point(65536.0, 6300.0),
+            point(65536.0, 6600.0),
+            point(119156.0, 6310.0),
+            point(119156.0, 6900.0),
+        ];
+        let pairs = latency_points(&points, 132, 7000.0);
+        let rates: Vec<f64> = pairs.iter().map(|&(rho, _)| rho * 7000.0).collect();
+        assert_eq!(rates, [3300.0, 6000.0], "{pairs:?}");
+        // A copy past the knee that a later step beats by more than 3% is past it still.
+        let mut rebound = points.to_vec();
+        rebound[6] = point(119156.0, 6800.0);
+        assert_eq!(latency_points(&rebound, 132, 7000.0), pairs);
+        // A copy that gains less than 3% from more bytes in flight marks the knee; so
+        // does one of two copies at the same bytes in flight.
+        let flat = [
+            point(8192.0, 3300.0),
+            point(16384.0, 6000.0),
+            point(32768.0, 6100.0),
+        ];
+        assert_eq!(latency_points(&flat, 132, 7000.0).len(), 1);
+        let split = [
+            point(8192.0, 3300.0),
+            point(8192.0, 5900.0),
+            point(16384.0, 6000.0),
+        ];
+        assert!(latency_points(&split, 132, 7000.0).is_empty());
+    }
+
+    /// The L2-resident inflight sweeps of two calibrations of one H200, 59 minutes
+    /// apart, as their profiles keep them (x, GB/s without the launch), and their
+    /// memcpy ceilings.
+    const HELD_L2: [(f64, [(f64, f64); 8]); 2] = [
+        (
+            7771.067468209665,
+            [
+                (8192.0, 3282.27057553106),
+                (16384.0, 6163.260210237992),
+                (32768.0, 7149.3814786044195),
+                (65536.0, 7046.881356317442),
+                (32768.0, 7123.478478381831),
+                (65536.0, 7254.90821478837),
+                (119156.36363636363, 6779.586633308066),
+                (119156.36363636363, 6996.725965174672),
+            ],
+        ),
+        (
+            7650.11717384661,
+            [
+                (8192.0, 3293.266340600127),
+                (16384.0, 5975.927143164415),
+                (32768.0, 6874.405190938282),
+                (65536.0, 6756.288737560825),
+                (32768.0, 6971.914512101265),
+                (65536.0, 7201.758106988551),
+                (119156.36363636363, 6779.585782825619),
+                (119156.36363636363, 6996.725784007838),
+            ],
+        ),
+    ];
+
+    #[test]
+    fn two_calibrations_of_one_l2_give_nearly_the_same_line() {
+        let fits: Vec<(f64, LatencyFit)> = HELD_L2
+            .iter()
+            .map(|(copy, sweep)| {
+                let points: Vec<SweepPoint> = sweep.iter().map(|&(x, r)| point(x, r)).collect();
+                (*copy, loaded_latency(&points, 132, *copy).unwrap())
+            })
+            .collect();
+        // Both through f32-1 and f32-2, the copies below the knee.
+        for (_, f) in &fits {
+            assert_eq!((f.used, f.upper_bound), (2, false), "{f:?}");
+        }
+        let [(c0, a), (c1, b)] = [fits[0], fits[1]];
+        assert!((a.base_ns - 648.788).abs() < 1e-3, "{a:?}");
+        assert!((a.queue_ns - 13.829).abs() < 1e-3, "{a:?}");
+        assert!((b.base_ns - 638.673).abs() < 1e-3, "{b:?}");
+        assert!((b.queue_ns - 23.849).abs() < 1e-3, "{b:?}");
+        // The bases within 2%, and the rates the two lines give any bytes in flight,
+        // from a hundredth of the knee's to a hundred times it, within 5% (the
+        // ceilings alone differ by 1.6%).
+        assert!((a.base_ns / b.base_ns - 1.0).abs() < 0.02, "{a:?} {b:?}");
+        for e in -20..=20 {
+            let x = 16384.0 * 2f64.powf(f64::from(e) / 3.0);
+            let ra = queued_rate(x, 132.0, c0, a.base_ns, a.queue_ns);
+            let rb = queued_rate(x, 132.0, c1, b.base_ns, b.queue_ns);
+            assert!((ra / rb - 1.0).abs() < 0.05, "x {x}: {ra} against {rb}");
+        }
+    }
+
+    #[test]
+    fn copies_at_fewer_blocks_steady_the_base() {
+        // An L2-like line: 132 SMs, 7700 GB/s, L = 645 + 19 rho / (1 - rho) ns. The
+        // L2-resident sweep's f32-1 and f32-2 (4 and 8 bytes a thread, 256-thread
+        // blocks) at every block an SM holds (8), and at those of `fewer_blocks`.
+        let (sms, copy, base, queue) = (132, 7700.0, 645.0, 19.0);
+        let x = |bytes: u32, blocks: u32| f64::from(bytes * blocks * 256);
+        let full = [x(4, 8), x(8, 8)];
+        let mut more = full.to_vec();
+        for b in crate::calibrate::fewer_blocks(8) {
+            more.extend([x(4, b), x(8, b)]);
+        }
+        assert_eq!(more.len(), 8);
+        // The plateau past the knee, where no point is latency-bound.
+        let plateau = [point(32768.0, 0.92 * copy), point(65536.0, 0.91 * copy)];
+        // How far L0 moves when one copy's rate is 3% off, at worst.
+        let worst_shift = |xs: &[f64]| {
+            let exact: Vec<SweepPoint> = xs
+                .iter()
+                .map(|&x| point(x, queued_rate(x, 132.0, copy, base, queue)))
+                .chain(plateau.iter().cloned())
+                .collect();
+            let mut worst = 0.0f64;
+            for k in 0..xs.len() {
+                for e in [0.97, 1.03] {
+                    let mut off = exact.clone();
+                    off[k].gb_per_s *= e;
+                    let fit = loaded_latency(&off, sms, copy).unwrap();
+                    assert_eq!(fit.used, xs.len(), "{fit:?}");
+                    worst = worst.max((fit.base_ns / base - 1.0).abs());
+                }
+            }
+            worst
+        };
+        let (two, eight) = (worst_shift(&full), worst_shift(&more));
+        assert!(two > 0.03, "{two}");
+        assert!(eight < 0.01, "{eight}");
     }
 
     #[test]

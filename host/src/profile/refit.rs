@@ -7,9 +7,10 @@ use super::fit::{loaded_latency, read_granularity};
 
 /// Fits every fitted parameter again from the raw sweeps the profile keeps: the DRAM
 /// read granularity from `stride_sweep`, the loaded latency and its queueing from
-/// `inflight_sweep`. A parameter whose sweep gives no fit (an empty sweep) keeps its
-/// value. The measured values are not touched. A schema-1 profile becomes schema 2
-/// (a latency that rises with load: its line is now fitted).
+/// `inflight_sweep`, and the L2-resident ones from `l2_resident.inflight_sweep`. A
+/// parameter whose sweep gives no fit (an empty sweep) keeps its value. The measured
+/// values are not touched. A schema-1 profile becomes schema 2 (a latency that rises
+/// with load: its line is now fitted).
 pub fn refit(p: &mut Profile) {
     if let Some(g) = read_granularity(&p.stride_sweep, p.copy_gb_per_s) {
         p.dram_read_granularity = g.bytes;
@@ -17,6 +18,12 @@ pub fn refit(p: &mut Profile) {
     if let Some(l) = loaded_latency(&p.inflight_sweep, p.sm_count, p.copy_gb_per_s) {
         p.loaded_latency_ns = l.base_ns;
         p.queueing_latency_ns = l.queue_ns;
+    }
+    if let Some(l2) = &mut p.l2_resident
+        && let Some(l) = loaded_latency(&l2.inflight_sweep, p.sm_count, l2.copy_gb_per_s)
+    {
+        l2.loaded_latency_ns = l.base_ns;
+        l2.queueing_latency_ns = l.queue_ns;
     }
     p.schema = p.schema.max(2);
 }
@@ -47,6 +54,47 @@ mod tests {
         refit(&mut p);
         assert_eq!(p.compute, sample().compute);
         assert!(p.compute.is_some());
+    }
+
+    #[test]
+    fn the_l2_resident_line_is_refitted_from_its_own_sweep() {
+        // 132 SMs, a 7000 GB/s L2 ceiling: f32-1 and f32-2 below the knee, then a
+        // plateau. The DRAM's line is left as its own sweep gives it.
+        let sweep = vec![
+            point(8192.0, 3300.0),
+            point(16384.0, 6000.0),
+            point(32768.0, 6500.0),
+            point(65536.0, 6400.0),
+        ];
+        let mut p = sample();
+        p.l2_resident = Some(crate::profile::L2Resident {
+            copy_gb_per_s: 7000.0,
+            loaded_latency_ns: 157.0,
+            queueing_latency_ns: 292.0,
+            inflight_sweep: sweep.clone(),
+            ..crate::profile::l2::tests::sample()
+        });
+        let mut dram = sample();
+        refit(&mut dram);
+        refit(&mut p);
+        let fit = loaded_latency(&sweep, p.sm_count, 7000.0).unwrap();
+        let l2 = p.l2_resident.as_ref().unwrap();
+        assert_eq!(fit.used, 2);
+        assert_eq!(
+            (l2.loaded_latency_ns, l2.queueing_latency_ns),
+            (fit.base_ns, fit.queue_ns)
+        );
+        assert!(l2.loaded_latency_ns > 600.0, "{l2:?}");
+        assert_eq!(l2.copy_gb_per_s, 7000.0);
+        assert_eq!(
+            (p.loaded_latency_ns, p.queueing_latency_ns),
+            (dram.loaded_latency_ns, dram.queueing_latency_ns)
+        );
+        // No sweep to fit: the line is kept.
+        p.l2_resident.as_mut().unwrap().inflight_sweep.clear();
+        let kept = p.clone();
+        refit(&mut p);
+        assert_eq!(p, kept);
     }
 
     #[test]
