@@ -437,6 +437,31 @@ fn only_loads_that_allocate_in_the_l1_count_as_its_misses() {
 }
 
 #[test]
+fn every_box_of_the_copy_engine_is_an_l2_read_however_many_blocks_share_it() {
+    let (bulk, plain) = (
+        SiteStats {
+            bulk: true,
+            ..site(Memory::Global, Direction::Load, 10, 1000, 1)
+        },
+        site(Memory::Global, Direction::Load, 10, 1000, 1),
+    );
+    // The window's blocks read the same tiles: a quarter of the 80 recorded sectors
+    // (40 of each site) are distinct across it.
+    let traffic = Traffic {
+        global_sectors: [80, 0],
+        read_segments: [20, 10, 5],
+        ..Traffic::default()
+    };
+    let step = step_over(&[bulk, plain], &traffic);
+    let per = 1000.0 / 1e5;
+    // The boxes go around the L1, so other SMs' reads of them are no hits: all 4000
+    // sectors of the copy engine's 1000 requests; the plain loads' distinct quarter.
+    assert!(close(step.l2_bulk_bytes, 4000.0 * 32.0 * per));
+    assert!(close(step.l2_bytes, (4000.0 + 4000.0 * 0.25) * 32.0 * per));
+    assert!(close(step.l1_miss_bytes, 4000.0 * 0.25 * 32.0 * per));
+}
+
+#[test]
 fn the_l1s_misses_take_its_time_at_each_sms_share_of_the_l2_rate() {
     let p = sample();
     let rates = p.compute.clone().unwrap();
