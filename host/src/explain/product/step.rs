@@ -77,6 +77,9 @@ pub struct Window<'a> {
     pub busiest_block_flops: Option<f64>,
     /// How a stream-k launch splits its tiles between clusters ([`super::fixup`]).
     pub split: Option<Split>,
+    /// The warps of a block that executed tensor-core instructions, where the emulator
+    /// counts them: those that run the hot loop ([`LaunchFlops::computing_warps`]).
+    pub tensor_warps_per_block: Option<f64>,
     pub sites: &'a [SiteStats],
     pub traffic: &'a Traffic,
 }
@@ -91,6 +94,10 @@ pub struct LaunchFlops {
     pub busiest_block: Option<f64>,
     /// A stream-k launch's split tiles, whose owners wait for their contributors.
     pub split: Option<Split>,
+    /// The warps of a block that run the hot loop, where fewer than all do: a
+    /// warp-specialised block's consumers (the warps that issue its tensor-core
+    /// instructions), not its producer, whose loop only issues the copies.
+    pub computing_warps: Option<f64>,
 }
 
 /// A launch whose blocks compute exactly the declared FLOPs.
@@ -101,6 +108,7 @@ impl From<f64> for LaunchFlops {
             computed: flops,
             busiest_block: None,
             split: None,
+            computing_warps: None,
         }
     }
 }

@@ -175,6 +175,7 @@ fn tiles_on_the_edge_compute_more_than_the_declared_flops() {
         computed: declared * 1.25,
         busiest_block: None,
         split: None,
+        computing_warps: None,
     };
     let got = predict(padded, step, "SASS", launch(132, 32), &p, None).unwrap();
     // A quarter more iterations take a quarter more time, quoted in declared FLOPs.
@@ -376,6 +377,7 @@ fn step_over(sites: &[SiteStats], traffic: &Traffic) -> Step {
         launch_flops: 1e6,
         busiest_block_flops: None,
         split: None,
+        tensor_warps_per_block: None,
         sites,
         traffic,
     };
@@ -555,6 +557,7 @@ fn a_splits_scratch_traffic_leaves_the_loop_to_the_fixup() {
             launch_flops: 1e6,
             busiest_block_flops: None,
             split,
+            tensor_warps_per_block: None,
             sites: &sites,
             traffic: &traffic,
         };
