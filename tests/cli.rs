@@ -945,7 +945,8 @@ fn calibrate_without_a_gpu_is_one_line_and_writes_nothing() {
 /// A product's blocks compute whole tiles: where the shape is not a multiple of the
 /// tile (192 rows into 4096), the prediction counts the tensor cores' FLOPs the
 /// emulated blocks issue, not the declared 2 m n k; elsewhere the two agree, for
-/// `wgmma` and `mma.sync` alike.
+/// `wgmma` and `mma.sync` alike. The warps that issue them are the ones that run the
+/// hot loop.
 #[test]
 fn tiles_on_the_edge_count_the_work_the_tensor_cores_do() {
     let dir = std::env::temp_dir().join(format!("coalesce-edge-{}", std::process::id()));
@@ -984,6 +985,26 @@ fn tiles_on_the_edge_count_the_work_the_tensor_cores_do() {
     assert_eq!(share("wgmma-ws-192"), 22.0 * 192.0 / 4096.0);
     assert_eq!(share("wgmma-ws"), 1.0);
     assert_eq!(share("tf32-128x128x32"), 1.0);
+    // The warps that run the hot loop: wgmma-ws's two consumer warpgroups (8 of its 12
+    // warps, one block an SM), not its producer; every warp of the mma.sync rung.
+    let field = |variant: &str, name: &str| {
+        report["kernels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|k| k["variant"] == variant)
+            .and_then(|k| k["product"][name].as_f64())
+            .unwrap_or_else(|| panic!("no {name} of {variant} in {report}"))
+    };
+    assert_eq!(field("wgmma-ws", "warps_per_scheduler"), 2.0);
+    let tf32_blocks = report["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["variant"] == "tf32-128x128x32")
+        .and_then(|k| k["product"]["residency"]["blocks"].as_f64())
+        .unwrap();
+    assert_eq!(field("tf32-128x128x32", "warps_per_scheduler"), tf32_blocks);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains("the blocks compute 3.1% more than 2 m n k"),

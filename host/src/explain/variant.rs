@@ -111,6 +111,7 @@ pub fn explain_variant(
                 launch_flops: window_flops / share,
                 busiest_block_flops,
                 split: product::fixup::of_launch(launch.kernel.name, &problem, total as u64),
+                tensor_warps_per_block: counted.tensor_warps_per_block,
                 sites: counted.sites.as_deref().unwrap_or_default(),
                 traffic: &traffic,
             };

@@ -55,6 +55,9 @@ pub struct Counted {
     /// and the most one block executed.
     pub tensor_flops: u64,
     pub busiest_tensor_flops: u64,
+    /// Warps a block has that executed tensor-core instructions, over the window's
+    /// blocks (None for FFMA kernels): a warp-specialised block's consumers.
+    pub tensor_warps_per_block: Option<f64>,
 }
 
 impl WindowedLaunch<'_> {
@@ -72,6 +75,7 @@ impl WindowedLaunch<'_> {
         let (mut folded, mut done, mut full) = (0, 0, false);
         let mut tensor_flops = 0;
         let mut busiest_tensor_flops = 0;
+        let mut tensor_threads = 0;
         let cluster = u64::from(self.launch.kernel.cluster.max(1));
         let ran = emulate::record_each(
             self.launch,
@@ -84,6 +88,7 @@ impl WindowedLaunch<'_> {
                 // The GPU runs what ptxas made of the source: its vector shared accesses.
                 folded += vectorize::merge(&mut block.accesses, self.vectorized);
                 tensor_flops += block.tensor_flops;
+                tensor_threads += block.tensor_threads;
                 // A cluster's blocks come together: each its share.
                 busiest_tensor_flops = busiest_tensor_flops.max(block.tensor_flops / cluster);
                 if global_only {
@@ -128,6 +133,9 @@ impl WindowedLaunch<'_> {
             folded,
             tensor_flops,
             busiest_tensor_flops,
+            // Blocks of a cluster are counted together, `done` each.
+            tensor_warps_per_block: (tensor_threads > 0 && done > 0)
+                .then(|| tensor_threads as f64 / 32.0 / done as f64),
         })
     }
 

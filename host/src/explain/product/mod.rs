@@ -15,7 +15,8 @@
 //!   bytes the product must move once. Each is the count over the calibrated rate.
 //! - **Delay**: after each barrier of the iteration, a warp's first shared load waits
 //!   its whole latency with nothing of its own to overlap.
-//! - **Warps hide latency**: the warps each scheduler holds take turns: a warp issues
+//! - **Warps hide latency**: the warps each scheduler holds take turns (those that run
+//!   the hot loop: a warp-specialised block's consumers, not its producer): a warp issues
 //!   a request, then waits for the unit to serve it while the others issue theirs. The
 //!   units work in parallel, so each unit with the issue slots is a closed queueing
 //!   network of its own, solved by mean value analysis ([`queue`]); the slowest
@@ -123,6 +124,7 @@ pub fn of_kernel(
             computed: window.launch_flops,
             busiest_block: window.busiest_block_flops,
             split: window.split,
+            computing_warps: window.tensor_warps_per_block,
         },
         step,
         source,
@@ -214,7 +216,7 @@ pub struct ProductPrediction {
     pub step: Step,
     pub resources: Option<Resources>,
     pub residency: Residency,
-    /// Warps per scheduler in the full rounds.
+    /// Warps per scheduler that run the hot loop, in the full rounds.
     pub warps_per_scheduler: f64,
     /// How the blocks run: the busiest SM's blocks and rounds, the SMs busy.
     pub waves: Waves,
@@ -348,7 +350,12 @@ pub fn predict(
     let known = resources.filter(|_| profile.sm.is_some());
     let residency = blocks_per_sm(launch, profile, known);
     let blocks = launch.blocks.max(1);
-    let warps_per_block = f64::from(launch.threads_per_block.div_ceil(32).max(1));
+    // The warps that run the hot loop: a warp-specialised block's consumers, where its
+    // producer's loop only issues copies; every warp elsewhere.
+    let all_warps = f64::from(launch.threads_per_block.div_ceil(32).max(1));
+    let warps_per_block = work
+        .computing_warps
+        .map_or(all_warps, |w| w.clamp(1.0, all_warps));
     // A block's iterations: its even share of the launch's, or the busiest block's
     // where some compute more (a persistent kernel's blocks walk whole tiles).
     let even = flops / step.flops / blocks as f64;

@@ -77,6 +77,9 @@ pub struct Window<'a> {
     pub busiest_block_flops: Option<f64>,
     /// How a stream-k launch splits its tiles between clusters ([`super::fixup`]).
     pub split: Option<Split>,
+    /// The warps of a block that executed tensor-core instructions, where the emulator
+    /// counts them: those that run the hot loop ([`LaunchFlops::computing_warps`]).
+    pub tensor_warps_per_block: Option<f64>,
     pub sites: &'a [SiteStats],
     pub traffic: &'a Traffic,
 }
@@ -91,6 +94,10 @@ pub struct LaunchFlops {
     pub busiest_block: Option<f64>,
     /// A stream-k launch's split tiles, whose owners wait for their contributors.
     pub split: Option<Split>,
+    /// The warps of a block that run the hot loop, where fewer than all do: a
+    /// warp-specialised block's consumers (the warps that issue its tensor-core
+    /// instructions), not its producer, whose loop only issues the copies.
+    pub computing_warps: Option<f64>,
 }
 
 /// A launch whose blocks compute exactly the declared FLOPs.
@@ -101,6 +108,7 @@ impl From<f64> for LaunchFlops {
             computed: flops,
             busiest_block: None,
             split: None,
+            computing_warps: None,
         }
     }
 }
@@ -143,7 +151,9 @@ impl Step {
     /// Each site's requests in all are its executions, each with the mean lines,
     /// sectors and wavefronts of its recorded requests. The L2 serves the sectors the
     /// L1 does not keep: of the recorded requests' sectors, the share that are
-    /// distinct (a block's re-reads of what it read in the same loop hit the L1).
+    /// distinct (a block's re-reads of what it read in the same loop hit the L1). The
+    /// copy engine's boxes go from the L2 to shared memory without the L1: each is
+    /// served by the L2, however many blocks read the same box.
     pub fn of(issued: Issued, window: &Window, dram_bytes: f64, flops: f64) -> Step {
         let (sites, traffic, window_flops) = (window.sites, window.traffic, window.flops);
         let f = issued.flops;
@@ -177,6 +187,10 @@ impl Step {
         let through_l1 = |s: &SiteStats| lsu(Direction::Load)(s) && !(s.async_copy && s.lane_bytes >= 16);
         let l1_miss_sectors = executed(&through_l1, &|s| s.sectors);
         let bulk_sectors = executed(&|s| global(Direction::Load)(s) && s.bulk, &|s| s.sectors);
+        // The share of the recorded sectors that are distinct is over the whole window:
+        // where its blocks read the same tiles (a persistent kernel's blocks walk the
+        // whole of A and B), it counts other SMs' reads as hits. The L1 keeps only what
+        // its own SM read, and the copy engine's boxes bypass it: they take no share.
         let distinct = if traffic.global_sectors[0] > 0 {
             (traffic.read_segments[0] as f64 / traffic.global_sectors[0] as f64).min(1.0)
         } else {
@@ -198,8 +212,8 @@ impl Step {
             load_lines: per_iteration(load_lines),
             store_lines: per_iteration(store_lines),
             bulk_store_lines: per_iteration(bulk_store_lines),
-            l2_bytes: per_iteration(load_sectors * distinct * 32.0),
-            l2_bulk_bytes: per_iteration(bulk_sectors * distinct * 32.0),
+            l2_bytes: per_iteration(((load_sectors - bulk_sectors) * distinct + bulk_sectors) * 32.0),
+            l2_bulk_bytes: per_iteration(bulk_sectors * 32.0),
             dram_bytes: if flops > 0.0 { f * dram_bytes / flops } else { 0.0 },
             l1_miss_bytes: per_iteration(l1_miss_sectors * distinct * 32.0),
         }

@@ -175,6 +175,7 @@ fn tiles_on_the_edge_compute_more_than_the_declared_flops() {
         computed: declared * 1.25,
         busiest_block: None,
         split: None,
+        computing_warps: None,
     };
     let got = predict(padded, step, "SASS", launch(132, 32), &p, None).unwrap();
     // A quarter more iterations take a quarter more time, quoted in declared FLOPs.
@@ -376,6 +377,7 @@ fn step_over(sites: &[SiteStats], traffic: &Traffic) -> Step {
         launch_flops: 1e6,
         busiest_block_flops: None,
         split: None,
+        tensor_warps_per_block: None,
         sites,
         traffic,
     };
@@ -434,6 +436,31 @@ fn only_loads_that_allocate_in_the_l1_count_as_its_misses() {
         assert!(around.l2_bytes > 0.0);
         assert_eq!(around.l1_miss_bytes, 0.0);
     }
+}
+
+#[test]
+fn every_box_of_the_copy_engine_is_an_l2_read_however_many_blocks_share_it() {
+    let (bulk, plain) = (
+        SiteStats {
+            bulk: true,
+            ..site(Memory::Global, Direction::Load, 10, 1000, 1)
+        },
+        site(Memory::Global, Direction::Load, 10, 1000, 1),
+    );
+    // The window's blocks read the same tiles: a quarter of the 80 recorded sectors
+    // (40 of each site) are distinct across it.
+    let traffic = Traffic {
+        global_sectors: [80, 0],
+        read_segments: [20, 10, 5],
+        ..Traffic::default()
+    };
+    let step = step_over(&[bulk, plain], &traffic);
+    let per = 1000.0 / 1e5;
+    // The boxes go around the L1, so other SMs' reads of them are no hits: all 4000
+    // sectors of the copy engine's 1000 requests; the plain loads' distinct quarter.
+    assert!(close(step.l2_bulk_bytes, 4000.0 * 32.0 * per));
+    assert!(close(step.l2_bytes, (4000.0 + 4000.0 * 0.25) * 32.0 * per));
+    assert!(close(step.l1_miss_bytes, 4000.0 * 0.25 * 32.0 * per));
 }
 
 #[test]
@@ -530,6 +557,7 @@ fn a_splits_scratch_traffic_leaves_the_loop_to_the_fixup() {
             launch_flops: 1e6,
             busiest_block_flops: None,
             split,
+            tensor_warps_per_block: None,
             sites: &sites,
             traffic: &traffic,
         };

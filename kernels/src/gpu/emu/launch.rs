@@ -32,6 +32,7 @@ pub fn try_record(config: &LaunchConfig, kernel: impl Fn() + Sync) -> Result<Rec
         all.accesses.append(&mut block.accesses);
         all.executions.append(&mut block.executions);
         all.tensor_flops += block.tensor_flops;
+        all.tensor_threads += block.tensor_threads;
         ControlFlow::Continue(())
     })?;
     Ok(all)

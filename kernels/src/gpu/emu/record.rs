@@ -100,6 +100,9 @@ pub struct Recording {
     /// FLOPs of the tensor-core instructions (`mma.sync`, `wgmma`) its threads
     /// executed: what the blocks compute, rows of a tile past the matrix's edge too.
     pub tensor_flops: u64,
+    /// Threads that executed any of them: a warp-specialised block's consumers, not
+    /// its producer, which only issues copies.
+    pub tensor_threads: u64,
 }
 
 /// The widest access one instruction makes: `ld.global.v4.b32`, 16 bytes.

@@ -252,6 +252,7 @@ impl Logs {
         block.accesses.append(&mut log);
         block.executions.extend(executions);
         block.tensor_flops += tensor_flops;
+        block.tensor_threads += u64::from(tensor_flops > 0);
         drop(block);
         self.spare.lock().unwrap_or_else(|p| p.into_inner()).push(log);
     }
@@ -309,6 +310,7 @@ pub(super) fn run_blocks(
         recording.accesses.clear();
         recording.executions.clear();
         recording.tensor_flops = 0;
+        recording.tensor_threads = 0;
         stop
     };
     // Member i of a cluster's crew is thread i % threads of its block i / threads.

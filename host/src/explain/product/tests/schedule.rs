@@ -65,6 +65,7 @@ fn a_persistent_kernels_busiest_block_sets_its_time() {
         computed: tiles,
         busiest_block: Some(200.0 * step.flops),
         split: None,
+        computing_warps: None,
     };
     let got = predict(walked, step, "SASS", launch(132, 256), &p, None).unwrap();
     assert!(

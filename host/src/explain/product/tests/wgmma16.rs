@@ -186,3 +186,38 @@ fn without_an_n128_rate_a_128_wide_wgmma_runs_at_the_n256_rate_and_says_so() {
         "{got:?}"
     );
 }
+
+#[test]
+fn only_the_warps_that_run_the_loop_feed_the_tensor_pipe() {
+    let p = unpowered();
+    // A block of one producer and one consumer warpgroup, one block an SM: the
+    // consumer's 4 warps are one a scheduler, the producer's copies another loop.
+    let step = hgemm();
+    let size = launch(132, 256);
+    let of = |computing_warps| {
+        let work = LaunchFlops {
+            computing_warps,
+            ..LaunchFlops::from(step.flops * 1e6)
+        };
+        predict(work, step, "SASS", size, &p, None).unwrap()
+    };
+    let (both, consumers) = (of(None), of(Some(4.0)));
+    assert!(close(both.warps_per_scheduler, 2.0) && close(consumers.warps_per_scheduler, 1.0));
+    // One warp a scheduler waits for its issue and its wgmmas in turn: the pipe idles
+    // while it issues, where a second warp would have kept it busy.
+    let busy = |got: &ProductPrediction| {
+        let tensor = got.units.iter().find(|u| u.unit == Unit::TensorWgmma).unwrap();
+        tensor.busy
+    };
+    assert!(busy(&consumers) < busy(&both), "{consumers:?}");
+    assert!(consumers.time_ms > both.time_ms);
+    // One warp's iteration: the issue slots' demand, then the pipe's.
+    let rates = p.compute.clone().unwrap();
+    let issue = demand(step.instructions, rates.issue_per_ns_per_sm);
+    let pipe = demand(step.flops, rates.wgmma_16bit_flops_per_ns_per_sm.unwrap());
+    assert!(
+        close(busy(&consumers), pipe / (issue + pipe)),
+        "{}",
+        busy(&consumers)
+    );
+}
