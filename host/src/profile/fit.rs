@@ -420,45 +420,6 @@ mod tests {
     }
 
     #[test]
-    fn copies_at_fewer_blocks_steady_the_base() {
-        // An L2-like line: 132 SMs, 7700 GB/s, L = 645 + 19 rho / (1 - rho) ns. The
-        // L2-resident sweep's f32-1 and f32-2 (4 and 8 bytes a thread, 256-thread
-        // blocks) at every block an SM holds (8), and at those of `fewer_blocks`.
-        let (sms, copy, base, queue) = (132, 7700.0, 645.0, 19.0);
-        let x = |bytes: u32, blocks: u32| f64::from(bytes * blocks * 256);
-        let full = [x(4, 8), x(8, 8)];
-        let mut more = full.to_vec();
-        for b in crate::calibrate::fewer_blocks(8) {
-            more.extend([x(4, b), x(8, b)]);
-        }
-        assert_eq!(more.len(), 8);
-        // The plateau past the knee, where no point is latency-bound.
-        let plateau = [point(32768.0, 0.92 * copy), point(65536.0, 0.91 * copy)];
-        // How far L0 moves when one copy's rate is 3% off, at worst.
-        let worst_shift = |xs: &[f64]| {
-            let exact: Vec<SweepPoint> = xs
-                .iter()
-                .map(|&x| point(x, queued_rate(x, 132.0, copy, base, queue)))
-                .chain(plateau.iter().cloned())
-                .collect();
-            let mut worst = 0.0f64;
-            for k in 0..xs.len() {
-                for e in [0.97, 1.03] {
-                    let mut off = exact.clone();
-                    off[k].gb_per_s *= e;
-                    let fit = loaded_latency(&off, sms, copy).unwrap();
-                    assert_eq!(fit.used, xs.len(), "{fit:?}");
-                    worst = worst.max((fit.base_ns / base - 1.0).abs());
-                }
-            }
-            worst
-        };
-        let (two, eight) = (worst_shift(&full), worst_shift(&more));
-        assert!(two > 0.03, "{two}");
-        assert!(eight < 0.01, "{eight}");
-    }
-
-    #[test]
     fn without_two_latency_bound_points_the_latency_is_constant() {
         // One latency-bound point: its Little's-law latency, no queue.
         let one = [
