@@ -19,32 +19,6 @@ pub fn bytes_in_flight_per_sm(read_bytes: u64, threads: u64, sm_count: u32, max_
     per_thread * per_sm
 }
 
-/// Blocks per SM at which the L2-resident inflight sweep times its copies again, with
-/// fewer threads resident ([`shared_for_blocks`]): a quarter, a half and three
-/// quarters of the `full` blocks an SM holds (8 of 256 threads on an H100), so the
-/// copies below the knee give the latency's line points at low load too, not two.
-pub fn fewer_blocks(full: u32) -> Vec<u32> {
-    let mut out: Vec<u32> = [1, 2, 3]
-        .iter()
-        .map(|q| full * q / 4)
-        .filter(|&b| b >= 1)
-        .collect();
-    out.dedup();
-    out.retain(|&b| b < full);
-    out
-}
-
-/// Dynamic shared memory per block with which `blocks` blocks, and no more, fit an SM
-/// of `shared_per_sm` bytes that reserves `reserved_per_block` for each block: its
-/// share, less the reservation and 1 KiB to spare (the allocation's granularity).
-/// None where that leaves nothing, or where one block more would still fit.
-pub fn shared_for_blocks(blocks: u32, shared_per_sm: u32, reserved_per_block: u32) -> Option<u32> {
-    let share = shared_per_sm / blocks.max(1);
-    let bytes = share.checked_sub(reserved_per_block + 1024).filter(|&b| b > 0)?;
-    let fits = |n: u32| u64::from(n) * u64::from(bytes + reserved_per_block) <= u64::from(shared_per_sm);
-    (fits(blocks) && !fits(blocks + 1)).then_some(bytes)
-}
-
 /// SplitMix64: a seeded generator for the chase's cycle (reproducible, no dependency).
 struct SplitMix(u64);
 
@@ -123,32 +97,6 @@ mod tests {
         assert_eq!(chase_buffer(1, 7).unwrap(), [0u32; CHASE_SPACING]);
         assert_eq!(chase_buffer(0, 7), None);
         assert_eq!(chase_buffer(1 << 27, 7), None, "indices past u32");
-    }
-
-    #[test]
-    fn fewer_blocks_hold_a_quarter_a_half_and_three_quarters_of_the_threads() {
-        assert_eq!(fewer_blocks(8), [2, 4, 6]);
-        assert_eq!(fewer_blocks(6), [1, 3, 4]);
-        assert_eq!(fewer_blocks(2), [1]);
-        assert!(fewer_blocks(1).is_empty());
-        // H100 and H200: 228 KiB an SM, 1 KiB reserved a block.
-        let (shared, reserved) = (228 * 1024, 1024);
-        for b in 1..=8 {
-            let s = shared_for_blocks(b, shared, reserved).unwrap();
-            assert!(b * (s + reserved) <= shared, "{b}: {s}");
-            assert!((b + 1) * (s + reserved) > shared, "{b}: {s}");
-        }
-        assert_eq!(shared_for_blocks(2, shared, reserved), Some(114 * 1024 - 2048));
-        // As `copy/tma` sizes its blocks on sm_90.
-        for b in 2..=6 {
-            assert_eq!(
-                shared_for_blocks(b, shared, reserved),
-                Some(crate::launch::shared_for_blocks_per_sm90(b))
-            );
-        }
-        // Too many blocks for the memory to tell apart, or none left.
-        assert_eq!(shared_for_blocks(200, shared, reserved), None);
-        assert_eq!(shared_for_blocks(1, 1024, 1024), None);
     }
 
     #[test]

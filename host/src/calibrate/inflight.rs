@@ -2,15 +2,15 @@
 //! flight per thread: Little's law gives the loaded latency and how it rises with load
 //! ([`super::loaded_latency`]).
 
-use super::{Effort, SEED, Sweep, bytes_in_flight_per_sm, fewer_blocks, problem_for, shared_for_blocks};
+use super::{Effort, SEED, Sweep, bytes_in_flight_per_sm, problem_for};
 use crate::device::Gpu;
 use crate::error::Result;
 use crate::experiment::Problem;
 use crate::experiments::inflight;
 use crate::launch::Launch;
 use crate::prepared::Prepared;
+use crate::profile::SweepPoint;
 use crate::profile::l2::rate_without_launch;
-use crate::profile::{SmLimits, SweepPoint};
 use crate::timing::time_launches;
 use crate::units::format_bytes;
 
@@ -24,26 +24,17 @@ fn threads(l: &Launch) -> u64 {
 /// from its launch, and its read + written rate.
 pub(super) fn inflight_sweep(gpu: &Gpu, effort: Effort, progress: &mut impl FnMut(&str)) -> Result<Sweep> {
     let problem = problem_for(gpu, &inflight::EXPERIMENT, effort)?;
-    sweep_at(gpu, effort, problem, 0.0, None, "inflight", progress)
+    sweep_at(gpu, effort, problem, 0.0, "inflight", progress)
 }
-
-/// Read bytes per thread up to which a variant is timed again with fewer blocks per SM
-/// (f32-1 and f32-2): at the L2 the knee lies past 16 KiB per SM, which these reach
-/// only with every thread resident, so at any residency they stay below it.
-const FEWER_BLOCKS_UP_TO: f64 = 8.0;
 
 /// The inflight sweep at `problem`, each median time less `launch_ns` (a launch's
 /// fixed cost: 0 where the copies are long enough not to see it); `label` names the
-/// sweep in progress lines and failures. With `limits`, the variants of at most
-/// [`FEWER_BLOCKS_UP_TO`] bytes per thread are timed again at [`fewer_blocks`] blocks
-/// per SM (dynamic shared memory no kernel of theirs uses keeps the rest out), each a
-/// point of its own.
+/// sweep in progress lines and failures.
 pub(super) fn sweep_at(
     gpu: &Gpu,
     effort: Effort,
     problem: Problem,
     launch_ns: f64,
-    limits: Option<&SmLimits>,
     label: &str,
     progress: &mut impl FnMut(&str),
 ) -> Result<Sweep> {
@@ -62,45 +53,21 @@ pub(super) fn sweep_at(
             failures.push(format!("{label}/{}: {}", v.name, check.detail));
         }
         let t = time_launches(gpu, effort.reps(), || p.launch(gpu, i, &f))?;
-        let (cfg, words) = p.launch_spec(i)?;
-        // A copy reads half the bytes it moves.
-        let in_flight =
-            |resident: u32| bytes_in_flight_per_sm(moved / 2, threads(&cfg), gpu.info.sm_count, resident);
+        let (cfg, _) = p.launch_spec(i)?;
         // A copy no longer than its launch's fixed cost says nothing: left out.
-        if let Some(gb_per_s) = rate_without_launch(moved, t.median_ms, launch_ns) {
-            points.push(SweepPoint {
-                x: in_flight(gpu.info.max_threads_per_sm),
-                gb_per_s,
-            });
-        }
-        let Some(sm) = limits else { continue };
-        let block = cfg.block.0 * cfg.block.1 * cfg.block.2;
-        let per_thread = (moved / 2) as f64 / threads(&cfg).max(1) as f64;
-        if block == 0 || per_thread > FEWER_BLOCKS_UP_TO {
+        let Some(gb_per_s) = rate_without_launch(moved, t.median_ms, launch_ns) else {
             continue;
-        }
-        let full = (gpu.info.max_threads_per_sm / block).min(sm.max_blocks_per_sm);
-        for blocks in fewer_blocks(full) {
-            let Some(shared) =
-                shared_for_blocks(blocks, sm.shared_bytes_per_sm, sm.reserved_shared_bytes_per_block)
-            else {
-                continue;
-            };
-            let fewer = Launch {
-                shared_bytes: shared,
-                ..cfg
-            };
-            let cluster = v.kernel.cluster;
-            let t = time_launches(gpu, effort.reps(), || {
-                gpu.launch_words(&f, fewer, &words, cluster)
-            })?;
-            if let Some(gb_per_s) = rate_without_launch(moved, t.median_ms, launch_ns) {
-                points.push(SweepPoint {
-                    x: in_flight(blocks * block),
-                    gb_per_s,
-                });
-            }
-        }
+        };
+        points.push(SweepPoint {
+            // A copy reads half the bytes it moves.
+            x: bytes_in_flight_per_sm(
+                moved / 2,
+                threads(&cfg),
+                gpu.info.sm_count,
+                gpu.info.max_threads_per_sm,
+            ),
+            gb_per_s,
+        });
     }
     Ok(Sweep {
         points,

@@ -43,9 +43,7 @@ pub use crate::profile::fit::{
     read_granularity,
 };
 pub use compute::{COMPUTE, ComputeRun};
-pub use fit::{
-    CHASE_SPACING, bytes_in_flight_per_sm, chase_buffer, fewer_blocks, follow, per_sm_rate, shared_for_blocks,
-};
+pub use fit::{CHASE_SPACING, bytes_in_flight_per_sm, chase_buffer, follow, per_sm_rate};
 pub use on_chip::{ON_CHIP, on_chip_units};
 pub use pitch::{PAGE_BYTES, PitchPoint, pitch_grid, pitch_read_bytes, pitch_table};
 pub use summary::summary;
@@ -118,7 +116,7 @@ impl Effort {
     }
 
     /// Progress steps of [`calibrate`]: two copies, each sweep's setup and points, the
-    /// launch, the residency limits, the L2-resident copy and its inflight sweep, the chase, the three on-chip rates, the compute kernels (each
+    /// launch, the L2-resident copy and its inflight sweep, the chase, the residency limits, the three on-chip rates, the compute kernels (each
     /// one, run or skipped), the pitch sweep's setup and
     /// points (each at every iteration count), the spread sweep's setup and points.
     pub fn steps(self) -> u64 {
@@ -215,10 +213,9 @@ pub fn calibrate(gpu: &Gpu, effort: Effort, mut progress: impl FnMut(&str)) -> R
     let inflight = inflight::inflight_sweep(gpu, effort, &mut progress)?;
     let launch = launch::launch_costs(gpu, effort, &mut progress)?;
     let launch_ns = launch.launch_ns;
-    // The residency limits first: the L2-resident sweep keeps blocks out with them.
-    let (sm, occupancy_samples, occupancy_agreeing) = occupancy::sm_limits(gpu, &mut progress)?;
-    let (l2_resident, l2_failures) = resident::l2_resident(gpu, effort, launch_ns, &sm, &mut progress)?;
+    let (l2_resident, l2_failures) = resident::l2_resident(gpu, effort, launch_ns, &mut progress)?;
     let (idle_ns, chase_bytes, chase_steps, chase_failure) = chase::idle_latency(gpu, effort, &mut progress)?;
+    let (sm, occupancy_samples, occupancy_agreeing) = occupancy::sm_limits(gpu, &mut progress)?;
     let (rates, on_chip_blocks) = on_chip::on_chip_rates(gpu, effort, &mut progress)?;
     let (compute, compute_runs, compute_failures) = compute::compute_rates(gpu, effort, &mut progress)?;
     let (power, power_failures) = power::power_rates(gpu, effort, &mut progress)?;

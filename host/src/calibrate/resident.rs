@@ -5,21 +5,18 @@ use super::{Effort, inflight, loaded_latency};
 use crate::device::Gpu;
 use crate::error::Result;
 use crate::experiment::Problem;
+use crate::profile::L2Resident;
 use crate::profile::l2::{rate_without_launch, resident_bytes_per_array};
-use crate::profile::{L2Resident, SmLimits};
 use crate::timing::memcpy_baseline;
 
 /// The L2 as a copy's memory: cuMemcpyDtoD and the inflight copies at a quarter of
-/// the L2 per array, each time less `launch_ns`, those with the fewest bytes per
-/// thread also with fewer blocks per SM (within `sm`'s limits), so the line has
-/// points at low load; the latency's line fitted as the DRAM's is. Returns it (None
-/// where no copy outlasted its launch, or no fit was possible) and the copies that
-/// failed validation.
+/// the L2 per array, each time less `launch_ns`; the latency's line fitted as the
+/// DRAM's is. Returns it (None where no copy outlasted its launch, or no fit was
+/// possible) and the copies that failed validation.
 pub(super) fn l2_resident(
     gpu: &Gpu,
     effort: Effort,
     launch_ns: f64,
-    sm: &SmLimits,
     progress: &mut impl FnMut(&str),
 ) -> Result<(Option<L2Resident>, Vec<String>)> {
     let bytes = resident_bytes_per_array(gpu.info.l2_bytes);
@@ -32,7 +29,6 @@ pub(super) fn l2_resident(
             n: (bytes / 4) as usize,
         },
         launch_ns,
-        Some(sm),
         "inflight in L2",
         progress,
     )?;
