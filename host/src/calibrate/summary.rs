@@ -107,6 +107,18 @@ pub fn summary(p: &Profile, n: &Notes) -> String {
                 format_bytes(r.bytes_per_array)
             ),
         ));
+        let used = crate::profile::fit::latency_points(&r.inflight_sweep, p.sm_count, r.copy_gb_per_s).len();
+        lines.push((
+            "l2_resident latency",
+            format!(
+                "{:.0} + {:.1} x rho / (1 - rho) ns",
+                r.loaded_latency_ns, r.queueing_latency_ns
+            ),
+            format!(
+                "the line through the {used} latency-bound of the {} inflight copies inside the L2",
+                r.inflight_sweep.len()
+            ),
+        ));
     }
     if let Some(sm) = &p.sm {
         let attribute = |name: &str| format!("device attribute {name}");
@@ -398,6 +410,22 @@ mod tests {
             assert!(text.lines().any(|l| l.starts_with(field)), "{field}: {text}");
         }
         assert!(text.contains("70.2 B per read at stride 16"), "{text}");
+        // With the L2 as a copy's memory: its ceiling and its latency's line.
+        assert!(p.l2_resident.is_none());
+        let l2 = Profile {
+            l2_resident: Some(crate::profile::l2::tests::sample()),
+            ..p.clone()
+        };
+        let text = summary(&l2, &notes);
+        let line = text
+            .lines()
+            .find(|l| l.starts_with("l2_resident latency"))
+            .unwrap();
+        assert!(line.contains("400 + 20.0 x rho / (1 - rho) ns"), "{line}");
+        assert!(
+            line.contains("the 0 latency-bound of the 0 inflight copies"),
+            "{line}"
+        );
         assert!(
             text.contains("7.000 warp FFMA/ns/SM  fma_throughput: 8 independent"),
             "{text}"
