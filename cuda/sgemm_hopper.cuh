@@ -45,7 +45,10 @@ template <int BM> __device__ __forceinline__ void wgmma_tf32(float* d, const uns
     if constexpr (BM == 256) wgmma_tf32_n256(d, a, b);
     else if constexpr (BM == 192) wgmma_tf32_n192(d, a, b);
     else if constexpr (BM == 128) wgmma_tf32_n128(d, a, b);
-    else wgmma_tf32_n64(d, a, b);
+    else {
+        static_assert(BM == 64, "the TF32 rungs' tiles are 256, 192, 128 or 64 rows");
+        wgmma_tf32_n64(d, a, b);
+    }
 }
 
 constexpr int HBK = 32, HBN = 128, GROUP_M = 8;

@@ -583,5 +583,6 @@ pub(crate) fn l2_port_gb_per_s(rates: &ComputeRates) -> f64 {
     .flatten()
     .fold(0.0, f64::max)
 }
+
 #[cfg(test)]
 mod tests;
