@@ -744,3 +744,9 @@ extern "C" __global__ void __launch_bounds__(384, 1) sgemm_wgmma_cluster(int m, 
     wgmma_ws<256, 4, true>(m, n, k, a, b, c);
 #endif
 }
+
+extern "C" __global__ void __launch_bounds__(384, 1) sgemm_wgmma_tma_store(int m, int n, int k, const TensorMap* a, const TensorMap* b, const TensorMap* c) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    wgmma_tma_store<256, 4>(m, n, k, a, b, c);
+#endif
+}

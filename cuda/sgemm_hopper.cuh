@@ -163,20 +163,22 @@ __device__ __forceinline__ void wgmma_plain(int m, int n, int k, const TensorMap
     me.store<BM>(d, C, m, n, m0, n0);
 }
 
-// The consumers' loop of rungs 2 and 3: k-tile i's wgmmas while i + 1's fragments load.
+// The consumers' loop of rungs 2 to 4: k-tile i's wgmmas while i + 1's fragments load.
+// `base`: the k-tiles the ring has passed before this tile's (rung 4 runs on from tile
+// to tile).
 template <int BM, int STAGES, bool CLUSTER>
 __device__ __forceinline__ void consume(float* tiles, unsigned long long* full, unsigned long long* empty, int ktiles,
-                                        const Lane& me, float* d, unsigned rank) {
+                                        const Lane& me, float* d, unsigned rank, int base = 0) {
     using H = Hopper<BM, STAGES>;
     unsigned f0[16], f1[16];
-    bar_wait(&full[0], 0);
-    me.fragments<BM, STAGES>(tiles, f0);
+    bar_wait(&full[base % STAGES], (base / STAGES) & 1);
+    me.fragments<BM, STAGES>(tiles + (base % STAGES) * H::STAGE_FLOATS, f0);
     auto step = [&](int i, const unsigned (&cur)[16], unsigned (&next)[16]) {
-        int s = i % STAGES;
+        int s = (base + i) % STAGES;
         multiply<BM, STAGES>(d, cur, tiles + s * H::STAGE_FLOATS);
         if (i + 1 < ktiles) {
-            int s1 = (i + 1) % STAGES;
-            bar_wait(&full[s1], ((i + 1) / STAGES) & 1);
+            int j = base + i + 1, s1 = j % STAGES;
+            bar_wait(&full[s1], (j / STAGES) & 1);
             me.fragments<BM, STAGES>(tiles + s1 * H::STAGE_FLOATS, next);
         }
         wgmma_wait0();
@@ -243,6 +245,76 @@ __device__ __forceinline__ void wgmma_ws(int m, int n, int k, const TensorMap* a
         me.store<BM>(d, C, m, n, m0, n0);
     }
     if (CLUSTER) cluster_sync();
+}
+
+// Rung 4: rung 2 with one block an SM walking the tiles, the ring running on from tile
+// to tile, and C staged for the copy engine: each consumer warpgroup writes its 64
+// columns in bands of 32 rows into one of its two buffers of two swizzled 32 x 32 boxes,
+// and its thread 0 stores them (a warpgroup barrier before and after the writes).
+template <int BM, int STAGES>
+__device__ __forceinline__ void wgmma_tma_store(int m, int n, int k, const TensorMap* a, const TensorMap* b, const TensorMap* cmap) {
+    using H = Hopper<BM, STAGES>;
+    float* tiles = aligned_stages();
+    float* staging = tiles + STAGES * H::STAGE_FLOATS;
+    unsigned long long* full = reinterpret_cast<unsigned long long*>(staging + 8 * 1024);
+    unsigned long long* empty = full + STAGES;
+    int ntiles = (m + BM - 1) / BM * ((n + HBN - 1) / HBN), ktiles = (k + HBK - 1) / HBK, tid = threadIdx.x;
+    if (tid == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            bar_init(&full[s], 1);
+            bar_init(&empty[s], 8);
+        }
+        bar_fence_init();
+    }
+    __syncthreads();
+    if (tid < 128) {
+        shrink_registers<40>();
+        if (tid == 0) {
+            for (int tile = blockIdx.x, i = 0; tile < ntiles; tile += gridDim.x) {
+                int m0, n0;
+                tile_of(tile, m, n, BM, HBN, m0, n0);
+                for (int kt = 0; kt < ktiles; ++kt, ++i) {
+                    int s = i % STAGES;
+                    if (i >= STAGES) bar_wait(&empty[s], ((i / STAGES) & 1) ^ 1);
+                    load_stage<BM, STAGES>(tiles + s * H::STAGE_FLOATS, &full[s], a, b, m0, n0, kt);
+                }
+            }
+        }
+    } else {
+        grow_registers<232>();
+        int c = tid / 128 - 1;
+        Lane me(c, tid % 128);
+        bool leader = tid % 128 == 0;
+        for (int tile = blockIdx.x, base = 0, bands = 0; tile < ntiles; tile += gridDim.x, base += ktiles) {
+            int m0, n0;
+            tile_of(tile, m, n, BM, HBN, m0, n0);
+            float d[BM / 2];
+#pragma unroll
+            for (int i = 0; i < BM / 2; ++i) d[i] = 0.0f;
+            consume<BM, STAGES, false>(tiles, full, empty, ktiles, me, d, 0, base);
+#pragma unroll
+            for (int band = 0; band < BM / 32; ++band, ++bands) {
+                float* buffer = staging + 2048 * (2 * c + bands % 2);
+                if (leader) asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
+                asm volatile("bar.sync %0, 128;" ::"r"(1 + tid / 128) : "memory");
+                float* mine = buffer + 1024 * (me.box % 2);
+#pragma unroll
+                for (int jj = 0; jj < 4; ++jj)
+#pragma unroll
+                    for (int h = 0; h < 2; ++h)
+#pragma unroll
+                        for (int e = 0; e < 2; ++e)
+                            mine[swizzled_128(8 * jj + 2 * me.t + e, me.nn + 8 * h)] = d[4 * (4 * band + jj) + 2 * h + e];
+                fence_proxy_async();
+                asm volatile("bar.sync %0, 128;" ::"r"(1 + tid / 128) : "memory");
+                if (leader) {
+                    for (int bx = 0; bx < 2; ++bx) tma_store_2d(cmap, buffer + 1024 * bx, n0 + 64 * c + 32 * bx, m0 + 32 * band);
+                    tma_commit();
+                }
+            }
+        }
+        if (leader) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+    }
 }
 
 #endif

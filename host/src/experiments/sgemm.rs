@@ -28,7 +28,9 @@ use kernels::sgemm::tf32::{TF32_128X128X32, TF32_128X256X32, Tf32Tiling};
 use kernels::sgemm::tile_1d::{T1_BM, T1_BN, T1_THREADS};
 use kernels::sgemm::tile_2d::{T2_BM, T2_BN, T2_THREADS};
 use kernels::sgemm::warptile::WARPTILE;
-use kernels::sgemm::wgmma::{BK, BN, WGMMA, WGMMA_CLUSTER, WGMMA_WS, WGMMA_WS_64, WGMMA_WS_128, WGMMA_WS_192, WgmmaTiling};
+use kernels::sgemm::wgmma::{
+    BK, BN, WGMMA, WGMMA_CLUSTER, WGMMA_TMA_STORE, WGMMA_WS, WGMMA_WS_64, WGMMA_WS_128, WGMMA_WS_192, WgmmaTiling,
+};
 use kernels::gpu::tma::Swizzle;
 
 use super::matmul;
@@ -83,6 +85,15 @@ const WGMMA_128_ARGS: &[Arg] = &hopper_args(WGMMA_WS_128.bm as u32);
 const WGMMA_64_ARGS: &[Arg] = &hopper_args(WGMMA_WS_64.bm as u32);
 /// Clusters: each block copies half of A's tile.
 const CLUSTER_ARGS: &[Arg] = &hopper_args(WGMMA_CLUSTER.bm as u32 / 2);
+/// wgmma-tma-store: C too is a map, stored by the copy engine in boxes of 32 x 32. C is
+/// not padded (as hgemm's tma-store, whose padded C's row tails an H200's copy engine
+/// wrote zeros into): at an n that is not a multiple of 4 the rung is left out in one
+/// line.
+const TMA_STORE_ARGS: &[Arg] = &{
+    let a = hopper_args(WGMMA_TMA_STORE.bm as u32);
+    let c = Arg::Map(MapSpec::matrix(2, (Dim::M, Dim::N), [32, 32], Swizzle::B128));
+    [a[0], a[1], a[2], a[3], a[4], c]
+};
 
 /// A Hopper tuning's tiles, one block each (the kernel orders them), with its stages
 /// as dynamic shared memory; `cluster` blocks a cluster, the grid rounded up to whole
@@ -91,6 +102,15 @@ fn hopper(p: &Problem, t: WgmmaTiling, cluster: usize) -> Result<Launch> {
     let one = tiles(p, t.bm, BN, t.threads())?;
     let (tiles_m, tiles_n) = (one.grid.1 as u64, one.grid.0 as u64);
     let blocks = tiles_m * tiles_n.div_ceil(cluster as u64) * cluster as u64;
+    matmul::blocks_1d(p, blocks, t.threads(), t.shared_bytes())
+}
+
+/// One block an SM (at most one a tile), each walking its share of the tiles; one
+/// block on the emulator unless `info` counts SMs.
+fn persistent(p: &Problem, info: &DeviceInfo, t: WgmmaTiling) -> Result<Launch> {
+    let one = tiles(p, t.bm, BN, t.threads())?;
+    let tiles = u64::from(one.grid.0) * u64::from(one.grid.1);
+    let blocks = u64::from(info.sm_count).clamp(1, tiles.max(1));
     matmul::blocks_1d(p, blocks, t.threads(), t.shared_bytes())
 }
 
@@ -160,6 +180,10 @@ pub static EXPERIMENT: Experiment = Experiment {
             hopper(p, WGMMA_CLUSTER, 2)
         })
         .tf32_truncating(),
+        Variant::new("wgmma-tma-store", &entry::sgemm_wgmma_tma_store, TMA_STORE_ARGS, |p, info| {
+            persistent(p, info, WGMMA_TMA_STORE)
+        })
+        .tf32_truncating(),
     ],
     buffers: matmul::buffers,
     work: matmul::work,
@@ -193,7 +217,9 @@ mod tests {
         assert_eq!(by_name("tf32-128x128x32").shared_bytes, 107_520);
         let big = Problem::Product { m: 4096, n: 4096, k: 4096 };
         let l = EXPERIMENT.launches(&big, &DeviceInfo::h100()).unwrap();
-        assert!(l.iter().flatten().all(|l| l.grid.0 * l.grid.1 * l.block.0 >= 4096 * 4096 / 128));
+        // Every rung but the persistent one has a thread for every 128 elements of C.
+        let per_tile = EXPERIMENT.variants.iter().zip(&l).filter(|(v, _)| v.name != "wgmma-tma-store");
+        assert!(per_tile.flat_map(|(_, l)| l).all(|l| l.grid.0 * l.grid.1 * l.block.0 >= 4096 * 4096 / 128));
         // The Hopper rungs: one block per 256 x 128 tile (192, 128 or 64 x 128), whole clusters.
         let hopper = |v: &str| l[EXPERIMENT.variants.iter().position(|x| x.name == v).unwrap()].unwrap();
         assert_eq!(hopper("wgmma").grid, (16 * 32, 1, 1));
@@ -204,10 +230,14 @@ mod tests {
         let small = hopper("wgmma-ws-64");
         assert_eq!((small.grid, small.shared_bytes), ((64 * 32, 1, 1), 8 * 24 * 1024 + 8 * 16 + 1024));
         assert_eq!(hopper("wgmma-cluster").grid, (16 * 32, 1, 1));
+        let store = hopper("wgmma-tma-store");
+        assert_eq!((store.grid, store.block), ((132, 1, 1), (384, 1, 1)), "one block an SM");
+        assert_eq!(store.shared_bytes, 4 * 48 * 1024 + 32 * 1024 + 4 * 16 + 1024);
         let odd = Problem::Product { m: 300, n: 400, k: 64 };
         let l = EXPERIMENT.launches(&odd, &DeviceInfo::h100()).unwrap();
-        let cluster = l[EXPERIMENT.variants.iter().position(|x| x.name == "wgmma-cluster").unwrap()].unwrap();
-        assert_eq!(cluster.grid, (2 * 2 * 2, 1, 1), "4 column tiles in 2 pairs, 2 row tiles");
+        let at = |v: &str| l[EXPERIMENT.variants.iter().position(|x| x.name == v).unwrap()].unwrap();
+        assert_eq!(at("wgmma-cluster").grid, (2 * 2 * 2, 1, 1), "4 column tiles in 2 pairs, 2 row tiles");
+        assert_eq!(at("wgmma-tma-store").grid, (2 * 4, 1, 1), "no more blocks than tiles");
     }
 
     /// The tensor-core rungs on the emulator at a shape that is a multiple of nothing

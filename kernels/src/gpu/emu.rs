@@ -58,7 +58,7 @@ pub use hopper::{
 pub use launch::{launch, try_launch, try_record, try_record_each};
 pub use record::{Access, Executions, Op, Recording, Space, record_async_copy, record_global, record_shared};
 pub use schedule::Schedule;
-pub use warp::warp_exchange;
+pub use warp::{sync_warpgroup, warp_exchange};
 
 use async_copy::AsyncCopies;
 use run::{BlockBarrier, Run};

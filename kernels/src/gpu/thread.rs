@@ -34,6 +34,20 @@ mod imp {
         // SAFETY: `bar.warp.sync` of the whole warp, which every lane reaches.
         unsafe { core::arch::asm!("bar.warp.sync 0xffffffff;", options(nostack, preserves_flags)) }
     }
+
+    /// The 128 threads of this thread's warpgroup (in a one-dimensional block) meet
+    /// here, their shared-memory accesses ordered, while the block's other warpgroups
+    /// go on: `bar.sync 1 + w, 128` for warpgroup `w` (barrier 0 is the block's).
+    /// Every thread of the warpgroup calls it.
+    #[inline(always)]
+    pub fn sync_warpgroup() {
+        let id = 1 + thread_idx_x() / 128;
+        // SAFETY: a named barrier of the warpgroup's 128 threads, which all reach it;
+        // at most 8 warpgroups a block, so ids 1 to 8 of the 16.
+        unsafe {
+            core::arch::asm!("bar.sync {id}, 128;", id = in(reg32) id, options(nostack, preserves_flags))
+        }
+    }
 }
 
 #[cfg(not(target_arch = "nvptx64"))]
@@ -63,6 +77,11 @@ mod imp {
     /// `__syncwarp()` (see the GPU's).
     pub fn sync_warp() {
         emu::warp_exchange(&[]);
+    }
+
+    /// The warpgroup's barrier (see the GPU's).
+    pub fn sync_warpgroup() {
+        emu::sync_warpgroup();
     }
 }
 

@@ -25,7 +25,9 @@
 //! 10. [`tf32`]: the same pipeline feeding TF32 tensor cores (`mma.sync`), sm_80 too.
 //! 11. [`wgmma`]: Hopper (sm_90a, the third PTX module): tiles copied by the copy engine
 //!     (TMA) through transaction barriers and multiplied by warpgroups (`wgmma`); then
-//!     warp specialisation, and clusters that share A's tile.
+//!     warp specialisation, clusters that share A's tile, and a persistent kernel whose
+//!     C the copy engine stores (`consumer` is where a consumer thread's fragments
+//!     come from and its C goes).
 //!
 //! Tile sizes are const generics of one `#[inline(always)]` body per rung; each
 //! `kernel!` entry point instantiates one tuning (PTX entry points cannot be generic)
@@ -70,6 +72,7 @@ macro_rules! unroll {
 }
 
 pub mod banks;
+mod consumer;
 pub mod cp_async;
 pub mod interior;
 pub mod pipeline;

@@ -36,17 +36,28 @@
 //!    halving A's reads from L2; a consumer frees a stage in both blocks (the ring of
 //!    rung 2, clustered).
 //!
+//! 4. [`sgemm_wgmma_tma_store`]: rung 2 made persistent and its C handed to the copy
+//!    engine (the 16-bit chapter's rungs 4 and 5 in TF32). One block an SM walks the
+//!    tiles, the ring running on from tile to tile, so the producer copies the next
+//!    tile's k-tiles while the consumers store this one's C. Stored from registers, a
+//!    warp's C^T fragments fill half of each 32-byte sector they touch; instead each
+//!    consumer warpgroup writes C in bands of 32 rows into two swizzled 32 x 32 boxes of
+//!    shared memory and one thread hands them to the copy engine
+//!    (`cp.async.bulk.tensor`, clipped at C's edges), while the warpgroup writes the
+//!    next band into the other buffer.
+//!
 //! Rung 2 also comes in narrower tiles: `sgemm_wgmma_ws_192`, `sgemm_wgmma_ws_128` and
 //! `sgemm_wgmma_ws_64` (192, 128 or 64 rows of A), more blocks for products too small
 //! to fill the SMs with 256-row tiles.
 
-use crate::gpu::mma::{Tf32, to_tf32};
+use super::consumer::{Lane, STAGED_BOX};
+use crate::gpu::mma::Tf32;
 use crate::gpu::ring::{Ring, Stage};
 use crate::gpu::shared::dynamic_shared_array;
-use crate::gpu::thread::{block_idx_x, sync_threads, thread_idx_x};
-use crate::gpu::tma::{TensorMap, load_2d, load_2d_multicast, swizzled_128};
+use crate::gpu::thread::{block_idx_x, grid_dim_x, sync_threads, thread_idx_x};
+use crate::gpu::tma::{self, TensorMap, load_2d, load_2d_multicast};
 use crate::gpu::wgmma::{self, Accumulator, Descriptor};
-use crate::gpu::{Global, GlobalMut, SharedArray};
+use crate::gpu::{Global, GlobalMut};
 
 /// k per tile: one 128-byte row of TF32.
 pub const BK: usize = 32;
@@ -64,6 +75,8 @@ pub struct WgmmaTiling {
     pub stages: usize,
     /// Warpgroups a block: consumers, plus one producer when warp-specialised.
     pub warpgroups: usize,
+    /// Floats of shared memory after the stages where C is staged for the copy engine.
+    pub staging: usize,
 }
 
 impl WgmmaTiling {
@@ -79,10 +92,14 @@ impl WgmmaTiling {
     pub const fn stage_bytes(&self) -> u32 {
         (self.stage_floats() * 4) as u32
     }
-    /// Dynamic shared memory: the stages and two barriers each, with room to start the
-    /// stages on a 1024-byte boundary (the swizzle's).
+    /// Where the staging buffers start, in floats: after the stages.
+    pub const fn staging_at(&self) -> usize {
+        self.stages * self.stage_floats()
+    }
+    /// Dynamic shared memory: the stages, the staging buffers and two barriers a stage,
+    /// with room to start the stages on a 1024-byte boundary (the swizzle's).
     pub const fn shared_bytes(&self) -> usize {
-        self.stages * self.stage_floats() * 4 + self.stages * 16 + 1024
+        (self.staging_at() + self.staging) * 4 + self.stages * 16 + 1024
     }
     pub const fn threads(&self) -> usize {
         128 * self.warpgroups
@@ -94,18 +111,21 @@ pub const WGMMA: WgmmaTiling = WgmmaTiling {
     bm: 256,
     stages: 4,
     warpgroups: 2,
+    staging: 0,
 };
 /// `wgmma-ws`: the same tiles, a producer warpgroup and two consumers.
 pub const WGMMA_WS: WgmmaTiling = WgmmaTiling {
     bm: 256,
     stages: 4,
     warpgroups: 3,
+    staging: 0,
 };
 /// `wgmma-ws-192`: 192 x 128 tiles with 5 stages (more blocks for small products).
 pub const WGMMA_WS_192: WgmmaTiling = WgmmaTiling {
     bm: 192,
     stages: 5,
     warpgroups: 3,
+    staging: 0,
 };
 /// `wgmma-ws-64`: 64 x 128 tiles (`m64n64k8`), four times wgmma-ws's blocks, for
 /// products too small to give every SM a 256 x 128 tile. A stage's wgmmas take a
@@ -114,6 +134,7 @@ pub const WGMMA_WS_64: WgmmaTiling = WgmmaTiling {
     bm: 64,
     stages: 8,
     warpgroups: 3,
+    staging: 0,
 };
 /// `wgmma-ws-128`: 128 x 128 tiles (`m64n128k8`), one round of the SMs at 1280³ (100
 /// tiles, where 256 x 128 makes 50 and 192 x 128 70); a stage's wgmmas take half of
@@ -122,9 +143,16 @@ pub const WGMMA_WS_128: WgmmaTiling = WgmmaTiling {
     bm: 128,
     stages: 6,
     warpgroups: 3,
+    staging: 0,
 };
 /// `wgmma-cluster`: `wgmma-ws` in clusters of two sharing A's tile.
 pub const WGMMA_CLUSTER: WgmmaTiling = WGMMA_WS;
+/// `wgmma-tma-store`: wgmma-ws's tiles and stages, and per consumer warpgroup two
+/// buffers of its two boxes (32 KiB; 225 KiB in all, of the 227 a block may have).
+pub const WGMMA_TMA_STORE: WgmmaTiling = WgmmaTiling {
+    staging: 2 * 2 * 2 * STAGED_BOX,
+    ..WGMMA_WS
+};
 
 /// Which BM x BN tile of C block `b` computes: blocks run in bands of [`GROUP_M`] m
 /// tiles, column tile by column tile, so the blocks resident at once share A's rows
@@ -145,7 +173,7 @@ pub fn tile_of(b: u32, m: u32, n: u32, bm: u32, bn: u32) -> (u32, u32) {
 unsafe fn ring(t: WgmmaTiling) -> Ring {
     // SAFETY: the host launches with t.shared_bytes() of dynamic shared memory.
     let tiles = unsafe { dynamic_shared_array::<f32>(t.shared_bytes() / 4).aligned(1024) };
-    Ring::new(tiles, t.stages, t.stage_floats())
+    Ring::new(tiles, t.stages, t.stage_floats()).with_barriers_at(t.staging_at() + t.staging)
 }
 
 /// Issues the copies of k-tile `i` into the producer's stage `s` once it is free (one
@@ -176,74 +204,6 @@ unsafe fn load_stage(
             let col = (n0 + 32 * j as u32) as i32;
             load_2d(b, [col, k], tiles, stage + t.a_floats() + 1024 * j, full);
         }
-    }
-}
-
-/// A consumer thread's place: its warp pair's 32-column box of B's tile, and its
-/// fragment rows' column within that box (rows g and g + 8: `nn` and `nn + 8`).
-#[derive(Clone, Copy)]
-struct Lane {
-    box_: usize,
-    nn: usize,
-    t: usize,
-    lane: usize,
-}
-
-impl Lane {
-    /// Thread `tid` of consumer warpgroup `c`.
-    #[inline(always)]
-    fn new(c: usize, tid: usize) -> Lane {
-        let (w, lane) = (tid / 32, tid % 32);
-        let (g, t) = (lane / 4, lane % 4);
-        Lane {
-            box_: 2 * c + w / 2,
-            nn: 4 * (w % 2) + 16 * (g / 4) + g % 4,
-            t,
-            lane,
-        }
-    }
-
-    /// This thread's B^T fragments of a stage's four k steps, rounded to TF32:
-    /// step `kk`'s registers are `[kk][..]` = (row g, k t), (g + 8, t), (g, t + 4),
-    /// (g + 8, t + 4) of the step's 64 x 8 tile.
-    #[inline(always)]
-    unsafe fn fragments(self, ring: Ring, t: WgmmaTiling, s: Stage) -> [[Tf32; 4]; 4] {
-        let (tiles, b) = (ring.tiles(), ring.stage(s) + t.a_floats() + 1024 * self.box_);
-        // The swizzle depends on the row only modulo 8, so k step kk's element is the
-        // first step's plus 8 rows (256 floats): four addresses a stage, and the
-        // steps are constant offsets from them.
-        let first: [[SharedArray<f32>; 2]; 2] = core::array::from_fn(|h| {
-            core::array::from_fn(|r| tiles.offset(b + swizzled_128(self.t + 4 * h, self.nn + 8 * r)))
-        });
-        let at = |kk: usize, h: usize, r: usize| {
-            // SAFETY: inside the stage's box; the stage has landed (the caller waited).
-            to_tf32(unsafe { first[h][r].read(256 * kk) })
-        };
-        core::array::from_fn(|kk| [at(kk, 0, 0), at(kk, 0, 1), at(kk, 1, 0), at(kk, 1, 1)])
-    }
-
-    /// Stores this thread's accumulators: C[m0 + 8 j + 2 t + e][n of row g (+8)].
-    #[inline(always)]
-    unsafe fn store<A: Accumulator>(
-        self,
-        acc: &mut A,
-        c: GlobalMut<f32>,
-        (m, n): (u32, u32),
-        (m0, n0): (u32, u32),
-    ) {
-        let acc = acc.as_mut_slice();
-        let col = n0 as usize + 32 * self.box_ + self.nn;
-        unroll!(j < A::N / 8; 32 => {
-            for h in 0..2 {
-                for e in 0..2 {
-                    let (row, col) = (m0 as usize + 8 * j + 2 * self.t + e, col + 8 * h);
-                    if row < m as usize && col < n as usize {
-                        // SAFETY: in bounds (guarded).
-                        unsafe { c.write(row * n as usize + col, acc[4 * j + 2 * h + e]) };
-                    }
-                }
-            }
-        });
     }
 }
 
@@ -325,7 +285,14 @@ unsafe fn plain<A: Accumulator>(
 /// The consumer's loop of rungs 2 and 3: k-tile i's wgmmas from the fragments in
 /// `cur` while k-tile i + 1's are loaded into `next`; then the stage is released.
 #[inline(always)]
-unsafe fn consume<A: Accumulator>(ring: Ring, t: WgmmaTiling, ktiles: u32, me: Lane, acc: &mut A) {
+unsafe fn consume<A: Accumulator>(
+    ring: Ring,
+    t: WgmmaTiling,
+    ktiles: u32,
+    me: Lane,
+    acc: &mut A,
+    s: &mut Stage,
+) {
     // SAFETY: the ring of this block (the caller's launch).
     unsafe {
         let step = |i: u32, s: Stage, acc: &mut A, cur: &[[Tf32; 4]; 4], next: &mut [[Tf32; 4]; 4]| {
@@ -345,32 +312,42 @@ unsafe fn consume<A: Accumulator>(ring: Ring, t: WgmmaTiling, ktiles: u32, me: L
             }
             s1
         };
-        let mut s = ring.consumer_start();
-        ring.wait(s);
-        let mut f0 = me.fragments(ring, t, s);
+        ring.wait(*s);
+        let mut f0 = me.fragments(ring, t, *s);
         let mut f1 = f0;
         let mut i = 0;
         while i < ktiles {
-            s = step(i, s, acc, &f0, &mut f1);
+            *s = step(i, *s, acc, &f0, &mut f1);
             if i + 1 < ktiles {
-                s = step(i + 1, s, acc, &f1, &mut f0);
+                *s = step(i + 1, *s, acc, &f1, &mut f0);
             }
             i += 2;
         }
     }
 }
 
-/// Rungs 2 and 3: warpgroup 0 copies (one thread), 1 and 2 multiply, through a ring
+/// Where C goes from the consumers' registers.
+#[derive(Clone, Copy)]
+enum Out {
+    /// Stored by the threads (rungs 1 to 3).
+    Registers(GlobalMut<f32>),
+    /// Staged in shared memory and stored by the copy engine (rung 4) with this map of
+    /// C in boxes of 32 x 32.
+    CopyEngine(Global<TensorMap>),
+}
+
+/// Rungs 2 to 4: warpgroup 0 copies (one thread), 1 and 2 multiply, through a ring
 /// whose consumers free each stage (one arrival from each consumer warp, of every
-/// block of the cluster).
+/// block of the cluster); the block computes tiles `first`, `first + step`, ...
+/// below `tiles` of `tile` (one for rungs 2 and 3).
 #[inline(always)]
 unsafe fn specialised<A: Accumulator>(
-    t: WgmmaTiling,
-    ring: Ring,
+    (t, ring): (WgmmaTiling, Ring),
     (m, n, k): (u32, u32, u32),
-    (m0, n0): (u32, u32),
+    (first, step, tiles): (u32, u32, u32),
+    tile: impl Fn(u32) -> (u32, u32),
     maps: (Global<TensorMap>, Global<TensorMap>),
-    c: GlobalMut<f32>,
+    out: Out,
 ) {
     // SAFETY: the host's launch (t.shared_bytes(), 384 threads) and maps of A and B.
     unsafe {
@@ -384,17 +361,38 @@ unsafe fn specialised<A: Accumulator>(
             wgmma::shrink_registers::<40>();
             if tid == 0 {
                 let mut s = ring.producer_start();
-                for i in 0..ktiles {
-                    load_stage(t, ring, s, maps, (m0, n0, i));
-                    s.advance();
+                let mut i = first;
+                while i < tiles {
+                    let (m0, n0) = tile(i);
+                    for kt in 0..ktiles {
+                        load_stage(t, ring, s, maps, (m0, n0, kt));
+                        s.advance();
+                    }
+                    i += step;
                 }
             }
         } else {
             wgmma::grow_registers::<232>();
-            let me = Lane::new(tid / 128 - 1, tid % 128);
-            let mut acc = zeroed::<A>();
-            consume(ring, t, ktiles, me, &mut acc);
-            me.store(&mut acc, c, (m, n), (m0, n0));
+            let (wg, me) = (tid / 128 - 1, Lane::new(tid / 128 - 1, tid % 128));
+            let (mut s, mut bands) = (ring.consumer_start(), 0);
+            let mut i = first;
+            while i < tiles {
+                let at = tile(i);
+                let mut acc = zeroed::<A>();
+                consume(ring, t, ktiles, me, &mut acc, &mut s);
+                match out {
+                    Out::Registers(c) => me.store(&mut acc, c, (m, n), at),
+                    Out::CopyEngine(c) => me.store_staged(&mut acc, (ring, t), c, at, wg, &mut bands),
+                }
+                i += step;
+            }
+            if let Out::CopyEngine(_) = out {
+                // The copy engine has read the staging buffers and written C before
+                // the block's shared memory goes.
+                if me.leader {
+                    tma::wait_group::<0>();
+                }
+            }
         }
         ring.tail();
     }
@@ -412,8 +410,9 @@ unsafe fn warp_specialised<A: Accumulator>(
     // SAFETY: the host's launch (t.shared_bytes(), 384 threads) and maps of A and B.
     unsafe {
         let ring = ring(t).with_consumers(CONSUMER_WARPS);
-        let tile = tile_of(block_idx_x(), m, n, t.bm as u32, BN as u32);
-        specialised::<A>(t, ring, (m, n, k), tile, maps, c)
+        let tile = |i| tile_of(i, m, n, t.bm as u32, BN as u32);
+        let one = (block_idx_x(), 1, block_idx_x() + 1);
+        specialised::<A>((t, ring), (m, n, k), one, tile, maps, Out::Registers(c))
     }
 }
 
@@ -430,9 +429,33 @@ unsafe fn clustered<A: Accumulator>(
     // first map is A's in boxes of BM / 2 rows.
     unsafe {
         let ring = ring(t).with_consumers(CONSUMER_WARPS).clustered(2);
-        let (m0, pair) = tile_of(block_idx_x() / 2, m, n, t.bm as u32, 2 * BN as u32);
-        let n0 = pair + ring.cluster().1 * BN as u32;
-        specialised::<A>(t, ring, (m, n, k), (m0, n0), maps, c)
+        let rank = ring.cluster().1;
+        let tile = |i| {
+            let (m0, pair) = tile_of(i, m, n, t.bm as u32, 2 * BN as u32);
+            (m0, pair + rank * BN as u32)
+        };
+        let one = (block_idx_x() / 2, 1, block_idx_x() / 2 + 1);
+        specialised::<A>((t, ring), (m, n, k), one, tile, maps, Out::Registers(c))
+    }
+}
+
+/// Rung 4: rung 2 with one block an SM, block `b` of `B` computing tiles `b`, `b + B`,
+/// ..., and C staged for the copy engine.
+#[inline(always)]
+unsafe fn tma_store<A: Accumulator>(
+    t: WgmmaTiling,
+    (m, n, k): (u32, u32, u32),
+    maps: (Global<TensorMap>, Global<TensorMap>),
+    c: Global<TensorMap>,
+) {
+    // SAFETY: the host's launch (t.shared_bytes(), 384 threads, at most one block an
+    // SM); `c` maps C in boxes of 32 x 32.
+    unsafe {
+        let ring = ring(t).with_consumers(CONSUMER_WARPS);
+        let (bm, bn) = (t.bm as u32, BN as u32);
+        let walk = (block_idx_x(), grid_dim_x(), m.div_ceil(bm) * n.div_ceil(bn));
+        let tile = |i| tile_of(i, m, n, bm, bn);
+        specialised::<A>((t, ring), (m, n, k), walk, tile, maps, Out::CopyEngine(c))
     }
 }
 
@@ -497,5 +520,16 @@ kernel! {
     pub fn sgemm_wgmma_cluster(m: u32, n: u32, k: u32, a: Global<TensorMap>, b: Global<TensorMap>, c: GlobalMut<f32>) {
         // SAFETY: as above, in clusters of two, `a` mapping A in boxes of 128 rows.
         unsafe { clustered::<[f32; 128]>(WGMMA_CLUSTER, (m, n, k), (a, b), c) }
+    }
+}
+
+kernel! {
+    #[launch_bounds(384, 1)]
+    #[requires(sm_90a)]
+    /// wgmma-tma-store, 256 x 128 x 32, 4 stages: wgmma-ws with one block an SM walking
+    /// the tiles, C staged in shared memory and stored by the copy engine.
+    pub fn sgemm_wgmma_tma_store(m: u32, n: u32, k: u32, a: Global<TensorMap>, b: Global<TensorMap>, c: Global<TensorMap>) {
+        // SAFETY: as above, WGMMA_TMA_STORE's launch, `c` mapping C in boxes of 32 x 32.
+        unsafe { tma_store::<[f32; 128]>(WGMMA_TMA_STORE, (m, n, k), (a, b), c) }
     }
 }

@@ -214,6 +214,11 @@ pub(super) fn warpgroup_exchange(words: &[u32]) -> Vec<u32> {
     exchange(words, 128)
 }
 
+/// `bar.sync` of a warpgroup's 128 threads: an exchange of nothing.
+pub fn sync_warpgroup() {
+    exchange(&[], 128);
+}
+
 fn exchange(words: &[u32], width: usize) -> Vec<u32> {
     if with_thread(|t| t.config.addresses_only) {
         return words.repeat(width);
