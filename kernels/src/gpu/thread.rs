@@ -111,3 +111,51 @@ pub fn grid_size_1d() -> usize {
 pub fn thread_rank_in_block() -> usize {
     ((thread_idx_z() * block_dim_y() + thread_idx_y()) * block_dim_x() + thread_idx_x()) as usize
 }
+
+#[cfg(all(test, not(target_arch = "nvptx64")))]
+mod tests {
+    use super::*;
+    use crate::gpu::GlobalMut;
+    use crate::gpu::emu::{Dim3, LaunchConfig, Schedule, launch};
+    use crate::gpu::shared::dynamic_shared_array;
+    use std::vec;
+
+    /// Each of two warpgroups' threads writes its index to shared memory, and after
+    /// the warpgroup's barrier its thread 0 adds up the warpgroup's 128. Run one
+    /// thread at a time in rank order, thread 0 runs first and sees the others'
+    /// writes only if the barrier held it until they were made.
+    #[test]
+    fn a_warpgroups_barrier_holds_its_threads_until_all_128_arrive() {
+        for schedule in [Schedule::Forward, Schedule::Concurrent] {
+            let mut out = vec![0u32; 2];
+            let o = out.as_mut_ptr() as usize;
+            let config = LaunchConfig {
+                grid: Dim3::from(1),
+                block: Dim3::from(256),
+                dynamic_shared_bytes: 256 * 4,
+                schedule,
+                ..Default::default()
+            };
+            launch(&config, || {
+                let t = thread_idx_x() as usize;
+                let out = GlobalMut::from_ptr(o as *mut u32);
+                // SAFETY: 256 words of dynamic shared memory, one per thread; `out`
+                // holds a word per warpgroup.
+                unsafe {
+                    let shared = dynamic_shared_array::<u32>(256);
+                    shared.write(t, t as u32);
+                    sync_warpgroup();
+                    if t.is_multiple_of(128) {
+                        let sum = (t..t + 128).map(|i| shared.read(i)).sum();
+                        out.write(t / 128, sum);
+                    }
+                }
+            });
+            assert_eq!(
+                out,
+                [(0..128).sum::<u32>(), (128..256).sum::<u32>()],
+                "{schedule:?}"
+            );
+        }
+    }
+}
