@@ -2,7 +2,6 @@
 //! fragments come from in a stage, and where its accumulators go in C, stored from
 //! registers or staged in shared memory for the copy engine.
 
-use super::wgmma::WgmmaTiling;
 use crate::gpu::mma::{Tf32, to_tf32};
 use crate::gpu::ring::{Ring, Stage};
 use crate::gpu::thread::sync_warpgroup;
@@ -42,10 +41,11 @@ impl Lane {
 
     /// This thread's B^T fragments of a stage's four k steps, rounded to TF32:
     /// step `kk`'s registers are `[kk][..]` = (row g, k t), (g + 8, t), (g, t + 4),
-    /// (g + 8, t + 4) of the step's 64 x 8 tile.
+    /// (g + 8, t + 4) of the step's 64 x 8 tile; B's tile starts `b_at` floats into a
+    /// stage (after A's).
     #[inline(always)]
-    pub(super) unsafe fn fragments(self, ring: Ring, t: WgmmaTiling, s: Stage) -> [[Tf32; 4]; 4] {
-        let (tiles, b) = (ring.tiles(), ring.stage(s) + t.a_floats() + 1024 * self.box_);
+    pub(super) unsafe fn fragments(self, ring: Ring, b_at: usize, s: Stage) -> [[Tf32; 4]; 4] {
+        let (tiles, b) = (ring.tiles(), ring.stage(s) + b_at + 1024 * self.box_);
         // The swizzle depends on the row only modulo 8, so k step kk's element is the
         // first step's plus 8 rows (256 floats): four addresses a stage, and the
         // steps are constant offsets from them.
@@ -86,12 +86,13 @@ impl Lane {
     /// Rung 4's store, of consumer warpgroup `wg`'s 64 columns of the tile at (`m0`,
     /// `n0`): band after band of 32 rows, each written into one of the warpgroup's two
     /// buffers (the other may still be on its way out) and stored by the leader.
-    /// `bands` counts the warpgroup's bands so far, which picks the buffer.
+    /// The buffers start `staging_at` floats into the ring's tiles; `bands` counts the
+    /// warpgroup's bands so far, which picks the buffer.
     #[inline(always)]
     pub(super) unsafe fn store_staged<A: Accumulator>(
         self,
         acc: &mut A,
-        (ring, t): (Ring, WgmmaTiling),
+        (ring, staging_at): (Ring, usize),
         c: Global<TensorMap>,
         (m0, n0): (u32, u32),
         wg: usize,
@@ -99,7 +100,7 @@ impl Lane {
     ) {
         let (tiles, acc) = (ring.tiles(), acc.as_mut_slice());
         unroll!(band < A::N / 32; 8 => {
-            let buffer = t.staging_at() + 2 * STAGED_BOX * (2 * wg + *bands % 2);
+            let buffer = staging_at + 2 * STAGED_BOX * (2 * wg + *bands % 2);
             // SAFETY: the warpgroup's own buffer, which the leader's stores of two
             // bands ago have read once its wait returns and the warpgroup has met.
             unsafe {

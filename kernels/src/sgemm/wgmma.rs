@@ -265,7 +265,7 @@ unsafe fn plain<A: Accumulator>(
         let mut s = ring.consumer_start();
         for i in 0..ktiles {
             ring.wait(s);
-            let frags = me.fragments(ring, t, s);
+            let frags = me.fragments(ring, t.a_floats(), s);
             multiply(&mut acc, &frags, ring, s);
             wgmma::wait_group::<0, A>(&mut acc);
             // Every warpgroup is done with k-tile i - 1's stage: refill it.
@@ -303,7 +303,7 @@ unsafe fn consume<A: Accumulator>(
             let s1 = s.next();
             if i + 1 < ktiles {
                 ring.wait(s1);
-                *next = me.fragments(ring, t, s1);
+                *next = me.fragments(ring, t.a_floats(), s1);
             }
             wgmma::wait_group::<0, A>(acc);
             // One arrival a warp.
@@ -313,7 +313,7 @@ unsafe fn consume<A: Accumulator>(
             s1
         };
         ring.wait(*s);
-        let mut f0 = me.fragments(ring, t, *s);
+        let mut f0 = me.fragments(ring, t.a_floats(), *s);
         let mut f1 = f0;
         let mut i = 0;
         while i < ktiles {
@@ -382,7 +382,9 @@ unsafe fn specialised<A: Accumulator>(
                 consume(ring, t, ktiles, me, &mut acc, &mut s);
                 match out {
                     Out::Registers(c) => me.store(&mut acc, c, (m, n), at),
-                    Out::CopyEngine(c) => me.store_staged(&mut acc, (ring, t), c, at, wg, &mut bands),
+                    Out::CopyEngine(c) => {
+                        me.store_staged(&mut acc, (ring, t.staging_at()), c, at, wg, &mut bands)
+                    }
                 }
                 i += step;
             }
