@@ -312,11 +312,6 @@ pub fn predict(
         let by_requests = step.load_requests / quarter(rates.l1_requests_per_ns_per_sm);
         l1 += (by_requests - by_lines).max(0.0);
     }
-    // The L1 takes its misses at the rate an SM's L1 takes them when every SM misses
-    // (docs/model.md: the cost Nsight Compute shows as the L1's queue backing up), in
-    // turn with its wavefronts and lines.
-    l1 += step.l1_miss_bytes / quarter(rates.l2_read_gb_per_s / sms);
-    units.push((Unit::L1, l1));
     // The L2 and the DRAM serve the whole GPU: each busy SM takes its share of their
     // rate, and no more than the most one SM's port to the L2 was measured to take
     // (a launch that leaves SMs idle gives the others more).
@@ -334,6 +329,14 @@ pub fn predict(
         let bulk =
             once / share_of(bulk_rate, busy) + (step.l2_bulk_bytes - once) / share_of(shared_rate, busy);
         let mut all = units.clone();
+        // The L1 takes its misses at the rate the L2 fills them, in turn with its
+        // wavefronts and lines (docs/model.md: the cost Nsight Compute shows as the
+        // L1's queue backing up): each busy SM's share of the L2's read rate, up to
+        // its port, as the L2's own demand below.
+        all.push((
+            Unit::L1,
+            l1 + step.l1_miss_bytes / share_of(rates.l2_read_gb_per_s, busy),
+        ));
         all.push((
             Unit::L2,
             lsu_bytes / share_of(rates.l2_read_gb_per_s, busy) + bulk,

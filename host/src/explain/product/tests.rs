@@ -464,30 +464,47 @@ fn every_box_of_the_copy_engine_is_an_l2_read_however_many_blocks_share_it() {
 }
 
 #[test]
-fn the_l1s_misses_take_its_time_at_each_sms_share_of_the_l2_rate() {
+fn the_l1s_misses_take_its_time_at_each_busy_sms_share_of_the_l2_rate() {
     let p = sample();
     let rates = p.compute.clone().unwrap();
-    let l1_of = |l1_miss_bytes: f64| {
+    let sms = u64::from(p.sm_count);
+    // The L1's and the L2's demands of one warp's iteration in a launch of `blocks`
+    // blocks of one warp, one an SM.
+    let l1_of = |l1_miss_bytes: f64, blocks: u64| {
         let step = Step {
             l2_bytes: 512.0,
             l1_miss_bytes,
             ..simt()
         };
-        let got = predict(step.flops, step, "SASS", launch(1, 32), &p, None).unwrap();
+        let got = predict(
+            step.flops * blocks as f64,
+            step,
+            "SASS",
+            launch(blocks, 32),
+            &p,
+            None,
+        )
+        .unwrap();
         let demand_of = |unit| got.units.iter().find(|u| u.unit == unit).unwrap().demand_ns;
         (demand_of(Unit::L1), demand_of(Unit::L2))
     };
-    let (bypassed, l2) = l1_of(0.0);
-    let (missed, l2_again) = l1_of(512.0);
-    // The L1 takes its misses at each SM's share of the L2's read rate when every SM
-    // misses, on one scheduler.
+    // Every SM busy: the L1 takes its misses at each SM's share of the L2's read rate,
+    // on one scheduler, as the L2 serves them.
+    let (bypassed, _) = l1_of(0.0, sms);
+    let (missed, l2) = l1_of(512.0, sms);
     let share = rates.l2_read_gb_per_s / f64::from(p.sm_count) / SCHEDULERS_PER_SM;
     assert!(close(missed - bypassed, 512.0 / share));
-    // The L2 serves the one busy SM as fast as one SM's port takes (the most an SM was
-    // measured to take: the copy engine's shared lines').
+    assert!(close(l2, 512.0 / share));
+    // One busy SM: the L2 fills its misses as fast as one SM's port takes (the most an
+    // SM was measured to take: the copy engine's shared lines'), not at the share it
+    // has when every SM misses.
+    let (alone_bypassed, _) = l1_of(0.0, 1);
+    let (alone, alone_l2) = l1_of(512.0, 1);
     let port = rates.l2_bulk_shared_gb_per_s.unwrap() / f64::from(p.sm_count) / SCHEDULERS_PER_SM;
     assert!(port > share);
-    assert!(close(l2, 512.0 / port) && close(l2_again, l2));
+    assert!(close(alone - alone_bypassed, 512.0 / port));
+    assert!(close(alone_l2, 512.0 / port));
+    assert!(alone < missed);
 }
 
 #[test]
