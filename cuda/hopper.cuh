@@ -67,6 +67,8 @@ __device__ __forceinline__ void tma_store_2d(const TensorMap* map, const void* s
 __device__ __forceinline__ void tma_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
 __device__ __forceinline__ void tma_wait_read0() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+// The 128 threads of this thread's warpgroup meet (named barrier 1 + w; 0 is the block's).
+__device__ __forceinline__ void sync_warpgroup() { asm volatile("bar.sync %0, 128;" ::"r"(1 + threadIdx.x / 128) : "memory"); }
 
 // Element (row, col) of a box of 32-float rows landed with the 128-byte swizzle.
 __device__ __forceinline__ int swizzled_128(int row, int col) {

@@ -114,6 +114,33 @@ struct Lane {
                     if (row < m && c < n) C[(size_t)row * n + c] = d[4 * j + 2 * h + e];
                 }
     }
+    // Rung 4's store of this warpgroup's 64 columns: band after band of 32 rows, each
+    // written into one of the warpgroup's two buffers of two swizzled 32 x 32 boxes
+    // (`staging`) and stored by its thread 0; `bands` counts its bands so far.
+    template <int BM> __device__ __forceinline__ void store_staged(const float* d, float* staging, const TensorMap* cmap, int m0, int n0, int& bands) const {
+        int c = box / 2;
+        bool leader = threadIdx.x % 128 == 0;
+#pragma unroll
+        for (int band = 0; band < BM / 32; ++band, ++bands) {
+            float* buffer = staging + 2048 * (2 * c + bands % 2);
+            if (leader) asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
+            sync_warpgroup();
+            float* mine = buffer + 1024 * (box % 2);
+#pragma unroll
+            for (int jj = 0; jj < 4; ++jj)
+#pragma unroll
+                for (int h = 0; h < 2; ++h)
+#pragma unroll
+                    for (int e = 0; e < 2; ++e)
+                        mine[swizzled_128(8 * jj + 2 * t + e, nn + 8 * h)] = d[4 * (4 * band + jj) + 2 * h + e];
+            fence_proxy_async();
+            sync_warpgroup();
+            if (leader) {
+                for (int bx = 0; bx < 2; ++bx) tma_store_2d(cmap, buffer + 1024 * bx, n0 + 64 * c + 32 * bx, m0 + 32 * band);
+                tma_commit();
+            }
+        }
+    }
 };
 
 template <int BM, int STAGES>
@@ -282,9 +309,7 @@ __device__ __forceinline__ void wgmma_tma_store(int m, int n, int k, const Tenso
         }
     } else {
         grow_registers<232>();
-        int c = tid / 128 - 1;
-        Lane me(c, tid % 128);
-        bool leader = tid % 128 == 0;
+        Lane me(tid / 128 - 1, tid % 128);
         for (int tile = blockIdx.x, base = 0, bands = 0; tile < ntiles; tile += gridDim.x, base += ktiles) {
             int m0, n0;
             tile_of(tile, m, n, BM, HBN, m0, n0);
@@ -292,28 +317,9 @@ __device__ __forceinline__ void wgmma_tma_store(int m, int n, int k, const Tenso
 #pragma unroll
             for (int i = 0; i < BM / 2; ++i) d[i] = 0.0f;
             consume<BM, STAGES, false>(tiles, full, empty, ktiles, me, d, 0, base);
-#pragma unroll
-            for (int band = 0; band < BM / 32; ++band, ++bands) {
-                float* buffer = staging + 2048 * (2 * c + bands % 2);
-                if (leader) asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
-                asm volatile("bar.sync %0, 128;" ::"r"(1 + tid / 128) : "memory");
-                float* mine = buffer + 1024 * (me.box % 2);
-#pragma unroll
-                for (int jj = 0; jj < 4; ++jj)
-#pragma unroll
-                    for (int h = 0; h < 2; ++h)
-#pragma unroll
-                        for (int e = 0; e < 2; ++e)
-                            mine[swizzled_128(8 * jj + 2 * me.t + e, me.nn + 8 * h)] = d[4 * (4 * band + jj) + 2 * h + e];
-                fence_proxy_async();
-                asm volatile("bar.sync %0, 128;" ::"r"(1 + tid / 128) : "memory");
-                if (leader) {
-                    for (int bx = 0; bx < 2; ++bx) tma_store_2d(cmap, buffer + 1024 * bx, n0 + 64 * c + 32 * bx, m0 + 32 * band);
-                    tma_commit();
-                }
-            }
+            me.store_staged<BM>(d, staging, cmap, m0, n0, bands);
         }
-        if (leader) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+        if (tid % 128 == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
     }
 }
 

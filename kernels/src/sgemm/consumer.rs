@@ -83,7 +83,7 @@ impl Lane {
         });
     }
 
-    /// Rung 4's store, of consumer warpgroup `wg`'s 64 columns of the tile at (`m0`,
+    /// Rung 4's store, of this thread's warpgroup's 64 columns of the tile at (`m0`,
     /// `n0`): band after band of 32 rows, each written into one of the warpgroup's two
     /// buffers (the other may still be on its way out) and stored by the leader.
     /// The buffers start `staging_at` floats into the ring's tiles; `bands` counts the
@@ -95,10 +95,9 @@ impl Lane {
         (ring, staging_at): (Ring, usize),
         c: Global<TensorMap>,
         (m0, n0): (u32, u32),
-        wg: usize,
         bands: &mut usize,
     ) {
-        let (tiles, acc) = (ring.tiles(), acc.as_mut_slice());
+        let (tiles, acc, wg) = (ring.tiles(), acc.as_mut_slice(), self.box_ / 2);
         unroll!(band < A::N / 32; 8 => {
             let buffer = staging_at + 2 * STAGED_BOX * (2 * wg + *bands % 2);
             // SAFETY: the warpgroup's own buffer, which the leader's stores of two

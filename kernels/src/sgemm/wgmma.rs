@@ -373,7 +373,7 @@ unsafe fn specialised<A: Accumulator>(
             }
         } else {
             wgmma::grow_registers::<232>();
-            let (wg, me) = (tid / 128 - 1, Lane::new(tid / 128 - 1, tid % 128));
+            let me = Lane::new(tid / 128 - 1, tid % 128);
             let (mut s, mut bands) = (ring.consumer_start(), 0);
             let mut i = first;
             while i < tiles {
@@ -383,7 +383,7 @@ unsafe fn specialised<A: Accumulator>(
                 match out {
                     Out::Registers(c) => me.store(&mut acc, c, (m, n), at),
                     Out::CopyEngine(c) => {
-                        me.store_staged(&mut acc, (ring, t.staging_at()), c, at, wg, &mut bands)
+                        me.store_staged(&mut acc, (ring, t.staging_at()), c, at, &mut bands)
                     }
                 }
                 i += step;
