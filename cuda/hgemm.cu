@@ -82,24 +82,24 @@ extern "C" __global__ void __launch_bounds__(384, 1) hgemm_wgmma_cluster_f16(int
 }
 extern "C" __global__ void __launch_bounds__(384, 1) hgemm_persistent_bf16(int m, int n, int k, const TensorMap* a, const TensorMap* b, __nv_bfloat16* c) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    hgemm_ws<__nv_bfloat16, 2, 256, true, true, false>(m, n, k, a, b, c, nullptr);
+    hgemm_ws<__nv_bfloat16, 2, 256, false, true, false>(m, n, k, a, b, c, nullptr);
 #endif
 }
 extern "C" __global__ void __launch_bounds__(384, 1) hgemm_persistent_f16(int m, int n, int k, const TensorMap* a, const TensorMap* b, half* c) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    hgemm_ws<half, 2, 256, true, true, false>(m, n, k, a, b, c, nullptr);
+    hgemm_ws<half, 2, 256, false, true, false>(m, n, k, a, b, c, nullptr);
 #endif
 }
 
 extern "C" __global__ void __launch_bounds__(384, 1) hgemm_tma_store_bf16(int m, int n, int k, const TensorMap* a, const TensorMap* b, const TensorMap* c) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    hgemm_ws<__nv_bfloat16, 2, 256, true, true, true>(m, n, k, a, b, nullptr, c);
+    hgemm_ws<__nv_bfloat16, 2, 256, false, true, true>(m, n, k, a, b, nullptr, c);
 #endif
 }
 
 extern "C" __global__ void __launch_bounds__(384, 1) hgemm_tma_store_f16(int m, int n, int k, const TensorMap* a, const TensorMap* b, const TensorMap* c) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    hgemm_ws<half, 2, 256, true, true, true>(m, n, k, a, b, nullptr, c);
+    hgemm_ws<half, 2, 256, false, true, true>(m, n, k, a, b, nullptr, c);
 #endif
 }
 
@@ -129,24 +129,24 @@ extern "C" __global__ void __launch_bounds__(384, 1) hgemm_stream_k_f16(int m, i
 
 extern "C" __global__ void __launch_bounds__(512, 1) hgemm_tma_store_192_bf16(int m, int n, int k, const TensorMap* a, const TensorMap* b, const TensorMap* c) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    hgemm_ws<__nv_bfloat16, 3, 128, true, true, true>(m, n, k, a, b, nullptr, c);
+    hgemm_ws<__nv_bfloat16, 3, 128, false, true, true>(m, n, k, a, b, nullptr, c);
 #endif
 }
 
 extern "C" __global__ void __launch_bounds__(512, 1) hgemm_tma_store_192_f16(int m, int n, int k, const TensorMap* a, const TensorMap* b, const TensorMap* c) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    hgemm_ws<half, 3, 128, true, true, true>(m, n, k, a, b, nullptr, c);
+    hgemm_ws<half, 3, 128, false, true, true>(m, n, k, a, b, nullptr, c);
 #endif
 }
 
 extern "C" __global__ void __launch_bounds__(384, 1) hgemm_tma_store_128_bf16(int m, int n, int k, const TensorMap* a, const TensorMap* b, const TensorMap* c) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    hgemm_ws<__nv_bfloat16, 2, 128, true, true, true, 6>(m, n, k, a, b, nullptr, c);
+    hgemm_ws<__nv_bfloat16, 2, 128, false, true, true, 6>(m, n, k, a, b, nullptr, c);
 #endif
 }
 
 extern "C" __global__ void __launch_bounds__(384, 1) hgemm_tma_store_128_f16(int m, int n, int k, const TensorMap* a, const TensorMap* b, const TensorMap* c) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    hgemm_ws<half, 2, 128, true, true, true, 6>(m, n, k, a, b, nullptr, c);
+    hgemm_ws<half, 2, 128, false, true, true, 6>(m, n, k, a, b, nullptr, c);
 #endif
 }

@@ -204,10 +204,11 @@ __device__ __forceinline__ void hstore_staged(const float* d, T* staging, const 
     }
 }
 
-// Rungs 2 to 6 and 8: a producer warpgroup copies, CONSUMERS warpgroups multiply, each
-// keeping one group in flight and freeing a stage once the next group is issued.
-// CLUSTER: pairs of blocks on the same columns share B's tile; PERSISTENT: one cluster
-// per two SMs walks the tiles; STAGED: C through shared memory and the copy engine.
+// Rungs 2 to 6, 8 and 9: a producer warpgroup copies, CONSUMERS warpgroups multiply,
+// each keeping one group in flight and freeing a stage once the next group is issued.
+// CLUSTER: pairs of blocks on the same columns share B's tile; PERSISTENT: the blocks
+// (at most one an SM; clusters, if CLUSTER) walk the tiles; STAGED: C through shared
+// memory and the copy engine.
 template <typename T, int CONSUMERS, int BN, bool CLUSTER, bool PERSISTENT, bool STAGED, int STAGES = H_STAGES>
 __device__ __forceinline__ void hgemm_ws(int m, int n, int k, const TensorMap* a, const TensorMap* b, T* C, const TensorMap* cmap) {
     using TILE = HTile<CONSUMERS, BN>;

@@ -76,14 +76,14 @@ fn hopper(p: &Problem, t: HalfTiling, cluster: u64) -> Result<Launch> {
     grid(p, t, blocks)
 }
 
-/// One cluster of two blocks per two SMs (at most one per pair of row tiles), each
-/// walking its share of the tiles; without SMs to count (the emulator), one cluster,
-/// which walks them all.
+/// One block an SM, in the tiling's clusters (at most one cluster a tile, a cluster's
+/// row tiles on the same columns counting as one), each walking its share of the
+/// tiles; without SMs to count (the emulator), one cluster, which walks them all.
 fn persistent(p: &Problem, info: &DeviceInfo, t: HalfTiling) -> Result<Launch> {
-    let (m, n) = (p.dim(Dim::M) as u64, p.dim(Dim::N) as u64);
-    let pairs = m.div_ceil(2 * t.bm() as u64) * n.div_ceil(t.bn as u64);
-    let clusters = (u64::from(info.sm_count) / 2).clamp(1, pairs.max(1));
-    grid(p, t, 2 * clusters)
+    let (m, n, c) = (p.dim(Dim::M) as u64, p.dim(Dim::N) as u64, t.cluster as u64);
+    let tiles = m.div_ceil(c * t.bm() as u64) * n.div_ceil(t.bn as u64);
+    let clusters = (u64::from(info.sm_count) / c).clamp(1, tiles.max(1));
+    grid(p, t, c * clusters)
 }
 
 /// One cluster of two blocks per two SMs, at most one per iteration (a pair tile's
@@ -272,7 +272,7 @@ mod tests {
     }
 
     /// The Hopper rungs' grids: one block per 128 x 256 tile, whole clusters along m,
-    /// and the persistent rung one cluster per two SMs.
+    /// and the persistent rungs one block an SM.
     #[test]
     fn hopper_grids_cover_c() {
         let at = |p: Problem, info: &DeviceInfo, v: &str| {
@@ -284,22 +284,22 @@ mod tests {
         assert_eq!(at(big, &h100, "wgmma").grid, (32 * 16, 1, 1));
         assert_eq!(at(big, &h100, "wgmma").block, (256, 1, 1));
         assert_eq!(at(big, &h100, "wgmma-ws").block, (384, 1, 1));
-        assert_eq!(at(big, &h100, "persistent").grid, (h100.sm_count / 2 * 2, 1, 1));
+        assert_eq!(at(big, &h100, "persistent").grid, (h100.sm_count, 1, 1));
         let odd = Problem::Product { m: 300, n: 520, k: 64 };
         assert_eq!(at(odd, &h100, "wgmma-cluster").grid, (2 * 2 * 3, 1, 1), "3 row tiles in 2 pairs, 3 columns");
-        assert_eq!(at(odd, &h100, "persistent").grid, (2 * 2 * 3, 1, 1), "no more clusters than pairs");
-        assert_eq!(at(odd, &info(), "persistent").grid, (2, 1, 1), "one cluster on the emulator");
+        assert_eq!(at(odd, &h100, "persistent").grid, (3 * 3, 1, 1), "no more blocks than tiles");
+        assert_eq!(at(odd, &info(), "persistent").grid, (1, 1, 1), "one block on the emulator");
         assert!(at(big, &h100, "wgmma").shared_bytes > 192 * 1024);
         assert!(at(big, &h100, "tma-store").shared_bytes <= 227 * 1024, "the most a block may have");
         let small = Problem::Product { m: 1024, n: 1024, k: 1024 };
         assert_eq!(at(small, &h100, "small").grid, (128, 1, 1), "128 tiles of 64 x 128, a cluster a pair");
         assert_eq!(at(small, &h100, "small").block, (256, 1, 1));
-        // tma-store-192: 1536^3 is 8 x 12 tiles of 192 x 128, 48 pairs, a block each.
+        // tma-store-192: 1536^3 is 8 x 12 tiles of 192 x 128, a block each.
         let mid = Problem::Product { m: 1536, n: 1536, k: 1536 };
         assert_eq!(at(mid, &h100, "tma-store-192").grid, (96, 1, 1));
         assert_eq!(at(mid, &h100, "tma-store-192").block, (512, 1, 1));
         assert!(at(mid, &h100, "tma-store-192").shared_bytes <= 227 * 1024);
-        // tma-store-128: 1280^3 is 10 x 10 tiles of 128 x 128, 50 pairs, a block each.
+        // tma-store-128: 1280^3 is 10 x 10 tiles of 128 x 128, a block each.
         let round = Problem::Product { m: 1280, n: 1280, k: 1280 };
         assert_eq!(at(round, &h100, "tma-store-128").grid, (100, 1, 1));
         assert_eq!(at(round, &h100, "tma-store-128").block, (384, 1, 1));
@@ -330,14 +330,30 @@ mod tests {
         assert_eq!((STREAM_K.consumers, STREAM_K.stages), (2, 4), "the twin's HTile<2, BN> and H_STAGES");
     }
 
-    /// The twins of the rungs that walk tiles with a staged C are instantiated with
-    /// the Rust rungs' tilings: consumers, tile width and stages.
+    /// The rungs that walk tiles are declared in their tilings' clusters, and their
+    /// twins instantiated with the same tilings: clusters, consumers, tile width and
+    /// stages.
     #[test]
-    fn the_staged_twins_have_the_rungs_tilings() {
-        for (rung, t) in [("tma_store", STAGED), ("small", SMALL), ("tma_store_192", STAGED_192), ("tma_store_128", STAGED_128)] {
+    fn the_walking_rungs_and_twins_have_their_tilings() {
+        let rungs = [
+            ("persistent", SPECIALISED),
+            ("tma-store", STAGED),
+            ("small", SMALL),
+            ("tma-store-192", STAGED_192),
+            ("tma-store-128", STAGED_128),
+        ];
+        for (rung, t) in rungs {
+            for e in [&BF16, &F16] {
+                let v = e.variant(rung).unwrap();
+                assert_eq!(v.kernel.cluster as usize, t.cluster, "{}/{rung}", e.name);
+            }
             let stages = if t.stages == 4 { String::new() } else { format!(", {}", t.stages) };
+            let clustered = t.cluster == 2;
             for ty in ["__nv_bfloat16", "half"] {
-                let call = format!("hgemm_ws<{ty}, {}, {}, true, true, true{stages}>(", t.consumers, t.bn);
+                let call = format!(
+                    "hgemm_ws<{ty}, {}, {}, {clustered}, true, {}{stages}>(",
+                    t.consumers, t.bn, t.staged
+                );
                 assert!(BF16.twin.source.contains(&call), "cuda/hgemm.cu, {rung}: {call}");
             }
         }
@@ -408,8 +424,8 @@ mod tests {
     /// The Hopper rungs on the emulator, whose copy engine lands a stage only at the
     /// wait that completes its barrier phase and whose MMAs compute only at the
     /// `wait_group` that retires them: partial tiles in m, n and k, more k-tiles than
-    /// stages, a cluster's two blocks on the same columns, and the persistent rung's
-    /// one cluster walking several tiles; in a block's threads' reverse order too.
+    /// stages, a cluster's two blocks on the same columns, and the persistent rungs'
+    /// one block walking several tiles; in a block's threads' reverse order too.
     #[test]
     fn hopper_rungs_match_the_reference_on_the_emulator() {
         use crate::explain::emulate::validate_with;

@@ -23,17 +23,18 @@
 //! 3. [`clustered`]: clusters of two blocks on the same columns of B (adjacent row
 //!    tiles of C): each copies half of B's tile into both (multicast), halving B's reads
 //!    from L2.
-//! 4. [`persistent`]: one cluster per pair of SMs, each walking its share of the
+//! 4. [`persistent`]: rung 2 with one block an SM, each walking its share of the
 //!    tiles in the same L2-friendly order, the ring running on from tile to tile, so
-//!    the next tile's copies start while this one's results are stored.
+//!    the next tile's copies start while this one's results are stored. Without rung
+//!    3's clusters: walking tiles, a pair's blocks wait on each other at every stage.
 //! 5. [`tma_store`]: the consumers hand C to the copy engine: each warp writes its 16
 //!    rows into a swizzled staging tile in shared memory, half a row band at a time,
 //!    and one lane issues the stores (`cp.async.bulk.tensor`, clipped at C's edges),
 //!    so the warp is back at the tensor cores while the copy engine writes C.
 //! 6. `small`: rung 5 with 64 x 128 tiles and one consumer warpgroup: four times as
-//!    many tiles, so a small product still gives every SM one.
-//! 7. [`super::stream_k`]: rung 5 dealing out k-blocks instead of whole tiles, so the
-//!    last round of tiles leaves no SM idle.
+//!    many tiles, so a small product still gives every SM one (in rung 3's clusters).
+//! 7. [`super::stream_k`]: rung 5 in rung 3's clusters, dealing out k-blocks instead
+//!    of whole tiles, so the last round of tiles leaves no SM idle.
 //! 8. `tma-store-192`: rung 5 with 192 x 128 tiles and three consumer warpgroups, a
 //!    tile count that fills the last round at shapes that are multiples of 384.
 //! 9. `tma-store-128`: rung 5 with 128 x 128 tiles and 6 stages, one round of tiles
@@ -316,41 +317,61 @@ unsafe fn clustered<H: Half, A: Accumulator>(
     }
 }
 
-/// Rung 4: rung 3 with one cluster per pair of SMs, each computing pair tiles
-/// `cluster, cluster + clusters, ...`.
+/// Rung 4: rung 2 with one block an SM, each computing tiles `block, block + blocks,
+/// ...`. Not rung 3's clusters: a pair waits on its slower block at every stage (a stage
+/// is full when both halves of B land, free when both blocks are done with it), and once
+/// the blocks walk tiles that wait costs more than B's second read from L2.
 #[inline(always)]
 unsafe fn persistent<H: Half, A: Accumulator>(
-    (m, n, k): (u32, u32, u32),
+    mnk: (u32, u32, u32),
     maps: (Global<TensorMap>, Global<TensorMap>),
     c: GlobalMut<H>,
 ) {
-    // SAFETY: the host's launch, in clusters of two, at most one block an SM.
+    // SAFETY: the host's launch, at most one block an SM.
     unsafe {
         let t = SPECIALISED;
-        let ring = ring::<H>(t).with_consumers(t.consumer_warps()).clustered(2);
-        let pairs = m.div_ceil(2 * t.bm() as u32) * n.div_ceil(t.bn as u32);
-        let walk = (block_idx_x() / 2, grid_dim_x() / 2, pairs);
-        specialised::<H, A>((t, ring), (m, n, k), walk, maps, Out::Registers(c))
+        let ring = walking_ring::<H>(t);
+        specialised::<H, A>((t, ring), mnk, walk(t, mnk), maps, Out::Registers(c))
     }
 }
 
 /// Rung 5: rung 4 with C staged in shared memory and stored by the copy engine (with
-/// `t` = STAGED; rung 6, with SMALL's tiles).
+/// `t` = STAGED; rungs 6, 8 and 9 with their tiles, `small` in clusters).
 #[inline(always)]
 unsafe fn tma_store<H: Half, A: Accumulator>(
     t: HalfTiling,
-    (m, n, k): (u32, u32, u32),
+    mnk: (u32, u32, u32),
     maps: (Global<TensorMap>, Global<TensorMap>),
     c: Global<TensorMap>,
 ) {
-    // SAFETY: the host's launch (t's shared memory), in clusters of two, at most one
-    // block an SM; `c` maps C in boxes of 16 x 64.
+    // SAFETY: the host's launch (t's shared memory and clusters), at most one block an
+    // SM; `c` maps C in boxes of 16 x 64.
     unsafe {
-        let ring = ring::<H>(t).with_consumers(t.consumer_warps()).clustered(2);
-        let pairs = m.div_ceil(2 * t.bm() as u32) * n.div_ceil(t.bn as u32);
-        let walk = (block_idx_x() / 2, grid_dim_x() / 2, pairs);
-        specialised::<H, A>((t, ring), (m, n, k), walk, maps, Out::CopyEngine(c))
+        let ring = walking_ring::<H>(t);
+        specialised::<H, A>((t, ring), mnk, walk(t, mnk), maps, Out::CopyEngine(c))
     }
+}
+
+/// The ring of a rung that walks tiles: its consumers free the stages, in the
+/// tiling's clusters.
+#[inline(always)]
+unsafe fn walking_ring<H: Half>(t: HalfTiling) -> Ring<H> {
+    // SAFETY: the caller's launch has t's shared memory and clusters.
+    let ring = unsafe { ring::<H>(t) }.with_consumers(t.consumer_warps());
+    if t.cluster > 1 {
+        ring.clustered(t.cluster as u32)
+    } else {
+        ring
+    }
+}
+
+/// This block's walk through C's tiles: its cluster's first tile, the clusters, and
+/// the tiles (a cluster's row tiles on the same columns count as one).
+#[inline(always)]
+fn walk(t: HalfTiling, (m, n, _): (u32, u32, u32)) -> (u32, u32, u32) {
+    let c = t.cluster as u32;
+    let tiles = m.div_ceil(c * t.bm() as u32) * n.div_ceil(t.bn as u32);
+    (block_idx_x() / c, grid_dim_x() / c, tiles)
 }
 
 kernel! {
@@ -422,8 +443,7 @@ kernel! {
 kernel! {
     #[launch_bounds(384, 1)]
     #[requires(sm_90a)]
-    #[cluster(2)]
-    /// persistent: wgmma-cluster with one cluster per two SMs, walking the tiles. Bf16.
+    /// persistent: wgmma-ws with one block an SM, walking the tiles. Bf16.
     pub fn hgemm_persistent_bf16(m: u32, n: u32, k: u32, a: Global<TensorMap>, b: Global<TensorMap>, c: GlobalMut<Bf16>) {
         // SAFETY: the host launches the rung's grid, block and shared memory with maps of A and B.
         unsafe { persistent::<Bf16, [f32; 128]>((m, n, k), (a, b), c) }
@@ -433,8 +453,7 @@ kernel! {
 kernel! {
     #[launch_bounds(384, 1)]
     #[requires(sm_90a)]
-    #[cluster(2)]
-    /// persistent: wgmma-cluster with one cluster per two SMs, walking the tiles. F16.
+    /// persistent: wgmma-ws with one block an SM, walking the tiles. F16.
     pub fn hgemm_persistent_f16(m: u32, n: u32, k: u32, a: Global<TensorMap>, b: Global<TensorMap>, c: GlobalMut<F16>) {
         // SAFETY: the host launches the rung's grid, block and shared memory with maps of A and B.
         unsafe { persistent::<F16, [f32; 128]>((m, n, k), (a, b), c) }
@@ -444,7 +463,6 @@ kernel! {
 kernel! {
     #[launch_bounds(384, 1)]
     #[requires(sm_90a)]
-    #[cluster(2)]
     /// tma-store: persistent, with C staged in shared memory and stored by the copy
     /// engine. Bf16.
     pub fn hgemm_tma_store_bf16(m: u32, n: u32, k: u32, a: Global<TensorMap>, b: Global<TensorMap>, c: Global<TensorMap>) {
@@ -456,7 +474,6 @@ kernel! {
 kernel! {
     #[launch_bounds(384, 1)]
     #[requires(sm_90a)]
-    #[cluster(2)]
     /// tma-store: persistent, with C staged in shared memory and stored by the copy
     /// engine. F16.
     pub fn hgemm_tma_store_f16(m: u32, n: u32, k: u32, a: Global<TensorMap>, b: Global<TensorMap>, c: Global<TensorMap>) {
@@ -490,7 +507,6 @@ kernel! {
 kernel! {
     #[launch_bounds(512, 1)]
     #[requires(sm_90a)]
-    #[cluster(2)]
     /// tma-store-192: tma-store with 192 x 128 tiles, a producer and three consumer
     /// warpgroups. Bf16.
     pub fn hgemm_tma_store_192_bf16(m: u32, n: u32, k: u32, a: Global<TensorMap>, b: Global<TensorMap>, c: Global<TensorMap>) {
@@ -502,7 +518,6 @@ kernel! {
 kernel! {
     #[launch_bounds(512, 1)]
     #[requires(sm_90a)]
-    #[cluster(2)]
     /// tma-store-192: tma-store with 192 x 128 tiles, a producer and three consumer
     /// warpgroups. F16.
     pub fn hgemm_tma_store_192_f16(m: u32, n: u32, k: u32, a: Global<TensorMap>, b: Global<TensorMap>, c: Global<TensorMap>) {
@@ -514,7 +529,6 @@ kernel! {
 kernel! {
     #[launch_bounds(384, 1)]
     #[requires(sm_90a)]
-    #[cluster(2)]
     /// tma-store-128: tma-store with 128 x 128 tiles and 6 stages, a producer and two
     /// consumer warpgroups. Bf16.
     pub fn hgemm_tma_store_128_bf16(m: u32, n: u32, k: u32, a: Global<TensorMap>, b: Global<TensorMap>, c: Global<TensorMap>) {
@@ -526,7 +540,6 @@ kernel! {
 kernel! {
     #[launch_bounds(384, 1)]
     #[requires(sm_90a)]
-    #[cluster(2)]
     /// tma-store-128: tma-store with 128 x 128 tiles and 6 stages, a producer and two
     /// consumer warpgroups. F16.
     pub fn hgemm_tma_store_128_f16(m: u32, n: u32, k: u32, a: Global<TensorMap>, b: Global<TensorMap>, c: Global<TensorMap>) {
