@@ -76,10 +76,12 @@ template <int CONSUMERS, int BN> struct HTile {
     static constexpr int STAGING = 4 * CONSUMERS * H_STAGED_ROWS * H_STAGED_COLS;
 };
 
-// Tile i's corner: bands of H_GROUP_M m tiles, column tile by column tile.
+// Tile i's corner: bands of H_GROUP_M m tiles (twice that for tiles wider than tall),
+// column tile by column tile.
 __device__ __forceinline__ void htile_of(int i, int m, int n, int bm, int bn, int& m0, int& n0) {
-    int tiles_m = (m + bm - 1) / bm, tiles_n = (n + bn - 1) / bn, per_band = H_GROUP_M * tiles_n;
-    int first = i / per_band * H_GROUP_M, rows = min(tiles_m - first, H_GROUP_M), within = i % per_band;
+    int group = bn > bm ? 2 * H_GROUP_M : H_GROUP_M;
+    int tiles_m = (m + bm - 1) / bm, tiles_n = (n + bn - 1) / bn, per_band = group * tiles_n;
+    int first = i / per_band * group, rows = min(tiles_m - first, group), within = i % per_band;
     m0 = (first + within % rows) * bm;
     n0 = within / rows * bn;
 }

@@ -63,7 +63,9 @@ use crate::gpu::{Global, GlobalMut};
 pub const BK: usize = 32;
 /// n per block: two consumer warpgroups of 64 rows of C^T.
 pub const BN: usize = 128;
-/// Blocks of one band of m tiles run together ([`tile_of`]).
+/// Blocks of one band of m tiles run together ([`tile_of`]): 8 rows of tiles, twice
+/// that for tiles wider than tall, so the 132 tiles an H100's or H200's SMs hold at
+/// once span about as many rows of C as columns (16 x 128 rows by 8 x 256 columns).
 pub const GROUP_M: u32 = 8;
 /// Warps of a warp-specialised block's two consumer warpgroups: each frees a stage.
 const CONSUMER_WARPS: u32 = 8;
@@ -160,9 +162,10 @@ pub const WGMMA_TMA_STORE: WgmmaTiling = WgmmaTiling {
 #[inline(always)]
 pub fn tile_of(b: u32, m: u32, n: u32, bm: u32, bn: u32) -> (u32, u32) {
     let (tiles_m, tiles_n) = (m.div_ceil(bm), n.div_ceil(bn));
-    let per_band = GROUP_M * tiles_n;
-    let first = (b / per_band) * GROUP_M;
-    let rows = (tiles_m - first).min(GROUP_M);
+    let group = if bn > bm { 2 * GROUP_M } else { GROUP_M };
+    let per_band = group * tiles_n;
+    let first = (b / per_band) * group;
+    let rows = (tiles_m - first).min(group);
     let within = b % per_band;
     ((first + within % rows) * bm, (within / rows) * bn)
 }
