@@ -63,7 +63,7 @@ __device__ __forceinline__ unsigned pack2(half*, float lo, float hi) {
     return *reinterpret_cast<unsigned*>(&v);
 }
 
-constexpr int H_BK = 64, H_BOX = 64, H_GROUP_M = 8, H_STAGES = 4;
+constexpr int H_BK = 64, H_BOX = 64, H_STAGES = 4;
 constexpr unsigned H_ATOM_BYTES = H_BK * H_BOX * 2;
 // The staged epilogue: bands of 16 rows by 128 columns, one for each consumer warp.
 constexpr int H_STAGED_ROWS = 16, H_STAGED_COLS = 2 * H_BOX, H_STAGED_BOX = H_BOX * H_STAGED_ROWS;
@@ -76,15 +76,6 @@ template <int CONSUMERS, int BN> struct HTile {
     static constexpr int STAGING = 4 * CONSUMERS * H_STAGED_ROWS * H_STAGED_COLS;
 };
 
-// Tile i's corner: bands of H_GROUP_M m tiles (twice that for tiles wider than tall),
-// column tile by column tile.
-__device__ __forceinline__ void htile_of(int i, int m, int n, int bm, int bn, int& m0, int& n0) {
-    int group = bn > bm ? 2 * H_GROUP_M : H_GROUP_M;
-    int tiles_m = (m + bm - 1) / bm, tiles_n = (n + bn - 1) / bn, per_band = group * tiles_n;
-    int first = i / per_band * group, rows = min(tiles_m - first, group), within = i % per_band;
-    m0 = (first + within % rows) * bm;
-    n0 = within / rows * bn;
-}
 
 template <typename T> __device__ __forceinline__ T* haligned_stages() {
     extern __shared__ __align__(1024) unsigned char hsmem_raw[];
@@ -148,7 +139,7 @@ template <typename T> __device__ __forceinline__ void hgemm_plain(int m, int n, 
     T* tiles = haligned_stages<T>();
     unsigned long long* full = reinterpret_cast<unsigned long long*>(tiles + H_STAGES * TILE::STAGE_LEN);
     int m0, n0;
-    htile_of(blockIdx.x, m, n, TILE::BM, 256, m0, n0);
+    tile_of(blockIdx.x, m, n, TILE::BM, 256, m0, n0);
     int ktiles = (k + H_BK - 1) / H_BK, tid = threadIdx.x;
     if (tid == 0) {
         for (int s = 0; s < H_STAGES; ++s) bar_init(&full[s], 1);
@@ -241,7 +232,7 @@ __device__ __forceinline__ void hgemm_ws(int m, int n, int k, const TensorMap* a
             int it = 0;
             for (int tile = first; tile < count; tile += step) {
                 int m0, n0;
-                htile_of(tile, m, n, blocks * BM, BN, m0, n0);
+                tile_of(tile, m, n, blocks * BM, BN, m0, n0);
                 m0 += rank * BM;
                 for (int i = 0; i < ktiles; ++i, ++it) {
                     int s = it % STAGES;
@@ -255,7 +246,7 @@ __device__ __forceinline__ void hgemm_ws(int m, int n, int k, const TensorMap* a
         int c = tid / 128 - 1, me = tid % 128, it = 0;
         for (int tile = first; tile < count; tile += step) {
             int m0, n0;
-            htile_of(tile, m, n, blocks * BM, BN, m0, n0);
+            tile_of(tile, m, n, blocks * BM, BN, m0, n0);
             m0 += rank * BM;
             float d[BN / 2];
 #pragma unroll
@@ -373,7 +364,7 @@ __device__ __forceinline__ void hgemm_stream_k(int m, int n, int k, const Tensor
             int it = 0, tile, k0, k1;
             for (HWalk walk(deal, cluster); walk.next(tile, k0, k1);) {
                 int m0, n0;
-                htile_of(tile, m, n, 2 * BM, BN, m0, n0);
+                tile_of(tile, m, n, 2 * BM, BN, m0, n0);
                 m0 += rank * BM;
                 for (int i = k0; i < k1; ++i, ++it) {
                     int s = it % H_STAGES;
@@ -387,7 +378,7 @@ __device__ __forceinline__ void hgemm_stream_k(int m, int n, int k, const Tensor
         int c = tid / 128 - 1, me = tid % 128, warp = 4 * c + me / 32, lane = me % 32, it = 0, tile, k0, k1;
         for (HWalk walk(deal, cluster); walk.next(tile, k0, k1);) {
             int m0, n0;
-            htile_of(tile, m, n, 2 * BM, BN, m0, n0);
+            tile_of(tile, m, n, 2 * BM, BN, m0, n0);
             m0 += rank * BM;
             float d[BN / 2];
 #pragma unroll

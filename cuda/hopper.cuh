@@ -70,6 +70,19 @@ __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.
 // The 128 threads of this thread's warpgroup meet (named barrier 1 + w; 0 is the block's).
 __device__ __forceinline__ void sync_warpgroup() { asm volatile("bar.sync %0, 128;" ::"r"(1 + threadIdx.x / 128) : "memory"); }
 
+// Blocks of one band of m tiles run together (tile_of).
+constexpr int GROUP_M = 8;
+
+// Block b's tile of C: bands of GROUP_M m tiles (twice that for tiles wider than tall),
+// column tile by column tile.
+__device__ __forceinline__ void tile_of(int b, int m, int n, int bm, int bn, int& m0, int& n0) {
+    int group = bn > bm ? 2 * GROUP_M : GROUP_M;
+    int tiles_m = (m + bm - 1) / bm, tiles_n = (n + bn - 1) / bn, per_band = group * tiles_n;
+    int first = b / per_band * group, rows = min(tiles_m - first, group), within = b % per_band;
+    m0 = (first + within % rows) * bm;
+    n0 = within / rows * bn;
+}
+
 // Element (row, col) of a box of 32-float rows landed with the 128-byte swizzle.
 __device__ __forceinline__ int swizzled_128(int row, int col) {
     return row * 32 + ((((col >> 2) ^ row) & 7) << 2) + (col & 3);

@@ -51,7 +51,7 @@ template <int BM> __device__ __forceinline__ void wgmma_tf32(float* d, const uns
     }
 }
 
-constexpr int HBK = 32, HBN = 128, GROUP_M = 8;
+constexpr int HBK = 32, HBN = 128;
 
 template <int BM, int STAGES>
 struct Hopper {
@@ -59,15 +59,6 @@ struct Hopper {
     static constexpr unsigned STAGE_BYTES = STAGE_FLOATS * 4;
 };
 
-// Block b's tile of C: bands of GROUP_M m tiles (twice that for tiles wider than tall),
-// column tile by column tile.
-__device__ __forceinline__ void tile_of(int b, int m, int n, int bm, int bn, int& m0, int& n0) {
-    int group = bn > bm ? 2 * GROUP_M : GROUP_M;
-    int tiles_m = (m + bm - 1) / bm, tiles_n = (n + bn - 1) / bn, per_band = group * tiles_n;
-    int first = b / per_band * group, rows = min(tiles_m - first, group), within = b % per_band;
-    m0 = (first + within % rows) * bm;
-    n0 = within / rows * bn;
-}
 
 // The stages from the 1024-byte boundary of the dynamic segment; barriers after them.
 __device__ __forceinline__ float* aligned_stages() {

@@ -80,8 +80,7 @@ fn hopper(p: &Problem, t: HalfTiling, cluster: u64) -> Result<Launch> {
 /// row tiles on the same columns counting as one), each walking its share of the
 /// tiles; without SMs to count (the emulator), one cluster, which walks them all.
 fn persistent(p: &Problem, info: &DeviceInfo, t: HalfTiling) -> Result<Launch> {
-    let (m, n, c) = (p.dim(Dim::M) as u64, p.dim(Dim::N) as u64, t.cluster as u64);
-    let tiles = m.div_ceil(c * t.bm() as u64) * n.div_ceil(t.bn as u64);
+    let (tiles, c) = (t.cluster_tiles(p.dim(Dim::M) as u64, p.dim(Dim::N) as u64), t.cluster as u64);
     let clusters = (u64::from(info.sm_count) / c).clamp(1, tiles.max(1));
     grid(p, t, c * clusters)
 }
@@ -92,7 +91,7 @@ fn persistent(p: &Problem, info: &DeviceInfo, t: HalfTiling) -> Result<Launch> {
 fn stream_k(p: &Problem, info: &DeviceInfo) -> Result<Launch> {
     let t = STREAM_K;
     let (m, n, k) = (p.dim(Dim::M) as u64, p.dim(Dim::N) as u64, p.dim(Dim::K) as u64);
-    let iterations = m.div_ceil(2 * t.bm() as u64) * n.div_ceil(t.bn as u64) * k.div_ceil(BK as u64);
+    let iterations = t.cluster_tiles(m, n) * k.div_ceil(BK as u64);
     let clusters = (u64::from(info.sm_count) / 2).clamp(1, iterations.max(1));
     grid(p, t, 2 * clusters)
 }

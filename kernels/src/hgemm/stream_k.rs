@@ -292,7 +292,7 @@ unsafe fn stream_k<H: Half, A: Accumulator>(
     // scratch_bytes(t, grid) bytes, its flags clear.
     unsafe {
         let ring: Ring<H> = ring::<H>(t).with_consumers(t.consumer_warps()).clustered(2);
-        let tiles = m.div_ceil(2 * t.bm() as u32) * n.div_ceil(t.bn as u32);
+        let tiles = t.cluster_tiles(m.into(), n.into()) as u32;
         let ktiles = k.div_ceil(BK as u32);
         let deal = Deal::new(tiles, ktiles, grid_dim_x() / 2, HYBRID);
         let (block, cluster) = (block_idx_x(), block_idx_x() / 2);

@@ -69,6 +69,11 @@ impl HalfTiling {
     pub const fn threads(&self) -> usize {
         128 * (self.consumers + self.producer as usize)
     }
+    /// C's tiles as a rung walks them for an m x n product: a cluster's row tiles on
+    /// the same columns count as one.
+    pub const fn cluster_tiles(&self, m: u64, n: u64) -> u64 {
+        m.div_ceil((self.cluster * self.bm()) as u64) * n.div_ceil(self.bn as u64)
+    }
 }
 
 /// `wgmma`: 128 x 256 tiles, 4 stages of 48 KiB, two warpgroups that multiply.

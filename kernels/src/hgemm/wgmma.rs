@@ -370,8 +370,11 @@ unsafe fn walking_ring<H: Half>(t: HalfTiling) -> Ring<H> {
 #[inline(always)]
 fn walk(t: HalfTiling, (m, n, _): (u32, u32, u32)) -> (u32, u32, u32) {
     let c = t.cluster as u32;
-    let tiles = m.div_ceil(c * t.bm() as u32) * n.div_ceil(t.bn as u32);
-    (block_idx_x() / c, grid_dim_x() / c, tiles)
+    (
+        block_idx_x() / c,
+        grid_dim_x() / c,
+        t.cluster_tiles(m.into(), n.into()) as u32,
+    )
 }
 
 kernel! {

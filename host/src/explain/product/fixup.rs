@@ -42,11 +42,10 @@ pub fn of_launch(kernel: &str, problem: &Problem, blocks: u64) -> Option<Split> 
         return None;
     };
     let t = STREAM_K;
-    let tiles = m.div_ceil(2 * t.bm()) * n.div_ceil(t.bn);
     let clusters = u32::try_from(blocks / 2).ok().filter(|&c| c > 0)?;
     Some(Split {
         deal: Deal::new(
-            u32::try_from(tiles).ok()?,
+            u32::try_from(t.cluster_tiles(m as u64, n as u64)).ok()?,
             u32::try_from(k.div_ceil(BK)).ok()?,
             clusters,
             HYBRID,
