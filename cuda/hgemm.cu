@@ -150,3 +150,15 @@ extern "C" __global__ void __launch_bounds__(384, 1) hgemm_tma_store_128_f16(int
     hgemm_ws<half, 2, 128, false, true, true, 6>(m, n, k, a, b, nullptr, c);
 #endif
 }
+
+extern "C" __global__ void __launch_bounds__(384, 1) hgemm_overlap_bf16(int m, int n, int k, const TensorMap* a, const TensorMap* b, const TensorMap* c) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    hgemm_overlap<__nv_bfloat16>(m, n, k, a, b, c);
+#endif
+}
+
+extern "C" __global__ void __launch_bounds__(384, 1) hgemm_overlap_f16(int m, int n, int k, const TensorMap* a, const TensorMap* b, const TensorMap* c) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    hgemm_overlap<half>(m, n, k, a, b, c);
+#endif
+}

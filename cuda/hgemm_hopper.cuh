@@ -166,35 +166,37 @@ template <typename T> __device__ __forceinline__ void hgemm_plain(int m, int n, 
     hstore<T, 256>(d, C, m, n, m0, n0, tid / 128, tid % 128);
 }
 
-// Rung 5's epilogue: a consumer warp's 16 rows in bands of 128 columns, each written
-// into the warp's staging tile (two 64 x 16 boxes, 128-byte swizzle) and stored by
-// lane 0 through the copy engine; the warp waits only until the copy engine has read
-// the band before it writes the next.
-template <typename T, int BN>
-__device__ __forceinline__ void hstore_staged(const float* d, T* staging, const TensorMap* cmap, int m0, int n0, int c, int tid) {
+// Band `band` (columns 128 band..) of rung 5's epilogue from its 64 accumulators a
+// thread: the warp's 16 rows written into its staging tile (two 64 x 16 boxes, 128-byte
+// swizzle) and stored by lane 0 through the copy engine, once the copy engine has read
+// the band before.
+template <typename T>
+__device__ __forceinline__ void hstore_band(const float* d, T* staging, const TensorMap* cmap, int m0, int n0, int c, int tid, int band) {
     int w = tid / 32, lane = tid % 32, g = lane / 4, t = lane % 4;
     T* mine = staging + (4 * c + w) * H_STAGED_ROWS * H_STAGED_COLS;
     unsigned* words = reinterpret_cast<unsigned*>(mine);
     int row = m0 + 64 * c + H_STAGED_ROWS * w;
+    if (lane == 0) tma_wait_read0();
+    __syncwarp();
 #pragma unroll
-    for (int band = 0; band < BN / H_STAGED_COLS; ++band) {
-        if (lane == 0) tma_wait_read0();
-        __syncwarp();
+    for (int j = 0; j < 16; ++j)
 #pragma unroll
-        for (int jj = 0; jj < 16; ++jj) {
-            int j = 16 * band + jj;
+        for (int h = 0; h < 2; ++h)
+            words[(j / 8) * H_STAGED_BOX / 2 + (g + 8 * h) * 32 + (((j % 8) ^ g) * 4) + t] = pack2(mine, d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
+    fence_proxy_async();
+    __syncwarp();
+    if (lane == 0) {
 #pragma unroll
-            for (int h = 0; h < 2; ++h)
-                words[(jj / 8) * H_STAGED_BOX / 2 + (g + 8 * h) * 32 + (((jj % 8) ^ g) * 4) + t] = pack2(mine, d[4 * j + 2 * h], d[4 * j + 2 * h + 1]);
-        }
-        fence_proxy_async();
-        __syncwarp();
-        if (lane == 0) {
-#pragma unroll
-            for (int bx = 0; bx < 2; ++bx) tma_store_2d(cmap, mine + H_STAGED_BOX * bx, n0 + H_STAGED_COLS * band + H_BOX * bx, row);
-            tma_commit();
-        }
+        for (int bx = 0; bx < 2; ++bx) tma_store_2d(cmap, mine + H_STAGED_BOX * bx, n0 + H_STAGED_COLS * band + H_BOX * bx, row);
+        tma_commit();
     }
+}
+
+// Rung 5's epilogue: a consumer warp's 16 rows in bands of 128 columns.
+template <typename T, int BN>
+__device__ __forceinline__ void hstore_staged(const float* d, T* staging, const TensorMap* cmap, int m0, int n0, int c, int tid) {
+#pragma unroll
+    for (int band = 0; band < BN / H_STAGED_COLS; ++band) hstore_band<T>(d + 64 * band, staging, cmap, m0, n0, c, tid, band);
 }
 
 // Rungs 2 to 6, 8 and 9: a producer warpgroup copies, CONSUMERS warpgroups multiply,
@@ -275,6 +277,105 @@ __device__ __forceinline__ void hgemm_ws(int m, int n, int k, const TensorMap* a
         if (STAGED && me % 32 == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
     }
     if (CLUSTER) cluster_sync();
+}
+
+// Rung 10, overlap (kernels/src/hgemm/overlap.rs): tma-store with each consumer's
+// 64 x 256 accumulators as two m64n128 halves, each its own chain of groups; the left
+// half is stored while the right's last MMAs run, the right while the next tile's
+// first left MMAs run.
+template <typename T>
+__device__ __forceinline__ void hmultiply_half(float* d, const T* stage, int c, int half) {
+    using TILE = HTile<2, 256>;
+#pragma unroll
+    for (int kk = 0; kk < H_BK / 16; ++kk)
+        wgmma_k16<T, 128>(d, desc_128b(stage + 64 * H_BK * c + 16 * kk, 16),
+                          desc_128b(stage + TILE::A_LEN + 2 * half * H_BK * H_BOX + 16 * H_BOX * kk, H_ATOM_BYTES));
+    hwgmma_commit();
+}
+
+template <typename T>
+__device__ __forceinline__ void hgemm_overlap(int m, int n, int k, const TensorMap* a, const TensorMap* b, const TensorMap* cmap) {
+    using TILE = HTile<2, 256>;
+    constexpr int BM = TILE::BM, BN = 256;
+    T* tiles = haligned_stages<T>();
+    T* staging = tiles + H_STAGES * TILE::STAGE_LEN;
+    unsigned long long* full = reinterpret_cast<unsigned long long*>(staging + TILE::STAGING);
+    unsigned long long* empty = full + H_STAGES;
+    int first = blockIdx.x, step = gridDim.x, count = ((m + BM - 1) / BM) * ((n + BN - 1) / BN);
+    int ktiles = (k + H_BK - 1) / H_BK, tid = threadIdx.x;
+    if (tid == 0) {
+        hprefetch_map(a);
+        hprefetch_map(b);
+        hprefetch_map(cmap);
+        for (int s = 0; s < H_STAGES; ++s) {
+            bar_init(&full[s], 1);
+            bar_init(&empty[s], 8);
+        }
+        bar_fence_init();
+    }
+    __syncthreads();
+    if (tid < 128) {
+        hshrink_registers<40>();
+        if (tid == 0) {
+            int it = 0;
+            for (int tile = first; tile < count; tile += step) {
+                int m0, n0;
+                htile_of(tile, m, n, BM, BN, m0, n0);
+                for (int i = 0; i < ktiles; ++i, ++it) {
+                    int s = it % H_STAGES;
+                    bar_wait(&empty[s], ((it / H_STAGES) & 1) ^ 1);
+                    hload_stage<T, TILE, BN, false>(tiles + s * TILE::STAGE_LEN, &full[s], a, b, m0, n0, i, 0);
+                }
+            }
+        }
+    } else {
+        hgrow_registers<232>();
+        int c = tid / 128 - 1, me = tid % 128, it = 0, pending = -1;
+        bool lead = me % 32 == 0, started = false;
+        float left[64], right[64];
+#pragma unroll
+        for (int i = 0; i < 64; ++i) left[i] = right[i] = 0.0f;
+        for (int tile = first; tile < count;) {
+            int m0, n0;
+            htile_of(tile, m, n, BM, BN, m0, n0);
+            for (int i = started ? 1 : 0; i < ktiles; ++i, ++it) {
+                int s = it % H_STAGES;
+                bar_wait(&full[s], (it / H_STAGES) & 1);
+                hwgmma_fence();
+                hmultiply_half<T>(left, tiles + s * TILE::STAGE_LEN, c, 0);
+                hmultiply_half<T>(right, tiles + s * TILE::STAGE_LEN, c, 1);
+                hwgmma_wait<2>();
+                if (pending >= 0 && lead) bar_arrive(&empty[pending]);
+                pending = s;
+            }
+            hwgmma_wait<1>();
+            hstore_band<T>(left, staging, cmap, m0, n0, c, me, 0);
+            tile += step;
+            started = tile < count;
+            if (started) {
+                int s = it % H_STAGES;
+                bar_wait(&full[s], (it / H_STAGES) & 1);
+#pragma unroll
+                for (int i = 0; i < 64; ++i) left[i] = 0.0f;
+                hwgmma_fence();
+                hmultiply_half<T>(left, tiles + s * TILE::STAGE_LEN, c, 0);
+                hwgmma_wait<1>();
+                if (lead) bar_arrive(&empty[pending]);
+                hstore_band<T>(right, staging, cmap, m0, n0, c, me, 1);
+#pragma unroll
+                for (int i = 0; i < 64; ++i) right[i] = 0.0f;
+                hwgmma_fence();
+                hmultiply_half<T>(right, tiles + s * TILE::STAGE_LEN, c, 1);
+                pending = s;
+                ++it;
+            } else {
+                hwgmma_wait<0>();
+                if (lead) bar_arrive(&empty[pending]);
+                hstore_band<T>(right, staging, cmap, m0, n0, c, me, 1);
+            }
+        }
+        if (lead) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+    }
 }
 
 // Rung 7, stream-k (kernels/src/hgemm/stream_k.rs): the tma-store rung with each

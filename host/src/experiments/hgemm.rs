@@ -139,6 +139,7 @@ rungs! {
     "tma-store-128" => (hgemm_tma_store_128_bf16, hgemm_tma_store_128_f16), STORE_128_ARGS, |p, info| {
         persistent(p, info, STAGED_128)
     };
+    "overlap" => (hgemm_overlap_bf16, hgemm_overlap_f16), STORE_ARGS, |p, info| persistent(p, info, STAGED);
 }
 
 /// A, B and C of a product, of `elem` elements.
@@ -227,6 +228,7 @@ mod tests {
         assert_eq!(F16.twins()[7], "hgemm_stream_k_f16");
         assert_eq!(BF16.twins()[8], "hgemm_tma_store_192_bf16");
         assert_eq!(BF16.twins()[9], "hgemm_tma_store_128_bf16");
+        assert_eq!(F16.twins()[10], "hgemm_overlap_f16");
         // Only stream-k keeps a scratch buffer, and it passes it.
         for v in BF16.variants.iter().chain(F16.variants) {
             let passes = v.args.contains(&Arg::Scratch);
@@ -303,6 +305,9 @@ mod tests {
         assert_eq!(at(round, &h100, "tma-store-128").grid, (100, 1, 1));
         assert_eq!(at(round, &h100, "tma-store-128").block, (384, 1, 1));
         assert!(at(round, &h100, "tma-store-128").shared_bytes <= 227 * 1024);
+        // overlap: tma-store's tiles and launch.
+        assert_eq!(at(big, &h100, "overlap"), at(big, &h100, "tma-store"));
+        assert_eq!(at(odd, &h100, "overlap").grid, (3 * 3, 1, 1), "no more blocks than tiles");
         // stream-k: every SM, however few tiles; no more clusters than iterations.
         assert_eq!(at(small, &h100, "stream-k").grid, (h100.sm_count / 2 * 2, 1, 1));
         let one = Problem::Product { m: 8, n: 8, k: 128 };
@@ -356,6 +361,13 @@ mod tests {
                 assert!(BF16.twin.source.contains(&call), "cuda/hgemm.cu, {rung}: {call}");
             }
         }
+        // overlap: tma-store's tiling (128 x 256, 4 stages) in both, without clusters.
+        for e in [&BF16, &F16] {
+            assert_eq!(e.variant("overlap").unwrap().kernel.cluster, 1, "{}/overlap", e.name);
+        }
+        let header = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../cuda/hgemm_hopper.cuh"));
+        assert!(header.contains("using TILE = HTile<2, 256>;\n    constexpr int BM = TILE::BM, BN = 256;"));
+        assert_eq!((STAGED.consumers, STAGED.bn, STAGED.stages, STAGED.cluster), (2, 256, 4, 1));
     }
 
     /// stream-k on the emulator with four clusters (a GPU of 8 SMs), so tiles are

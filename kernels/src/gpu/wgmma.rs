@@ -114,6 +114,19 @@ pub fn fence() {
     };
 }
 
+/// [`fence`] after this thread wrote `acc` (zeroed it for a new tile while other
+/// groups run): the writes land before the fence, as `wgmma.fence` requires, where
+/// the compiler could otherwise sink them past it (it sees no use of the registers
+/// in the fence).
+#[inline(always)]
+pub fn fence_after<A: Accumulator>(acc: &mut A) {
+    #[cfg(target_arch = "nvptx64")]
+    acc.fence_operands();
+    #[cfg(not(target_arch = "nvptx64"))]
+    let _ = acc;
+    fence();
+}
+
 /// `wgmma.commit_group`: the wgmmas this warpgroup issued since the last commit
 /// become a group.
 #[inline(always)]
@@ -348,7 +361,24 @@ pub fn wait_group<const N: u32, A: Accumulator>(acc: &mut A) {
         acc.fence_operands();
     }
     #[cfg(not(target_arch = "nvptx64"))]
-    super::emu::wgmma_wait(acc.as_mut_slice(), N as usize);
+    super::emu::wgmma_wait(&mut [acc.as_mut_slice()], N as usize);
+}
+
+/// [`wait_group`] for a warpgroup whose groups write two sets of accumulators (a tile's
+/// two halves, each its own chain of groups): both stay valid for the groups retired.
+#[inline(always)]
+pub fn wait_group_pair<const N: u32, A: Accumulator>(first: &mut A, second: &mut A) {
+    #[cfg(target_arch = "nvptx64")]
+    {
+        // SAFETY: warpgroup-collective; no operands.
+        unsafe {
+            core::arch::asm!("wgmma.wait_group.sync.aligned {n};", n = const N, options(nostack, preserves_flags))
+        };
+        first.fence_operands();
+        second.fence_operands();
+    }
+    #[cfg(not(target_arch = "nvptx64"))]
+    super::emu::wgmma_wait(&mut [first.as_mut_slice(), second.as_mut_slice()], N as usize);
 }
 
 /// `setmaxnreg.inc`: this warpgroup takes registers up to `R` a thread (a consumer
@@ -453,6 +483,73 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Two chains of groups, each into its own accumulators (a tile's two halves): a
+    /// wait that leaves the newest group pending has computed the older into its own
+    /// accumulators only, and the last wait the newer into its; a wait not handed the
+    /// accumulators of a group it retires is refused.
+    fn two_chains(hand_both: bool) -> Vec<(usize, [f32; 32], [f32; 32], [f32; 32])> {
+        let b = |k: usize, col: usize| ((k * 64 + col) % 5) as f32 - 2.0;
+        let cfg = LaunchConfig {
+            grid: Dim3::from(1),
+            block: Dim3::from(128),
+            dynamic_shared_bytes: 64 * 32 * 4 + 1024,
+            ..Default::default()
+        };
+        let out = Mutex::new(Vec::new());
+        launch(&cfg, || {
+            let tid = thread_rank_in_block();
+            // SAFETY: the launch's dynamic shared memory holds the aligned tile.
+            unsafe {
+                let tile = dynamic_shared_array::<f32>(64 * 32 + 256).aligned(1024);
+                if tid < 64 {
+                    for k in 0..32 {
+                        tile.write(swizzled_128(tid, k), if k < 8 { b(k, tid) } else { 0.0 });
+                    }
+                }
+                sync_threads();
+                let frag = [1.0f32; 4].map(to_tf32);
+                let (mut left, mut right) = ([1.0f32; 32], [2.0f32; 32]);
+                fence();
+                mma_tf32(&mut left, frag, Descriptor::k_major_128b(tile, 0));
+                commit_group();
+                mma_tf32(&mut right, frag, Descriptor::k_major_128b(tile, 0));
+                commit_group();
+                if hand_both {
+                    wait_group_pair::<1, _>(&mut left, &mut right);
+                } else {
+                    wait_group::<0, _>(&mut left);
+                }
+                let early = right;
+                wait_group_pair::<0, _>(&mut left, &mut right);
+                out.lock().unwrap().push((tid, left, early, right));
+            }
+        });
+        out.into_inner().unwrap()
+    }
+
+    #[test]
+    fn each_chain_of_groups_lands_in_its_own_accumulators_at_its_wait() {
+        let out = two_chains(true);
+        assert_eq!(out.len(), 128);
+        for (tid, left, early, right) in out {
+            let (_, t) = (tid / 32, tid % 32 % 4);
+            for (i, (&l, &r)) in left.iter().zip(&right).enumerate() {
+                // A is all ones: D[row][col] is the sum of B's column col over k.
+                let col = 8 * (i / 4) + 2 * t + i % 2;
+                let sum = (0..8).map(|k| ((k * 64 + col) % 5) as f32 - 2.0).sum::<f32>();
+                assert_eq!(l, 1.0 + sum, "thread {tid}: the first chain's D[.][{col}]");
+                assert_eq!(early[i], 2.0, "thread {tid}: the second chain before its wait");
+                assert_eq!(r, 2.0 + sum, "thread {tid}: the second chain's D[.][{col}]");
+            }
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "accumulators it was not handed")]
+    fn a_wait_that_retires_a_group_into_accumulators_it_was_not_handed_is_refused() {
+        two_chains(false);
     }
 
     /// A warpgroup multiplies A (64 x 16, K-major, at k offset 16 of its 128-byte rows)

@@ -107,3 +107,47 @@ pub(super) unsafe fn store_staged<H: Half, A: Accumulator>(
         }
     }
 }
+
+/// Band `band` (columns 128 band.. of the tile) of [`store_staged`] alone, from its 64
+/// accumulators a thread (`acc[4 j + 2 h + e]`: C[16 w + g + 8 h][128 band + 8 j + 2 t + e]).
+#[inline(always)]
+pub(super) unsafe fn store_band<H: Half>(
+    acc: &[f32; 64],
+    ring: Ring<H>,
+    t: HalfTiling,
+    c: Global<TensorMap>,
+    (m0, n0): (u32, u32),
+    band: usize,
+    (wg, tid): (usize, usize),
+) {
+    let (w, lane) = (tid / 32, tid % 32);
+    let (g, tt) = (lane / 4, lane % 4);
+    let at = t.staging_at() + (4 * wg + w) * STAGED_ROWS * STAGED_COLS;
+    let (tiles, row) = (ring.tiles(), m0 as usize + 64 * wg + STAGED_ROWS * w);
+    let words = tiles.offset(at).cast::<u32>();
+    // SAFETY: the warp's own staging tile; lane 0's stores of the last band have read
+    // it once its wait returns.
+    unsafe {
+        if lane == 0 {
+            tma::wait_group_read::<0>();
+        }
+        sync_warp();
+        unroll!(j < 16; 32 => {
+            for h in 0..2 {
+                // Row g + 8 h of the band, 16-byte chunk j % 8 of box j / 8, swizzled
+                // by the row (g).
+                let word = (j / 8) * STAGED_BOX / 2 + (g + 8 * h) * 32 + (((j % 8) ^ g) * 4) + tt;
+                words.write(word, H::pack2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]));
+            }
+        });
+        tma::fence_proxy_async();
+        sync_warp();
+        if lane == 0 {
+            for bx in 0..2 {
+                let col = n0 as usize + STAGED_COLS * band + B_BOX * bx;
+                tma::store_2d(c, [col as i32, row as i32], tiles, at + STAGED_BOX * bx);
+            }
+            tma::commit_group();
+        }
+    }
+}

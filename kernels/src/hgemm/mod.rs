@@ -8,6 +8,7 @@
 //! once per type, so a BF16 and an FP16 kernel never differ but in their element.
 
 mod epilogue;
+pub mod overlap;
 pub mod simt;
 pub mod stream_k;
 pub mod tiling;

@@ -219,18 +219,70 @@ pub(super) fn tile<H: Half>(t: HalfTiling, ring: Ring<H>, i: u32, (m, n): (u32, 
 unsafe fn specialised<H: Half, A: Accumulator>(
     (t, ring): (HalfTiling, Ring<H>),
     (m, n, k): (u32, u32, u32),
-    (first, step, tiles): (u32, u32, u32),
+    walk: (u32, u32, u32),
     maps: (Global<TensorMap>, Global<TensorMap>),
     out: Out<H>,
 ) {
-    // SAFETY: the host's launch (SPECIALISED's shared memory and threads) and maps.
+    let ktiles = k.div_ceil(BK as u32);
+    let c = match out {
+        Out::CopyEngine(c) => Some(c),
+        Out::Registers(_) => None,
+    };
+    // SAFETY: the host's launch (t's shared memory and threads) and maps.
     unsafe {
-        let ktiles = k.div_ceil(BK as u32);
+        split_warpgroups(
+            (t, ring),
+            (m, n, ktiles),
+            walk,
+            maps,
+            c,
+            #[inline(always)]
+            |wg, me| {
+                let (first, step, tiles) = walk;
+                let mut s = ring.consumer_start();
+                let mut i = first;
+                while i < tiles {
+                    let at = tile(t, ring, i, (m, n));
+                    let mut acc = A::zeroed();
+                    consume((t, ring), ktiles, (wg, me % 32), &mut acc, &mut s);
+                    match out {
+                        Out::Registers(c) => store(&acc, c, (m, n), at, wg, me),
+                        Out::CopyEngine(c) => store_staged(&acc, ring, t, c, at, wg, me),
+                    }
+                    i += step;
+                }
+                if let Out::CopyEngine(_) = out {
+                    // The copy engine has read the staging tiles and written C before
+                    // the block's shared memory goes.
+                    if me % 32 == 0 {
+                        tma::wait_group::<0>();
+                    }
+                }
+            },
+        )
+    }
+}
+
+/// A warp-specialised block: thread 0 prefetches the tensor maps (`c`, C's, where the
+/// copy engine stores it) and sets up the ring; warpgroup 0 copies the walk's tiles
+/// (one thread); each consumer thread runs `consume` with its warpgroup among the
+/// consumers and its place in it, the registers rebalanced.
+#[inline(always)]
+pub(super) unsafe fn split_warpgroups<H: Half>(
+    (t, ring): (HalfTiling, Ring<H>),
+    (m, n, ktiles): (u32, u32, u32),
+    (first, step, tiles): (u32, u32, u32),
+    maps: (Global<TensorMap>, Global<TensorMap>),
+    c: Option<Global<TensorMap>>,
+    consume: impl FnOnce(usize, usize),
+) {
+    // SAFETY: the caller's launch (t's shared memory and threads) and maps.
+    unsafe {
         let tid = thread_idx_x() as usize;
         if tid == 0 {
             tma::prefetch(maps.0);
             tma::prefetch(maps.1);
-            if let Out::CopyEngine(c) = out {
+            if let Some(c) = c {
                 tma::prefetch(c);
             }
             ring.init();
@@ -259,26 +311,7 @@ unsafe fn specialised<H: Half, A: Accumulator>(
             if rebalance {
                 wgmma::grow_registers::<232>();
             }
-            let (wg, me) = (tid / 128 - 1, tid % 128);
-            let mut s = ring.consumer_start();
-            let mut i = first;
-            while i < tiles {
-                let at = tile(t, ring, i, (m, n));
-                let mut acc = A::zeroed();
-                consume((t, ring), ktiles, (wg, me % 32), &mut acc, &mut s);
-                match out {
-                    Out::Registers(c) => store(&acc, c, (m, n), at, wg, me),
-                    Out::CopyEngine(c) => store_staged(&acc, ring, t, c, at, wg, me),
-                }
-                i += step;
-            }
-            if let Out::CopyEngine(_) = out {
-                // The copy engine has read the staging tiles and written C before
-                // the block's shared memory goes.
-                if me % 32 == 0 {
-                    tma::wait_group::<0>();
-                }
-            }
+            consume(tid / 128 - 1, tid % 128);
         }
         ring.tail();
     }
@@ -355,7 +388,7 @@ unsafe fn tma_store<H: Half, A: Accumulator>(
 /// The ring of a rung that walks tiles: its consumers free the stages, in the
 /// tiling's clusters.
 #[inline(always)]
-unsafe fn walking_ring<H: Half>(t: HalfTiling) -> Ring<H> {
+pub(super) unsafe fn walking_ring<H: Half>(t: HalfTiling) -> Ring<H> {
     // SAFETY: the caller's launch has t's shared memory and clusters.
     let ring = unsafe { ring::<H>(t) }.with_consumers(t.consumer_warps());
     if t.cluster > 1 {
@@ -368,7 +401,7 @@ unsafe fn walking_ring<H: Half>(t: HalfTiling) -> Ring<H> {
 /// This block's walk through C's tiles: its cluster's first tile, the clusters, and
 /// the tiles (a cluster's row tiles on the same columns count as one).
 #[inline(always)]
-fn walk(t: HalfTiling, (m, n, _): (u32, u32, u32)) -> (u32, u32, u32) {
+pub(super) fn walk(t: HalfTiling, (m, n, _): (u32, u32, u32)) -> (u32, u32, u32) {
     let c = t.cluster as u32;
     (
         block_idx_x() / c,

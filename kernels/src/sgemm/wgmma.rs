@@ -163,9 +163,11 @@ pub const WGMMA_TMA_STORE: WgmmaTiling = WgmmaTiling {
 pub fn tile_of(b: u32, m: u32, n: u32, bm: u32, bn: u32) -> (u32, u32) {
     let (tiles_m, tiles_n) = (m.div_ceil(bm), n.div_ceil(bn));
     let group = if bn > bm { 2 * GROUP_M } else { GROUP_M };
-    let per_band = group * tiles_n;
+    // Both divisors at least 1 for any b: the function has no path that traps, which
+    // would stall the wgmmas a walking consumer keeps in flight around it.
+    let per_band = (group * tiles_n).max(1);
     let first = (b / per_band) * group;
-    let rows = (tiles_m - first).min(group);
+    let rows = tiles_m.saturating_sub(first).clamp(1, group);
     let within = b % per_band;
     ((first + within % rows) * bm, (within / rows) * bn)
 }

@@ -322,6 +322,9 @@ pub(super) struct Groups {
 }
 
 struct Pending {
+    /// The accumulators it adds into (the thread's, as at the issue): a group writes
+    /// its own, whichever the wait is handed.
+    acc: *mut f32,
     /// The whole group's A fragments (128 threads x 4 words), or, where A is a tile in
     /// shared memory, empty until the wait reads them from `a_tile`.
     a: Vec<u32>,
@@ -351,6 +354,7 @@ pub fn wgmma_mma_tf32(acc: &mut [f32], a: [u32; 4], b: usize, n: usize) {
     let a = super::warp::warpgroup_exchange(&a);
     with_thread(|t| {
         t.wgmma.open.push(Pending {
+            acc: acc.as_mut_ptr(),
             a,
             a_tile: None,
             b,
@@ -372,6 +376,7 @@ pub fn wgmma_mma_tf32_ss(acc: &mut [f32], a: usize, b: usize, n: usize) {
     super::count_tensor_flops(thread_share(n));
     with_thread(|t| {
         t.wgmma.open.push(Pending {
+            acc: acc.as_mut_ptr(),
             a: Vec::new(),
             a_tile: Some(a),
             b,
@@ -394,6 +399,7 @@ pub fn wgmma_mma_16bit_ss(acc: &mut [f32], a: usize, (b, leading): (usize, usize
     super::count_tensor_flops(2 * thread_share(n));
     with_thread(|t| {
         t.wgmma.open.push(Pending {
+            acc: acc.as_mut_ptr(),
             a: Vec::new(),
             a_tile: Some(a),
             b,
@@ -427,8 +433,9 @@ pub fn wgmma_commit() {
     });
 }
 
-/// `wgmma.wait_group N`: computes every group but the newest `n` into `acc`.
-pub fn wgmma_wait(acc: &mut [f32], n: usize) {
+/// `wgmma.wait_group N`: computes every group but the newest `n`, each into the
+/// accumulators it was issued with, which must be among `accs`.
+pub fn wgmma_wait(accs: &mut [&mut [f32]], n: usize) {
     let (retired, thread) = with_thread(|t| {
         let keep = n.min(t.wgmma.committed.len());
         let retire = t.wgmma.committed.len() - keep;
@@ -439,6 +446,10 @@ pub fn wgmma_wait(acc: &mut [f32], n: usize) {
         return;
     }
     for mut p in retired {
+        let Some(acc) = accs.iter_mut().find(|a| a.as_ptr() == p.acc.cast_const()) else {
+            panic!("wgmma.wait_group retires an MMA into accumulators it was not handed");
+        };
+        let acc: &mut [f32] = acc;
         if let Some((bits, leading)) = p.half {
             let tiles = HalfTiles {
                 a: p.a_tile.expect("a 16-bit MMA reads A from shared memory"),
