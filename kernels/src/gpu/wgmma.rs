@@ -485,11 +485,14 @@ mod tests {
         }
     }
 
+    /// Each thread's id, first chain, second chain before its wait, and after.
+    type Chains = Vec<(usize, [f32; 32], [f32; 32], [f32; 32])>;
+
     /// Two chains of groups, each into its own accumulators (a tile's two halves): a
     /// wait that leaves the newest group pending has computed the older into its own
     /// accumulators only, and the last wait the newer into its; a wait not handed the
     /// accumulators of a group it retires is refused.
-    fn two_chains(hand_both: bool) -> Vec<(usize, [f32; 32], [f32; 32], [f32; 32])> {
+    fn two_chains(hand_both: bool) -> Chains {
         let b = |k: usize, col: usize| ((k * 64 + col) % 5) as f32 - 2.0;
         let cfg = LaunchConfig {
             grid: Dim3::from(1),
