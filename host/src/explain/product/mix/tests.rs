@@ -276,13 +276,13 @@ fn a_16_bit_rungs_wgmma_flops_are_16_bit() {
     );
 }
 
-/// Every 16-bit rung's wgmmas count at their N: `small`, `tma-store-192` and
-/// `tma-store-128` issue m64n128k16, the others m64n256k16 (simt none); from the PTX,
-/// and the SASS where the tools are found.
+/// Every 16-bit rung's wgmmas count at their N: `small`, `tma-store-192`,
+/// `tma-store-128` and `overlap` issue m64n128k16, the others m64n256k16 (simt none);
+/// from the PTX, and the SASS where the tools are found.
 #[test]
 fn each_16_bit_rungs_wgmmas_count_at_their_n() {
     use crate::experiments::hgemm::{BF16_RUNGS, F16_RUNGS};
-    let n128 = ["small", "tma-store-192", "tma-store-128"];
+    let n128 = ["small", "tma-store-192", "tma-store-128", "overlap"];
     let sass = tools_or_skip();
     let mut seen = 0;
     for v in BF16_RUNGS.iter().chain(F16_RUNGS).filter(|v| v.name != "simt") {
