@@ -40,6 +40,8 @@
 //! 9. `tma-store-128`: rung 5 with 128 x 128 tiles and 6 stages, one round of tiles
 //!    at shapes (1280³) where 128 x 256 leaves half the SMs idle and 64 x 128 takes
 //!    two rounds.
+//! 10. [`super::overlap`]: rung 5 with each consumer's accumulators in two halves, each
+//!    stored while the tensor cores run the other's MMAs.
 
 use super::epilogue::{Out, store, store_staged};
 use super::tiling::{
