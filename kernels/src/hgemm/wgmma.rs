@@ -41,7 +41,7 @@
 //!    at shapes (1280³) where 128 x 256 leaves half the SMs idle and 64 x 128 takes
 //!    two rounds.
 //! 10. [`super::overlap`]: rung 5 with each consumer's accumulators in two halves, each
-//!    stored while the tensor cores run the other's MMAs.
+//!     stored while the tensor cores run the other's MMAs.
 
 use super::epilogue::{Out, store, store_staged};
 use super::tiling::{
