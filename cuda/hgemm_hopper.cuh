@@ -320,7 +320,7 @@ __device__ __forceinline__ void hgemm_overlap(int m, int n, int k, const TensorM
             int it = 0;
             for (int tile = first; tile < count; tile += step) {
                 int m0, n0;
-                htile_of(tile, m, n, BM, BN, m0, n0);
+                tile_of(tile, m, n, BM, BN, m0, n0);
                 for (int i = 0; i < ktiles; ++i, ++it) {
                     int s = it % H_STAGES;
                     bar_wait(&empty[s], ((it / H_STAGES) & 1) ^ 1);
@@ -337,7 +337,7 @@ __device__ __forceinline__ void hgemm_overlap(int m, int n, int k, const TensorM
         for (int i = 0; i < 64; ++i) left[i] = right[i] = 0.0f;
         for (int tile = first; tile < count;) {
             int m0, n0;
-            htile_of(tile, m, n, BM, BN, m0, n0);
+            tile_of(tile, m, n, BM, BN, m0, n0);
             for (int i = started ? 1 : 0; i < ktiles; ++i, ++it) {
                 int s = it % H_STAGES;
                 bar_wait(&full[s], (it / H_STAGES) & 1);
