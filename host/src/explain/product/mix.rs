@@ -18,8 +18,10 @@
 //! in it. The **hot loop** is the loop whose direct math does the most FLOPs, each
 //! loop's counted twice for each loop it is nested in (a loop runs at least twice a
 //! trip of its parent: a persistent kernel's k loop beats the tile loop around it that
-//! holds the k step ptxas peeled off), the first by position of equals
-//! (`sgemm_interior`'s two copies of one loop are alike). Its mix
+//! holds the k step ptxas peeled off), the deeper of equals (twice a trip is the
+//! least a nested loop runs: overlap's tile loop holds two k steps of math to its k
+//! loop's one), then the first by position (`sgemm_interior`'s two copies of one loop
+//! are alike). Its mix
 //! is every instruction of its body once, nested loops included once, i.e. one trip
 //! of each: an mbarrier wait's spin loop counts its instructions once, as where the
 //! data has arrived; the TMA issue loops ptxas wraps around each `UTMALDG`
@@ -293,7 +295,7 @@ fn count(insts: &[Inst], source: MixSource, arch: &str) -> InstructionMix {
     // its FLOPs count double its parent's. A persistent kernel's loop over tiles holds
     // a k step ptxas peeled off the k loop nested in it: as many FLOPs of its own as
     // the k loop, run once a tile where the k loop runs k / 64 times.
-    let mut hot: Option<(&cfg::Loop, f64)> = None;
+    let mut hot: Option<(&cfg::Loop, f64, usize)> = None;
     for l in &flow.loops {
         let inner = nested(l);
         let depth = flow
@@ -308,8 +310,9 @@ fn count(insts: &[Inst], source: MixSource, arch: &str) -> InstructionMix {
             .map(|&i| insts[i].flops)
             .sum::<f64>()
             * 2f64.powi(depth as i32);
-        if direct > 0.0 && hot.is_none_or(|(_, d)| direct > d) {
-            hot = Some((l, direct));
+        // Where weights tie, the deeper loop: twice a trip is the least it runs.
+        if direct > 0.0 && hot.is_none_or(|(_, d, at)| direct > d || (direct == d && depth > at)) {
+            hot = Some((l, direct, depth));
         }
     }
     let reachable: Vec<usize> = (0..insts.len()).filter(|&i| flow.reachable[i]).collect();
@@ -379,7 +382,7 @@ fn count(insts: &[Inst], source: MixSource, arch: &str) -> InstructionMix {
         }
         mix
     };
-    let Some((hot, _)) = hot else {
+    let Some((hot, _, _)) = hot else {
         return tally(&mut reachable.iter().copied(), None);
     };
     let mut mix = tally(&mut hot.body.iter().copied(), Some(span(hot)));

@@ -165,6 +165,38 @@ fn a_k_loop_beats_the_tile_loop_around_it_that_holds_a_peeled_k_step() {
 }
 
 #[test]
+fn a_k_loop_beats_a_tile_loop_of_twice_its_math() {
+    // overlap's loop over tiles: a k step ptxas peeled and the next tile's first k
+    // step, issued beside the stores, against the k loop's one. Two a trip for the tile
+    // loop and twice one for the k loop tie; twice a tile is the least the k loop runs.
+    let sass = "\
+/*0000*/                   MOV R0, RZ ;
+.L_x_1:
+/*0010*/                   HGMMA.64x128x16.F32.BF16 R24, gdesc[UR4], R24, gsb0 ;
+.L_x_2:
+/*0020*/                   HGMMA.64x128x16.F32.BF16 R24, gdesc[UR4], R24, gsb0 ;
+/*0030*/                   WARPGROUP.DEPBAR.LE gsb0, 0x1 ;
+/*0040*/               @P0 BRA `(.L_x_2) ;
+/*0050*/                   STS.128 [R8], R24 ;
+/*0060*/                   HGMMA.64x128x16.F32.BF16 R88, gdesc[UR8], RZ, !UPT, gsb0 ;
+/*0070*/                   STS.128 [R8+0x10], R88 ;
+/*0080*/               @P1 BRA `(.L_x_1) ;
+/*0090*/                   EXIT ;
+";
+    let m = from_sass(sass, "sm_90a");
+    assert_eq!(
+        m.hot_loop,
+        Some(HotLoop {
+            first: 0x20,
+            last: 0x40,
+            nested: 0
+        })
+    );
+    let outer = m.outer.expect("the tile loop");
+    assert_eq!((outer.wgmma, outer.shared_stores), (2, 2));
+}
+
+#[test]
 fn the_loop_around_the_hot_loop_adds_its_own_instructions() {
     // A k-tile loop (global load, shared store, barriers) around its k steps.
     let sass = "\
