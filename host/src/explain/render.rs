@@ -217,6 +217,13 @@ pub fn product_line(p: &super::product::ProductPrediction) -> String {
             crate::units::format_ms(p.epilogue_ns * 1e-6)
         ));
     }
+    let stored = s.store_lines + s.bulk_store_lines;
+    if s.store_lines_beside_mma > 0.0 && stored > 0.0 {
+        line.push_str(&format!(
+            "\n  stores beside the MMAs: {:.0}% of the tile's store lines are issued while its MMAs run, counted with the loop's L2 bytes",
+            100.0 * s.store_lines_beside_mma / stored
+        ));
+    }
     if p.fixup_ns > 0.0 {
         line.push_str(&format!(
             "\n  split tiles: {} more while owners wait for their contributors' partial tiles, take them and add them",

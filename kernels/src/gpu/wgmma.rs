@@ -549,6 +549,50 @@ mod tests {
         }
     }
 
+    /// A store made while a group is in flight counts as beside the MMAs; one made
+    /// after the wait that retires the last group does not.
+    #[test]
+    fn stores_count_as_beside_the_mmas_while_a_group_is_in_flight() {
+        use crate::gpu::GlobalMut;
+        use crate::gpu::emu::{Op, try_record};
+        let out = Mutex::new(std::vec![0.0f32; 256]);
+        let addr = out.lock().unwrap().as_mut_ptr() as usize;
+        let cfg = LaunchConfig {
+            grid: Dim3::from(1),
+            block: Dim3::from(128),
+            dynamic_shared_bytes: 64 * 32 * 4 + 1024,
+            record: true,
+            ..Default::default()
+        };
+        let rec = try_record(&cfg, || {
+            let tid = thread_rank_in_block();
+            let c = GlobalMut::from_ptr(addr as *mut f32);
+            // SAFETY: the launch's dynamic shared memory holds the aligned tile; each
+            // thread stores its own two elements of `out`.
+            unsafe {
+                let tile = dynamic_shared_array::<f32>(64 * 32 + 256).aligned(1024);
+                let mut acc = [0.0f32; 32];
+                fence();
+                mma_tf32(&mut acc, [to_tf32(0.0); 4], Descriptor::k_major_128b(tile, 0));
+                commit_group();
+                c.write(tid, 1.0);
+                wait_group::<0, _>(&mut acc);
+                c.write(128 + tid, 2.0);
+            }
+        })
+        .unwrap();
+        let mut beside: Vec<usize> = rec
+            .executions
+            .iter()
+            .filter(|e| e.op == Op::Store)
+            .map(|e| e.beside_mma)
+            .collect();
+        beside.sort();
+        assert_eq!(rec.executions.iter().filter(|e| e.op == Op::Store).count(), 256);
+        assert_eq!(beside.iter().filter(|&&b| b == 1).count(), 128, "{beside:?}");
+        assert_eq!(beside.iter().filter(|&&b| b == 0).count(), 128, "{beside:?}");
+    }
+
     #[test]
     #[should_panic(expected = "accumulators it was not handed")]
     fn a_wait_that_retires_a_group_into_accumulators_it_was_not_handed_is_refused() {

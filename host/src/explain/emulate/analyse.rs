@@ -88,6 +88,9 @@ pub struct SiteStats {
     /// times per loop iteration counts four times another's once, though both are
     /// recorded the same number of times).
     pub executions: u64,
+    /// Of those, the requests made while the warp had warpgroup MMAs in flight (a
+    /// tile's stores issued beside the tensor cores' work).
+    pub executions_beside_mma: u64,
     /// Active lanes, summed over requests.
     pub lanes: u64,
     /// The widest access of one lane, in bytes (16: a float4, or a 16-byte `cp.async`,
@@ -236,6 +239,8 @@ pub struct Sites<'b> {
     tallies: Vec<Option<Tally>>,
     /// Per site: its requests over every execution, recorded or not.
     executed: Vec<f64>,
+    /// Per site: of those, the ones made with warpgroup MMAs in flight.
+    beside_mma: Vec<f64>,
 }
 
 impl<'b> Sites<'b> {
@@ -248,6 +253,7 @@ impl<'b> Sites<'b> {
             sites: Vec::new(),
             tallies: Vec::new(),
             executed: Vec::new(),
+            beside_mma: Vec::new(),
         }
     }
 
@@ -258,6 +264,7 @@ impl<'b> Sites<'b> {
             self.sites.push(key);
             self.tallies.push(None);
             self.executed.push(0.0);
+            self.beside_mma.push(0.0);
             self.sites.len() - 1
         })
     }
@@ -274,16 +281,21 @@ impl<'b> Sites<'b> {
         let ids: Vec<usize> = requests.sites.iter().map(|s| self.id(s)).collect();
         // Per (site, block, warp): every execution over the recorded ones, of the warp's
         // busiest lane (a warp issues a site as often as its busiest lane executes it).
-        let mut counts: FastMap<(usize, usize, usize), (usize, usize)> = FastMap::default();
+        // And the share of them made with MMAs in flight, its busiest lane's too.
+        let mut counts: FastMap<(usize, usize, usize), (usize, usize, usize)> = FastMap::default();
         for e in executions {
             if let Some(&id) = self.ids.get(&site_key(e.site, e.op, e.space)) {
                 let c = counts.entry((id, e.block, e.thread / 32)).or_default();
-                *c = (c.0.max(e.executions), c.1.max(e.recorded));
+                *c = (c.0.max(e.executions), c.1.max(e.recorded), c.2.max(e.beside_mma));
             }
         }
         let scale = |id: usize, block: usize, warp: usize| match counts.get(&(id, block, warp)) {
-            Some(&(all, recorded)) if recorded > 0 => all as f64 / recorded as f64,
+            Some(&(all, recorded, _)) if recorded > 0 => all as f64 / recorded as f64,
             _ => 1.0,
+        };
+        let beside_share = |id: usize, block: usize, warp: usize| match counts.get(&(id, block, warp)) {
+            Some(&(all, _, beside)) if all > 0 => beside.min(all) as f64 / all as f64,
+            _ => 0.0,
         };
         let mut lanes: Vec<Lane> = Vec::with_capacity(32);
         let mut offsets: Vec<Lane> = Vec::with_capacity(32);
@@ -320,6 +332,7 @@ impl<'b> Sites<'b> {
                     bulk: first.bulk,
                     requests: 0,
                     executions: 0,
+                    executions_beside_mma: 0,
                     lanes: 0,
                     lane_bytes: 0,
                     sectors: 0,
@@ -338,7 +351,9 @@ impl<'b> Sites<'b> {
             });
             let s = &mut tally.stats;
             s.requests += 1;
-            self.executed[id] += scale(id, r.block, r.warp);
+            let executed = scale(id, r.block, r.warp);
+            self.executed[id] += executed;
+            self.beside_mma[id] += executed * beside_share(id, r.block, r.warp);
             s.lanes += lanes.len() as u64;
             s.lane_bytes = lanes.iter().map(|l| l.bytes).fold(s.lane_bytes, u64::max);
             let useful = model::useful_bytes(&lanes);
@@ -394,11 +409,12 @@ impl<'b> Sites<'b> {
         let mut out: Vec<SiteStats> = self
             .tallies
             .into_iter()
-            .zip(self.executed)
-            .filter_map(|(t, executed)| {
+            .zip(self.executed.into_iter().zip(self.beside_mma))
+            .filter_map(|(t, (executed, beside_mma))| {
                 let t = t?;
                 let mut s = t.stats;
                 s.executions = executed.round() as u64;
+                s.executions_beside_mma = beside_mma.round() as u64;
                 // Most common; ties go to the pattern listed first.
                 let (at, count) = t
                     .patterns

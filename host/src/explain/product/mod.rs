@@ -337,9 +337,14 @@ pub fn predict(
             Unit::L1,
             l1 + step.l1_miss_bytes / share_of(rates.l2_read_gb_per_s, busy),
         ));
+        // Stores issued beside the MMAs take the L2 in the loop's time, at the rate
+        // the SMs store at.
+        let beside = profile.store_lines_per_ns_per_sm.map_or(0.0, |r| {
+            step.store_lines_beside_mma * LINE_BYTES / share_of(r * LINE_BYTES * sms, busy)
+        });
         all.push((
             Unit::L2,
-            lsu_bytes / share_of(rates.l2_read_gb_per_s, busy) + bulk,
+            lsu_bytes / share_of(rates.l2_read_gb_per_s, busy) + bulk + beside,
         ));
         all.push((
             Unit::Dram,
@@ -379,10 +384,12 @@ pub fn predict(
     let rate = |n: u64, busy: u64| pace(&units_with(busy), delay_ns, n as f64 * per_scheduler, together);
     // A block stores its tile of C after its loop, its threads' lines or the copy
     // engine's: the blocks of a round store theirs together, through their SM's port
-    // to the L2, with no loop of theirs left to overlap. The calibrated rate is each
+    // to the L2, with no loop of theirs left to overlap (but the lines it stores
+    // while its MMAs run, which the loop's L2 demand holds). The calibrated rate is each
     // SM's share with every SM storing: in a round that leaves SMs idle the busy ones
     // share the same L2 write rate, each up to its port (as their loads do).
-    let epilogue_lines = (step.store_lines + step.bulk_store_lines) * per_block_iterations;
+    let epilogue_lines = (step.store_lines + step.bulk_store_lines - step.store_lines_beside_mma).max(0.0)
+        * per_block_iterations;
     if profile.store_lines_per_ns_per_sm.is_none() && epilogue_lines > 0.0 {
         not_modelled.push("lines of global stores: not calibrated".into());
     }

@@ -39,6 +39,9 @@ pub struct Step {
     /// Lines the copy engine stores (TMA stores of C staged in shared memory), the
     /// block's share per iteration as for `store_lines`.
     pub bulk_store_lines: f64,
+    /// Of those store lines (both kinds), the ones issued while the warp's MMAs were in
+    /// flight: stores that run beside the tensor cores, not after the loop.
+    pub store_lines_beside_mma: f64,
     /// Bytes the L2 serves (distinct sectors each block reads) and the DRAM moves.
     pub l2_bytes: f64,
     pub dram_bytes: f64,
@@ -182,6 +185,11 @@ impl Step {
         let load_requests = executed(&lsu(Direction::Load), &|s| s.requests);
         let store_lines = executed(&lsu(Direction::Store), &|s| s.lines);
         let bulk_store_lines = executed(&|s| global(Direction::Store)(s) && s.bulk, &|s| s.lines);
+        let store_lines_beside_mma = sites
+            .iter()
+            .filter(|s| global(Direction::Store)(s) && !fixup(s) && s.requests > 0)
+            .map(|s| s.executions_beside_mma as f64 * s.lines as f64 / s.requests as f64)
+            .fold(0.0, |sum, x| sum + x);
         let load_sectors = executed(&global(Direction::Load), &|s| s.sectors);
         // A 16-byte `cp.async` is `cp.async.cg` (the kernel std's `copy4_async`).
         let through_l1 = |s: &SiteStats| lsu(Direction::Load)(s) && !(s.async_copy && s.lane_bytes >= 16);
@@ -212,6 +220,7 @@ impl Step {
             load_lines: per_iteration(load_lines),
             store_lines: per_iteration(store_lines),
             bulk_store_lines: per_iteration(bulk_store_lines),
+            store_lines_beside_mma: per_iteration(store_lines_beside_mma),
             l2_bytes: per_iteration(((load_sectors - bulk_sectors) * distinct + bulk_sectors) * 32.0),
             l2_bulk_bytes: per_iteration(bulk_sectors * 32.0),
             dram_bytes: if flops > 0.0 { f * dram_bytes / flops } else { 0.0 },

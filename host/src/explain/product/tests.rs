@@ -346,6 +346,7 @@ fn site(space: Memory, op: Direction, requests: u64, executions: u64, per: u64) 
         bulk: false,
         requests,
         executions,
+        executions_beside_mma: 0,
         lanes: 32 * requests,
         lane_bytes: 4,
         sectors: 4 * per * requests,

@@ -321,6 +321,13 @@ pub(super) struct Groups {
     committed: std::collections::VecDeque<Vec<Pending>>,
 }
 
+impl Groups {
+    /// Whether any MMA the thread issued has not been retired by a wait.
+    pub(super) fn in_flight(&self) -> bool {
+        !self.open.is_empty() || self.committed.iter().any(|g| !g.is_empty())
+    }
+}
+
 struct Pending {
     /// The accumulators it adds into (the thread's, as at the issue): a group writes
     /// its own, whichever the wait is handed.

@@ -90,6 +90,9 @@ pub struct Executions {
     pub executions: usize,
     /// Those recorded in the log.
     pub recorded: usize,
+    /// Those executed while the thread had warpgroup MMAs in flight (issued, not yet
+    /// retired by a wait): a tile's stores that run beside the tensor cores.
+    pub beside_mma: usize,
 }
 
 /// A recorded launch: the accesses logged, and every thread's execution counts.
@@ -130,6 +133,7 @@ struct Counter {
     space: Space,
     executions: usize,
     recorded: usize,
+    beside_mma: usize,
     /// The epoch in which the site's recording reached the cap.
     capped_in: Option<usize>,
 }
@@ -191,6 +195,7 @@ impl Counters {
                                 space,
                                 executions: 0,
                                 recorded: 0,
+                                beside_mma: 0,
                                 capped_in: None,
                             });
                             self.list.len() - 1
@@ -216,6 +221,7 @@ impl Counters {
             space: c.space,
             executions: c.executions,
             recorded: c.recorded,
+            beside_mma: c.beside_mma,
         })
     }
 }
@@ -279,6 +285,7 @@ fn count_only(
         return None;
     }
     counter.executions += 1;
+    counter.beside_mma += usize::from(t.wgmma.in_flight());
     t.counters.last = i;
     Some(global && config.addresses_only)
 }
@@ -339,12 +346,14 @@ fn record_slow(
             align.clamp(1, MAX_ACCESS).min(bytes.max(1))
         };
         let epoch = t.epoch;
+        let beside_mma = usize::from(t.wgmma.in_flight());
         let i = t.counters.find(site, op, space);
         let mut offset = 0;
         while offset < bytes.max(1) {
             let counter = &mut t.counters.list[i];
             let occurrence = counter.executions;
             counter.executions += 1;
+            counter.beside_mma += beside_mma;
             // Shared accesses are recorded past the cap up to the next barrier, so the
             // log never cuts a run of them that ptxas may merge into one vector access
             // (coalesce's explain::vectorize). The copy engine's box rows are all

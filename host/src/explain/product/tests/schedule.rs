@@ -176,6 +176,37 @@ fn a_round_that_leaves_sms_idle_stores_its_tiles_faster_up_to_the_port() {
     assert!(few.epilogue_ns < run(threads, 132).epilogue_ns);
 }
 
+/// overlap: the lines a block stores while its MMAs run are no epilogue after its
+/// loop; they take the L2 in the loop's time instead.
+#[test]
+fn stores_beside_the_mmas_leave_the_epilogue_for_the_loops_l2_demand() {
+    let p = unpowered();
+    let after = Step {
+        bulk_store_lines: 2.0,
+        ..simt()
+    };
+    let beside = Step {
+        store_lines_beside_mma: 1.5,
+        ..after
+    };
+    let run = |s: Step| predict(s.flops * 100.0 * 132.0, s, "SASS", launch(132, 32), &p, None).unwrap();
+    let l2 = |got: &ProductPrediction| {
+        got.units
+            .iter()
+            .find(|u| u.unit == Unit::L2)
+            .map_or(0.0, |u| u.demand_ns)
+    };
+    let (a, b) = (run(after), run(beside));
+    // A quarter of the lines left after the loop.
+    assert!(
+        close(b.epilogue_ns, a.epilogue_ns / 4.0),
+        "{} against {}",
+        b.epilogue_ns,
+        a.epilogue_ns
+    );
+    assert!(l2(&b) > l2(&a), "{} against {}", l2(&b), l2(&a));
+}
+
 /// stream-k: one tile of 2 (k + 1) k-blocks dealt to k + 1 clusters, two k-blocks
 /// each, against k + 1 tiles of two k-blocks dealt whole. The loops are the same; the
 /// split tile's owner then waits for its k contributors' partial tiles to be stored
