@@ -61,58 +61,43 @@ pub(super) enum Out<H> {
 /// Rung 5's epilogue for thread `tid` of consumer warpgroup `wg`: its warp's 16 rows
 /// of the tile, in bands of 128 columns, each written into the warp's staging
 /// tile (two 64 x 16 boxes, swizzled by 128 bytes so a store of the warp's 32 lanes
-/// hits 32 banks) and handed to the copy engine by lane 0. The warp waits only until
-/// the copy engine has read the band before it writes the next one.
+/// hits 32 banks) and handed to the copy engine by lane 0 ([`store_band`]). The warp
+/// waits only until the copy engine has read the band before it writes the next one.
 #[inline(always)]
 pub(super) unsafe fn store_staged<H: Half, A: Accumulator>(
     acc: &A,
     ring: Ring<H>,
     t: HalfTiling,
     c: Global<TensorMap>,
-    (m0, n0): (u32, u32),
+    at: (u32, u32),
     wg: usize,
     tid: usize,
 ) {
-    let (w, lane) = (tid / 32, tid % 32);
-    let (g, tt) = (lane / 4, lane % 4);
-    let at = t.staging_at() + (4 * wg + w) * STAGED_ROWS * STAGED_COLS;
-    let (tiles, row) = (ring.tiles(), m0 as usize + 64 * wg + STAGED_ROWS * w);
-    let (words, acc) = (tiles.offset(at).cast::<u32>(), acc.as_slice());
+    let acc = acc.as_slice();
     for band in 0..A::N / STAGED_COLS {
-        // SAFETY: the warp's own staging tile; lane 0's stores of the last band have
-        // read it once its wait returns.
+        // SAFETY: forwarded from the caller.
         unsafe {
-            if lane == 0 {
-                tma::wait_group_read::<0>();
-            }
-            sync_warp();
-            unroll!(jj < 16; 32 => {
-                let j = 16 * band + jj;
-                for h in 0..2 {
-                    // Row g + 8 h of the band, 16-byte chunk jj % 8 of box jj / 8,
-                    // swizzled by the row (g).
-                    let word = (jj / 8) * STAGED_BOX / 2 + (g + 8 * h) * 32 + (((jj % 8) ^ g) * 4) + tt;
-                    words.write(word, H::pack2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]));
-                }
-            });
-            tma::fence_proxy_async();
-            sync_warp();
-            if lane == 0 {
-                for bx in 0..2 {
-                    let col = n0 as usize + STAGED_COLS * band + B_BOX * bx;
-                    tma::store_2d(c, [col as i32, row as i32], tiles, at + STAGED_BOX * bx);
-                }
-                tma::commit_group();
-            }
-        }
+            store_band(
+                &acc[BAND_ACCS * band..BAND_ACCS * (band + 1)],
+                ring,
+                t,
+                c,
+                at,
+                band,
+                (wg, tid),
+            )
+        };
     }
 }
 
-/// Band `band` (columns 128 band.. of the tile) of [`store_staged`] alone, from its 64
+/// A band's accumulators a thread: 16 rows by 128 columns over the warp's 32 lanes.
+const BAND_ACCS: usize = 16 * STAGED_COLS / 32;
+
+/// Band `band` (columns 128 band.. of the tile) of [`store_staged`], from its 64
 /// accumulators a thread (`acc[4 j + 2 h + e]`: C[16 w + g + 8 h][128 band + 8 j + 2 t + e]).
 #[inline(always)]
 pub(super) unsafe fn store_band<H: Half>(
-    acc: &[f32; 64],
+    acc: &[f32],
     ring: Ring<H>,
     t: HalfTiling,
     c: Global<TensorMap>,
