@@ -16,7 +16,7 @@ use super::epilogue::store_band;
 use super::tiling::{B_ATOM_BYTES, B_BOX, BK, HalfTiling, STAGED};
 use super::wgmma::{split_warpgroups, tile, walk, walking_ring};
 use crate::gpu::ring::{Release, Ring, Stage};
-use crate::gpu::tma::{self, TensorMap};
+use crate::gpu::tma::TensorMap;
 use crate::gpu::wgmma::{self, Descriptor};
 use crate::gpu::{Bf16, F16, Global, Half};
 
@@ -125,11 +125,6 @@ unsafe fn overlap<H: Half>(
                         }
                         store_band(&right, ring, t, c, at, 1, (wg, me));
                     }
-                }
-                // The copy engine has read the staging tiles and written C before the
-                // block's shared memory goes.
-                if lane == 0 {
-                    tma::wait_group::<0>();
                 }
             },
         );

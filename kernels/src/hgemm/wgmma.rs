@@ -253,13 +253,6 @@ unsafe fn specialised<H: Half, A: Accumulator>(
                     }
                     i += step;
                 }
-                if let Out::CopyEngine(_) = out {
-                    // The copy engine has read the staging tiles and written C before
-                    // the block's shared memory goes.
-                    if me % 32 == 0 {
-                        tma::wait_group::<0>();
-                    }
-                }
             },
         )
     }
@@ -268,7 +261,8 @@ unsafe fn specialised<H: Half, A: Accumulator>(
 /// A warp-specialised block: thread 0 prefetches the tensor maps (`c`, C's, where the
 /// copy engine stores it) and sets up the ring; warpgroup 0 copies the walk's tiles
 /// (one thread); each consumer thread runs `consume` with its warpgroup among the
-/// consumers and its place in it, the registers rebalanced.
+/// consumers and its place in it, the registers rebalanced, and where the copy engine
+/// stores C, waits until it has (lane 0 of each warp, whose stores they are).
 #[inline(always)]
 pub(super) unsafe fn split_warpgroups<H: Half>(
     (t, ring): (HalfTiling, Ring<H>),
@@ -313,7 +307,13 @@ pub(super) unsafe fn split_warpgroups<H: Half>(
             if rebalance {
                 wgmma::grow_registers::<232>();
             }
-            consume(tid / 128 - 1, tid % 128);
+            let (wg, me) = (tid / 128 - 1, tid % 128);
+            consume(wg, me);
+            // The copy engine has read the staging tiles and written C before the
+            // block's shared memory goes.
+            if c.is_some() && me % 32 == 0 {
+                tma::wait_group::<0>();
+            }
         }
         ring.tail();
     }
