@@ -170,14 +170,18 @@ impl Step {
         // A stream-k launch's partial tiles and flags (its scratch) are not the loop's:
         // the fix-up's chain takes them in turn ([`super::fixup`]).
         let fixup = |s: &SiteStats| window.split.is_some() && s.buffer.as_deref() == Some(SCRATCH);
-        // Over every execution of the sites `which` picks: `per` of a recorded request.
-        let executed = |which: &dyn Fn(&SiteStats) -> bool, per: &dyn Fn(&SiteStats) -> u64| {
+        // Over the executions `times` counts of the sites `which` picks: `per` of a
+        // recorded request.
+        type Count<'a> = &'a dyn Fn(&SiteStats) -> u64;
+        let executed_of = |which: &dyn Fn(&SiteStats) -> bool, times: Count, per: Count| {
             sites
                 .iter()
                 .filter(|s| which(s) && !fixup(s) && s.requests > 0)
-                .map(|s| s.executions as f64 * per(s) as f64 / s.requests as f64)
+                .map(|s| times(s) as f64 * per(s) as f64 / s.requests as f64)
                 .fold(0.0, |sum, x| sum + x)
         };
+        let executed =
+            |which: &dyn Fn(&SiteStats) -> bool, per: Count| executed_of(which, &|s| s.executions, per);
         let global = |op: Direction| move |s: &SiteStats| s.space == Memory::Global && s.op == op;
         let lsu = |op: Direction| move |s: &SiteStats| global(op)(s) && !s.bulk;
         let shared_wavefronts = executed(&|s| s.space == Memory::Shared, &|s| s.wavefronts);
@@ -185,11 +189,10 @@ impl Step {
         let load_requests = executed(&lsu(Direction::Load), &|s| s.requests);
         let store_lines = executed(&lsu(Direction::Store), &|s| s.lines);
         let bulk_store_lines = executed(&|s| global(Direction::Store)(s) && s.bulk, &|s| s.lines);
-        let store_lines_beside_mma = sites
-            .iter()
-            .filter(|s| global(Direction::Store)(s) && !fixup(s) && s.requests > 0)
-            .map(|s| s.executions_beside_mma as f64 * s.lines as f64 / s.requests as f64)
-            .fold(0.0, |sum, x| sum + x);
+        let store_lines_beside_mma =
+            executed_of(&global(Direction::Store), &|s| s.executions_beside_mma, &|s| {
+                s.lines
+            });
         let load_sectors = executed(&global(Direction::Load), &|s| s.sectors);
         // A 16-byte `cp.async` is `cp.async.cg` (the kernel std's `copy4_async`).
         let through_l1 = |s: &SiteStats| lsu(Direction::Load)(s) && !(s.async_copy && s.lane_bytes >= 16);
