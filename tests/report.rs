@@ -1073,6 +1073,48 @@ fn a_16_bit_product_is_reported_with_its_precision() {
     assert!(written.iter().any(|p| p.ends_with("report.md")), "{written:?}");
 }
 
+/// A rung that builds on one other than the rung declared before it is shown as a diff
+/// from that one: overlap (after tma-store-128 in the list) changes tma-store.
+#[test]
+fn a_rungs_diff_is_from_the_rung_it_builds_on() {
+    let n = 4096u64;
+    let work = Work::Flops {
+        flops: 2 * n * n * n,
+        bytes: 2 * 3 * n * n,
+    };
+    let mut results = fixture(&["copy"]);
+    for (v, k) in [
+        ("tma-store", "hgemm_tma_store_bf16"),
+        ("tma-store-128", "hgemm_tma_store_128_bf16"),
+        ("overlap", "hgemm_overlap_bf16"),
+    ] {
+        results.run.rows.push(make_row("gemm-bf16", v, k, work, 0.2));
+    }
+    let dir = temp_path("report-builds-on");
+    report::write(&dir, &results).unwrap();
+    let page = read(&dir.join("index.html"));
+    let card = |name: &str| {
+        let at = page.find(&format!("data-kernel=\"{name}\"")).unwrap();
+        let rest = &page[at..];
+        rest[..rest.find("</article>").unwrap()].to_string()
+    };
+    let overlap = card("gemm-bf16/overlap");
+    assert!(
+        overlap.contains("What changed from gemm-bf16/tma-store:"),
+        "{overlap}"
+    );
+    assert!(!overlap.contains("What changed from gemm-bf16/tma-store-128"));
+    // The rung declared before it still steps from the one before that.
+    assert!(card("gemm-bf16/tma-store-128").contains("What changed from gemm-bf16/tma-store:"));
+    // Without its base in the results, a rung shows no diff rather than a wrong one.
+    results.run.rows.retain(|r| r.variant != "tma-store");
+    let dir = temp_path("report-builds-on-alone");
+    report::write(&dir, &results).unwrap();
+    let page = read(&dir.join("index.html"));
+    let at = page.find("data-kernel=\"gemm-bf16/overlap\"").unwrap();
+    assert!(!page[at..].contains("What changed from"));
+}
+
 /// A report just run folds each kernel's SASS into its card where ptxas and nvdisasm
 /// run here; the same results rendered from a file never do (the committed sample page
 /// is the same on every machine).

@@ -79,6 +79,9 @@ pub struct Variant {
     /// Bytes of the variant's scratch buffer ([`Arg::Scratch`]) at a problem and its
     /// launch; `None` for a variant that takes none.
     pub scratch: Option<fn(&Problem, &Launch) -> u64>,
+    /// The variant of the same experiment it changes by one lesson, where that is not
+    /// the one declared before it: the report shows its source as a diff from that one.
+    pub builds_on: Option<&'static str>,
 }
 
 impl Variant {
@@ -104,6 +107,16 @@ impl Variant {
             arithmetic: Arithmetic::Fp32,
             rounding: None,
             scratch: None,
+            builds_on: None,
+        }
+    }
+
+    /// The same variant as a step from `variant` of its experiment (declared before
+    /// it, not just before it): the report diffs its source against that one's.
+    pub const fn builds_on(self, variant: &'static str) -> Variant {
+        Variant {
+            builds_on: Some(variant),
+            ..self
         }
     }
 

@@ -107,16 +107,17 @@ fn grid(p: &Problem, t: HalfTiling, blocks: u64) -> Result<Launch> {
 }
 
 /// Declares the rungs once: `NAME => (BF16 KERNEL, FP16 KERNEL), ARGS, LAUNCH;` (and
-/// `, scratch SCRATCH` before the `;` for a rung that takes one) makes the variant
-/// lists [`BF16_RUNGS`] and [`F16_RUNGS`], in order.
+/// `, scratch SCRATCH` before the `;` for a rung that takes one, `, on RUNG` for a rung
+/// that changes one other than the rung before it) makes the variant lists
+/// [`BF16_RUNGS`] and [`F16_RUNGS`], in order.
 macro_rules! rungs {
-    ($($name:literal => ($bf16:ident, $f16:ident), $args:expr, $launch:expr $(, scratch $scratch:expr)?;)*) => {
+    ($($name:literal => ($bf16:ident, $f16:ident), $args:expr, $launch:expr $(, scratch $scratch:expr)? $(, on $on:literal)?;)*) => {
         /// The BF16 rungs, in table order.
-        pub const BF16_RUNGS: &[Variant] =
-            &[$(Variant::new($name, &entry::$bf16, $args, $launch).bf16()$(.with_scratch($scratch))?),*];
+        pub const BF16_RUNGS: &[Variant] = &[$(Variant::new($name, &entry::$bf16, $args, $launch)
+            .bf16()$(.with_scratch($scratch))?$(.builds_on($on))?),*];
         /// The FP16 rungs, the same in FP16.
-        pub const F16_RUNGS: &[Variant] =
-            &[$(Variant::new($name, &entry::$f16, $args, $launch).f16()$(.with_scratch($scratch))?),*];
+        pub const F16_RUNGS: &[Variant] = &[$(Variant::new($name, &entry::$f16, $args, $launch)
+            .f16()$(.with_scratch($scratch))?$(.builds_on($on))?),*];
     };
 }
 
@@ -129,17 +130,19 @@ rungs! {
     };
     "persistent" => (hgemm_persistent_bf16, hgemm_persistent_f16), HOPPER_ARGS, |p, info| {
         persistent(p, info, SPECIALISED)
-    };
+    }, on "wgmma-ws";
     "tma-store" => (hgemm_tma_store_bf16, hgemm_tma_store_f16), STORE_ARGS, |p, info| persistent(p, info, STAGED);
     "small" => (hgemm_small_bf16, hgemm_small_f16), SMALL_ARGS, |p, info| persistent(p, info, SMALL);
-    "stream-k" => (hgemm_stream_k_bf16, hgemm_stream_k_f16), STREAM_K_ARGS, stream_k, scratch stream_k_scratch;
+    "stream-k" => (hgemm_stream_k_bf16, hgemm_stream_k_f16), STREAM_K_ARGS, stream_k, scratch stream_k_scratch,
+        on "tma-store";
     "tma-store-192" => (hgemm_tma_store_192_bf16, hgemm_tma_store_192_f16), STORE_192_ARGS, |p, info| {
         persistent(p, info, STAGED_192)
-    };
+    }, on "tma-store";
     "tma-store-128" => (hgemm_tma_store_128_bf16, hgemm_tma_store_128_f16), STORE_128_ARGS, |p, info| {
         persistent(p, info, STAGED_128)
-    };
-    "overlap" => (hgemm_overlap_bf16, hgemm_overlap_f16), STORE_ARGS, |p, info| persistent(p, info, STAGED);
+    }, on "tma-store";
+    "overlap" => (hgemm_overlap_bf16, hgemm_overlap_f16), STORE_ARGS, |p, info| persistent(p, info, STAGED),
+        on "tma-store";
 }
 
 /// A, B and C of a product, of `elem` elements.

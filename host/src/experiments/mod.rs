@@ -165,6 +165,23 @@ mod tests {
     }
 
     #[test]
+    fn a_rung_builds_on_a_variant_declared_before_it() {
+        for e in ALL {
+            for (i, v) in e.variants.iter().enumerate() {
+                if let Some(base) = v.builds_on {
+                    assert!(
+                        e.variants[..i].iter().any(|b| b.name == base),
+                        "{}/{} builds on {base}, which {} does not declare before it",
+                        e.name,
+                        v.name,
+                        e.name
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
     fn every_kernel_is_in_the_ptx_module_its_handle_names() {
         for e in ALL {
             for k in e.kernels() {

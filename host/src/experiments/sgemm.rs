@@ -147,17 +147,20 @@ pub static EXPERIMENT: Experiment = Experiment {
         Variant::new("interior", &entry::sgemm_interior, ARGS, |p, _| warp(p, PIPE_128X128X8_4X8)),
         Variant::new("pipeline-128x64x16", &entry::sgemm_pipeline_128x64x16, ARGS, |p, _| {
             warp(p, PIPE_128X64X16)
-        }),
+        })
+        .builds_on("pipeline-128x128x8"),
         Variant::new("async-128x128x8", &entry::sgemm_async_128x128x8, ARGS, |p, _| {
             warp(p, ASYNC_128X128X8)
-        }),
+        })
+        .builds_on("pipeline-128x128x8"),
         Variant::new("async-128x256x8", &entry::sgemm_async_128x256x8, ARGS, |p, _| {
             warp(p, ASYNC_128X256X8)
         }),
         Variant::new("tf32-128x128x32", &entry::sgemm_tf32_128x128x32, ARGS, |p, _| {
             tf32(p, TF32_128X128X32)
         })
-        .tf32(),
+        .tf32()
+        .builds_on("async-128x128x8"),
         Variant::new("tf32-128x256x32", &entry::sgemm_tf32_128x256x32, ARGS, |p, _| {
             tf32(p, TF32_128X256X32)
         })
@@ -167,23 +170,28 @@ pub static EXPERIMENT: Experiment = Experiment {
         Variant::new("wgmma-ws-192", &entry::sgemm_wgmma_ws_192, WGMMA_192_ARGS, |p, _| {
             hopper(p, WGMMA_WS_192, 1)
         })
-        .tf32_truncating(),
+        .tf32_truncating()
+        .builds_on("wgmma-ws"),
         Variant::new("wgmma-ws-128", &entry::sgemm_wgmma_ws_128, WGMMA_128_ARGS, |p, _| {
             hopper(p, WGMMA_WS_128, 1)
         })
-        .tf32_truncating(),
+        .tf32_truncating()
+        .builds_on("wgmma-ws"),
         Variant::new("wgmma-ws-64", &entry::sgemm_wgmma_ws_64, WGMMA_64_ARGS, |p, _| {
             hopper(p, WGMMA_WS_64, 1)
         })
-        .tf32_truncating(),
+        .tf32_truncating()
+        .builds_on("wgmma-ws"),
         Variant::new("wgmma-cluster", &entry::sgemm_wgmma_cluster, CLUSTER_ARGS, |p, _| {
             hopper(p, WGMMA_CLUSTER, 2)
         })
-        .tf32_truncating(),
+        .tf32_truncating()
+        .builds_on("wgmma-ws"),
         Variant::new("wgmma-tma-store", &entry::sgemm_wgmma_tma_store, TMA_STORE_ARGS, |p, info| {
             persistent(p, info, WGMMA_TMA_STORE)
         })
-        .tf32_truncating(),
+        .tf32_truncating()
+        .builds_on("wgmma-ws"),
     ],
     buffers: matmul::buffers,
     work: matmul::work,

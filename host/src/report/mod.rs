@@ -97,7 +97,7 @@ enum Page {
 
 /// The line report.md gains where index.html sits beside it.
 pub const PAGE_LINE: &str = "- Page: [index.html](index.html), each kernel's source annotated line by line \
-     with what the emulator counted and the GPU measured, each variant as a diff from the one before, \
+     with what the emulator counted and the GPU measured, each variant as a diff from the one it builds on, \
      and the charts (one file; open it in a browser, offline)";
 
 /// [`write`], with index.html or without (a GPU's folder in a report of several,

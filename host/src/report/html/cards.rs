@@ -1,5 +1,5 @@
 //! One card per kernel: its figures on each GPU, its annotated source, its twin and
-//! PTX folded, and its diff from the kernel before it; and the charts' rows, drawn
+//! PTX folded, and its diff from the kernel it builds on; and the charts' rows, drawn
 //! from the same results.
 
 use std::fmt::Write as _;
@@ -166,12 +166,24 @@ fn head(listing: &str) -> (String, String) {
     }
 }
 
-/// Whether the page shows `c` as a step from `b`: the next variant of one
-/// experiment, or the next rung of the FP32 ladder from matmul into sgemm (the 16-bit
-/// chapters step within themselves).
-pub fn steps_from(b: &Card, c: &Card) -> bool {
+/// The card whose diff to `cards[i]` the page shows: the variant it declares it builds
+/// on ([`crate::experiment::Variant::builds_on`]), where the results hold that one;
+/// else the card before it, where that is the next variant of one experiment or the
+/// next rung of the FP32 ladder from matmul into sgemm (the 16-bit chapters step
+/// within themselves).
+pub fn step_before(cards: &[Card], i: usize) -> Option<&Card> {
+    let c = &cards[i];
+    let declared = crate::experiments::named(&c.experiment)
+        .and_then(|e| e.variant(&c.variant))
+        .and_then(|v| v.builds_on);
+    if let Some(base) = declared {
+        return cards[..i]
+            .iter()
+            .find(|b| b.experiment == c.experiment && b.variant == base);
+    }
+    let b = &cards[i.checked_sub(1)?];
     let chain = |x: &Card| ["matmul", "sgemm"].contains(&x.experiment.as_str());
-    b.experiment == c.experiment || (chain(b) && chain(c))
+    (b.experiment == c.experiment || (chain(b) && chain(c))).then_some(b)
 }
 
 /// The precisions of the products among `cards`, in the order they appear.

@@ -84,8 +84,8 @@ fn toc(cards: &[Card]) -> String {
     out
 }
 
-/// Every card, each experiment under its heading, each card after the first of a
-/// run of related kernels with its diff from the one before.
+/// Every card, each experiment under its heading, each step of a ladder with its diff
+/// from the rung it builds on ([`cards::step_before`]).
 fn sections(cards: &[Card]) -> String {
     let mut out = String::new();
     for (i, c) in cards.iter().enumerate() {
@@ -99,11 +99,7 @@ fn sections(cards: &[Card]) -> String {
                 text(about)
             );
         }
-        let before = i
-            .checked_sub(1)
-            .map(|j| &cards[j])
-            .filter(|b| cards::steps_from(b, c));
-        out.push_str(&c.render(before));
+        out.push_str(&c.render(cards::step_before(cards, i)));
     }
     out
 }
@@ -154,7 +150,7 @@ fn render_with(all: &[Results], sass: &dyn Fn(&str) -> Option<(String, String)>)
     body.push_str(
         "<p>Each kernel's Rust source with what the CPU emulator recorded beside every line that touches memory, \
          what each GPU measured and what the model predicted from the source; each variant as a diff from the one \
-         before it. The full tables are in report.md beside this page.</p>\n",
+         it builds on. The full tables are in report.md beside this page.</p>\n",
     );
     let precisions = cards::precisions(&cards);
     body.push_str(&palette_legend());
