@@ -145,11 +145,44 @@ fn section(file: &str, lines: &[&'static str], first: usize, last: usize) -> Sec
     }
 }
 
-/// A kernel's source: its `kernel!` block (doc comment and body), then each function
-/// of the kernels crate that holds one of `site_lines` outside it (the helpers its
-/// accesses sit in), in file order. Empty where the kernel is not found.
+/// The names of the functions `lines` call by a bare name (`overlap::<Bf16>(`,
+/// `simt(`): not methods (`.read(`), paths (`wgmma::fence(`) or macros.
+fn bare_calls(lines: &[&str]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for l in lines {
+        let code = code_only(l);
+        let b = code.as_bytes();
+        let ident = |c: u8| c.is_ascii_alphanumeric() || c == b'_';
+        let mut i = 0;
+        while i < b.len() {
+            if !(ident(b[i]) && (i == 0 || !ident(b[i - 1]))) {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while i < b.len() && ident(b[i]) {
+                i += 1;
+            }
+            let name = &code[start..i];
+            let before = code[..start].trim_end();
+            let called = code[i..].starts_with('(') || code[i..].starts_with("::<");
+            let bare = !(before.ends_with('.') || before.ends_with("::") || before.ends_with("fn"));
+            if called && bare && !name.as_bytes()[0].is_ascii_digit() && !out.iter().any(|n| n == name) {
+                out.push(name.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// A kernel's source: its `kernel!` block (doc comment and body), then the functions
+/// of its file that the block calls by name (the rung's body, where the block only
+/// instantiates it) and each function of the kernels crate that holds one of
+/// `site_lines` outside it (the helpers its accesses sit in), in file order. Empty
+/// where the kernel is not found.
 pub fn kernel_sections(kernel: &str, site_lines: &[(String, u32)]) -> Vec<Section> {
     let mut out: Vec<Section> = Vec::new();
+    let mut helpers: Vec<Section> = Vec::new();
     for (path, text) in SOURCES {
         let lines: Vec<&'static str> = text.lines().collect();
         if let Some(at) = lines.iter().position(|l| declares(l, kernel))
@@ -163,10 +196,17 @@ pub fn kernel_sections(kernel: &str, site_lines: &[(String, u32)]) -> Vec<Sectio
                 _ => end,
             };
             out.push(section(path, &lines, with_preamble(&lines, at, "///"), end));
+            for name in bare_calls(&lines[at..=end]).iter().filter(|n| *n != kernel) {
+                let Some(decl) = lines.iter().position(|l| declares(l, name)) else {
+                    continue;
+                };
+                if let Some(last) = block_end(&lines, decl) {
+                    helpers.push(section(path, &lines, with_preamble(&lines, decl, "//"), last));
+                }
+            }
             break;
         }
     }
-    let mut helpers: Vec<Section> = Vec::new();
     for (path, line) in site_lines {
         if out.iter().chain(&helpers).any(|s| s.holds(path, *line)) {
             continue;
@@ -241,6 +281,24 @@ mod tests {
         assert_eq!(s.len(), 2, "{s:?}");
         assert!(s[1].holds("kernels/src/transpose.rs", inside));
         assert!(s[1].lines.iter().any(|l| l.contains("fn through_tile(")));
+    }
+
+    #[test]
+    fn the_rung_a_kernel_block_instantiates_is_shown_after_it() {
+        let s = kernel_sections("hgemm_overlap_bf16", &[]);
+        assert_eq!(s.len(), 2, "{s:?}");
+        assert!(s[0].lines.iter().any(|l| l.contains("fn hgemm_overlap_bf16(")));
+        assert_eq!(s[1].file, "kernels/src/hgemm/overlap.rs");
+        assert!(
+            s[1].lines
+                .iter()
+                .any(|l| l.contains("unsafe fn overlap<H: Half>("))
+        );
+        // Methods, paths and macros are not bare calls; the kernel's own name is skipped.
+        assert_eq!(
+            bare_calls(&["unsafe { a.read(i); wgmma::fence(); unroll!(x); rung::<T>(m, f(k)) }"]),
+            ["rung", "f"]
+        );
     }
 
     #[test]
