@@ -78,6 +78,21 @@ fn baseline() -> Baseline {
     }
 }
 
+/// The work of an n³ product of 16-bit matrices: 2 n³ FLOPs, A, B and C once.
+fn half_product(n: u64) -> Work {
+    Work::Flops {
+        flops: 2 * n * n * n,
+        bytes: 2 * 3 * n * n,
+    }
+}
+
+/// The page's card of `name` (`transpose/tiled`): its `<article>`, up to its end.
+fn card_of(page: &str, name: &str) -> String {
+    let at = page.find(&format!("data-kernel=\"{name}\"")).unwrap();
+    let rest = &page[at..];
+    rest[..rest.find("</article>").unwrap()].to_string()
+}
+
 fn make_row(experiment: &str, variant: &str, kernel: &'static str, work: Work, ms: f64) -> Row {
     let case = Case {
         experiment: experiment.into(),
@@ -978,11 +993,7 @@ fn the_page_shows_every_kernel_with_the_emulation_its_results_keep() {
         page.matches("<article class=\"kernel\"").count(),
         results.run.rows.len()
     );
-    let card = |name: &str| {
-        let at = page.find(&format!("data-kernel=\"{name}\"")).unwrap();
-        let rest = &page[at..];
-        rest[..rest.find("</article>").unwrap()].to_string()
-    };
+    let card = |name: &str| card_of(&page, name);
     let naive = card("transpose/naive-write");
     let line = naive.split("<tr ").find(|r| r.contains("dst.write(")).unwrap();
     assert!(
@@ -1010,11 +1021,7 @@ fn the_page_shows_every_kernel_with_the_emulation_its_results_keep() {
 /// report (Markdown, JSON, plots, page) is written.
 #[test]
 fn a_16_bit_product_is_reported_with_its_precision() {
-    let n = 4096u64;
-    let work = Work::Flops {
-        flops: 2 * n * n * n,
-        bytes: 2 * 3 * n * n,
-    };
+    let work = half_product(4096);
     let mut plain = fixture(&["copy"]);
     let mut bf16 = make_row("gemm-bf16", "simt", "hgemm_simt_bf16", work, 60.0);
     bf16.size_label = Some("4096x4096x4096".into());
@@ -1077,11 +1084,7 @@ fn a_16_bit_product_is_reported_with_its_precision() {
 /// from that one: overlap (after tma-store-128 in the list) changes tma-store.
 #[test]
 fn a_rungs_diff_is_from_the_rung_it_builds_on() {
-    let n = 4096u64;
-    let work = Work::Flops {
-        flops: 2 * n * n * n,
-        bytes: 2 * 3 * n * n,
-    };
+    let work = half_product(4096);
     let mut results = fixture(&["copy"]);
     for (v, k) in [
         ("tma-store", "hgemm_tma_store_bf16"),
@@ -1093,11 +1096,7 @@ fn a_rungs_diff_is_from_the_rung_it_builds_on() {
     let dir = temp_path("report-builds-on");
     report::write(&dir, &results).unwrap();
     let page = read(&dir.join("index.html"));
-    let card = |name: &str| {
-        let at = page.find(&format!("data-kernel=\"{name}\"")).unwrap();
-        let rest = &page[at..];
-        rest[..rest.find("</article>").unwrap()].to_string()
-    };
+    let card = |name: &str| card_of(&page, name);
     let overlap = card("gemm-bf16/overlap");
     assert!(
         overlap.contains("What changed from gemm-bf16/tma-store:"),

@@ -111,8 +111,9 @@ impl Variant {
         }
     }
 
-    /// The same variant as a step from `variant` of its experiment (declared before
-    /// it, not just before it): the report diffs its source against that one's.
+    /// The same variant as a step from `variant`, an earlier variant of its experiment
+    /// that is not the one just before it: the report diffs its source against that
+    /// one's.
     pub const fn builds_on(self, variant: &'static str) -> Variant {
         Variant {
             builds_on: Some(variant),
