@@ -1,6 +1,7 @@
 //! The warpgroup MMA's emulation: its products, accumulators and groups.
 
 use super::*;
+use crate::gpu::SharedArray;
 use crate::gpu::emu::{Dim3, LaunchConfig, Schedule, launch};
 use crate::gpu::mma::to_tf32;
 use crate::gpu::shared::dynamic_shared_array;
@@ -20,44 +21,30 @@ fn a_warpgroup_mma_lands_at_its_wait_in_the_documented_layout() {
     let a = |r: usize, k: usize| ((r * 8 + k) % 7) as f32 - 3.0;
     let b = |k: usize, col: usize| ((k * 64 + col) % 5) as f32 - 2.0;
     for schedule in [Schedule::Concurrent, Schedule::Reverse] {
-        let cfg = LaunchConfig {
-            grid: Dim3::from(1),
-            block: Dim3::from(128),
-            dynamic_shared_bytes: 64 * 32 * 4 + 1024,
-            schedule,
-            ..Default::default()
+        // Only k 8..16 is the step's; the rest must not be read.
+        let step = |k: usize, col: usize| {
+            if (8..16).contains(&k) {
+                b(k - 8, col)
+            } else {
+                f32::NAN
+            }
         };
-        let out = Mutex::new(Vec::new());
-        launch(&cfg, || {
-            let tid = thread_rank_in_block();
-            // SAFETY: the launch's dynamic shared memory holds the aligned tile.
+        let out = on_b_tile(schedule, step, |tid, tile| {
+            let (w, lane) = (tid / 32, tid % 32);
+            let (g, t) = (16 * w + lane / 4, lane % 4);
+            let frag = [a(g, t), a(g + 8, t), a(g, t + 4), a(g + 8, t + 4)].map(to_tf32);
+            let mut acc = [1.0f32; 32];
+            // SAFETY: the tile is written (the helper's barrier); every thread of the
+            // warpgroup issues and waits.
             unsafe {
-                let tile = dynamic_shared_array::<f32>(64 * 32 + 256).aligned(1024);
-                if tid < 64 {
-                    for k in 0..32 {
-                        // Only k 8..16 is the step's; the rest must not be read.
-                        let v = if (8..16).contains(&k) {
-                            b(k - 8, tid)
-                        } else {
-                            f32::NAN
-                        };
-                        tile.write(swizzled_128(tid, k), v);
-                    }
-                }
-                sync_threads();
-                let (w, lane) = (tid / 32, tid % 32);
-                let (g, t) = (16 * w + lane / 4, lane % 4);
-                let frag = [a(g, t), a(g + 8, t), a(g, t + 4), a(g + 8, t + 4)].map(to_tf32);
-                let mut acc = [1.0f32; 32];
                 fence();
                 mma_tf32(&mut acc, frag, Descriptor::k_major_128b(tile, 8));
                 commit_group();
-                let early = acc;
-                wait_group::<0, _>(&mut acc);
-                out.lock().unwrap().push((tid, early, acc));
             }
+            let early = acc;
+            wait_group::<0, _>(&mut acc);
+            (tid, early, acc)
         });
-        let out = out.into_inner().unwrap();
         assert_eq!(out.len(), 128);
         for (tid, early, acc) in out {
             assert_eq!(early, [1.0; 32], "thread {tid} saw the product before its wait");
@@ -80,6 +67,39 @@ fn a_warpgroup_mma_lands_at_its_wait_in_the_documented_layout() {
     }
 }
 
+/// Runs `body(tid, tile)` on each thread of one warpgroup under `schedule` and
+/// collects what it returns, after threads 0..64 wrote B's K-major tile of 64 rows
+/// of 32 floats in the copy engine's 128-byte swizzle: row `col`'s k holds `b(k, col)`.
+fn on_b_tile<T: Send>(
+    schedule: Schedule,
+    b: impl Fn(usize, usize) -> f32 + Sync,
+    body: impl Fn(usize, SharedArray<f32>) -> T + Sync,
+) -> Vec<T> {
+    let cfg = LaunchConfig {
+        grid: Dim3::from(1),
+        block: Dim3::from(128),
+        dynamic_shared_bytes: 64 * 32 * 4 + 1024,
+        schedule,
+        ..Default::default()
+    };
+    let out = Mutex::new(Vec::new());
+    launch(&cfg, || {
+        let tid = thread_rank_in_block();
+        // SAFETY: the launch's dynamic shared memory holds the aligned tile.
+        let tile = unsafe { dynamic_shared_array::<f32>(64 * 32 + 256).aligned(1024) };
+        if tid < 64 {
+            for k in 0..32 {
+                // SAFETY: row `tid` of the tile.
+                unsafe { tile.write(swizzled_128(tid, k), b(k, tid)) };
+            }
+        }
+        sync_threads();
+        let r = body(tid, tile);
+        out.lock().unwrap().push(r);
+    });
+    out.into_inner().unwrap()
+}
+
 /// Each thread's id, first chain, second chain before its wait, and after.
 type Chains = Vec<(usize, [f32; 32], [f32; 32], [f32; 32])>;
 
@@ -89,42 +109,28 @@ type Chains = Vec<(usize, [f32; 32], [f32; 32], [f32; 32])>;
 /// accumulators of a group it retires is refused.
 fn two_chains(hand_both: bool) -> Chains {
     let b = |k: usize, col: usize| ((k * 64 + col) % 5) as f32 - 2.0;
-    let cfg = LaunchConfig {
-        grid: Dim3::from(1),
-        block: Dim3::from(128),
-        dynamic_shared_bytes: 64 * 32 * 4 + 1024,
-        ..Default::default()
-    };
-    let out = Mutex::new(Vec::new());
-    launch(&cfg, || {
-        let tid = thread_rank_in_block();
-        // SAFETY: the launch's dynamic shared memory holds the aligned tile.
+    let first_step = |k: usize, col: usize| if k < 8 { b(k, col) } else { 0.0 };
+    on_b_tile(Schedule::default(), first_step, |tid, tile| {
+        let frag = [1.0f32; 4].map(to_tf32);
+        let (mut left, mut right) = ([1.0f32; 32], [2.0f32; 32]);
+        // SAFETY: the tile is written (the helper's barrier); every thread of the
+        // warpgroup issues and waits.
         unsafe {
-            let tile = dynamic_shared_array::<f32>(64 * 32 + 256).aligned(1024);
-            if tid < 64 {
-                for k in 0..32 {
-                    tile.write(swizzled_128(tid, k), if k < 8 { b(k, tid) } else { 0.0 });
-                }
-            }
-            sync_threads();
-            let frag = [1.0f32; 4].map(to_tf32);
-            let (mut left, mut right) = ([1.0f32; 32], [2.0f32; 32]);
             fence();
             mma_tf32(&mut left, frag, Descriptor::k_major_128b(tile, 0));
             commit_group();
             mma_tf32(&mut right, frag, Descriptor::k_major_128b(tile, 0));
             commit_group();
-            if hand_both {
-                wait_group_pair::<1, _>(&mut left, &mut right);
-            } else {
-                wait_group::<0, _>(&mut left);
-            }
-            let early = right;
-            wait_group_pair::<0, _>(&mut left, &mut right);
-            out.lock().unwrap().push((tid, left, early, right));
         }
-    });
-    out.into_inner().unwrap()
+        if hand_both {
+            wait_group_pair::<1, _>(&mut left, &mut right);
+        } else {
+            wait_group::<0, _>(&mut left);
+        }
+        let early = right;
+        wait_group_pair::<0, _>(&mut left, &mut right);
+        (tid, left, early, right)
+    })
 }
 
 #[test]
